@@ -1,0 +1,69 @@
+"""The FastAPI application: REST under /v1, OpenAPI at /docs.
+
+Route modules live in `api/routes/`; each exposes `router` and is included here by name, so the
+list below is the map of the API.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib
+from contextlib import asynccontextmanager
+
+import asyncpg
+from fastapi import FastAPI
+from temporalio.client import Client
+
+from api.auth import TokenTable, local_admin_tokens
+from api.errors import install_error_handlers
+from wingsmith.config import Settings, get_settings
+from wingsmith.logs import configure_logging, get_logger
+
+ROUTE_MODULES = ["health"]
+
+log = get_logger("wingsmith.api")
+
+
+def _token_table(settings: Settings) -> TokenTable:
+    raw = settings.auth_tokens or local_admin_tokens(settings.tokens_file)
+    return TokenTable.from_json(raw)
+
+
+@asynccontextmanager
+async def _lifespan(app: FastAPI):
+    settings: Settings = app.state.settings
+    owned_pool = None
+    if app.state.db is None and settings.database_url:
+        from wingsmith.store.db import open_pool
+        try:
+            owned_pool = app.state.db = await open_pool(settings.database_url)
+        except (OSError, asyncpg.PostgresError) as exc:
+            log.warning("database not reachable at start; /readyz will say so", error=str(exc))
+    if app.state.temporal is None and settings.temporal_address:
+        from wingsmith.temporal import connect
+        try:
+            app.state.temporal = await asyncio.wait_for(connect(settings), timeout=10)
+        except Exception as exc:  # noqa: BLE001 - any connect failure only degrades /readyz
+            log.warning("temporal not reachable at start; /readyz will say so", error=str(exc))
+    try:
+        yield
+    finally:
+        if owned_pool is not None:
+            await owned_pool.close()
+
+
+def create_app(settings: Settings | None = None, *, tokens: TokenTable | None = None,
+               db: asyncpg.Pool | None = None, temporal: Client | None = None) -> FastAPI:
+    settings = settings or get_settings()
+    configure_logging(settings.log_level, settings.log_format)
+    app = FastAPI(title="Wingsmith", version="0.1.0", lifespan=_lifespan,
+                  description="Hugging Face model → multi-cluster NVIDIA Dynamo endpoint, "
+                              "driven by Temporal, with a person in the loop.")
+    app.state.settings = settings
+    app.state.tokens = tokens or _token_table(settings)
+    app.state.db = db
+    app.state.temporal = temporal
+    install_error_handlers(app)
+    for name in ROUTE_MODULES:
+        app.include_router(importlib.import_module(f"api.routes.{name}").router)
+    return app

@@ -1,0 +1,120 @@
+"""Bearer-token auth. Tokens map to a principal (a name and roles); the principal of a request comes
+from its token only, never from the body, so an approval is always attributed to who sent it.
+
+Roles nest: admin ⊃ approver, operator ⊃ viewer. An approver is not an operator and vice versa:
+the person who approves a draft is not meant to be the one who rolls things out.
+"""
+
+from __future__ import annotations
+
+import hmac
+import json
+import os
+import secrets
+from pathlib import Path
+from typing import Annotated
+
+from fastapi import Depends, Request
+from pydantic import BaseModel
+
+from api.errors import ApiError
+
+ROLES = ("viewer", "operator", "approver", "admin")
+_IMPLIED = {
+    "admin": {"admin", "approver", "operator", "viewer"},
+    "approver": {"approver", "viewer"},
+    "operator": {"operator", "viewer"},
+    "viewer": {"viewer"},
+}
+
+
+class Principal(BaseModel, frozen=True):
+    name: str
+    roles: frozenset[str]
+
+    def has(self, role: str) -> bool:
+        return any(role in _IMPLIED.get(r, set()) for r in self.roles)
+
+
+class TokenTable:
+    """Token → principal, compared in constant time."""
+
+    def __init__(self, table: dict[str, Principal]):
+        self._table = table
+
+    @classmethod
+    def from_json(cls, raw: str) -> "TokenTable":
+        try:
+            data = json.loads(raw)
+        except json.JSONDecodeError as exc:
+            raise ValueError(f"WINGSMITH_AUTH_TOKENS is not valid JSON: {exc.msg}") from None
+        if not isinstance(data, dict):
+            raise ValueError("WINGSMITH_AUTH_TOKENS must be a JSON object {token: {name, roles}}")
+        table = {}
+        for i, (token, entry) in enumerate(data.items()):
+            roles = frozenset(entry.get("roles", ())) if isinstance(entry, dict) else frozenset()
+            unknown = roles - set(ROLES)
+            if not isinstance(entry, dict) or "name" not in entry or not roles or unknown:
+                # Index, not the token: the token must never reach an error message.
+                raise ValueError(f"WINGSMITH_AUTH_TOKENS entry #{i + 1} needs a name and roles from "
+                                 f"{', '.join(ROLES)}" + (f" (unknown: {sorted(unknown)})" if unknown else ""))
+            table[token] = Principal(name=entry["name"], roles=roles)
+        return cls(table)
+
+    def lookup(self, token: str) -> Principal | None:
+        found = None
+        for candidate, principal in self._table.items():
+            if hmac.compare_digest(candidate.encode(), token.encode()):
+                found = principal
+        return found
+
+    def __len__(self) -> int:
+        return len(self._table)
+
+
+def local_admin_tokens(tokens_file: Path) -> str:
+    """The tokens JSON for a local plane: reuse the stored one, or create an admin token once."""
+    if tokens_file.exists():
+        return tokens_file.read_text()
+    tokens_file.parent.mkdir(parents=True, exist_ok=True)
+    raw = json.dumps({secrets.token_urlsafe(24): {"name": "local-admin", "roles": ["admin"]}})
+    fd = os.open(tokens_file, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(fd, "w") as fh:
+        fh.write(raw)
+    return raw
+
+
+def _bearer(request: Request) -> str | None:
+    header = request.headers.get("authorization", "")
+    scheme, _, value = header.partition(" ")
+    if scheme.lower() == "bearer" and value.strip():
+        return value.strip()
+    return request.cookies.get("wingsmith_token") or None
+
+
+def current_principal(request: Request) -> Principal:
+    table: TokenTable = request.app.state.tokens
+    token = _bearer(request)
+    if token is None:
+        raise ApiError(401, "missing bearer token (Authorization: Bearer <token>)",
+                       headers={"WWW-Authenticate": "Bearer"})
+    principal = table.lookup(token)
+    if principal is None:
+        raise ApiError(401, "unknown token", headers={"WWW-Authenticate": "Bearer"})
+    return principal
+
+
+def require(role: str):
+    def dependency(principal: Annotated[Principal, Depends(current_principal)]) -> Principal:
+        if not principal.has(role):
+            raise ApiError(403, f"{principal.name} lacks the {role} role")
+        return principal
+
+    dependency.__name__ = f"require_{role}"
+    return dependency
+
+
+Viewer = Annotated[Principal, Depends(require("viewer"))]
+Operator = Annotated[Principal, Depends(require("operator"))]
+Approver = Annotated[Principal, Depends(require("approver"))]
+Admin = Annotated[Principal, Depends(require("admin"))]

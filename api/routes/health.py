@@ -1,0 +1,58 @@
+"""Liveness and readiness. /healthz: the process answers. /readyz: Postgres and Temporal answer,
+and which of them does not."""
+
+from __future__ import annotations
+
+import asyncio
+
+from fastapi import APIRouter, Request
+from fastapi.responses import JSONResponse
+
+router = APIRouter(tags=["health"])
+
+
+@router.get("/healthz")
+async def healthz() -> dict:
+    return {"status": "ok"}
+
+
+@router.get("/readyz")
+async def readyz(request: Request):
+    checks = {"postgres": await _check_postgres(request), "temporal": await _check_temporal(request)}
+    ready = all(c == "ok" for c in checks.values())
+    return JSONResponse({"status": "ready" if ready else "not ready", "checks": checks},
+                        status_code=200 if ready else 503)
+
+
+async def _check_postgres(request: Request) -> str:
+    pool = request.app.state.db
+    if pool is None:
+        settings = request.app.state.settings
+        if not settings.database_url:
+            return "not configured (DATABASE_URL)"
+        from wingsmith.store.db import open_pool
+        try:
+            request.app.state.db = pool = await open_pool(settings.database_url)
+        except Exception as exc:  # noqa: BLE001
+            return f"unreachable: {type(exc).__name__}"
+    try:
+        await asyncio.wait_for(pool.fetchval("select 1"), timeout=2)
+        return "ok"
+    except Exception as exc:  # noqa: BLE001
+        return f"unreachable: {type(exc).__name__}"
+
+
+async def _check_temporal(request: Request) -> str:
+    client = request.app.state.temporal
+    if client is None:
+        settings = request.app.state.settings
+        from wingsmith.temporal import connect
+        try:
+            request.app.state.temporal = client = await asyncio.wait_for(connect(settings), timeout=3)
+        except Exception as exc:  # noqa: BLE001
+            return f"unreachable: {type(exc).__name__}"
+    try:
+        await asyncio.wait_for(client.service_client.check_health(), timeout=2)
+        return "ok"
+    except Exception as exc:  # noqa: BLE001
+        return f"unreachable: {type(exc).__name__}"

@@ -1,0 +1,15 @@
+"""`wingsmith up`: the whole plane on this machine. (Being built in the foundation issue.)"""
+
+from __future__ import annotations
+
+
+def register(sub) -> None:
+    p = sub.add_parser("up", help="run the whole plane locally (Postgres, Temporal, worker, API)")
+    p.add_argument("--offline-hub", action="store_true",
+                   help="serve Hugging Face metadata from the bundled snapshot server")
+    p.set_defaults(func=_run)
+
+
+def _run(args) -> int:
+    from wingsmith.local.supervisor import run_up
+    return run_up(offline_hub=args.offline_hub)

@@ -1,0 +1,69 @@
+"""Settings for every Wingsmith process, read from `WINGSMITH_*` environment variables.
+
+`DATABASE_URL` and `TEMPORAL_ADDRESS` keep their conventional unprefixed names so the plane can be
+pointed at existing servers the way other tools are. Secrets are never settings: a setting may name
+where a secret lives (an env var name or a file), and the code that needs it reads it at call time.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from pathlib import Path
+
+from pydantic import AliasChoices, Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+TASK_QUEUE = "wingsmith"
+# Kubernetes calls block; they get their own queue so a slow cluster cannot starve orchestration.
+KUBE_TASK_QUEUE = "wingsmith-kube"
+
+SEARCH_ATTRIBUTES = {
+    "WingsmithStage": "Keyword",
+    "WingsmithModel": "Keyword",
+    "WingsmithSha": "Keyword",
+    "WingsmithCluster": "KeywordList",
+    "WingsmithWorkload": "Keyword",
+}
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="WINGSMITH_", extra="ignore")
+
+    home: Path = Field(default=Path(".wingsmith"), description="where local state lives")
+
+    database_url: str | None = Field(
+        default=None, validation_alias=AliasChoices("DATABASE_URL", "WINGSMITH_DATABASE_URL"))
+    temporal_address: str | None = Field(
+        default=None, validation_alias=AliasChoices("TEMPORAL_ADDRESS", "WINGSMITH_TEMPORAL_ADDRESS"))
+    temporal_namespace: str = Field(
+        default="default", validation_alias=AliasChoices("TEMPORAL_NAMESPACE", "WINGSMITH_TEMPORAL_NAMESPACE"))
+    temporal_ui_url: str = "http://localhost:8233"
+
+    api_host: str = "127.0.0.1"
+    api_port: int = 8000
+    temporal_port: int = 7233
+    temporal_ui_port: int = 8233
+    postgres_port: int = 5433
+
+    # JSON object {token: {"name": ..., "roles": [...]}}. Unset: `wingsmith up` makes a local admin.
+    auth_tokens: str | None = None
+
+    hf_endpoint: str = "https://huggingface.co"
+    # Name of an env var, or `file:<path>`, holding the Hugging Face token. Never the token itself.
+    hf_token_ref: str | None = None
+
+    log_level: str = "INFO"
+    log_format: str = Field(default="auto", description="json, console, or auto (console on a TTY)")
+
+    @property
+    def home_dir(self) -> Path:
+        return self.home.expanduser().resolve()
+
+    @property
+    def tokens_file(self) -> Path:
+        return self.home_dir / "tokens.json"
+
+
+@lru_cache(maxsize=1)
+def get_settings() -> Settings:
+    return Settings()
