@@ -1,0 +1,240 @@
+"""`wingsmith up`: every part of the plane on this machine, as child processes of one supervisor.
+
+Started in dependency order (Postgres, Temporal, simulated Hub and clusters, worker, API) and stopped
+in reverse on Ctrl-C or SIGTERM. Parts pointed elsewhere by `DATABASE_URL` / `TEMPORAL_ADDRESS` are
+not started. The worker is restarted if it dies, so killing it never takes the API down.
+State lives under WINGSMITH_HOME, so a restart keeps the registry and the workflows.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import httpx
+
+from wingsmith.config import Settings, get_settings
+
+
+@dataclass
+class Child:
+    name: str
+    cmd: list[str]
+    env: dict[str, str]
+    log_path: Path
+    restart: bool = False
+    process: subprocess.Popen | None = None
+    restarts: int = 0
+    _next_start: float = 0.0
+
+    def start(self) -> None:
+        self.log_path.parent.mkdir(parents=True, exist_ok=True)
+        with open(self.log_path, "ab") as log:
+            self.process = subprocess.Popen(self.cmd, env=self.env, stdout=log, stderr=subprocess.STDOUT,
+                                            stdin=subprocess.DEVNULL, start_new_session=True)
+
+    def check(self) -> str | None:
+        """Restart a dead restartable child (with a short back-off); report what happened."""
+        if self.process is None or self.process.poll() is None:
+            return None
+        code = self.process.returncode
+        if not self.restart:
+            return f"{self.name} exited with {code}; see {self.log_path}"
+        now = time.monotonic()
+        if self._next_start == 0.0:
+            self._next_start = now + min(2 ** self.restarts, 10) * 0.5
+            return f"{self.name} exited with {code}; restarting"
+        if now >= self._next_start:
+            self.restarts += 1
+            self._next_start = 0.0
+            self.start()
+        return None
+
+    def stop(self, timeout: float = 15) -> None:
+        if self.process is None or self.process.poll() is not None:
+            return
+        self.process.terminate()
+        try:
+            self.process.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+
+
+@dataclass
+class Plane:
+    settings: Settings
+    offline_hub: bool
+    children: list[Child] = field(default_factory=list)
+    servers: list = field(default_factory=list)  # in-process managed servers with .stop()
+
+    @property
+    def home(self) -> Path:
+        return self.settings.home_dir
+
+    def child_env(self, **extra: str) -> dict[str, str]:
+        env = dict(os.environ)
+        env["WINGSMITH_HOME"] = str(self.home)
+        env.update(extra)
+        return env
+
+
+def _say(line: str) -> None:
+    print(line, flush=True)
+
+
+def _acquire_lock(home: Path):
+    home.mkdir(parents=True, exist_ok=True)
+    fh = open(home / "up.lock", "a+")
+    try:
+        fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        fh.seek(0)
+        holder = fh.read().strip() or "another process"
+        fh.close()
+        return None, holder
+    fh.seek(0)
+    fh.truncate()
+    fh.write(f"pid {os.getpid()}")
+    fh.flush()
+    return fh, None
+
+
+def run_up(*, offline_hub: bool = False, settings: Settings | None = None) -> int:
+    settings = settings or get_settings()
+    home = settings.home_dir
+    lock, holder = _acquire_lock(home)
+    if lock is None:
+        _say(f"wingsmith up is already running for {home} ({holder}); stop it first (Ctrl-C or SIGTERM).")
+        return 1
+
+    stopping = {"flag": False}
+
+    def _on_signal(signum, _frame):
+        stopping["flag"] = True
+
+    signal.signal(signal.SIGTERM, _on_signal)
+    signal.signal(signal.SIGINT, _on_signal)
+
+    plane = Plane(settings=settings, offline_hub=offline_hub)
+    if not settings.auth_tokens:
+        from api.auth import local_admin_tokens
+        local_admin_tokens(settings.tokens_file)
+    try:
+        env_extra = _start_backing_services(plane)
+        for name, module, restart in (("worker", "worker", True), ("api", "api", False)):
+            child = Child(name=name, cmd=[sys.executable, "-m", module], env=plane.child_env(**env_extra),
+                          log_path=home / "logs" / f"{name}.log", restart=restart)
+            child.start()
+            plane.children.append(child)
+        api_url = f"http://{settings.api_host}:{settings.api_port}"
+        _wait_ready(api_url, plane, timeout=60)
+        _print_banner(plane, api_url, env_extra)
+        while not stopping["flag"]:
+            for child in plane.children:
+                note = child.check()
+                if note:
+                    _say(note)
+                    if not child.restart:
+                        stopping["flag"] = True
+            time.sleep(0.5)
+        _say("stopping…")
+        return 0
+    except Exception as exc:  # noqa: BLE001 - anything here must still stop what was started
+        _say(f"wingsmith up failed: {exc}")
+        return 1
+    finally:
+        for child in reversed(plane.children):
+            child.stop()
+        for server in reversed(plane.servers):
+            server.stop()
+        _say("stopped.")
+        lock.close()
+
+
+def _start_backing_services(plane: Plane) -> dict[str, str]:
+    """Start (or point at) Postgres and Temporal; returns the env the worker and API need."""
+    from wingsmith.local.postgres import LocalPostgres
+    from wingsmith.local.temporal_server import TemporalDevServer
+    import asyncio
+    from wingsmith.store.db import migrate, open_pool
+
+    s, home = plane.settings, plane.home
+    env: dict[str, str] = {}
+    if s.database_url:
+        dsn = s.database_url
+        _say(f"postgres: using DATABASE_URL (external)")
+    else:
+        pg = LocalPostgres(home / "postgres", s.postgres_port, log_file=home / "logs" / "postgres.log").start()
+        plane.servers.append(pg)
+        dsn = pg.dsn()
+        _say(f"postgres: {dsn} (data in {pg.data_dir})")
+    env["DATABASE_URL"] = dsn
+
+    async def _migrate():
+        pool = await open_pool(dsn, max_size=1)
+        try:
+            return await migrate(pool)
+        finally:
+            await pool.close()
+
+    applied = asyncio.run(_migrate())
+    if applied:
+        _say(f"postgres: applied migrations {', '.join(applied)}")
+
+    if s.temporal_address:
+        env["TEMPORAL_ADDRESS"] = s.temporal_address
+        _say(f"temporal: using TEMPORAL_ADDRESS={s.temporal_address} (external)")
+    else:
+        server = TemporalDevServer(port=s.temporal_port, ui_port=s.temporal_ui_port, db_file=home / "temporal.db",
+                                   log_file=home / "logs" / "temporal.log").start()
+        plane.servers.append(server)
+        env["TEMPORAL_ADDRESS"] = server.address
+        env["WINGSMITH_TEMPORAL_UI_URL"] = f"http://localhost:{s.temporal_ui_port}"
+    return env
+
+
+def _wait_ready(api_url: str, plane: Plane, timeout: float) -> None:
+    deadline = time.monotonic() + timeout
+    last = "no answer"
+    while time.monotonic() < deadline:
+        for child in plane.children:
+            if child.process and child.process.poll() is not None and not child.restart:
+                raise RuntimeError(f"{child.name} exited with {child.process.returncode}; see {child.log_path}")
+        try:
+            r = httpx.get(f"{api_url}/readyz", timeout=2)
+            if r.status_code == 200:
+                return
+            last = json.dumps(r.json().get("checks"))
+        except httpx.HTTPError as exc:
+            last = type(exc).__name__
+        time.sleep(0.3)
+    raise TimeoutError(f"the API was not ready within {timeout:.0f}s ({last})")
+
+
+def _print_banner(plane: Plane, api_url: str, env: dict[str, str]) -> None:
+    s = plane.settings
+    token_note = "from WINGSMITH_AUTH_TOKENS"
+    if not s.auth_tokens:
+        tokens = json.loads(plane.settings.tokens_file.read_text())
+        token = next(iter(tokens))
+        token_note = f"{token}  (local admin, stored in {plane.settings.tokens_file})"
+    lines = [
+        "",
+        "Wingsmith is up.",
+        f"  API         {api_url}   (OpenAPI: {api_url}/docs)",
+        f"  Temporal    {env.get('TEMPORAL_ADDRESS')}"
+        + (f"   (Web UI: {env['WINGSMITH_TEMPORAL_UI_URL']})" if "WINGSMITH_TEMPORAL_UI_URL" in env else ""),
+        f"  Postgres    {env['DATABASE_URL']}",
+        f"  Token       {token_note}",
+        f"  Logs        {plane.home / 'logs'}",
+        "Ctrl-C stops everything.",
+    ]
+    _say("\n".join(lines))

@@ -1,0 +1,71 @@
+"""The worker process: connects to Temporal and Postgres, polls the plane's task queues, and shuts
+down gracefully on SIGTERM/SIGINT (in-flight activities get `graceful_shutdown_timeout` to finish;
+long ones heartbeat, so they see the cancellation and Temporal retries them elsewhere)."""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+from concurrent.futures import ThreadPoolExecutor
+from datetime import timedelta
+
+from temporalio.worker import Worker
+
+from wingsmith.config import KUBE_TASK_QUEUE, TASK_QUEUE, Settings, get_settings
+from wingsmith.logs import configure_logging, get_logger
+from wingsmith.temporal import connect
+from worker.registry import WorkerDeps, kube_activities, main_activities, workflows
+
+log = get_logger("wingsmith.worker")
+
+
+def build_workers(client, deps: WorkerDeps, *, task_queue: str = TASK_QUEUE,
+                  kube_task_queue: str = KUBE_TASK_QUEUE, max_threads: int = 16) -> list[Worker]:
+    """Two workers sharing a client: orchestration + light activities, and blocking Kubernetes I/O
+    on its own queue (and thread pool) so a slow cluster cannot starve everything else."""
+    common = dict(graceful_shutdown_timeout=timedelta(seconds=10))
+    main = Worker(client, task_queue=task_queue, workflows=workflows(), activities=main_activities(deps),
+                  activity_executor=ThreadPoolExecutor(max_threads, thread_name_prefix="wingsmith-act"),
+                  **common)
+    workers = [main]
+    kube = kube_activities(deps)
+    if kube:
+        workers.append(Worker(client, task_queue=kube_task_queue, activities=kube,
+                              activity_executor=ThreadPoolExecutor(max_threads, thread_name_prefix="wingsmith-kube"),
+                              **common))
+    return workers
+
+
+async def run(settings: Settings) -> None:
+    client = await connect(settings)
+    deps = WorkerDeps(settings=settings)
+    if settings.database_url:
+        from wingsmith.store.db import migrate, open_pool
+        deps.db = await open_pool(settings.database_url)
+        await migrate(deps.db)
+    workers = build_workers(client, deps)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    log.info("worker started", task_queues=[w.task_queue for w in workers])
+    runs = [asyncio.create_task(w.run()) for w in workers]
+    stopped = asyncio.create_task(stop.wait())
+    done, _ = await asyncio.wait([*runs, stopped], return_when=asyncio.FIRST_COMPLETED)
+    for task in done:
+        if task is not stopped and task.exception():
+            log.error("worker crashed", error=repr(task.exception()))
+    log.info("worker shutting down")
+    await asyncio.gather(*(w.shutdown() for w in workers), return_exceptions=True)
+    if deps.db is not None:
+        await deps.db.close()
+
+
+def main() -> None:
+    settings = get_settings()
+    configure_logging(settings.log_level, settings.log_format)
+    asyncio.run(run(settings))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,34 @@
+"""What the worker runs: every workflow, and the activities per task queue with their clients.
+
+Activities that need clients (the database pool, settings) are methods of small classes that
+receive them in the constructor, so tests can build the same objects with their own fixtures.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import asyncpg
+
+from wingsmith.config import Settings
+
+
+@dataclass
+class WorkerDeps:
+    settings: Settings
+    db: asyncpg.Pool | None = None
+    extras: dict = field(default_factory=dict)
+
+
+def workflows() -> list[type]:
+    from workflows.ping import PingWorkflow
+    return [PingWorkflow]
+
+
+def main_activities(deps: WorkerDeps) -> list:
+    from activities.ping import ping
+    return [ping]
+
+
+def kube_activities(deps: WorkerDeps) -> list:
+    return []
