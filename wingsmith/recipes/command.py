@@ -1,0 +1,335 @@
+"""The `vllm serve` command a recipe implies for one choice of variant, hardware, layout and
+features, synthesised by upstream's rules:
+
+base args → variant args → layout args with its parallel flag and size → the recipe's strategy
+override args → hardware block (card id, else generation; a strategy override's block with the
+same key replaces the recipe's) → variant hardware block → features (a feature's hardware
+override replaces its args) → last-wins de-duplication of `--flag value` pairs. Env merges in the
+same order. Multi-node layouts get one command per node."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel
+
+from wingsmith.recipes.models import (Catalog, HardwareProfile, Override, PdRole, Recipe, RecipeMatch,
+                                      Strategy, StrategyOverride, Variant)
+from wingsmith.recipes.rules import (InvalidChoice, exclusions, feature_gated, hardware_status, is_opt_in,
+                                     layout_allowed, minimum_gpus, pick, profile_for)
+
+HEAD_ADDRESS = "$HEAD_NODE_IP"
+
+
+class NodeCommand(BaseModel, frozen=True):
+    role: str  # "serve", "prefill" or "decode"
+    node_rank: int
+    args: list[str]
+    env: dict[str, str]
+    argv: list[str]
+
+
+class ServeCommand(BaseModel, frozen=True):
+    recipe: str
+    model: str
+    variant: str
+    hardware: str
+    hardware_status: str
+    layout: str
+    features: dict[str, str | None]  # enabled feature -> mode (None when it has no modes)
+    gpus: int
+    nodes: int
+    gpus_per_node: int
+    tensor_parallel_size: int
+    pipeline_parallel_size: int = 1
+    data_parallel_size: int = 1
+    args: list[str]
+    env: dict[str, str]
+    commands: list[NodeCommand]
+    docker_image: str | None = None
+    notes: list[str] = []
+
+    @property
+    def argv(self) -> list[str]:
+        return ["vllm", "serve", self.model, *self.args]
+
+
+def _flag_key(token: str) -> str:
+    name = token.split("=", 1)[0]
+    # `--no-x` and `--x` set the same switch; the later one wins.
+    return "--" + name[5:] if name.startswith("--no-") else name
+
+
+def dedupe_args(args: list[str]) -> list[str]:
+    """Last wins per flag; a flag keeps the position where it first appeared."""
+    groups: list[tuple[str | None, list[str]]] = []
+    i = 0
+    while i < len(args):
+        token = args[i]
+        if token.startswith("--"):
+            if "=" not in token and i + 1 < len(args) and not args[i + 1].startswith("--"):
+                groups.append((_flag_key(token), [token, args[i + 1]]))
+                i += 2
+                continue
+            groups.append((_flag_key(token), [token]))
+        else:
+            groups.append((None, [token]))
+        i += 1
+    last = {key: tokens for key, tokens in groups if key}
+    out, seen = [], set()
+    for key, tokens in groups:
+        if key is None:
+            out.extend(tokens)
+        elif key not in seen:
+            seen.add(key)
+            out.extend(last[key])
+    return out
+
+
+def _merge_env(*envs: dict[str, str]) -> dict[str, str]:
+    merged: dict[str, str] = {}
+    for env in envs:
+        merged.update(env)
+    return merged
+
+
+def _hardware_blocks(recipe: Recipe, so: StrategyOverride | None, variant: Variant,
+                     profile: HardwareProfile) -> list[Override]:
+    rec_key, rec_block = pick(recipe.hardware_overrides, profile)
+    so_key, so_block = pick(so.hardware_overrides, profile) if so else (None, None)
+    if so_block is not None and so_key == rec_key:
+        blocks = [so_block]  # upstream: the strategy's block replaces the recipe block it shadows
+    else:
+        blocks = [b for b in (rec_block, so_block) if b is not None]
+    _, var_block = pick(variant.hardware_overrides, profile)
+    if var_block is not None:
+        blocks.append(var_block)
+    return blocks
+
+
+def _choose_features(recipe: Recipe, variant_name: str, variant: Variant, profile: HardwareProfile,
+                     layout: str, requested: list[str]) -> tuple[dict[str, str | None], list[str]]:
+    notes: list[str] = []
+    explicit: dict[str, str | None] = {}
+    disabled: set[str] = set()
+    for item in requested:
+        name, _, mode = item.lstrip("-").partition(":")
+        if name not in recipe.features:
+            raise InvalidChoice(f"{recipe.path} has no feature {name!r}; it has: {', '.join(recipe.features) or 'none'}")
+        if item.startswith("-"):
+            disabled.add(name)
+        else:
+            explicit[name] = mode or None
+    chosen: dict[str, str | None] = {}
+    for name, feature in recipe.features.items():
+        if name in disabled:
+            continue
+        wanted = name in explicit
+        if not wanted and is_opt_in(recipe, name, profile.id):
+            continue
+        if feature_gated(feature, layout):
+            if wanted:
+                raise InvalidChoice(f"feature {name} is not available with layout {layout} "
+                                    f"(only {', '.join(feature.strategies or [])})")
+            continue
+        mode = explicit.get(name)
+        if feature.modes:
+            mode = mode or variant.default_modes.get(name) or feature.default_mode or next(iter(feature.modes))
+            if mode not in feature.modes:
+                raise InvalidChoice(f"feature {name} has no mode {mode!r}; modes: {', '.join(feature.modes)}")
+            spec = feature.modes[mode]
+            problem = None
+            if spec.variants is not None and variant_name not in spec.variants:
+                problem = f"mode {mode} of {name} needs variant {' or '.join(spec.variants)}"
+            elif spec.hardware.get(profile.id) == "unsupported":
+                problem = f"mode {mode} of {name} is unsupported on {profile.id}"
+            if problem:
+                if wanted:
+                    raise InvalidChoice(problem)
+                notes.append(f"{name} left off: {problem}")
+                continue
+        elif mode:
+            raise InvalidChoice(f"feature {name} has no modes")
+        chosen[name] = mode
+    for a, b in exclusions(recipe):
+        if a in chosen and b in chosen:
+            if a in explicit and b in explicit:
+                raise InvalidChoice(f"features {a} and {b} exclude each other")
+            dropped = b if a in explicit else a
+            notes.append(f"{dropped} switched off: it excludes {a if dropped == b else b}")
+            chosen.pop(dropped)
+    return chosen, notes
+
+
+def _feature_parts(recipe: Recipe, chosen: dict[str, str | None], profile: HardwareProfile) -> tuple[list[str], dict]:
+    args: list[str] = []
+    env: dict[str, str] = {}
+    for name, mode in chosen.items():
+        feature = recipe.features[name]
+        if mode is not None:
+            spec = feature.modes[mode]
+            _, override = pick(spec.hardware_overrides, profile)
+            args += override if override is not None else spec.args
+        else:
+            _, override = pick(feature.hardware_overrides, profile)
+            args += override if override is not None else feature.args
+        env.update(feature.env)
+    return args, env
+
+
+def _int_for(value: int | dict[str, int] | None, profile: HardwareProfile) -> int | None:
+    if isinstance(value, dict):
+        return value.get(profile.id, value.get("default"))
+    return value
+
+
+def serve_command(recipe: Recipe | RecipeMatch, variant: str, hardware: str, layout: str,
+                  features: list[str] | tuple[str, ...] = (), *, gpus: int | None = None,
+                  catalog: Catalog | None = None) -> ServeCommand:
+    """`features` names features to enable (`name` or `name:mode`); `-name` turns off one that is on
+    by default. `gpus` defaults to the smallest count the layout allows on that hardware."""
+    if isinstance(recipe, RecipeMatch):
+        recipe = recipe.recipe
+    if catalog is None:
+        from wingsmith.recipes.catalog import load_catalog
+        catalog = load_catalog()
+    var = recipe.variants.get(variant)
+    if var is None:
+        raise InvalidChoice(f"{recipe.path} has no variant {variant!r}; variants: {', '.join(recipe.variants)}")
+    profile = profile_for(catalog, hardware)
+    status = hardware_status(recipe, profile.id)
+    if status == "unsupported":
+        raise InvalidChoice(f"{recipe.path} is marked unsupported on {profile.id}")
+    if var.supported_hardware is not None and profile.id not in var.supported_hardware:
+        raise InvalidChoice(f"variant {variant} runs only on {', '.join(var.supported_hardware)}")
+    strategy = catalog.strategies.get(layout)
+    if strategy is None:
+        raise InvalidChoice(f"unknown layout {layout!r}; layouts: {', '.join(catalog.strategies)}")
+    allowed, reason = layout_allowed(recipe, strategy, profile.id)
+    if not allowed:
+        raise InvalidChoice(reason)
+    chosen, notes = _choose_features(recipe, variant, var, profile, layout, list(features))
+    so = recipe.strategy_overrides.get(layout)
+    gpn = profile.gpu_count
+    floor = minimum_gpus(recipe, strategy, profile.id)
+    model = var.model_id or recipe.model_id
+    hw_blocks = _hardware_blocks(recipe, so, var, profile)
+    feat_args, feat_env = _feature_parts(recipe, chosen, profile)
+
+    head = recipe.base_args + var.args + strategy.args
+    head_env = _merge_env(recipe.base_env, var.env, strategy.env)
+    tail = (so.args if so else []) + [a for b in hw_blocks for a in b.args]
+    tail_env = _merge_env(so.env if so else {}, *(b.env for b in hw_blocks))
+    image = next((b.docker_image for b in reversed(hw_blocks) if b.docker_image), var.docker_image)
+
+    def build(role: str, rank: int, sizes: list[str], role_args: list[str], role_env: dict, node_args: list[str]):
+        args = dedupe_args(head + sizes + tail + role_args + feat_args + node_args)
+        env = _merge_env(head_env, tail_env, role_env, feat_env)
+        return NodeCommand(role=role, node_rank=rank, args=args, env=env, argv=["vllm", "serve", model, *args])
+
+    def common(**sizes) -> dict:
+        return dict(recipe=recipe.path, model=model, variant=variant, hardware=profile.id, hardware_status=status,
+                    layout=layout, features=chosen, gpus_per_node=gpn, docker_image=image, notes=notes, **sizes)
+
+    if strategy.deploy_type == "pd_cluster":
+        return _pd_command(recipe, strategy, so, profile, floor, build, common, gpus)
+
+    if strategy.deploy_type == "single_node":
+        pinned = _int_for(so.tp if so else None, profile) or var.tp
+        count = gpus or pinned or gpn
+        if floor > gpn:
+            raise InvalidChoice(f"{layout} needs at least {floor} GPUs and a {profile.id} node has {gpn}")
+        if count > gpn:
+            raise InvalidChoice(f"{layout} runs on one node: at most {gpn} GPUs on {profile.id}, asked for {count}")
+        if count < floor:
+            raise InvalidChoice(f"{layout} needs at least {floor} GPUs on {profile.id}, asked for {count}")
+        sizes = [strategy.parallel_flag, str(count)]
+        cmd = build("serve", 0, sizes, [], {}, [])
+        dp = count if strategy.parallel_flag == "--data-parallel-size" else 1
+        return ServeCommand(**common(gpus=count, nodes=1, tensor_parallel_size=count if dp == 1 else 1,
+                                     data_parallel_size=dp), args=cmd.args, env=cmd.env, commands=[cmd])
+
+    # multi-node
+    if not profile.scalable:
+        raise InvalidChoice(f"{profile.id} cannot be joined into a multi-node deployment")
+    count = gpus or max(-(-floor // gpn) * gpn, 2 * gpn)
+    if count < floor:
+        raise InvalidChoice(f"{layout} needs at least {floor} GPUs on {profile.id}, asked for {count}")
+    if count % gpn:
+        raise InvalidChoice(f"{layout} uses whole nodes: {count} GPUs is not a multiple of {gpn} per {profile.id} node")
+    nodes = count // gpn
+    tp, pp, dp = count, 1, 1
+    if strategy.parallelism == "tp_pp":
+        tp, pp = gpn, nodes
+        sizes = ["--tensor-parallel-size", str(tp), "--pipeline-parallel-size", str(pp)]
+    elif strategy.parallelism == "tp_dp":
+        tp, dp = gpn, nodes
+        sizes = ["--tensor-parallel-size", str(tp), "--data-parallel-size", str(dp), "--data-parallel-size-local", "1"]
+    elif strategy.parallel_flag == "--data-parallel-size":
+        tp, dp = 1, count
+        sizes = ["--data-parallel-size", str(dp), "--data-parallel-size-local", str(gpn)]
+    else:
+        sizes = [strategy.parallel_flag, str(tp)]
+    commands = []
+    for rank in range(nodes):
+        if dp > 1:
+            local = 1 if strategy.parallelism == "tp_dp" else gpn
+            node = ["--data-parallel-start-rank", str(rank * local), "--data-parallel-address", HEAD_ADDRESS]
+        else:
+            node = ["--nnodes", str(nodes), "--node-rank", str(rank), "--master-addr", HEAD_ADDRESS]
+        if rank:
+            node.append("--headless")
+        commands.append(build("serve", rank, sizes, [], {}, node))
+    shared = build("serve", 0, sizes, [], {}, [])
+    return ServeCommand(**common(gpus=count, nodes=nodes, tensor_parallel_size=tp, pipeline_parallel_size=pp,
+                                 data_parallel_size=dp), args=shared.args, env=shared.env, commands=commands)
+
+
+def _pd_command(recipe: Recipe, strategy: Strategy, so: StrategyOverride | None, profile: HardwareProfile,
+                floor: int, build, common, gpus: int | None) -> ServeCommand:
+    gpn = profile.gpu_count
+    if not profile.scalable:
+        raise InvalidChoice(f"{profile.id} cannot be joined into a prefill/decode cluster")
+    commands: list[NodeCommand] = []
+    total, decode_sizes = 0, (1, 1)
+    for role in ("prefill", "decode"):
+        base: PdRole = getattr(strategy, role) or PdRole()
+        extra: PdRole = (getattr(so, role) if so else None) or PdRole()
+        parallelism = extra.parallelism or base.parallelism or "tp"
+        tp = extra.tp or base.tp
+        nodes = _int_for(extra.nodes, profile) or _int_for(base.nodes, profile) or 1
+        if tp and parallelism in ("tp", "tep"):
+            nodes = max(nodes, -(-tp // gpn))
+        role_gpus = nodes * gpn
+        total += role_gpus
+        if parallelism == "dep":
+            sizes = ["--tensor-parallel-size", str(tp or 1), "--data-parallel-size", str(role_gpus // (tp or 1)),
+                     "--data-parallel-size-local", str(gpn // (tp or 1)), "--enable-expert-parallel"]
+            sizes_tp_dp = (tp or 1, role_gpus // (tp or 1))
+        else:
+            sizes = ["--tensor-parallel-size", str(tp or role_gpus)]
+            if parallelism == "tep":
+                sizes.append("--enable-expert-parallel")
+            sizes_tp_dp = (tp or role_gpus, 1)
+        if role == "decode":
+            decode_sizes = sizes_tp_dp
+        _, hw_block = pick(extra.hardware_overrides, profile)
+        role_args = base.args + extra.args + (hw_block.args if hw_block else [])
+        role_env = {**base.env, **extra.env, **(hw_block.env if hw_block else {})}
+        for rank in range(nodes):
+            node: list[str] = []
+            if nodes > 1:
+                if parallelism == "dep":
+                    node = ["--data-parallel-start-rank", str(rank * (gpn // (tp or 1))),
+                            "--data-parallel-address", f"${role.upper()}_NODE_1"]
+                else:
+                    node = ["--nnodes", str(nodes), "--node-rank", str(rank), "--master-addr", f"${role.upper()}_NODE_1"]
+                if rank:
+                    node.append("--headless")
+            env = {k: (v.replace(f"${role.upper()}_NODE_1", f"${role.upper()}_NODE_{rank + 1}")) for k, v in role_env.items()}
+            commands.append(build(role, rank, sizes, role_args, env, node))
+    if gpus is not None and gpus != total:
+        raise InvalidChoice(f"pd_cluster's prefill and decode pools take {total} GPUs on {profile.id}, not {gpus}")
+    if total < floor:
+        raise InvalidChoice(f"pd_cluster needs at least {floor} GPUs on {profile.id}; its pools take {total}")
+    first = commands[0]
+    return ServeCommand(**common(gpus=total, nodes=total // gpn, tensor_parallel_size=decode_sizes[0],
+                                 data_parallel_size=decode_sizes[1]), args=first.args, env=first.env, commands=commands)

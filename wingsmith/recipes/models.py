@@ -1,0 +1,190 @@
+"""The plane's own recipe catalog: facts taken from upstream recipe snapshots (ids, flags, env,
+numbers, hardware and strategy ids, source paths), never their prose.
+
+The shapes follow the vLLM recipe schema closely enough that command synthesis can apply
+upstream's rules, but every field here is something the plane reads.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class _Fact(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class Override(_Fact):
+    """Args and env that a hardware key (a generation such as `blackwell`, or a card id such as
+    `gb200`) adds on top of whatever it applies to."""
+    args: list[str] = []
+    env: dict[str, str] = {}
+    docker_image: str | None = None
+
+
+class FeatureMode(_Fact):
+    args: list[str] = []
+    hardware_overrides: dict[str, list[str]] = {}
+    variants: list[str] | None = None  # None: every variant
+    hardware: dict[str, str] = {}  # card id -> "unsupported" etc.
+
+
+class Feature(_Fact):
+    args: list[str] = []
+    env: dict[str, str] = {}
+    strategies: list[str] | None = None  # None: every layout
+    # Upstream rule: a feature's hardware override *replaces* its args on that hardware.
+    hardware_overrides: dict[str, list[str]] = {}
+    modes: dict[str, FeatureMode] = {}
+    default_mode: str | None = None
+
+
+class Variant(_Fact):
+    precision: str
+    label: str | None = None
+    model_id: str | None = None
+    vram_minimum_gb: float
+    is_estimate: bool = False
+    min_vllm_version: str | None = None
+    docker_image: str | None = None
+    args: list[str] = []
+    env: dict[str, str] = {}
+    hardware_overrides: dict[str, Override] = {}
+    supported_hardware: list[str] | None = None
+    tp: int | None = None
+    default_modes: dict[str, str] = {}
+
+
+class PdRole(_Fact):
+    parallelism: str | None = None
+    tp: int | None = None
+    nodes: int | dict[str, int] | None = None
+    args: list[str] = []
+    env: dict[str, str] = {}
+    hardware_overrides: dict[str, Override] = {}
+
+
+class StrategyOverride(_Fact):
+    args: list[str] = []
+    env: dict[str, str] = {}
+    # A key here replaces the recipe-level hardware block with the same key for this layout.
+    hardware_overrides: dict[str, Override] = {}
+    tp: int | dict[str, int] | None = None
+    router: dict[str, int | str] = {}
+    prefill: PdRole | None = None
+    decode: PdRole | None = None
+
+
+class Strategy(_Fact):
+    """A parallelism layout from upstream `strategies/*.yaml`."""
+    name: str
+    deploy_type: Literal["single_node", "multi_node", "pd_cluster"]
+    args: list[str] = []
+    env: dict[str, str] = {}
+    parallel_flag: str
+    parallelism: str | None = None  # "tp_pp" / "tp_dp" change how sizes are emitted
+    min_gpus: int = 1
+    max_gpus: int | None = None
+    multi_node: bool = False
+    moe_only: bool = False
+    prefill: PdRole | None = None
+    decode: PdRole | None = None
+    source_path: str
+
+
+class HardwareProfile(_Fact):
+    """A card from upstream `taxonomy.yaml` (the recipe's own vocabulary)."""
+    id: str
+    brand: str
+    generation: str
+    display_name: str
+    gpu_count: int
+    vram_gb: float
+    scalable: bool = True
+    restricted: bool = False
+
+
+class Recipe(_Fact):
+    path: str = Field(description="org/name, the recipe file's path under models/ without .yaml")
+    model_id: str
+    title: str
+    architecture: str | None = None
+    parameter_count: str | None = None
+    context_length: int | None = None
+    min_vllm_version: str | None = None
+    tasks: list[str] = []
+    hardware: dict[str, str] = {}
+    default_hardware: str | None = None
+    base_args: list[str] = []
+    base_env: dict[str, str] = {}
+    features: dict[str, Feature] = {}
+    opt_in_features: list[str] = []
+    hardware_opt_in_features: dict[str, list[str]] = {}
+    variants: dict[str, Variant]
+    compatible_strategies: list[str]
+    strategy_hardware: dict[str, dict[str, str]] = {}
+    strategy_min_gpus: dict[str, int] = {}
+    default_strategy: str | None = None
+    hardware_overrides: dict[str, Override] = {}
+    strategy_overrides: dict[str, StrategyOverride] = {}
+    source_path: str
+
+
+class MaxConcurrency(_Fact):
+    """The engine's concurrency cap as the Dynamo recipe sets it, or None: the engine default."""
+    setting: str  # --max-num-seqs, --max-running-requests or max_batch_size
+    value: int | None = None
+
+
+class DynamoWorker(_Fact):
+    name: str
+    role: Literal["aggregated", "prefill", "decode"]
+    gpus: int | None = None
+    nodes: int = 1
+    replicas: int = 1
+    tensor_parallel_size: int | None = None
+    max_concurrency: MaxConcurrency
+
+
+class DynamoEntry(_Fact):
+    source_path: str
+    model: str = Field(description="the model directory under recipes/")
+    model_ids: list[str] = Field(description="HF ids the workers load or serve as")
+    backend: Literal["vllm", "sglang", "trtllm"]
+    mode: Literal["aggregated", "disaggregated"]
+    card: str | None = Field(description="hardware id (wingsmith.hardware) or None if not stated")
+    card_label: str | None = None
+    card_source: Literal["node selector", "directory name"] | None = None
+    gpus_per_worker: int | None = None
+    nodes: int = 1
+    replicas: int = 1
+    tensor_parallel_size: int | None = None
+    max_concurrency: MaxConcurrency
+    workers: list[DynamoWorker]
+
+
+class SourceStamp(_Fact):
+    repository: str | None = None
+    commit: str | None = None
+
+
+class Catalog(_Fact):
+    version: str
+    vllm_source: SourceStamp
+    dynamo_source: SourceStamp
+    recipes: dict[str, Recipe]
+    strategies: dict[str, Strategy]
+    hardware: dict[str, HardwareProfile]
+    dynamo: list[DynamoEntry]
+
+    def find(self, hf_id: str) -> "RecipeMatch | None":
+        from wingsmith.recipes.catalog import find_recipe
+        return find_recipe(self, hf_id)
+
+
+class RecipeMatch(_Fact):
+    recipe: Recipe
+    variant: str = Field(description="the variant whose checkpoint the id names ('default' for the recipe path)")
+    matched_by: Literal["recipe path", "variant model_id"]

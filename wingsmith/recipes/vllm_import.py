@@ -1,0 +1,274 @@
+"""Read a vLLM recipes snapshot (`models/<org>/<repo>.yaml`, `strategies/*.yaml`, `taxonomy.yaml`)
+into catalog facts. Descriptions, guides and notes are dropped: only flags, env, numbers and ids
+carry over."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import ValidationError
+
+from wingsmith.recipes.models import (Feature, FeatureMode, HardwareProfile, Override, PdRole,
+                                      Recipe, Strategy, StrategyOverride, Variant)
+from wingsmith.recipes.problems import (BadField, ImportProblem, from_validation_error, mapping,
+                                        str_list, str_map)
+
+
+def _load_yaml(path: Path) -> Any:
+    try:
+        return yaml.safe_load(path.read_text())
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f"line {mark.line + 1}" if mark else "(document)"
+        raise BadField(where, f"not valid YAML: {getattr(exc, 'problem', exc)}") from None
+
+
+def _override(value: Any, field: str) -> Override:
+    block = mapping(value, field)
+    return Override(args=str_list(block.get("extra_args", block.get("args")), f"{field}.extra_args"),
+                    env=str_map(block.get("extra_env", block.get("env")), f"{field}.extra_env"),
+                    docker_image=block.get("docker_image"))
+
+
+def _overrides(value: Any, field: str) -> dict[str, Override]:
+    return {str(k): _override(v, f"{field}.{k}") for k, v in mapping(value, field).items()}
+
+
+def _arg_overrides(value: Any, field: str) -> dict[str, list[str]]:
+    return {str(k): str_list(mapping(v, f"{field}.{k}").get("args"), f"{field}.{k}.args")
+            for k, v in mapping(value, field).items()}
+
+
+def _feature(value: Any, field: str) -> Feature:
+    block = mapping(value, field, required=True)
+    modes = {}
+    for name, mode in mapping(block.get("modes"), f"{field}.modes").items():
+        m = mapping(mode, f"{field}.modes.{name}", required=True)
+        modes[str(name)] = FeatureMode(
+            args=str_list(m.get("args"), f"{field}.modes.{name}.args"),
+            hardware_overrides=_arg_overrides(m.get("hardware_overrides"), f"{field}.modes.{name}.hardware_overrides"),
+            variants=str_list(m["variants"], f"{field}.modes.{name}.variants") if "variants" in m else None,
+            hardware=str_map(m.get("hardware"), f"{field}.modes.{name}.hardware"))
+    if not modes and "args" not in block:
+        raise BadField(f"{field}.args", "missing (a feature needs args or modes)")
+    default_mode = block.get("default_mode")
+    if default_mode is not None and default_mode not in modes:
+        raise BadField(f"{field}.default_mode", f"{default_mode!r} is not one of its modes")
+    return Feature(args=str_list(block.get("args"), f"{field}.args"),
+                   env=str_map(block.get("env"), f"{field}.env"),
+                   strategies=str_list(block["strategies"], f"{field}.strategies") if "strategies" in block else None,
+                   hardware_overrides=_arg_overrides(block.get("hardware_overrides"), f"{field}.hardware_overrides"),
+                   modes=modes, default_mode=default_mode)
+
+
+def _estimate_flags(text: str) -> dict[str, bool]:
+    """Which variants upstream marks as an estimate. Upstream says so only in a YAML comment or the
+    variant's description, so look at the comment lines right above `vram_minimum_gb`."""
+    try:
+        root = yaml.compose(text)
+    except yaml.YAMLError:
+        return {}
+    lines = text.splitlines()
+    flags: dict[str, bool] = {}
+    if not isinstance(root, yaml.MappingNode):
+        return flags
+    for key, node in root.value:
+        if key.value != "variants" or not isinstance(node, yaml.MappingNode):
+            continue
+        for vkey, vnode in node.value:
+            if not isinstance(vnode, yaml.MappingNode):
+                continue
+            for fkey, _ in vnode.value:
+                if fkey.value != "vram_minimum_gb":
+                    continue
+                i, comments = fkey.start_mark.line - 1, []
+                while i >= 0 and lines[i].strip().startswith("#"):
+                    comments.append(lines[i])
+                    i -= 1
+                flags[vkey.value] = "estimat" in " ".join(comments).lower()
+    return flags
+
+
+def _variant(name: str, value: Any, field: str, estimate_comment: bool) -> Variant:
+    block = mapping(value, field, required=True)
+    floor = block.get("vram_minimum_gb")
+    if isinstance(floor, bool) or not isinstance(floor, (int, float)):
+        raise BadField(f"{field}.vram_minimum_gb",
+                       "missing" if floor is None else f"expected a number of GB, got {floor!r}")
+    if "precision" not in block:
+        raise BadField(f"{field}.precision", "missing")
+    description = str(block.get("description") or "").lower()
+    return Variant(
+        precision=str(block["precision"]), label=block.get("label"), model_id=block.get("model_id"),
+        vram_minimum_gb=floor, is_estimate=estimate_comment or "estimat" in description,
+        min_vllm_version=block.get("min_vllm_version"), docker_image=block.get("docker_image"),
+        args=str_list(block.get("extra_args"), f"{field}.extra_args"),
+        env=str_map(block.get("extra_env"), f"{field}.extra_env"),
+        hardware_overrides=_overrides(block.get("hardware_overrides"), f"{field}.hardware_overrides"),
+        supported_hardware=str_list(block["supported_hardware"], f"{field}.supported_hardware")
+        if "supported_hardware" in block else None,
+        tp=block.get("tp"), default_modes=str_map(block.get("default_modes"), f"{field}.default_modes"))
+
+
+def _pd_role(value: Any, field: str) -> PdRole | None:
+    if value is None:
+        return None
+    block = mapping(value, field)
+    return PdRole(parallelism=block.get("parallelism"), tp=block.get("tp"), nodes=block.get("nodes"),
+                  args=str_list(block.get("vllm_args"), f"{field}.vllm_args"),
+                  env=str_map(block.get("env"), f"{field}.env"),
+                  hardware_overrides=_overrides(block.get("hardware_overrides"), f"{field}.hardware_overrides"))
+
+
+def _strategy_override(value: Any, field: str) -> StrategyOverride:
+    block = mapping(value, field)
+    # Upstream spells the same thing two ways (`extra_args`/`vllm_args`, `extra_env`/`env`).
+    args = str_list(block.get("extra_args"), f"{field}.extra_args") + str_list(block.get("vllm_args"), f"{field}.vllm_args")
+    env = {**str_map(block.get("env"), f"{field}.env"), **str_map(block.get("extra_env"), f"{field}.extra_env")}
+    return StrategyOverride(args=args, env=env,
+                            hardware_overrides=_overrides(block.get("hardware_overrides"), f"{field}.hardware_overrides"),
+                            tp=block.get("tp"), router=mapping(block.get("router"), f"{field}.router"),
+                            prefill=_pd_role(block.get("prefill"), f"{field}.prefill"),
+                            decode=_pd_role(block.get("decode"), f"{field}.decode"))
+
+
+def read_recipe(path: Path, root: Path) -> Recipe:
+    """One `models/<org>/<repo>.yaml`; raises BadField naming the field that is wrong."""
+    text = path.read_text()
+    data = _load_yaml(path)
+    doc = mapping(data, "(document)", required=True)
+    meta = mapping(doc.get("meta"), "meta", required=True)
+    model = mapping(doc.get("model"), "model", required=True)
+    if not isinstance(model.get("model_id"), str) or "/" not in model["model_id"]:
+        raise BadField("model.model_id", "missing or not an org/name id")
+    variants_raw = mapping(doc.get("variants"), "variants", required=True)
+    if "default" not in variants_raw:
+        raise BadField("variants.default", "missing (every recipe has a default variant)")
+    estimates = _estimate_flags(text)
+    features = {str(k): _feature(v, f"features.{k}") for k, v in mapping(doc.get("features"), "features").items()}
+    opt_in = str_list(doc.get("opt_in_features"), "opt_in_features")
+    for i, name in enumerate(opt_in):
+        if name not in features:
+            raise BadField(f"opt_in_features[{i}]", f"{name!r} is not a feature of this recipe")
+    strategies = str_list(doc.get("compatible_strategies"), "compatible_strategies")
+    if not strategies:
+        raise BadField("compatible_strategies", "missing or empty")
+    min_gpus = {}
+    for key, value in mapping(doc.get("strategy_min_gpus"), "strategy_min_gpus").items():
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise BadField(f"strategy_min_gpus.{key}", f"expected a positive whole number, got {value!r}")
+        min_gpus[str(key)] = value
+    try:
+        return Recipe(
+            path=path.relative_to(root / "models").with_suffix("").as_posix(),
+            model_id=model["model_id"], title=str(meta.get("title") or model["model_id"]),
+            architecture=model.get("architecture"), parameter_count=_opt_str(model.get("parameter_count")),
+            context_length=model.get("context_length"), min_vllm_version=_opt_str(model.get("min_vllm_version")),
+            tasks=str_list(meta.get("tasks"), "meta.tasks"),
+            hardware=str_map(meta.get("hardware"), "meta.hardware"),
+            default_hardware=meta.get("default_hardware"),
+            base_args=str_list(model.get("base_args"), "model.base_args"),
+            base_env=str_map(model.get("base_env"), "model.base_env"),
+            features=features, opt_in_features=opt_in,
+            hardware_opt_in_features={str(k): str_list(v, f"hardware_opt_in_features.{k}") for k, v in
+                                      mapping(doc.get("hardware_opt_in_features"), "hardware_opt_in_features").items()},
+            variants={str(k): _variant(str(k), v, f"variants.{k}", estimates.get(str(k), False))
+                      for k, v in variants_raw.items()},
+            compatible_strategies=strategies,
+            strategy_hardware={str(k): str_map(v, f"strategy_hardware.{k}") for k, v in
+                               mapping(doc.get("strategy_hardware"), "strategy_hardware").items()},
+            strategy_min_gpus=min_gpus, default_strategy=doc.get("default_strategy"),
+            hardware_overrides=_overrides(doc.get("hardware_overrides"), "hardware_overrides"),
+            strategy_overrides={str(k): _strategy_override(v, f"strategy_overrides.{k}") for k, v in
+                                mapping(doc.get("strategy_overrides"), "strategy_overrides").items()},
+            source_path=path.relative_to(root).as_posix())
+    except ValidationError as exc:
+        raise from_validation_error(exc) from None
+
+
+def _opt_str(value: Any) -> str | None:
+    return None if value is None else str(value)
+
+
+def read_strategy(path: Path, root: Path) -> Strategy:
+    doc = mapping(_load_yaml(path), "(document)", required=True)
+    match = mapping(doc.get("hardware_match"), "hardware_match")
+    if not doc.get("parallel_flag"):
+        raise BadField("parallel_flag", "missing")
+    try:
+        return Strategy(name=doc.get("name") or path.stem, deploy_type=doc.get("deploy_type"),
+                        args=str_list(doc.get("vllm_args"), "vllm_args"), env=str_map(doc.get("env"), "env"),
+                        parallel_flag=doc["parallel_flag"], parallelism=doc.get("parallelism"),
+                        min_gpus=match.get("min_gpus", 1), max_gpus=match.get("max_gpus"),
+                        multi_node=bool(match.get("multi_node", False)),
+                        moe_only=match.get("architecture") == "moe",
+                        prefill=_pd_role(doc.get("prefill"), "prefill"), decode=_pd_role(doc.get("decode"), "decode"),
+                        source_path=path.relative_to(root).as_posix())
+    except ValidationError as exc:
+        raise from_validation_error(exc) from None
+
+
+def read_taxonomy(path: Path) -> dict[str, HardwareProfile]:
+    doc = mapping(_load_yaml(path), "(document)", required=True)
+    out = {}
+    for key, value in mapping(doc.get("hardware_profiles"), "hardware_profiles", required=True).items():
+        block = mapping(value, f"hardware_profiles.{key}", required=True)
+        try:
+            out[str(key)] = HardwareProfile(
+                id=str(key), brand=block.get("brand"), generation=block.get("generation"),
+                display_name=block.get("display_name") or str(key), gpu_count=block.get("gpu_count"),
+                vram_gb=block.get("vram_gb"), scalable=block.get("scalable", True),
+                restricted=block.get("restricted", False))
+        except ValidationError as exc:
+            raise from_validation_error(exc, f"hardware_profiles.{key}") from None
+    return out
+
+
+def import_vllm(root: Path) -> tuple[dict[str, Recipe], dict[str, Strategy], dict[str, HardwareProfile],
+                                     list[ImportProblem]]:
+    """Everything usable in a vLLM recipes snapshot, plus one problem per file that was not."""
+    problems: list[ImportProblem] = []
+
+    def attempt(path: Path, read):
+        try:
+            return read(path)
+        except BadField as exc:
+            problems.append(ImportProblem(file=path.relative_to(root).as_posix(), field=exc.field, reason=exc.reason))
+        except OSError as exc:
+            problems.append(ImportProblem(file=path.relative_to(root).as_posix(), field="(file)", reason=exc.strerror or str(exc)))
+        return None
+
+    hardware: dict[str, HardwareProfile] = {}
+    taxonomy = root / "taxonomy.yaml"
+    if taxonomy.exists():
+        hardware = attempt(taxonomy, read_taxonomy) or {}
+    else:
+        problems.append(ImportProblem(file="taxonomy.yaml", field="(file)", reason="missing"))
+    strategies = {}
+    for path in sorted((root / "strategies").glob("*.yaml")):
+        strategy = attempt(path, lambda p: read_strategy(p, root))
+        if strategy:
+            strategies[strategy.name] = strategy
+    recipes = {}
+    for path in sorted((root / "models").glob("*/*.yaml")):
+        recipe = attempt(path, lambda p: _checked(read_recipe(p, root), strategies, hardware))
+        if recipe:
+            recipes[recipe.path] = recipe
+    return recipes, strategies, hardware, problems
+
+
+def _checked(recipe: Recipe, strategies: dict[str, Strategy], hardware: dict[str, HardwareProfile]) -> Recipe:
+    """Names a recipe refers to must exist in the shared vocabulary, or its evidence would lie."""
+    if strategies:
+        for i, name in enumerate(recipe.compatible_strategies):
+            if name not in strategies:
+                raise BadField(f"compatible_strategies[{i}]", f"unknown strategy {name!r}")
+        if recipe.default_strategy and recipe.default_strategy not in strategies:
+            raise BadField("default_strategy", f"unknown strategy {recipe.default_strategy!r}")
+    if hardware:
+        for name in recipe.hardware:
+            if name not in hardware:
+                raise BadField(f"meta.hardware.{name}", "not a hardware profile in taxonomy.yaml")
+    return recipe
