@@ -1,0 +1,79 @@
+"""Reading and completing engine argument lists (vLLM, SGLang, TensorRT-LLM under Dynamo).
+
+Only what rendering must know is read here: how many GPUs the arguments ask for, so the pod shape
+can be checked against them, and which identity flags (model, served name, revision) are present.
+Flags follow argparse semantics: `--flag value` or `--flag=value`, the last occurrence wins.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from wingsmith.dynamo.rollout_spec import Engine
+
+
+def flag_value(args: list[str], names: Iterable[str]) -> str | None:
+    names = tuple(names)
+    found: str | None = None
+    for i, arg in enumerate(args):
+        for name in names:
+            if arg == name:
+                if i + 1 >= len(args):
+                    raise ValueError(f"engine flag {name} has no value")
+                found = args[i + 1]
+            elif arg.startswith(name + "="):
+                found = arg[len(name) + 1:]
+    return found
+
+
+def has_flag(args: list[str], names: Iterable[str]) -> bool:
+    names = tuple(names)
+    return any(a in names or a.split("=", 1)[0] in names for a in args)
+
+
+def _int_flag(args: list[str], names: tuple[str, ...], default: int = 1) -> int:
+    raw = flag_value(args, names)
+    if raw is None:
+        return default
+    try:
+        value = int(raw)
+    except ValueError:
+        raise ValueError(f"engine flag {names[0]} needs a whole number, got {raw!r}") from None
+    if value < 1:
+        raise ValueError(f"engine flag {names[0]} must be at least 1, got {value}")
+    return value
+
+
+# Per engine: (tensor, pipeline, data) parallel flag spellings.
+_PARALLEL_FLAGS = {
+    Engine.vllm: (("--tensor-parallel-size", "-tp"), ("--pipeline-parallel-size", "-pp"),
+                  ("--data-parallel-size", "-dp")),
+    Engine.sglang: (("--tp", "--tp-size", "--tensor-parallel-size"),
+                    ("--pp", "--pp-size", "--pipeline-parallel-size"),
+                    ("--dp", "--dp-size", "--data-parallel-size")),
+    Engine.trtllm: (("--tensor-parallel-size",), ("--pipeline-parallel-size",), ()),
+}
+
+
+def world_size(engine: Engine, args: list[str]) -> int | None:
+    """GPUs one replica of these arguments occupies, or None when the arguments do not say
+    (TensorRT-LLM reading its parallelism from an engine-config file)."""
+    tp_names, pp_names, dp_names = _PARALLEL_FLAGS[engine]
+    if engine is Engine.trtllm and not has_flag(args, tp_names + pp_names) and has_flag(
+            args, ("--extra-engine-args",)):
+        return None
+    tp = _int_flag(args, tp_names)
+    pp = _int_flag(args, pp_names)
+    dp = _int_flag(args, dp_names) if dp_names else 1
+    # SGLang's DP attention runs the data-parallel ranks inside the tensor-parallel group.
+    if engine is Engine.sglang and has_flag(args, ("--enable-dp-attention",)):
+        dp = 1
+    return tp * pp * dp
+
+
+MODEL_FLAGS = {Engine.vllm: ("--model",), Engine.sglang: ("--model-path", "--model"),
+               Engine.trtllm: ("--model-path",)}
+SERVED_NAME_FLAGS = ("--served-model-name",)
+REVISION_FLAGS = {Engine.vllm: ("--revision",), Engine.sglang: ("--revision",), Engine.trtllm: ()}
+MAX_NUM_SEQS_FLAGS = {Engine.vllm: ("--max-num-seqs",), Engine.sglang: ("--max-running-requests",),
+                      Engine.trtllm: ("--max-batch-size",)}
