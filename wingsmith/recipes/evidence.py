@@ -1,0 +1,188 @@
+"""The recipe evidence a draft carries: what upstream tested, stated as facts the reviewer can check
+against the recipe file at its pinned commit."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel
+
+from wingsmith.hardware import HARDWARE, NVIDIA_HARDWARE
+from wingsmith.recipes.models import Catalog, Recipe, RecipeMatch
+from wingsmith.recipes.rules import (exclusions, hardware_status, is_opt_in, layout_allowed, minimum_gpus)
+
+
+class VariantEvidence(BaseModel, frozen=True):
+    name: str
+    precision: str
+    label: str | None
+    checkpoint: str
+    vram_minimum_gb: float
+    is_estimate: bool
+    supported_hardware: list[str] | None = None
+    matched: bool = False
+
+
+class LayoutEvidence(BaseModel, frozen=True):
+    name: str
+    default: bool
+    deploy_type: str
+    compatible: bool  # listed in compatible_strategies (else only opted in per hardware)
+    allowed: list[str]
+    denied: dict[str, str]  # hardware -> why
+    minimum_gpus: dict[str, int]  # per allowed hardware
+
+
+class HardwareEvidence(BaseModel, frozen=True):
+    id: str
+    display_name: str
+    brand: str
+    generation: str
+    status: Literal["verified", "unsupported", "not_stated"]
+    gpus_per_node: int | None
+    memory_gb_per_node: float | None
+    memory_gb_per_gpu: float | None
+    placeable: bool
+
+
+class FeatureModeEvidence(BaseModel, frozen=True):
+    args: list[str]
+    variants: list[str] | None
+    hardware_overrides: dict[str, list[str]]
+    unsupported_on: list[str]
+
+
+class FeatureEvidence(BaseModel, frozen=True):
+    name: str
+    default: Literal["on", "opt_in"]
+    opt_in_on: list[str]  # hardware where an on-by-default feature becomes opt-in
+    args: list[str]
+    env: dict[str, str]
+    hardware_overrides: dict[str, list[str]]  # replaces args on that hardware
+    strategies: list[str] | None  # None: every layout
+    modes: dict[str, FeatureModeEvidence]
+    default_mode: str | None
+    excludes: list[str]
+
+
+class Links(BaseModel, frozen=True):
+    recipe: str | None
+    strategies: dict[str, str]
+    repository: str | None
+    commit: str | None
+
+
+class Evidence(BaseModel, frozen=True):
+    catalog_version: str
+    recipe: str
+    model_id: str
+    matched_variant: str
+    matched_by: str | None
+    architecture: str | None
+    parameter_count: str | None
+    context_length: int | None
+    min_vllm_version: str | None
+    default_variant: str
+    variants: list[VariantEvidence]
+    default_layout: str
+    layouts: list[LayoutEvidence]
+    default_hardware: str | None
+    hardware: list[HardwareEvidence]
+    features: list[FeatureEvidence]
+    exclusions: list[tuple[str, str]]
+    links: Links
+
+
+def _link(repo: str | None, commit: str | None, path: str) -> str | None:
+    return f"{repo}/blob/{commit}/{path}" if repo and commit else None
+
+
+def _hardware(catalog: Catalog, recipe: Recipe) -> list[HardwareEvidence]:
+    # The recipe's list as it states it, then the placeable cards it says nothing about.
+    ids = list(recipe.hardware) + [h.id for h in NVIDIA_HARDWARE if h.id not in recipe.hardware]
+    out = []
+    for hw in ids:
+        profile = catalog.hardware.get(hw)
+        plane = HARDWARE.get(hw)
+        out.append(HardwareEvidence(
+            id=hw, display_name=(profile.display_name if profile else plane.display_name if plane else hw),
+            brand=profile.brand if profile else (plane.vendor if plane else "unknown"),
+            generation=profile.generation if profile else (plane.generation if plane else "unknown"),
+            status=hardware_status(recipe, hw),
+            gpus_per_node=profile.gpu_count if profile else (plane.gpus_per_node if plane else None),
+            memory_gb_per_node=profile.vram_gb if profile else None,
+            memory_gb_per_gpu=round(profile.vram_gb / profile.gpu_count, 1) if profile else
+            (plane.memory_gb_per_gpu if plane else None),
+            placeable=bool(plane and plane.placeable)))
+    return out
+
+
+def evidence_for(match_or_recipe: RecipeMatch | Recipe, catalog: Catalog | None = None) -> Evidence:
+    if catalog is None:
+        from wingsmith.recipes.catalog import load_catalog
+        catalog = load_catalog()
+    if isinstance(match_or_recipe, RecipeMatch):
+        recipe, matched, matched_by = match_or_recipe.recipe, match_or_recipe.variant, match_or_recipe.matched_by
+    else:
+        recipe, matched, matched_by = match_or_recipe, "default", None
+    hardware = _hardware(catalog, recipe)
+    stated = [h.id for h in hardware if h.status != "unsupported" and h.id in catalog.hardware]
+
+    names = list(recipe.compatible_strategies) + [
+        s for s, grants in recipe.strategy_hardware.items()
+        if s not in recipe.compatible_strategies and "supported" in grants.values()]
+    default_layout = recipe.default_strategy or ("single_node_tp" if "single_node_tp" in names else names[0])
+    layouts = []
+    for name in names:
+        strategy = catalog.strategies.get(name)
+        if strategy is None:
+            continue
+        allowed, denied, floors = [], {}, {}
+        for hw in stated:
+            ok, why = layout_allowed(recipe, strategy, hw)
+            floor = minimum_gpus(recipe, strategy, hw)
+            gpn = catalog.hardware[hw].gpu_count
+            if ok and strategy.deploy_type == "single_node" and floor > gpn:
+                ok, why = False, f"needs at least {floor} GPUs and a {hw} node has {gpn}"
+            if ok and strategy.deploy_type != "single_node" and not catalog.hardware[hw].scalable:
+                ok, why = False, f"{hw} cannot be joined into a multi-node deployment"
+            if ok:
+                allowed.append(hw)
+                floors[hw] = floor
+            else:
+                denied[hw] = why
+        layouts.append(LayoutEvidence(name=name, default=name == default_layout, deploy_type=strategy.deploy_type,
+                                      compatible=name in recipe.compatible_strategies, allowed=allowed,
+                                      denied=denied, minimum_gpus=floors))
+
+    pairs = exclusions(recipe)
+    features = []
+    for name, feature in recipe.features.items():
+        features.append(FeatureEvidence(
+            name=name, default="opt_in" if name in recipe.opt_in_features else "on",
+            opt_in_on=sorted(hw for hw in recipe.hardware_opt_in_features
+                             if name not in recipe.opt_in_features and is_opt_in(recipe, name, hw)),
+            args=feature.args, env=feature.env, hardware_overrides=feature.hardware_overrides,
+            strategies=feature.strategies,
+            modes={m: FeatureModeEvidence(args=spec.args, variants=spec.variants,
+                                          hardware_overrides=spec.hardware_overrides,
+                                          unsupported_on=sorted(h for h, v in spec.hardware.items() if v == "unsupported"))
+                   for m, spec in feature.modes.items()},
+            default_mode=feature.default_mode,
+            excludes=[b if a == name else a for a, b in pairs if name in (a, b)]))
+
+    repo, commit = catalog.vllm_source.repository, catalog.vllm_source.commit
+    return Evidence(
+        catalog_version=catalog.version, recipe=recipe.path, model_id=recipe.model_id, matched_variant=matched,
+        matched_by=matched_by, architecture=recipe.architecture, parameter_count=recipe.parameter_count,
+        context_length=recipe.context_length, min_vllm_version=recipe.min_vllm_version, default_variant="default",
+        variants=[VariantEvidence(name=n, precision=v.precision, label=v.label, checkpoint=v.model_id or recipe.model_id,
+                                  vram_minimum_gb=v.vram_minimum_gb, is_estimate=v.is_estimate,
+                                  supported_hardware=v.supported_hardware, matched=n == matched)
+                  for n, v in recipe.variants.items()],
+        default_layout=default_layout, layouts=layouts, default_hardware=recipe.default_hardware,
+        hardware=hardware, features=features, exclusions=pairs,
+        links=Links(recipe=_link(repo, commit, recipe.source_path),
+                    strategies={n: link for n in names if n in catalog.strategies
+                                and (link := _link(repo, commit, catalog.strategies[n].source_path))},
+                    repository=repo, commit=commit))
