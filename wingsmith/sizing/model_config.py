@@ -1,0 +1,247 @@
+"""The facts sizing needs, read once from a Hugging Face `config.json`.
+
+Multimodal wrappers (Kimi-K3, Llama-4, Qwen-VL, ...) keep the language model under `text_config`;
+the language model is what holds the KV cache and nearly all the weights, so that is what is read.
+Every attention layer is classified as one of four kinds, because each kind grows differently:
+
+- `full`: standard MHA/GQA, grows with every token of the context;
+- `sliding`: like `full` but keeps at most `sliding_window` tokens per sequence;
+- `mla`: multi-head latent attention (DeepSeek, Kimi), one compressed latent per token per layer;
+- `linear`: linear attention or recurrent layers (Kimi Delta Attention, gated delta net), a fixed
+  state per sequence whatever its length.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel
+
+from wingsmith.sizing.figures import SizingError
+
+LayerKind = Literal["full", "sliding", "mla", "linear"]
+
+DTYPE_BYTES = {"bfloat16": 2, "float16": 2, "half": 2, "float32": 4, "float": 4, "float8_e4m3fn": 1}
+
+
+class LinearAttention(BaseModel, frozen=True):
+    """Shape of one linear-attention layer's per-sequence state."""
+    kind: str  # "kda" or "gated_delta_net"
+    num_heads: int  # heads the recurrent state is split over (sharded across TP ranks)
+    key_head_dim: int
+    value_head_dim: int
+    conv_kernel: int
+    conv_channels: int  # channels of the short convolution whose last kernel-1 inputs are kept
+
+
+class Experts(BaseModel, frozen=True):
+    """Routed experts: the weights expert parallelism splits."""
+    count: int
+    moe_layers: int
+    expert_hidden: int  # width experts work in (a latent width on Kimi-K3, else hidden_size)
+    intermediate: int
+    shared: int = 0
+
+    @property
+    def parameters(self) -> int:
+        # gate, up and down projections per expert
+        return self.count * self.moe_layers * 3 * self.expert_hidden * self.intermediate
+
+
+class TextModel(BaseModel, frozen=True):
+    model_type: str
+    wrapper_model_type: str | None = None
+    num_layers: int
+    hidden_size: int
+    num_attention_heads: int
+    num_kv_heads: int
+    head_dim: int
+    head_dim_source: str
+    vocab_size: int
+    intermediate_size: int
+    max_position_embeddings: int | None
+    dtype: str
+    dtype_bytes: int
+    layer_kinds: tuple[LayerKind, ...]
+    sliding_window: int | None = None
+    kv_lora_rank: int | None = None
+    qk_rope_head_dim: int | None = None
+    q_lora_rank: int | None = None
+    qk_nope_head_dim: int | None = None
+    v_head_dim: int | None = None
+    index_head_dim: int | None = None
+    linear: LinearAttention | None = None
+    experts: Experts | None = None
+    first_dense_layers: int = 0
+    tie_word_embeddings: bool = False
+    quantization: str = "none"  # scheme of the quantized linear weights, see weights.BYTES_PER_PARAMETER
+    dense_quantized: bool = False  # whether attention and dense MLPs use that scheme too
+
+    def count(self, kind: LayerKind) -> int:
+        return sum(1 for k in self.layer_kinds if k == kind)
+
+    @property
+    def is_moe(self) -> bool:
+        return self.experts is not None
+
+
+def _int(cfg: dict, *keys: str, default: int | None = None, required: bool = True) -> int | None:
+    for key in keys:
+        value = cfg.get(key)
+        if value is not None:
+            if isinstance(value, bool) or not isinstance(value, int | float):
+                raise SizingError(f"config field {key!r} must be a number, got {value!r}")
+            return int(value)
+    if default is not None or not required:
+        return default
+    raise SizingError(f"config has none of {', '.join(repr(k) for k in keys)}; cannot size this model")
+
+
+def text_config(config: dict) -> tuple[dict, str | None]:
+    """The language-model part of a config and, for wrappers, the wrapper's model_type."""
+    if not isinstance(config, dict):
+        raise SizingError("config must be a JSON object (the model's config.json)")
+    inner = config.get("text_config") or config.get("language_config") or config.get("llm_config")
+    if isinstance(inner, dict) and inner:
+        return inner, config.get("model_type")
+    return config, None
+
+
+def _dtype(cfg: dict, outer: dict) -> str:
+    raw = cfg.get("torch_dtype") or cfg.get("dtype") or outer.get("torch_dtype") or outer.get("dtype")
+    dtype = str(raw or "bfloat16").removeprefix("torch.")
+    if dtype not in DTYPE_BYTES:
+        raise SizingError(f"unsupported model dtype {raw!r}; expected one of {sorted(DTYPE_BYTES)}")
+    return dtype
+
+
+def _quantization(cfg: dict, outer: dict) -> tuple[str, bool]:
+    """The scheme of the quantized linear weights, and whether the dense layers share it."""
+    q = cfg.get("quantization_config") or outer.get("quantization_config")
+    if not q:
+        return "none", False
+    method = str(q.get("quant_method", "")).lower()
+    fmt = str(q.get("format", "") or q.get("fmt", "")).lower()
+    if method == "mxfp4" or "mxfp4" in fmt:
+        scheme = "mxfp4"
+    elif "nvfp4" in fmt or method in ("modelopt_fp4", "nvfp4"):
+        scheme = "nvfp4"
+    elif method in ("fp8", "fbgemm_fp8") or "float-quantized" in fmt or fmt == "e4m3":
+        scheme = "fp8"
+    elif method in ("awq", "gptq") or "pack-quantized" in fmt:
+        bits = q.get("bits") or q.get("w_bit") or 4
+        scheme = "int4" if int(bits) == 4 else "int8"
+    else:
+        raise SizingError(f"unsupported quantization_config (quant_method={method!r}, format={fmt!r})")
+    ignores = " ".join(str(x) for x in (q.get("ignore") or q.get("modules_to_not_convert") or []))
+    # Checkpoints that leave attention in full precision say so in their ignore list (gpt-oss,
+    # Kimi-K3); block-fp8 checkpoints (DeepSeek, Kimi-K2) quantize every linear layer.
+    return scheme, "attn" not in ignores
+
+
+def _layer_kinds(cfg: dict, n: int, mla: bool) -> tuple[tuple[LayerKind, ...], LinearAttention | None]:
+    attention: LayerKind = "mla" if mla else "full"
+    lin = cfg.get("linear_attn_config")
+    if isinstance(lin, dict) and lin.get("kda_layers") is not None:
+        # Kimi Linear / Kimi-K3 number layers from 1.
+        kda = {int(i) for i in lin["kda_layers"]}
+        if any(i < 1 or i > n for i in kda):
+            raise SizingError(f"linear_attn_config.kda_layers must lie in 1..{n}")
+        heads = _int(lin, "num_heads")
+        head_dim = _int(lin, "head_dim")
+        kernel = _int(lin, "short_conv_kernel_size", default=4)
+        state = LinearAttention(kind="kda", num_heads=heads, key_head_dim=head_dim,
+                                value_head_dim=head_dim, conv_kernel=kernel,
+                                conv_channels=3 * heads * head_dim)  # q, k and v each convolved
+        return tuple("linear" if i in kda else attention for i in range(1, n + 1)), state
+    types = cfg.get("layer_types")
+    if types is not None:
+        if len(types) != n:
+            raise SizingError(f"layer_types has {len(types)} entries but num_hidden_layers is {n}")
+        kinds: list[LayerKind] = []
+        state = None
+        for t in types:
+            if t in ("full_attention", "attention", "global_attention"):
+                kinds.append(attention)
+            elif t in ("sliding_attention", "sliding_window_attention", "local_attention"):
+                kinds.append("sliding")
+            elif t in ("linear_attention", "mamba", "recurrent"):
+                kinds.append("linear")
+            else:
+                raise SizingError(f"unknown layer type {t!r} in layer_types")
+        if "linear" in kinds:
+            k_heads = _int(cfg, "linear_num_key_heads")
+            v_heads = _int(cfg, "linear_num_value_heads")
+            k_dim = _int(cfg, "linear_key_head_dim")
+            v_dim = _int(cfg, "linear_value_head_dim")
+            kernel = _int(cfg, "linear_conv_kernel_dim", default=4)
+            state = LinearAttention(kind="gated_delta_net", num_heads=v_heads, key_head_dim=k_dim,
+                                    value_head_dim=v_dim, conv_kernel=kernel,
+                                    conv_channels=2 * k_heads * k_dim + v_heads * v_dim)
+        return tuple(kinds), state
+    if cfg.get("sliding_window") and cfg.get("use_sliding_window", True) and not mla:
+        return ("sliding",) * n, None  # Mistral style: every layer windowed
+    return (attention,) * n, None
+
+
+def _experts(cfg: dict, n: int, hidden: int) -> tuple[Experts | None, int]:
+    count = _int(cfg, "n_routed_experts", "num_experts", "num_local_experts", required=False)
+    if not count:
+        return None, 0
+    first_dense = _int(cfg, "first_k_dense_replace", default=0)
+    step = _int(cfg, "moe_layer_freq", "decoder_sparse_step", default=1) or 1
+    dense_only = set(cfg.get("mlp_only_layers") or [])
+    moe_layers = sum(1 for i in range(first_dense, n) if i % step == 0 and i not in dense_only)
+    intermediate = _int(cfg, "moe_intermediate_size", "intermediate_size")
+    return Experts(count=count, moe_layers=moe_layers,
+                   expert_hidden=_int(cfg, "routed_expert_hidden_size", default=hidden),
+                   intermediate=intermediate,
+                   shared=_int(cfg, "n_shared_experts", "num_shared_experts", default=0)), first_dense
+
+
+def read_text_model(config: dict) -> TextModel:
+    """Parse a `config.json` (or a wrapper's `text_config`) into the facts sizing uses."""
+    cfg, wrapper = text_config(config)
+    n = _int(cfg, "num_hidden_layers", "n_layers", "num_layers")
+    if n <= 0:
+        raise SizingError("num_hidden_layers must be positive")
+    hidden = _int(cfg, "hidden_size", "d_model")
+    heads = _int(cfg, "num_attention_heads", "n_heads")
+    kv_heads = _int(cfg, "num_key_value_heads", default=heads)
+    mla = cfg.get("kv_lora_rank") is not None
+    if "head_dim" in cfg and cfg["head_dim"]:
+        head_dim, head_dim_source = _int(cfg, "head_dim"), "config head_dim"
+    elif mla:
+        # Unused by the MLA cache; kept for the query/key width the attention computes with.
+        head_dim = _int(cfg, "qk_nope_head_dim", default=128) + _int(cfg, "qk_rope_head_dim", default=64)
+        head_dim_source = "qk_nope_head_dim + qk_rope_head_dim (MLA)"
+    else:
+        if hidden % heads:
+            raise SizingError(f"hidden_size {hidden} is not divisible by num_attention_heads {heads} "
+                              "and the config gives no head_dim")
+        head_dim, head_dim_source = hidden // heads, "hidden_size / num_attention_heads"
+    kinds, linear = _layer_kinds(cfg, n, mla)
+    experts, first_dense = _experts(cfg, n, hidden)
+    quant, dense_quantized = _quantization(cfg, config)
+    dtype = _dtype(cfg, config)
+    sliding = _int(cfg, "sliding_window", required=False) if "sliding" in kinds else None
+    if "sliding" in kinds and not sliding:
+        raise SizingError("the config has sliding-attention layers but no sliding_window")
+    return TextModel(
+        model_type=str(cfg.get("model_type") or config.get("model_type") or "unknown"),
+        wrapper_model_type=wrapper, num_layers=n, hidden_size=hidden, num_attention_heads=heads,
+        num_kv_heads=kv_heads, head_dim=head_dim, head_dim_source=head_dim_source,
+        vocab_size=_int(cfg, "vocab_size", default=0),
+        intermediate_size=_int(cfg, "intermediate_size", default=4 * hidden),
+        max_position_embeddings=_int(cfg, "max_position_embeddings", required=False),
+        dtype=dtype, dtype_bytes=DTYPE_BYTES[dtype], layer_kinds=kinds, sliding_window=sliding,
+        kv_lora_rank=_int(cfg, "kv_lora_rank", required=False),
+        qk_rope_head_dim=_int(cfg, "qk_rope_head_dim", default=64) if mla else None,
+        q_lora_rank=_int(cfg, "q_lora_rank", required=False),
+        qk_nope_head_dim=_int(cfg, "qk_nope_head_dim", required=False),
+        v_head_dim=_int(cfg, "v_head_dim", required=False),
+        index_head_dim=_int(cfg, "index_head_dim", required=False),
+        linear=linear, experts=experts, first_dense_layers=first_dense,
+        tie_word_embeddings=bool(cfg.get("tie_word_embeddings", config.get("tie_word_embeddings", False))),
+        quantization=quant, dense_quantized=dense_quantized,
+    )

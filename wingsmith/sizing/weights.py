@@ -1,0 +1,207 @@
+"""Weight bytes: the floor comparable with upstream's, the comparison with a published floor, bytes
+for a variant whose checkpoint lives in another repo, and the split between routed experts and
+everything else (the two shard differently under expert parallelism)."""
+
+from __future__ import annotations
+
+import math
+from typing import Literal
+
+from pydantic import BaseModel
+
+from wingsmith.sizing.figures import Figure, SizingError, figure
+from wingsmith.sizing.model_config import TextModel
+
+# Upstream computes its per-replica floor as parameters × bytes per parameter × 1.2.
+FLOOR_HEADROOM = 1.2
+# A quarter or more apart, in either direction, is worth a reviewer's attention.
+FLOOR_WARN_RATIO = 1.25
+
+# Bytes per (logical) parameter including block scales: MXFP4 packs two values a byte plus one
+# E8M0 scale per 32; NVFP4 one FP8 scale per 16; INT4 one 16-bit scale per group of 128;
+# block-fp8 one float32 scale per 128×128 block.
+BYTES_PER_PARAMETER: dict[str, float] = {
+    "none": 2.0, "bf16": 2.0, "bfloat16": 2.0, "fp16": 2.0, "float16": 2.0, "fp32": 4.0,
+    "fp8": 1.0 + 4 / (128 * 128), "int8": 1.0 + 2 / 128,
+    "mxfp4": 0.5 + 1 / 32, "nvfp4": 0.5 + 1 / 16, "int4": 0.5 + 2 / 128,
+}
+
+
+def bytes_per_parameter(scheme: str) -> float:
+    try:
+        return BYTES_PER_PARAMETER[scheme.lower()]
+    except KeyError:
+        raise SizingError(f"unknown quantization scheme {scheme!r}; known: "
+                          f"{', '.join(sorted(BYTES_PER_PARAMETER))}") from None
+
+
+def weights_floor(weight_bytes: int) -> int:
+    """Per-replica floor in decimal GB comparable with upstream's: ceil(bytes / 1e9 × 1.2)."""
+    if weight_bytes < 0:
+        raise SizingError(f"weight bytes must not be negative, got {weight_bytes}")
+    # Round the product to a byte first so float noise cannot push an exact figure up a GB.
+    return math.ceil(round(weight_bytes * FLOOR_HEADROOM) / 1e9)
+
+
+class FloorComparison(BaseModel, frozen=True):
+    variant: str
+    ours_gb: int
+    ours: Figure
+    published_gb: float | None
+    published_is_estimate: bool
+    ratio: float | None  # ours / published
+    level: Literal["ok", "warning", "informational", "no_published_floor"]
+    message: str
+
+
+def compare_floor(weight_bytes: int, weight_bytes_source: str, published_floor_gb: float | None,
+                  published_is_estimate: bool, variant: str) -> FloorComparison:
+    """Compare our floor with the recipe's published floor of the same variant.
+
+    Warns when either is at least 25% above the other (the ratio of the larger to the smaller);
+    only informs when upstream marks its floor an estimate.
+    """
+    ours_gb = weights_floor(weight_bytes)
+    ours = figure(ours_gb, "GB", "ceil(weight_bytes / 1e9 × 1.2)", weight_bytes=weight_bytes,
+                  weight_bytes_source=weight_bytes_source, headroom=FLOOR_HEADROOM)
+    if published_floor_gb is None:
+        return FloorComparison(variant=variant, ours_gb=ours_gb, ours=ours, published_gb=None,
+                               published_is_estimate=published_is_estimate, ratio=None,
+                               level="no_published_floor",
+                               message=f"variant {variant}: our floor {ours_gb} GB (from "
+                                       f"{weight_bytes_source}); the recipe publishes no floor")
+    if published_floor_gb <= 0:
+        raise SizingError(f"published floor for variant {variant!r} must be positive, got {published_floor_gb}")
+    ratio = ours_gb / published_floor_gb
+    apart = max(ratio, 1 / ratio) >= FLOOR_WARN_RATIO if ratio else True
+    both = (f"variant {variant}: our floor {ours_gb} GB (ceil(weight bytes {weight_bytes:,} from "
+            f"{weight_bytes_source} / 1e9 × 1.2)) vs the recipe's published floor "
+            f"{published_floor_gb:g} GB{' (marked an estimate upstream)' if published_is_estimate else ''}; "
+            f"ratio {ratio:.3f}")
+    if published_is_estimate:
+        level, message = "informational", both + "; informational because upstream's figure is an estimate"
+    elif apart:
+        level, message = "warning", both + "; they differ by 25% or more"
+    else:
+        level, message = "ok", both
+    return FloorComparison(variant=variant, ours_gb=ours_gb, ours=ours, published_gb=published_floor_gb,
+                           published_is_estimate=published_is_estimate, ratio=round(ratio, 4),
+                           level=level, message=message)
+
+
+class WeightBytes(BaseModel, frozen=True):
+    bytes: int
+    method: Literal["resolved", "derived", "estimated_from_config"]
+    source: str
+    figure: Figure
+
+
+def variant_weight_bytes(checkpoint: str, resolved_bytes: int | None = None,
+                         parameter_count: int | None = None, scheme: str | None = None) -> WeightBytes:
+    """Weight bytes of a variant whose checkpoint may live in another repo.
+
+    Uses the resolved checkpoint's bytes when there are any; otherwise derives them from the
+    parameter count and the quantization scheme, assuming every parameter is stored in that scheme
+    (so a partly quantized checkpoint comes out a little small). The result says which.
+    """
+    if resolved_bytes is not None:
+        if resolved_bytes <= 0:
+            raise SizingError(f"resolved weight bytes of {checkpoint} must be positive")
+        return WeightBytes(bytes=resolved_bytes, method="resolved",
+                           source=f"safetensors files of {checkpoint}",
+                           figure=figure(resolved_bytes, "B", "sum of safetensors file sizes",
+                                         checkpoint=checkpoint))
+    if not parameter_count or not scheme:
+        raise SizingError(f"cannot size {checkpoint}: it did not resolve, and no parameter count and "
+                          "quantization scheme were given to derive its bytes from")
+    per = bytes_per_parameter(scheme)
+    value = round(parameter_count * per)
+    return WeightBytes(bytes=value, method="derived",
+                       source=f"derived from {parameter_count:,} parameters of {checkpoint} in {scheme}",
+                       figure=figure(value, "B", "parameters × bytes per parameter of the scheme",
+                                     parameters=parameter_count, scheme=scheme, bytes_per_parameter=per))
+
+
+class WeightSplit(BaseModel, frozen=True):
+    """Routed-expert bytes versus the rest (attention, dense MLPs, shared experts, embeddings)."""
+    total: int
+    experts: Figure
+    dense: Figure
+
+
+def split_weights(model: TextModel, weight_bytes: int) -> WeightSplit:
+    """Estimate how many of the weight bytes are routed experts, from the config's shapes.
+
+    Expert bytes = expert parameters × bytes per parameter of the checkpoint's quantization; the
+    rest is whatever remains of the measured total, so the two always add up to the real bytes.
+    """
+    if model.experts is None:
+        return WeightSplit(total=weight_bytes,
+                           experts=figure(0, "B", "dense model: no routed experts"),
+                           dense=figure(weight_bytes, "B", "all weight bytes", weight_bytes=weight_bytes))
+    e = model.experts
+    per = bytes_per_parameter(model.quantization) if model.quantization != "none" else model.dtype_bytes
+    # Never let an estimate claim more than the checkpoint holds.
+    experts = min(round(e.parameters * per), int(weight_bytes * 0.98))
+    return WeightSplit(
+        total=weight_bytes,
+        experts=figure(experts, "B", "min(experts × moe_layers × 3 × expert_hidden × moe_intermediate"
+                       " × bytes_per_parameter, 98% of weight bytes)",
+                       experts=e.count, moe_layers=e.moe_layers, expert_hidden=e.expert_hidden,
+                       moe_intermediate=e.intermediate, bytes_per_parameter=per,
+                       scheme=model.quantization),
+        dense=figure(weight_bytes - experts, "B", "weight_bytes − expert bytes",
+                     weight_bytes=weight_bytes, expert_bytes=experts))
+
+
+def estimate_parameters(model: TextModel) -> dict[str, int]:
+    """Parameter counts from the config's shapes, for when no checkpoint bytes are known.
+
+    Norms and biases are left out (well under 0.1%); vision towers of wrappers too.
+    """
+    h, n = model.hidden_size, model.num_layers
+    attention_layers = n - model.count("linear")
+    if model.kv_lora_rank is not None:
+        q_dim = model.num_attention_heads * ((model.qk_nope_head_dim or 128) + (model.qk_rope_head_dim or 64))
+        q = h * model.q_lora_rank + model.q_lora_rank * q_dim if model.q_lora_rank else h * q_dim
+        kv = h * (model.kv_lora_rank + model.qk_rope_head_dim) + model.kv_lora_rank * model.num_attention_heads * (
+            (model.qk_nope_head_dim or 128) + (model.v_head_dim or 128))
+        o = model.num_attention_heads * (model.v_head_dim or 128) * h
+        attention = attention_layers * (q + kv + o)
+    else:
+        qo = 2 * h * model.num_attention_heads * model.head_dim
+        kv = 2 * h * model.num_kv_heads * model.head_dim
+        attention = attention_layers * (qo + kv)
+    linear = 0
+    if model.linear:
+        lin = model.linear
+        width = lin.num_heads * lin.value_head_dim
+        # q, k, v, gate and output projections
+        linear = model.count("linear") * (3 * h * width + 2 * h * width)
+    experts = model.experts.parameters if model.experts else 0
+    if model.experts:
+        e = model.experts
+        mlp = model.first_dense_layers * 3 * h * model.intermediate_size
+        mlp += e.moe_layers * (e.shared * 3 * h * e.intermediate + h * e.count)  # shared experts + router
+    else:
+        mlp = n * 3 * h * model.intermediate_size
+    embeddings = model.vocab_size * h * (1 if model.tie_word_embeddings else 2)
+    return {"attention": attention, "linear_attention": linear, "dense_mlp": mlp,
+            "experts": experts, "embeddings": embeddings}
+
+
+def estimate_weight_bytes(model: TextModel) -> WeightBytes:
+    """Weight bytes estimated from the config alone (experts and, where quantized, dense layers in
+    the checkpoint's scheme; the rest in the model dtype)."""
+    params = estimate_parameters(model)
+    quantized = bytes_per_parameter(model.quantization) if model.quantization != "none" else model.dtype_bytes
+    dense_per = quantized if model.dense_quantized else model.dtype_bytes
+    linear_part = params["attention"] + params["linear_attention"] + params["dense_mlp"]
+    value = round(params["experts"] * quantized + linear_part * dense_per
+                  + params["embeddings"] * model.dtype_bytes)
+    return WeightBytes(bytes=value, method="estimated_from_config",
+                       source=f"estimated from the config's shapes ({model.quantization})",
+                       figure=figure(value, "B", "experts × quantized bytes + attention and dense MLP ×"
+                                     " dense bytes + embeddings × dtype bytes",
+                                     **params, quantized_bytes_per_parameter=quantized,
+                                     dense_bytes_per_parameter=dense_per, dtype_bytes=model.dtype_bytes))
