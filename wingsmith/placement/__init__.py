@@ -1,0 +1,20 @@
+"""Placement: a pure function from a plan, the clusters and their GPU inventories to a decision that
+explains itself cluster by cluster. See `place`."""
+
+from wingsmith.placement.models import (
+    ClusterInfo,
+    ClusterInventory,
+    ClusterVerdict,
+    FilterResult,
+    NodePool,
+    NodeUse,
+    PlacementConstraints,
+    PlacementDecision,
+    PlacementPlan,
+    ScoreTerm,
+)
+from wingsmith.placement.place import PlacementInputError, place
+
+__all__ = ["ClusterInfo", "ClusterInventory", "ClusterVerdict", "FilterResult", "NodePool", "NodeUse",
+           "PlacementConstraints", "PlacementDecision", "PlacementPlan", "PlacementInputError", "ScoreTerm",
+           "place"]

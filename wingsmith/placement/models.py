@@ -1,0 +1,136 @@
+"""What placement reads and what it decides.
+
+An inventory describes a cluster's GPU nodes as *pools*: nodes that look alike to placement (same
+card, same GPU count, same number of free GPUs) are one pool with a node count. Placement never
+needs to tell two such nodes apart, and counting them instead of listing them keeps it fast on
+clusters with thousands of nodes.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Literal
+
+from pydantic import BaseModel, Field, field_validator, model_validator
+
+from wingsmith.hardware import get_hardware
+
+
+class NodePool(BaseModel, frozen=True):
+    hardware_id: str | None = Field(
+        description="plane hardware id (h100, h200, b200, ...); None when the GPU product is not one "
+                    "the plane knows")
+    product: str = Field(default="", description="the nodes' `nvidia.com/gpu.product` label, as read")
+    gpus_per_node: int = Field(ge=1, le=1024, description="allocatable nvidia.com/gpu per node")
+    free_gpus: int = Field(ge=0, description="GPUs per node not requested by any running pod")
+    nodes: int = Field(ge=1, description="how many nodes look exactly like this")
+
+    @model_validator(mode="after")
+    def _free_fits(self) -> "NodePool":
+        if self.free_gpus > self.gpus_per_node:
+            raise ValueError(f"free_gpus ({self.free_gpus}) exceeds gpus_per_node ({self.gpus_per_node})")
+        return self
+
+
+class ClusterInventory(BaseModel):
+    cluster: str = Field(min_length=1)
+    source: Literal["live", "manual"] = "live"
+    read_at: datetime | None = None
+    pools: list[NodePool] = Field(default_factory=list)
+    # Counted so an empty-looking cluster can say why (not placed on: no label, cordoned node...).
+    unlabelled_gpu_nodes: int = Field(default=0, ge=0,
+                                      description="nodes with GPUs but no nvidia.com/gpu.product label")
+    unschedulable_gpu_nodes: int = Field(default=0, ge=0,
+                                         description="GPU nodes cordoned or not Ready, left out of pools")
+    wingsmith_gpus: int = Field(default=0, ge=0,
+                                description="GPUs held by pods labelled app.kubernetes.io/managed-by=wingsmith")
+    error: str | None = Field(default=None, description="why the inventory could not be read, if it could not")
+
+
+class ClusterInfo(BaseModel, frozen=True):
+    """What placement needs to know about a registered cluster besides its nodes."""
+    name: str = Field(min_length=1)
+    region: str = ""
+    labels: dict[str, str] = Field(default_factory=dict)
+    cordoned: bool = False
+
+
+class PlacementConstraints(BaseModel, frozen=True):
+    regions: list[str] = Field(default_factory=list, description="allowed regions; empty: any")
+    allowed_clusters: list[str] = Field(default_factory=list, description="only these clusters; empty: any")
+    denied_clusters: list[str] = Field(default_factory=list)
+    required_labels: dict[str, str] = Field(default_factory=dict,
+                                            description="cluster labels a cluster must carry")
+    preferred_labels: dict[str, str] = Field(default_factory=dict,
+                                             description="cluster labels that raise a cluster's score")
+    max_replicas_per_cluster: int | None = Field(default=None, ge=1)
+    spread: Literal["spread", "pack"] = Field(
+        default="spread",
+        description="spread: replicas go round-robin over the best clusters (survives losing a cluster); "
+                    "pack: fill the best cluster before using the next (fewer deployments)")
+
+
+class PlacementPlan(BaseModel, frozen=True):
+    hardware: str = Field(description="hardware id, e.g. h200, b200, gb200")
+    gpus_per_node: int = Field(ge=1, le=1024, description="GPUs one replica uses on each of its nodes")
+    nodes_per_replica: int = Field(default=1, ge=1, le=1024)
+    replicas: int = Field(ge=1, le=100_000)
+    constraints: PlacementConstraints = Field(default_factory=PlacementConstraints)
+
+    @field_validator("hardware")
+    @classmethod
+    def _known_hardware(cls, value: str) -> str:
+        return get_hardware(value).id  # raises, naming the known ids
+
+    @property
+    def gpus_per_replica(self) -> int:
+        return self.gpus_per_node * self.nodes_per_replica
+
+
+class FilterResult(BaseModel, frozen=True):
+    name: str
+    passed: bool
+    reason: str
+
+
+class ScoreTerm(BaseModel):
+    name: str
+    value: float
+    weight: float
+    detail: str
+
+
+class NodeUse(BaseModel):
+    """`nodes` nodes of `gpus_per_node` GPUs, each with `free_before` free GPUs, give `gpus_taken`
+    GPUs each to the replicas placed on this cluster."""
+    hardware_id: str
+    gpus_per_node: int
+    free_before: int
+    nodes: int
+    gpus_taken: int
+
+
+class ClusterVerdict(BaseModel):
+    cluster: str
+    eligible: bool
+    filters: list[FilterResult]
+    scores: list[ScoreTerm]
+    score: float = Field(description="weighted sum of the score terms except spread")
+    fits: int = Field(description="replicas of this shape its free nodes could hold now")
+    replicas: int
+    node_use: list[NodeUse]
+    unplaced_reason: str | None = Field(
+        default=None, description="when replicas were left unplaced: why this cluster took no more")
+
+
+class PlacementDecision(BaseModel):
+    plan: PlacementPlan
+    replicas: dict[str, int] = Field(description="cluster → replicas placed there (only clusters with some)")
+    placed: int
+    unplaced: int
+    summary: str
+    clusters: list[ClusterVerdict] = Field(description="every candidate cluster, by name")
+
+    @property
+    def complete(self) -> bool:
+        return self.unplaced == 0
