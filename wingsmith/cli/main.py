@@ -8,7 +8,7 @@ import importlib
 import os
 import sys
 
-COMMAND_MODULES = ["up"]
+COMMAND_MODULES = ["up", "size"]
 
 
 def build_parser() -> argparse.ArgumentParser:
