@@ -1,0 +1,242 @@
+"""Temporal activities of a cluster rollout: apply the graph, wait until it serves, probe its
+frontend, delete it.
+
+Sync activities (the kubernetes client blocks): run them on a worker with a thread-pool
+`activity_executor`. Each takes a kubeconfig *reference* and builds its client when it runs.
+Failures that retrying cannot fix raise a non-retryable ApplicationError whose type names the
+cause; everything else raises retryable errors and the activity's retry policy takes over.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+import httpx
+from pydantic import BaseModel, Field, ValidationError
+from temporalio import activity
+from temporalio.exceptions import ApplicationError, CancelledError
+
+from wingsmith.dynamo.readiness import (evaluate_readiness, find_pod_failure, pods_ready,
+                                        ready_deadline_seconds)
+from wingsmith.dynamo.render import RenderError, render_dgd
+from wingsmith.dynamo.rollout_spec import RolloutSpec
+from wingsmith.kube import DgdClient, KubeconfigRef, KubeError, new_api_client
+
+
+class ApplyInput(BaseModel):
+    kubeconfig: KubeconfigRef
+    spec: RolloutSpec
+
+
+class ApplyOutput(BaseModel):
+    name: str
+    namespace: str
+    uid: str
+    generation: int
+    resource_version: str
+
+
+class WaitReadyInput(BaseModel):
+    kubeconfig: KubeconfigRef
+    name: str
+    namespace: str
+    generation: int = Field(ge=1, description="the generation `apply` returned")
+    weight_bytes: int | None = Field(default=None, ge=0, description="scales the deadline")
+    deadline_seconds: float | None = Field(default=None, gt=0, description="overrides the scaled deadline")
+    poll_seconds: float = Field(default=5.0, gt=0)
+
+
+class WaitReadyOutput(BaseModel):
+    name: str
+    namespace: str
+    generation: int
+    state: str
+    waited_seconds: float
+    polls: int
+    pods_ready: int
+    pods_total: int
+
+
+class ProbeFrontendInput(BaseModel):
+    url: str = Field(description="base URL of the deployment's OpenAI-compatible frontend")
+    served_model_name: str
+    timeout_seconds: float = Field(default=600.0, gt=0)
+    poll_seconds: float = Field(default=2.0, gt=0)
+
+
+class ProbeFrontendOutput(BaseModel):
+    models: list[str]
+    attempts: int
+    waited_seconds: float
+
+
+class DeleteInput(BaseModel):
+    kubeconfig: KubeconfigRef
+    name: str
+    namespace: str
+    timeout_seconds: float = Field(default=900.0, gt=0)
+    poll_seconds: float = Field(default=1.0, gt=0)
+
+
+class DeleteOutput(BaseModel):
+    existed: bool
+    waited_seconds: float
+
+
+ClientFactory = Callable[[KubeconfigRef], DgdClient]
+
+
+def dgd_client_for(ref: KubeconfigRef) -> DgdClient:
+    return DgdClient(new_api_client(ref))
+
+
+def _app_error(err: KubeError) -> ApplicationError:
+    return ApplicationError(err.message, type=err.type, non_retryable=not err.retryable)
+
+
+def _pause(seconds: float) -> None:
+    """Sleep between polls, waking early (and stopping) when the activity is cancelled."""
+    activity.wait_for_cancelled_sync(seconds)
+    if activity.is_cancelled():
+        raise CancelledError("rollout activity cancelled")
+
+
+def _started_at() -> float:
+    """When the first attempt of this activity began, so retries share one deadline."""
+    details = activity.info().heartbeat_details
+    if details and isinstance(details[0], dict) and "started_at" in details[0]:
+        return float(details[0]["started_at"])
+    return time.time()
+
+
+class RolloutActivities:
+    def __init__(self, client_factory: ClientFactory = dgd_client_for,
+                 http: Callable[[], httpx.Client] = lambda: httpx.Client(timeout=10.0)):
+        self._client_for = client_factory
+        self._http = http
+
+    def _client(self, ref: KubeconfigRef) -> DgdClient:
+        try:
+            return self._client_for(ref)
+        except KubeError as err:
+            raise _app_error(err) from None
+
+    @activity.defn(name="rollout.apply")
+    def apply(self, input: ApplyInput) -> ApplyOutput:
+        try:
+            manifest = render_dgd(input.spec)
+        except (RenderError, ValidationError, ValueError) as exc:
+            raise ApplicationError(str(exc), type="InvalidRollout", non_retryable=True) from None
+        with self._client(input.kubeconfig) as kube:
+            try:
+                applied = kube.apply(manifest)
+            except KubeError as err:
+                raise _app_error(err) from None
+        activity.logger.info("applied %s/%s generation %s", applied.namespace, applied.name,
+                             applied.generation)
+        return ApplyOutput(**applied.model_dump())
+
+    @activity.defn(name="rollout.wait_ready")
+    def wait_ready(self, input: WaitReadyInput) -> WaitReadyOutput:
+        started = _started_at()
+        deadline = input.deadline_seconds or ready_deadline_seconds(input.weight_bytes)
+        where = f"{input.namespace}/{input.name}"
+        polls, last_error = 0, None
+        with self._client(input.kubeconfig) as kube:
+            while True:
+                polls += 1
+                waited = time.time() - started
+                try:
+                    obj = kube.get(input.name, input.namespace)
+                    if obj is None:
+                        raise ApplicationError(f"{where} does not exist", type="DeploymentMissing",
+                                               non_retryable=True)
+                    current = int(obj.get("metadata", {}).get("generation") or 0)
+                    if current > input.generation:
+                        raise ApplicationError(
+                            f"{where} moved to generation {current} while waiting for "
+                            f"{input.generation}", type="DeploymentSuperseded", non_retryable=True)
+                    verdict = evaluate_readiness(obj, input.generation)
+                    pods = kube.pods(input.name, input.namespace)
+                    ready_pods, total_pods = pods_ready(pods)
+                    last_error = None
+                except KubeError as err:
+                    if not err.retryable:
+                        raise _app_error(err) from None
+                    # The adapter already retried; keep polling until the deadline.
+                    last_error = str(err)
+                    verdict = None
+                if verdict is not None:
+                    if verdict.ready:
+                        return WaitReadyOutput(
+                            name=input.name, namespace=input.namespace, generation=input.generation,
+                            state=verdict.state or "", waited_seconds=round(waited, 3), polls=polls,
+                            pods_ready=ready_pods, pods_total=total_pods)
+                    if verdict.failed:
+                        raise ApplicationError(
+                            f"{where} failed to reconcile: {verdict.condition_message or verdict.describe()}",
+                            type="DeploymentFailed", non_retryable=True)
+                    failure = find_pod_failure(pods)
+                    if failure is not None:
+                        raise ApplicationError(f"{where} will not become ready: {failure.describe()}",
+                                               type=failure.type, non_retryable=True)
+                progress = {
+                    "started_at": started, "polls": polls, "waited_seconds": round(waited, 1),
+                    "deadline_seconds": deadline,
+                    "status": verdict.describe() if verdict else f"unreadable: {last_error}",
+                    "pods": f"{ready_pods}/{total_pods} ready" if verdict else None,
+                }
+                activity.heartbeat(progress)
+                if waited > deadline:
+                    raise ApplicationError(
+                        f"{where} not ready after {waited:.0f}s (deadline {deadline:.0f}s): "
+                        f"{progress['status']}; {progress['pods']}",
+                        type="ReadyDeadlineExceeded", non_retryable=True)
+                _pause(input.poll_seconds)
+
+    @activity.defn(name="rollout.probe_frontend")
+    def probe_frontend(self, input: ProbeFrontendInput) -> ProbeFrontendOutput:
+        started = _started_at()
+        url = input.url.rstrip("/") + "/v1/models"
+        attempts, seen, last = 0, [], "no answer yet"
+        with self._http() as http:
+            while True:
+                attempts += 1
+                try:
+                    resp = http.get(url)
+                    if resp.status_code == 200:
+                        seen = [m.get("id") for m in resp.json().get("data") or [] if isinstance(m, dict)]
+                        if input.served_model_name in seen:
+                            return ProbeFrontendOutput(models=seen, attempts=attempts,
+                                                       waited_seconds=round(time.time() - started, 3))
+                        last = f"serving {seen or 'no models'}"
+                    else:
+                        last = f"HTTP {resp.status_code}"
+                except (httpx.HTTPError, ValueError) as exc:
+                    last = f"{type(exc).__name__}"
+                waited = time.time() - started
+                activity.heartbeat({"started_at": started, "attempts": attempts, "last": last})
+                if waited > input.timeout_seconds:
+                    raise ApplicationError(
+                        f"{url} did not list {input.served_model_name!r} within "
+                        f"{input.timeout_seconds:.0f}s; last answer: {last}",
+                        type="FrontendNotServing", non_retryable=True)
+                _pause(input.poll_seconds)
+
+    @activity.defn(name="rollout.delete")
+    def delete(self, input: DeleteInput) -> DeleteOutput:
+        started = _started_at()
+        with self._client(input.kubeconfig) as kube:
+            try:
+                existed = kube.delete(input.name, input.namespace)
+                waited = kube.wait_gone(
+                    input.name, input.namespace, timeout=input.timeout_seconds,
+                    poll=input.poll_seconds,
+                    tick=lambda: activity.heartbeat({"started_at": started, "deleting": input.name}))
+            except KubeError as err:
+                raise _app_error(err) from None
+        return DeleteOutput(existed=existed, waited_seconds=round(waited, 3))
+
+    def all(self) -> list[Callable]:
+        return [self.apply, self.wait_ready, self.probe_frontend, self.delete]

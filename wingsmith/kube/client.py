@@ -1,0 +1,39 @@
+"""Kubernetes API clients built from a kubeconfig *reference*, at call time.
+
+Workflows and activity inputs carry only where the kubeconfig lives (a file path and a context
+name), never its contents or credentials; the client is built when an activity runs.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from kubernetes import client as k8s
+from kubernetes import config as k8s_config
+from kubernetes.config.config_exception import ConfigException
+from pydantic import BaseModel, ConfigDict, Field
+
+from wingsmith.kube.errors import KubeError, classify
+
+
+class KubeconfigRef(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    path: str = Field(min_length=1, description="path of a kubeconfig file")
+    context: str | None = Field(default=None, description="context in it; None uses current-context")
+
+
+def new_api_client(ref: KubeconfigRef) -> k8s.ApiClient:
+    path = Path(ref.path).expanduser()
+    if not path.is_file():
+        raise KubeError("KubeconfigMissing", f"kubeconfig file {str(path)!r} does not exist",
+                        retryable=False)
+    try:
+        return k8s_config.new_client_from_config(
+            config_file=str(path), context=ref.context, persist_config=False)
+    except ConfigException as exc:
+        raise classify(exc, doing=f"loading kubeconfig {str(path)!r} context {ref.context!r}") from None
+    except Exception as exc:  # noqa: BLE001
+        # Parser messages can quote the file, credentials included: name only the exception type.
+        raise KubeError("KubeconfigInvalid", f"kubeconfig {str(path)!r} could not be read "
+                        f"({type(exc).__name__})", retryable=False) from None

@@ -1,0 +1,113 @@
+"""DynamoGraphDeployment operations against one cluster: apply, read, find failing pods, delete.
+
+Blocking (the kubernetes client is synchronous): call from sync activities only.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable
+from typing import Any
+
+from kubernetes import client as k8s
+from pydantic import BaseModel
+
+from wingsmith.dynamo.names import DYNAMO_GRAPH_LABEL
+from wingsmith.dynamo.render import GROUP, PLURAL, VERSION
+from wingsmith.kube.errors import KubeError, with_retries
+
+FIELD_MANAGER = "wingsmith"
+APPLY_CONTENT_TYPE = "application/apply-patch+yaml"
+# (connect, read) seconds for every request, so a hung server costs a retry, not a hang.
+REQUEST_TIMEOUT = (5, 30)
+
+
+class AppliedObject(BaseModel):
+    name: str
+    namespace: str
+    uid: str
+    generation: int
+    resource_version: str
+
+
+class DgdClient:
+    def __init__(self, api: k8s.ApiClient, *, attempts: int = 6,
+                 sleep: Callable[[float], None] = time.sleep):
+        self.api = api
+        self.custom = k8s.CustomObjectsApi(api)
+        self.core = k8s.CoreV1Api(api)
+        self.attempts = attempts
+        self.sleep = sleep
+
+    def close(self) -> None:
+        self.api.close()
+
+    def __enter__(self) -> DgdClient:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _retry(self, call: Callable[[], Any], doing: str) -> Any:
+        return with_retries(call, doing=doing, attempts=self.attempts, sleep=self.sleep)
+
+    def apply(self, manifest: dict[str, Any]) -> AppliedObject:
+        """Server-side apply as field manager `wingsmith`; applying the same manifest twice
+        leaves the object (and its generation) unchanged."""
+        meta = manifest["metadata"]
+        name, namespace = meta["name"], meta.get("namespace", "default")
+        obj = self._retry(lambda: self.custom.patch_namespaced_custom_object(
+            GROUP, VERSION, namespace, PLURAL, name, manifest, field_manager=FIELD_MANAGER,
+            force=True, _content_type=APPLY_CONTENT_TYPE, _request_timeout=REQUEST_TIMEOUT),
+            f"applying DynamoGraphDeployment {namespace}/{name}")
+        m = obj["metadata"]
+        return AppliedObject(name=m["name"], namespace=m.get("namespace", namespace), uid=m["uid"],
+                             generation=int(m["generation"]), resource_version=m["resourceVersion"])
+
+    def get(self, name: str, namespace: str) -> dict[str, Any] | None:
+        def call() -> dict[str, Any] | None:
+            try:
+                return self.custom.get_namespaced_custom_object(
+                    GROUP, VERSION, namespace, PLURAL, name, _request_timeout=REQUEST_TIMEOUT)
+            except k8s.exceptions.ApiException as exc:
+                if exc.status == 404:
+                    return None
+                raise
+        return self._retry(call, f"reading DynamoGraphDeployment {namespace}/{name}")
+
+    def pods(self, name: str, namespace: str) -> list[dict[str, Any]]:
+        """The graph's pods as API dicts (the operator labels each with the graph's name)."""
+        def call() -> list[dict[str, Any]]:
+            resp = self.core.list_namespaced_pod(
+                namespace, label_selector=f"{DYNAMO_GRAPH_LABEL}={name}",
+                _preload_content=False, _request_timeout=REQUEST_TIMEOUT)
+            return json.loads(resp.data).get("items") or []
+        return self._retry(call, f"listing pods of {namespace}/{name}")
+
+    def delete(self, name: str, namespace: str) -> bool:
+        """Ask for deletion; False when there was nothing to delete."""
+        def call() -> bool:
+            try:
+                self.custom.delete_namespaced_custom_object(
+                    GROUP, VERSION, namespace, PLURAL, name, propagation_policy="Foreground",
+                    _request_timeout=REQUEST_TIMEOUT)
+                return True
+            except k8s.exceptions.ApiException as exc:
+                if exc.status == 404:
+                    return False
+                raise
+        return self._retry(call, f"deleting DynamoGraphDeployment {namespace}/{name}")
+
+    def wait_gone(self, name: str, namespace: str, *, timeout: float, poll: float = 0.5,
+                  tick: Callable[[], None] = lambda: None) -> float:
+        """Block until the object no longer exists; returns seconds waited."""
+        start = time.monotonic()
+        while self.get(name, namespace) is not None:
+            waited = time.monotonic() - start
+            if waited > timeout:
+                raise KubeError("DeleteTimeout", f"{namespace}/{name} still exists after "
+                                f"{waited:.0f}s (finalizers?)", retryable=True)
+            tick()
+            self.sleep(poll)
+        return time.monotonic() - start
