@@ -1,0 +1,124 @@
+"""`wingsmith recipes import|refresh|show`: build the catalog from upstream snapshots, fetch a newer
+one pinned to a commit, and show a model's evidence and tested command."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shlex
+import sys
+from pathlib import Path
+
+from wingsmith.recipes.catalog import SHIPPED_CATALOG, build_catalog, load_catalog, write_catalog
+
+
+def register(subparsers) -> None:
+    parser = subparsers.add_parser("recipes", help="the recipe evidence catalog (vLLM and NVIDIA Dynamo recipes)")
+    sub = parser.add_subparsers(dest="recipes_command", metavar="ACTION", required=True)
+
+    imp = sub.add_parser("import", help="build the catalog from local upstream snapshots")
+    imp.add_argument("--vllm", required=True, type=Path, help="vLLM recipes snapshot (models/, strategies/, taxonomy.yaml)")
+    imp.add_argument("--dynamo", required=True, type=Path, help="NVIDIA Dynamo snapshot (recipes/**/deploy.yaml)")
+    imp.add_argument("--out", type=Path, default=SHIPPED_CATALOG, help="where to write (default: the shipped catalog)")
+    imp.add_argument("--strict", action="store_true", help="exit 1 if any file could not be used")
+    imp.set_defaults(func=_import)
+
+    ref = sub.add_parser("refresh", help="fetch newer upstream snapshots (pinned to a commit) as a new catalog version")
+    ref.add_argument("--vllm-ref", default="main", help="branch, tag or commit of vllm-project/recipes")
+    ref.add_argument("--dynamo-ref", default="main", help="branch, tag or commit of ai-dynamo/dynamo")
+    ref.add_argument("--api-url", default=None, help="GitHub REST API base URL (default https://api.github.com)")
+    ref.add_argument("--raw-url", default=None, help="raw file host (default https://raw.githubusercontent.com)")
+    ref.add_argument("--catalog-dir", type=Path, default=None, help="where catalog versions are kept "
+                     "(default: <WINGSMITH_HOME>/catalogs)")
+    ref.set_defaults(func=_refresh)
+
+    show = sub.add_parser("show", help="a model's recipe evidence, and the serve command for a choice")
+    show.add_argument("model", help="Hugging Face id, e.g. moonshotai/Kimi-K3 or RedHatAI/Kimi-K3-NVFP4")
+    show.add_argument("--hardware", help="hardware id (e.g. b300) to print the serve command for")
+    show.add_argument("--layout", help="layout (default: the recipe's default)")
+    show.add_argument("--variant", help="variant (default: the one the id matched)")
+    show.add_argument("--feature", action="append", default=[], help="enable a feature (name or name:mode); "
+                      "-name turns off a default one. Repeatable.")
+    show.add_argument("--gpus", type=int, help="GPU count (default: the layout's minimum)")
+    show.add_argument("--json", action="store_true", help="print JSON")
+    show.set_defaults(func=_show)
+
+
+def _import(args: argparse.Namespace) -> int:
+    for label, path in (("--vllm", args.vllm), ("--dynamo", args.dynamo)):
+        if not path.is_dir():
+            print(f"{label} {path}: not a directory", file=sys.stderr)
+            return 2
+    catalog, report = build_catalog(args.vllm, args.dynamo)
+    write_catalog(catalog, args.out)
+    print(f"imported {report.recipes} vLLM recipes, {report.strategies} layouts, {report.hardware_profiles} "
+          f"hardware profiles and {report.dynamo_entries} Dynamo entries from {report.dynamo_files} deploy.yaml files")
+    print(f"catalog version {catalog.version} written to {args.out}")
+    for problem in report.problems:
+        print(f"skipped {problem.file}: field {problem.field}: {problem.reason}", file=sys.stderr)
+    return 1 if args.strict and report.problems else 0
+
+
+def _refresh(args: argparse.Namespace) -> int:
+    from wingsmith.config import get_settings
+    from wingsmith.recipes.refresh import GITHUB_API, GITHUB_RAW, RefreshFailed, refresh_catalog
+    directory = args.catalog_dir or get_settings().home_dir / "catalogs"
+    try:
+        result = refresh_catalog(directory, vllm_ref=args.vllm_ref, dynamo_ref=args.dynamo_ref,
+                                 api_url=args.api_url or GITHUB_API, raw_url=args.raw_url or GITHUB_RAW)
+    except RefreshFailed as exc:
+        print(f"refresh failed: {exc}", file=sys.stderr)
+        return 1
+    r = result.report
+    print(f"fetched vLLM recipes @ {result.vllm_source.commit} and Dynamo @ {result.dynamo_source.commit}")
+    print(f"imported {r.recipes} vLLM recipes and {r.dynamo_entries} Dynamo entries")
+    for problem in r.problems:
+        print(f"skipped {problem.file}: field {problem.field}: {problem.reason}", file=sys.stderr)
+    print(("new catalog version " if result.created else "already stored: catalog version ")
+          + f"{result.version} at {result.path}")
+    return 0
+
+
+def _show(args: argparse.Namespace) -> int:
+    from wingsmith.recipes import InvalidChoice, dynamo_entries, evidence_for, serve_command
+    catalog = load_catalog()
+    match = catalog.find(args.model)
+    if match is None:
+        print(f"no recipe for {args.model} in catalog {catalog.version}", file=sys.stderr)
+        return 1
+    evidence = evidence_for(match, catalog)
+    out: dict = {"evidence": evidence.model_dump(mode="json"),
+                 "dynamo": [e.model_dump(mode="json") for e in dynamo_entries(args.model, catalog)]}
+    if args.hardware:
+        try:
+            command = serve_command(match, args.variant or match.variant, args.hardware,
+                                    args.layout or evidence.default_layout, args.feature, gpus=args.gpus,
+                                    catalog=catalog)
+        except InvalidChoice as exc:
+            print(f"invalid choice: {exc}", file=sys.stderr)
+            return 1
+        out["command"] = command.model_dump(mode="json")
+    if args.json:
+        print(json.dumps(out, indent=2))
+        return 0
+    print(f"{evidence.recipe} (matched {match.variant} by {match.matched_by}; catalog {catalog.version})")
+    print(f"  recipe: {evidence.links.recipe}")
+    for v in evidence.variants:
+        print(f"  variant {v.name}: {v.precision} {v.checkpoint} floor {v.vram_minimum_gb:g} GB"
+              + (" (estimate)" if v.is_estimate else ""))
+    for layout in evidence.layouts:
+        print(f"  layout {layout.name}{' (default)' if layout.default else ''}: on {', '.join(layout.allowed) or 'none'}")
+    for f in evidence.features:
+        print(f"  feature {f.name}: {f.default}" + (f", only with {', '.join(f.strategies)}" if f.strategies else "")
+              + (f", excludes {', '.join(f.excludes)}" if f.excludes else ""))
+    for entry in out["dynamo"]:
+        mc = entry["max_concurrency"]
+        print(f"  dynamo {entry['source_path']}: {entry['backend']} {entry['mode']} on {entry['card'] or '?'}, "
+              f"{mc['setting']} {mc['value'] if mc['value'] is not None else 'not set: engine default'}")
+    if "command" in out:
+        c = command
+        print(f"  command ({c.layout} on {c.gpus}x {c.hardware}, {c.nodes} node(s)):")
+        for node in c.commands:
+            env = " ".join(f"{k}={shlex.quote(v)}" for k, v in node.env.items())
+            print(f"    [{node.role} {node.node_rank}] {env} {shlex.join(node.argv)}")
+    return 0
