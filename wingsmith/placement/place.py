@@ -204,8 +204,11 @@ def _score(cand: _Candidate, info: ClusterInfo, whole: int, ctx: _Context) -> No
         needed = -(-plan.replicas // per_node)
     else:
         needed = plan.replicas * n
-    whole_value = min(1.0, whole / needed)
-    _, leftover, touched = _allocate(cand.usable, 1, g, n, ctx.card.id)
+    uses, leftover, touched = _allocate(cand.usable, 1, g, n, ctx.card.id)
+    # Whole nodes *kept* after one replica lands: a cluster that can take it on a partly used node
+    # keeps its whole nodes for the multi-node replicas that need them.
+    kept = whole - sum(u.nodes for u in uses if u.free_before == u.gpus_per_node)
+    whole_value = min(1.0, kept / needed)
     frag_value = 1.0 - leftover / touched
     if ctx.preferred:
         matched = sum(1 for k, v in ctx.preferred.items() if info.labels.get(k) == v)
@@ -216,8 +219,8 @@ def _score(cand: _Candidate, info: ClusterInfo, whole: int, ctx: _Context) -> No
     w = WEIGHTS
     cand.scores = [
         ScoreTerm(name="whole_free_nodes", value=whole_value, weight=w["whole_free_nodes"],
-                                  detail=f"{whole} entirely free {ctx.card.id} node(s); all replicas on whole "
-                                         f"nodes would take {needed}"),
+                                  detail=f"{kept} of {whole} entirely free {ctx.card.id} node(s) stay free after "
+                                         f"one replica lands; all replicas on whole nodes would take {needed}"),
         ScoreTerm(name="fragmentation", value=frag_value, weight=w["fragmentation"],
                                   detail=f"one replica here leaves {leftover} of {touched} GPUs idle on the "
                                          "node(s) it uses (1.0: it fills them exactly)"),
