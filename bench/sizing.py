@@ -1,0 +1,81 @@
+"""Time to size every shipped model (the configs in ../shared/upstream/hf-configs) on every NVIDIA
+card and every layout: one full fit check each at one node (two for multi-node layouts and P/D),
+context 8192 and 16 sequences, including the per-GPU figures, the largest context and concurrency
+and the search for the smallest GPU count on every card. Prints figures; run with `.venv/bin/python bench/sizing.py`."""
+
+from __future__ import annotations
+
+import json
+import statistics
+import sys
+import time
+from pathlib import Path
+
+from wingsmith.hardware import NVIDIA_HARDWARE
+from wingsmith.sizing import LAYOUTS, InvalidLayout, estimate_weight_bytes, read_text_model
+from wingsmith.sizing.fit import fit_check_for
+from wingsmith.sizing.layouts import candidate_gpu_counts, plan
+
+HF_CONFIGS = Path(__file__).resolve().parents[2] / "shared" / "upstream" / "hf-configs"
+CONTEXT, CONCURRENCY = 8192, 16
+
+
+def shipped() -> list[tuple[str, dict, int]]:
+    models = []
+    for path in sorted(HF_CONFIGS.glob("*/*/config.json")):
+        config = json.loads(path.read_text())
+        total = json.loads(path.with_name("meta.json").read_text()).get("total_size_bytes")
+        models.append((str(path.parent.relative_to(HF_CONFIGS)), config,
+                       total or estimate_weight_bytes(read_text_model(config)).bytes))
+    return models
+
+
+def smallest_valid(model, layout, hw) -> int | None:
+    for n in candidate_gpu_counts(layout, hw):
+        try:
+            plan(model, layout, n, hw)
+            return n
+        except InvalidLayout:
+            continue
+    return None
+
+
+def main() -> int:
+    rows, timings = [], []
+    start = time.perf_counter()
+    for repo, config, weight_bytes in shipped():
+        model_start = time.perf_counter()
+        model = read_text_model(config)
+        for hw in NVIDIA_HARDWARE:
+            for layout in LAYOUTS:
+                if smallest_valid(model, layout, hw) is None:
+                    rows.append((repo, hw.id, layout, "-", "n/a", "-", 0.0))
+                    continue
+                # The common deployment: one whole node, or two for multi-node layouts and P/D.
+                gpus = hw.gpus_per_node * (1 if layout == "single_node_tp" else 2)
+                t0 = time.perf_counter()
+                try:
+                    r = fit_check_for(model, weight_bytes, hw.id, layout, gpus, CONTEXT, CONCURRENCY)
+                    verdict = r.verdict
+                    smallest = next(s.gpus for s in r.smallest_gpus if s.hardware == hw.id) or "-"
+                except InvalidLayout as e:
+                    verdict, smallest = f"n/a ({e})", "-"
+                dt = time.perf_counter() - t0
+                timings.append(dt)
+                rows.append((repo, hw.id, layout, gpus, verdict, smallest, dt))
+        print(f"{repo:40s} sized on {len(NVIDIA_HARDWARE)} cards × {len(LAYOUTS)} layouts in "
+              f"{(time.perf_counter() - model_start) * 1e3:8.1f} ms")
+    total = time.perf_counter() - start
+    print()
+    print(f"{'model':40s} {'card':6s} {'layout':18s} {'gpus':>5s}  {'verdict':24s} {'smallest':>8s} {'ms':>7s}")
+    for repo, hw, layout, gpus, verdict, smallest, dt in rows:
+        print(f"{repo:40s} {hw:6s} {layout:18s} {gpus!s:>5s}  {verdict[:24]:24s} {smallest!s:>8s} "
+              f"{dt * 1e3:7.2f}")
+    print()
+    print(f"fit checks: {len(timings)}; total {total:.2f} s; per check median "
+          f"{statistics.median(timings) * 1e3:.2f} ms, max {max(timings) * 1e3:.2f} ms")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
