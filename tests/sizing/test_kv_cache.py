@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from wingsmith.sizing import SizingError, kv_cache_spec
+from wingsmith.sizing import SizingError, kv_cache_spec, read_text_model
 
 from .conftest import config
 
@@ -115,3 +115,14 @@ def test_unknown_kv_dtype_is_named():
 def test_config_must_be_an_object():
     with pytest.raises(SizingError, match="JSON object"):
         kv_cache_spec([1, 2])  # type: ignore[arg-type]
+
+
+def test_wrapper_top_level_fills_gaps_in_text_config():
+    inner = config("Qwen/Qwen3-8B")
+    vocab = inner.pop("vocab_size")
+    wrapper = {"model_type": "qwen3_vl_like", "vocab_size": vocab, "text_config": inner,
+               "vision_config": {"hidden_size": 1}}
+    model = read_text_model(wrapper)
+    assert model.wrapper_model_type == "qwen3_vl_like" and model.model_type == "qwen3"
+    assert model.vocab_size == vocab and model.hidden_size == 4096
+    assert kv_cache_spec(wrapper).bytes_per_token.value == 147_456

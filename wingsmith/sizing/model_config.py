@@ -98,12 +98,18 @@ def _int(cfg: dict, *keys: str, default: int | None = None, required: bool = Tru
 
 
 def text_config(config: dict) -> tuple[dict, str | None]:
-    """The language-model part of a config and, for wrappers, the wrapper's model_type."""
+    """The language-model part of a config and, for wrappers, the wrapper's model_type.
+
+    Some wrappers keep a few language-model fields at the top level, so the top level fills in
+    whatever the inner config leaves out.
+    """
     if not isinstance(config, dict):
         raise SizingError("config must be a JSON object (the model's config.json)")
-    inner = config.get("text_config") or config.get("language_config") or config.get("llm_config")
-    if isinstance(inner, dict) and inner:
-        return inner, config.get("model_type")
+    for key in ("text_config", "language_config", "llm_config"):
+        inner = config.get(key)
+        if isinstance(inner, dict) and inner:
+            outer = {k: v for k, v in config.items() if not k.endswith("_config")}
+            return outer | inner, config.get("model_type")
     return config, None
 
 
