@@ -19,6 +19,7 @@ class FaultPlan:
     latency: float = 0.0               # seconds added before every answer for the repo
     gated: bool = False                # act as a gated repo the caller has no access to
     missing_revision: bool = False     # every revision of the repo is unknown
+    hide_file_sizes: bool = False      # model info lists files without sizes (as without blobs=True)
     scope: Scope = "api"               # which routes counted faults and latency hit
 
 

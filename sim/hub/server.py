@@ -127,7 +127,8 @@ class _Handler(BaseHTTPRequestHandler):
         if found is None:
             return
         model, commit = found
-        blobs = query.get("blobs", ["false"])[0].lower() == "true"
+        blobs = query.get("blobs", ["false"])[0].lower() == "true" \
+            and not self.server.state.faults.plan(repo_id).hide_file_sizes
         gated = model["gated"] or ("manual" if self.server.state.faults.plan(repo_id).gated else False)
         body = {
             "_id": commit[:24], "id": model["id"], "modelId": model["id"], "author": model["author"],
