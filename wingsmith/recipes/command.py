@@ -14,7 +14,7 @@ from pydantic import BaseModel
 from wingsmith.recipes.models import (Catalog, HardwareProfile, Override, PdRole, Recipe, RecipeMatch,
                                       Strategy, StrategyOverride, Variant)
 from wingsmith.recipes.rules import (InvalidChoice, exclusions, feature_gated, hardware_status, is_opt_in,
-                                     layout_allowed, minimum_gpus, pick, profile_for)
+                                     layout_allowed, minimum_gpus, pick, pinned_tp, profile_for)
 
 HEAD_ADDRESS = "$HEAD_NODE_IP"
 
@@ -233,10 +233,12 @@ def serve_command(recipe: Recipe | RecipeMatch, variant: str, hardware: str, lay
         return _pd_command(recipe, strategy, so, profile, floor, build, common, gpus)
 
     if strategy.deploy_type == "single_node":
-        pinned = _int_for(so.tp if so else None, profile) or var.tp
+        pinned = pinned_tp(recipe, layout, profile) or var.tp
         count = gpus or pinned or gpn
         if floor > gpn:
             raise InvalidChoice(f"{layout} needs at least {floor} GPUs and a {profile.id} node has {gpn}")
+        if pinned and pinned > gpn:
+            raise InvalidChoice(f"the recipe pins {layout} to TP {pinned} and a {profile.id} node has {gpn} GPUs")
         if count > gpn:
             raise InvalidChoice(f"{layout} runs on one node: at most {gpn} GPUs on {profile.id}, asked for {count}")
         if count < floor:

@@ -9,7 +9,9 @@ from pydantic import BaseModel
 
 from wingsmith.hardware import HARDWARE, NVIDIA_HARDWARE
 from wingsmith.recipes.models import Catalog, Recipe, RecipeMatch
-from wingsmith.recipes.rules import (exclusions, hardware_status, is_opt_in, layout_allowed, minimum_gpus)
+from wingsmith.recipes.command import serve_command
+from wingsmith.recipes.rules import (InvalidChoice, exclusions, hardware_status, is_opt_in, layout_allowed,
+                                     minimum_gpus)
 
 
 class VariantEvidence(BaseModel, frozen=True):
@@ -140,12 +142,13 @@ def evidence_for(match_or_recipe: RecipeMatch | Recipe, catalog: Catalog | None 
         allowed, denied, floors = [], {}, {}
         for hw in stated:
             ok, why = layout_allowed(recipe, strategy, hw)
+            if ok:
+                # Offered only if the command for it can be built: one set of rules for both views.
+                try:
+                    serve_command(recipe, "default", hw, name, [], catalog=catalog)
+                except InvalidChoice as exc:
+                    ok, why = False, str(exc)
             floor = minimum_gpus(recipe, strategy, hw)
-            gpn = catalog.hardware[hw].gpu_count
-            if ok and strategy.deploy_type == "single_node" and floor > gpn:
-                ok, why = False, f"needs at least {floor} GPUs and a {hw} node has {gpn}"
-            if ok and strategy.deploy_type != "single_node" and not catalog.hardware[hw].scalable:
-                ok, why = False, f"{hw} cannot be joined into a multi-node deployment"
             if ok:
                 allowed.append(hw)
                 floors[hw] = floor

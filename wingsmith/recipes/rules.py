@@ -61,8 +61,12 @@ def layout_allowed(recipe: Recipe, strategy: Strategy, hardware_id: str) -> tupl
 
 
 def minimum_gpus(recipe: Recipe, strategy: Strategy, hardware_id: str) -> int:
-    # A hardware key in strategy_min_gpus raises the floor of every layout on that card.
-    return max(strategy.min_gpus, recipe.strategy_min_gpus.get(strategy.name, 1),
+    # A hardware key in strategy_min_gpus raises the floor of every layout on that card. An explicit
+    # per-card grant is the recipe's own validated shape, so the layout's generic floor yields to it.
+    # pd_cluster pools are sized by the recipe's own per-role node counts, not by a GPU picker.
+    granted = (recipe.strategy_hardware.get(strategy.name, {}).get(hardware_id) == "supported"
+               or strategy.deploy_type == "pd_cluster")
+    return max(1 if granted else strategy.min_gpus, recipe.strategy_min_gpus.get(strategy.name, 1),
                recipe.strategy_min_gpus.get(hardware_id, 1))
 
 
@@ -76,3 +80,12 @@ def exclusions(recipe: Recipe) -> list[tuple[str, str]]:
 
 def feature_gated(feature: Feature, layout: str) -> bool:
     return feature.strategies is not None and layout not in feature.strategies
+
+
+def pinned_tp(recipe: Recipe, layout: str, profile: HardwareProfile) -> int | None:
+    """A tensor-parallel size the recipe fixes for a layout (per card, or for all cards)."""
+    override = recipe.strategy_overrides.get(layout)
+    tp = override.tp if override else None
+    if isinstance(tp, dict):
+        return tp.get(profile.id, tp.get("default"))
+    return tp

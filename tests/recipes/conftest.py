@@ -1,0 +1,41 @@
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from wingsmith.recipes import Catalog, build_catalog
+
+
+@pytest.fixture(scope="session")
+def vllm_dir(upstream_dir: Path) -> Path:
+    return upstream_dir / "vllm-recipes"
+
+
+@pytest.fixture(scope="session")
+def dynamo_dir(upstream_dir: Path) -> Path:
+    return upstream_dir / "dynamo"
+
+
+@pytest.fixture(scope="session")
+def built(vllm_dir: Path, dynamo_dir: Path):
+    """A catalog built now from ../shared/upstream, and its import report."""
+    return build_catalog(vllm_dir, dynamo_dir)
+
+
+@pytest.fixture(scope="session")
+def catalog(built) -> Catalog:
+    return built[0]
+
+
+@pytest.fixture
+def snapshot_copy(tmp_path: Path, vllm_dir: Path, dynamo_dir: Path) -> tuple[Path, Path]:
+    """Writable copies of the upstream snapshots (data files only) for breaking things on purpose."""
+    vllm = tmp_path / "vllm"
+    dynamo = tmp_path / "dynamo"
+    shutil.copytree(vllm_dir, vllm, ignore=shutil.ignore_patterns("*.md", "LICENSE"))
+    shutil.copytree(dynamo_dir / "recipes", dynamo / "recipes")
+    shutil.copy(vllm_dir / "SOURCE.md", vllm / "SOURCE.md")
+    shutil.copy(dynamo_dir / "SOURCE.md", dynamo / "SOURCE.md")
+    return vllm, dynamo
