@@ -100,6 +100,15 @@ def link_annotations(spec: RolloutSpec) -> dict[str, str]:
 
 def worker_args(spec: RolloutSpec, pool: WorkerPool, role: str) -> list[str]:
     """The pool's engine arguments with the identity flags the plane owns filled in and checked."""
+    try:
+        return _worker_args(spec, pool, role)
+    except RenderError:
+        raise
+    except ValueError as exc:  # malformed flags found while reading the arguments
+        raise RenderError(f"{role} arguments: {exc}") from None
+
+
+def _worker_args(spec: RolloutSpec, pool: WorkerPool, role: str) -> list[str]:
     args = list(pool.args)
     if args and args[:2] == ["vllm", "serve"] and spec.engine is Engine.vllm:
         # A plain `vllm serve MODEL ...` line: Dynamo's worker takes the model as a flag instead.
@@ -108,6 +117,11 @@ def worker_args(spec: RolloutSpec, pool: WorkerPool, role: str) -> list[str]:
         args = ["--model", args[2], *args[3:]]
     if args and not args[0].startswith("-"):
         raise RenderError(f"{role} arguments must start with a flag, got {args[0]!r}")
+    if spec.engine is Engine.vllm:
+        args = ea.dynamo_vllm_args(args)
+    elif spec.engine is Engine.sglang:
+        # Per-node rendezvous is the operator's job on multi-node replicas.
+        args = ea.drop_flags(args, ("--nnodes", "--node-rank", "--dist-init-addr"), ())
 
     def own(flags: tuple[str, ...], value: str, what: str, *, first: bool = False) -> None:
         if not flags:
@@ -124,8 +138,14 @@ def worker_args(spec: RolloutSpec, pool: WorkerPool, role: str) -> list[str]:
     own(ea.SERVED_NAME_FLAGS, spec.served_model_name, "served model name")
     if spec.hf_revision:
         own(ea.REVISION_FLAGS[spec.engine], spec.hf_revision, "artifact's revision")
-    if role in ("worker", "decode") and spec.max_num_seqs is not None:
-        own(ea.MAX_NUM_SEQS_FLAGS[spec.engine], str(spec.max_num_seqs), "applied max-num-seqs")
+    if role in ("worker", "decode"):
+        seq_flags = ea.MAX_NUM_SEQS_FLAGS[spec.engine]
+        if spec.max_num_seqs is not None:
+            own(seq_flags, str(spec.max_num_seqs), "applied max-num-seqs")
+        elif (stated := ea.flag_value(args, seq_flags)) is not None:
+            # The draft names the value serving uses; an unnamed one in the args would hide it.
+            raise RenderError(f"{role} arguments set {seq_flags[0]} {stated} but the rollout names no "
+                              "applied max_num_seqs; set max_num_seqs and max_num_seqs_source")
     if role in ("prefill", "decode") and spec.engine in (Engine.vllm, Engine.sglang):
         own(("--disaggregation-mode",), role, "pool's role")
 
