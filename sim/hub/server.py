@@ -50,6 +50,8 @@ class HubState:
 
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
+    # Headers and body go out in separate writes; with Nagle on, each answer waits for a delayed ACK.
+    disable_nagle_algorithm = True
     server: "_Server"
 
     def log_message(self, *_args) -> None:  # quiet: tests read the request log instead

@@ -1,0 +1,50 @@
+"""`wingsmith resolve` prints the same proposal the API returns."""
+
+import json
+
+import pytest
+
+from sim.hub import load_snapshot
+from wingsmith.cli.main import build_parser
+from wingsmith.config import get_settings
+
+SNAP = load_snapshot()["models"]
+
+
+@pytest.fixture
+def run(hub, tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("WINGSMITH_HF_ENDPOINT", hub.url)
+    monkeypatch.setenv("WINGSMITH_HOME", str(tmp_path))
+    monkeypatch.delenv("WINGSMITH_HF_TOKEN_REF", raising=False)
+    get_settings.cache_clear()
+
+    def invoke(*argv):
+        args = build_parser().parse_args(["resolve", *argv])
+        code = args.func(args)
+        out = capsys.readouterr()
+        return code, out.out, out.err
+    yield invoke
+    get_settings.cache_clear()
+
+
+def test_json(run):
+    code, out, _ = run("hf:moonshotai/Kimi-K3", "--json")
+    body = json.loads(out)
+    assert code == 0 and body["weight_bytes"] == 1_560_860_324_864 and body["sha"] == SNAP["moonshotai/Kimi-K3"]["sha"]
+
+
+def test_table(run):
+    code, out, _ = run("openai/gpt-oss-120b")
+    assert code == 0
+    assert f"commit        {SNAP['openai/gpt-oss-120b']['sha']}" in out
+    assert "GptOssForCausalLM" in out and "mxfp4" in out and "duplicates ignored" in out
+
+
+@pytest.mark.parametrize("source,code,says", [
+    ("hf:nope", 2, "must be <org>/<name>"),
+    ("nobody/nothing", 3, "no model nobody/nothing"),
+    ("meta-llama/Llama-3.1-8B", 4, "gated"),
+])
+def test_errors(run, source, code, says):
+    got, out, err = run(source)
+    assert got == code and out == "" and says in err
