@@ -59,13 +59,17 @@ class WaitReadyOutput(BaseModel):
 
 
 class ProbeFrontendInput(BaseModel):
-    url: str = Field(description="base URL of the deployment's OpenAI-compatible frontend")
+    url: str | None = Field(default=None, description="frontend base URL; None: ask the cluster")
+    kubeconfig: KubeconfigRef | None = None
+    name: str | None = None
+    namespace: str = "default"
     served_model_name: str
     timeout_seconds: float = Field(default=600.0, gt=0)
     poll_seconds: float = Field(default=2.0, gt=0)
 
 
 class ProbeFrontendOutput(BaseModel):
+    url: str
     models: list[str]
     attempts: int
     waited_seconds: float
@@ -198,7 +202,17 @@ class RolloutActivities:
     @activity.defn(name="rollout.probe_frontend")
     def probe_frontend(self, input: ProbeFrontendInput) -> ProbeFrontendOutput:
         started = _started_at()
-        url = input.url.rstrip("/") + "/v1/models"
+        base = input.url
+        if base is None:
+            if input.kubeconfig is None or input.name is None:
+                raise ApplicationError("probe_frontend needs a url, or a kubeconfig and deployment name",
+                                       type="InvalidInput", non_retryable=True)
+            with self._client(input.kubeconfig) as kube:
+                try:
+                    base = kube.frontend_url(input.name, input.namespace)
+                except KubeError as err:
+                    raise _app_error(err) from None
+        url = base.rstrip("/") + "/v1/models"
         attempts, seen, last = 0, [], "no answer yet"
         with self._http() as http:
             while True:
@@ -208,7 +222,7 @@ class RolloutActivities:
                     if resp.status_code == 200:
                         seen = [m.get("id") for m in resp.json().get("data") or [] if isinstance(m, dict)]
                         if input.served_model_name in seen:
-                            return ProbeFrontendOutput(models=seen, attempts=attempts,
+                            return ProbeFrontendOutput(url=base, models=seen, attempts=attempts,
                                                        waited_seconds=round(time.time() - started, 3))
                         last = f"serving {seen or 'no models'}"
                     else:

@@ -23,6 +23,12 @@ APPLY_CONTENT_TYPE = "application/apply-patch+yaml"
 REQUEST_TIMEOUT = (5, 30)
 
 
+# Where a frontend URL reachable from the plane is published on the DGD: by whatever exposes it
+# (an ingress controller, the gateway), or by the simulated operator.
+FRONTEND_URL_ANNOTATIONS = ("wingsmith.dev/frontend-url", "sim.wingsmith.dev/frontend-url")
+FRONTEND_PORT = 8000
+
+
 class AppliedObject(BaseModel):
     name: str
     namespace: str
@@ -75,6 +81,15 @@ class DgdClient:
                     return None
                 raise
         return self._retry(call, f"reading DynamoGraphDeployment {namespace}/{name}")
+
+    def frontend_url(self, name: str, namespace: str) -> str:
+        """The published frontend URL, else the in-cluster Service address of the frontend."""
+        obj = self.get(name, namespace) or {}
+        notes = (obj.get("metadata") or {}).get("annotations") or {}
+        for key in FRONTEND_URL_ANNOTATIONS:
+            if notes.get(key):
+                return notes[key]
+        return f"http://{name}-frontend.{namespace}.svc.cluster.local:{FRONTEND_PORT}"
 
     def pods(self, name: str, namespace: str) -> list[dict[str, Any]]:
         """The graph's pods as API dicts (the operator labels each with the graph's name)."""
