@@ -1,0 +1,41 @@
+"""Temporal activity: read one cluster's live GPU inventory.
+
+Sync (the kubernetes client blocks): run it on a worker with a thread-pool `activity_executor`,
+on the kube task queue. The input names where the kubeconfig lives; the client, and with it any
+credential, exists only while the activity runs.
+
+A cluster that answers but cannot be read for a reason retrying will not fix (missing kubeconfig,
+forbidden) comes back as an inventory with `error` set, so placement explains that cluster instead of
+failing the whole placement; transient failures raise, and the activity's retry policy takes over.
+"""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, Field
+from temporalio import activity
+from temporalio.exceptions import ApplicationError
+
+from wingsmith.kube import KubeconfigRef, KubeError, new_api_client
+from wingsmith.placement.models import ClusterInventory
+
+
+class ReadInventoryInput(BaseModel):
+    cluster: str = Field(min_length=1)
+    kubeconfig: KubeconfigRef
+
+
+@activity.defn(name="read_inventory")
+def read_inventory(input: ReadInventoryInput) -> ClusterInventory:
+    from wingsmith.inventory import read_inventory as read
+
+    try:
+        api_client = new_api_client(input.kubeconfig)
+        try:
+            return read(api_client, input.cluster)
+        finally:
+            api_client.close()
+    except KubeError as err:
+        if err.retryable:
+            raise ApplicationError(err.message, type=err.type) from None
+        activity.logger.warning("inventory of %s not readable: %s", input.cluster, err.type)
+        return ClusterInventory(cluster=input.cluster, error=str(err))

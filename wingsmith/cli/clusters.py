@@ -1,0 +1,172 @@
+"""`wingsmith clusters add|list|show|remove|cordon|uncordon`: the cluster registry, through the API.
+
+Talks HTTP to a running API (`--api`, else WINGSMITH_API_URL, else http://127.0.0.1:8000) with the
+bearer token in WINGSMITH_TOKEN (else the local admin token `wingsmith up` created).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import sys
+
+EXIT = {401: 4, 403: 4, 404: 3, 409: 5, 422: 2}
+
+
+def register(sub) -> None:
+    p = sub.add_parser("clusters", help="register, list, cordon and remove clusters")
+    p.add_argument("--api", default=None, help="API base URL (default: $WINGSMITH_API_URL or http://127.0.0.1:8000)")
+    p.add_argument("--json", action="store_true", help="print the API's JSON instead of a table")
+    verbs = p.add_subparsers(dest="verb", metavar="VERB", required=True)
+
+    add = verbs.add_parser("add", help="register a cluster (admin)")
+    add.add_argument("name")
+    add.add_argument("--kubeconfig", required=True, help="path of the kubeconfig file on the worker's machine")
+    add.add_argument("--context", default="", help="context in the kubeconfig (default: its current-context)")
+    add.add_argument("--region", default="")
+    add.add_argument("--label", action="append", default=[], metavar="KEY=VALUE")
+    add.add_argument("--frontend-url", default="", help="base URL where its deployments' frontends are reachable")
+    add.add_argument("--cordoned", action="store_true", help="register it cordoned (takes no replicas)")
+    add.add_argument("--manual", action="append", default=[], metavar="HW=NODES[xGPUS]",
+                     help="declare GPU nodes by hand (repeatable), e.g. h200=4 or gb200=16x4; "
+                          "for clusters whose nodes carry no nvidia.com/gpu.product label")
+    add.set_defaults(func=_add)
+
+    verbs.add_parser("list", help="list registered clusters").set_defaults(func=_list)
+    for verb, func, text in (("show", _show, "show one cluster"), ("remove", _remove, "unregister a cluster (admin)"),
+                             ("cordon", _cordon, "stop placing new replicas on a cluster (admin)"),
+                             ("uncordon", _uncordon, "let a cluster take replicas again (admin)")):
+        v = verbs.add_parser(verb, help=text)
+        v.add_argument("name")
+        v.set_defaults(func=func)
+    # `--json` and `--api` are also accepted after the verb.
+    for v in verbs.choices.values():
+        v.add_argument("--json", action="store_true", default=argparse.SUPPRESS, help="print JSON")
+        v.add_argument("--api", default=argparse.SUPPRESS, help="API base URL")
+
+
+# --- verbs --------------------------------------------------------------------------------------------
+
+def _add(args) -> int:
+    try:
+        labels = dict(_pair(x, "--label") for x in args.label)
+        manual = [_manual(x) for x in args.manual]
+    except ValueError as exc:
+        print(f"wingsmith clusters add: {exc}", file=sys.stderr)
+        return 2
+    body = {"name": args.name, "kubeconfig": args.kubeconfig, "kube_context": args.context,
+            "region": args.region, "labels": labels, "frontend_base_url": args.frontend_url,
+            "cordoned": args.cordoned}
+    if manual:
+        body["manual_inventory"] = {"pools": manual}
+    return _call(args, "POST", "/v1/clusters", body, lambda c: f"registered {c['name']}\n\n" + _detail(c))
+
+
+def _list(args) -> int:
+    return _call(args, "GET", "/v1/clusters", None, lambda data: _table(data["clusters"]))
+
+
+def _show(args) -> int:
+    return _call(args, "GET", f"/v1/clusters/{args.name}", None, _detail)
+
+
+def _remove(args) -> int:
+    return _call(args, "DELETE", f"/v1/clusters/{args.name}", None, lambda _: f"removed {args.name}")
+
+
+def _cordon(args) -> int:
+    return _call(args, "POST", f"/v1/clusters/{args.name}/cordon", None, lambda c: f"cordoned {c['name']}")
+
+
+def _uncordon(args) -> int:
+    return _call(args, "POST", f"/v1/clusters/{args.name}/uncordon", None, lambda c: f"uncordoned {c['name']}")
+
+
+# --- parsing and rendering ----------------------------------------------------------------------------
+
+def _pair(raw: str, flag: str) -> tuple[str, str]:
+    key, sep, value = raw.partition("=")
+    if not sep or not key:
+        raise ValueError(f"{flag} {raw!r} must look like KEY=VALUE")
+    return key, value
+
+
+def _manual(raw: str) -> dict:
+    m = re.fullmatch(r"([A-Za-z0-9]+)=(\d+)(?:x(\d+))?", raw)
+    if not m:
+        raise ValueError(f"--manual {raw!r} must look like HW=NODES or HW=NODESxGPUS (e.g. h200=4, gb200=16x4)")
+    pool = {"hardware": m.group(1), "nodes": int(m.group(2))}
+    if m.group(3):
+        pool["gpus_per_node"] = int(m.group(3))
+    return pool
+
+
+def _inventory_text(c: dict) -> str:
+    manual = c.get("manual_inventory")
+    if not manual:
+        return "live"
+    return "manual: " + ", ".join(
+        f"{p['hardware']} {p['nodes']}x{p.get('gpus_per_node') or 'default'}" for p in manual["pools"])
+
+
+def _table(clusters: list[dict]) -> str:
+    if not clusters:
+        return "no clusters registered"
+    rows = [("NAME", "REGION", "CORDONED", "INVENTORY", "CONTEXT", "LABELS")]
+    for c in clusters:
+        rows.append((c["name"], c["region"] or "-", "yes" if c["cordoned"] else "no", _inventory_text(c),
+                     c["kube_context"] or "(current)",
+                     ",".join(f"{k}={v}" for k, v in sorted(c["labels"].items())) or "-"))
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    return "\n".join("  ".join(cell.ljust(w) for cell, w in zip(r, widths)).rstrip() for r in rows)
+
+
+def _detail(c: dict) -> str:
+    rows = [("name", c["name"]), ("region", c["region"] or "-"),
+            ("labels", ", ".join(f"{k}={v}" for k, v in sorted(c["labels"].items())) or "-"),
+            ("kubeconfig", c["kubeconfig"]), ("context", c["kube_context"] or "(current-context)"),
+            ("frontends", c["frontend_base_url"] or "-"), ("cordoned", "yes" if c["cordoned"] else "no"),
+            ("inventory", _inventory_text(c)), ("registered", c["created_at"]), ("updated", c["updated_at"])]
+    width = max(len(k) for k, _ in rows)
+    return "\n".join(f"{k:<{width}}  {v}" for k, v in rows)
+
+
+# --- HTTP ---------------------------------------------------------------------------------------------
+
+def _token() -> str | None:
+    token = os.environ.get("WINGSMITH_TOKEN")
+    if token:
+        return token
+    from wingsmith.config import get_settings
+    path = get_settings().tokens_file
+    try:
+        table = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+    admins = [t for t, e in table.items() if isinstance(e, dict) and "admin" in e.get("roles", ())]
+    return admins[0] if admins else None
+
+
+def _call(args, method: str, path: str, body, render) -> int:
+    import httpx
+
+    base = (args.api or os.environ.get("WINGSMITH_API_URL") or "http://127.0.0.1:8000").rstrip("/")
+    token = _token()
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
+    try:
+        response = httpx.request(method, base + path, json=body, headers=headers, timeout=60)
+    except httpx.HTTPError as exc:
+        print(f"wingsmith clusters: the API at {base} is not reachable ({type(exc).__name__})", file=sys.stderr)
+        return 1
+    data = response.json() if response.content else None
+    if response.status_code >= 400:
+        error = (data or {}).get("error", {}) if isinstance(data, dict) else {}
+        print(f"wingsmith clusters: {error.get('message') or f'HTTP {response.status_code}'}", file=sys.stderr)
+        return EXIT.get(response.status_code, 1)
+    if args.json:
+        print(json.dumps(data, indent=2))
+    else:
+        print(render(data))
+    return 0

@@ -1,0 +1,154 @@
+"""The cluster registry: the `clusters` table.
+
+A cluster row says where the cluster is (region, labels), how to reach its Kubernetes API *by
+reference* (a kubeconfig file path and a context name, resolved by the worker when an activity
+runs: no credential is ever stored here), where its deployments' frontends are reachable for the
+gateway, whether it is cordoned, and, for clusters whose nodes carry no GPU labels, a manual
+inventory.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import datetime
+
+import asyncpg
+from pydantic import BaseModel, Field, field_validator
+
+from wingsmith.inventory import ManualInventory
+from wingsmith.kube import KubeconfigRef
+from wingsmith.placement.models import ClusterInfo
+
+_NAME = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
+_LABEL_KEY = re.compile(r"^([a-z0-9]([-a-z0-9.]*[a-z0-9])?/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$")
+_LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
+_KUBECONFIG_CONTENT = ("apiVersion", "client-key-data", "client-certificate-data", "token:", "clusters:")
+
+
+class ClusterSpec(BaseModel):
+    name: str = Field(description="DNS-1123 label: lower-case letters, digits and '-', at most 63")
+    region: str = Field(default="", max_length=63)
+    labels: dict[str, str] = Field(default_factory=dict)
+    kubeconfig: str = Field(min_length=1, max_length=4096,
+                            description="path of a kubeconfig file on the worker's machine (a reference: "
+                                        "its contents are never stored)")
+    kube_context: str = Field(default="", max_length=253, description="context in that file; empty: current-context")
+    frontend_base_url: str = Field(default="", max_length=2048,
+                                   description="base URL where this cluster's deployment frontends are reachable")
+    cordoned: bool = False
+    manual_inventory: ManualInventory | None = Field(
+        default=None, description="GPU nodes declared by hand, for clusters whose nodes carry no "
+                                  "nvidia.com/gpu.product label; used instead of a live read")
+
+    @field_validator("name")
+    @classmethod
+    def _name(cls, value: str) -> str:
+        if not _NAME.match(value):
+            raise ValueError(f"cluster name {value!r} must be a DNS-1123 label (a-z, 0-9, '-', at most 63)")
+        return value
+
+    @field_validator("labels")
+    @classmethod
+    def _labels(cls, value: dict[str, str]) -> dict[str, str]:
+        for key, val in value.items():
+            if not _LABEL_KEY.match(key) or not _LABEL_VALUE.match(val) or len(val) > 63:
+                raise ValueError(f"label {key}={val} is not a valid Kubernetes-style label")
+        return value
+
+    @field_validator("kubeconfig")
+    @classmethod
+    def _reference_only(cls, value: str) -> str:
+        # Pasting a kubeconfig's contents here would put credentials in Postgres: refuse without echoing it.
+        if "\n" in value or any(marker in value for marker in _KUBECONFIG_CONTENT):
+            raise ValueError("kubeconfig must be the path of a kubeconfig file, not its contents")
+        return value
+
+    @field_validator("frontend_base_url")
+    @classmethod
+    def _url(cls, value: str) -> str:
+        if value and not re.match(r"^https?://[^\s/]+", value):
+            raise ValueError(f"frontend_base_url {value!r} must be an http(s) URL")
+        return value.rstrip("/")
+
+    def info(self) -> ClusterInfo:
+        return ClusterInfo(name=self.name, region=self.region, labels=self.labels, cordoned=self.cordoned)
+
+    def kubeconfig_ref(self) -> KubeconfigRef:
+        return KubeconfigRef(path=self.kubeconfig, context=self.kube_context or None)
+
+
+class ClusterRecord(ClusterSpec):
+    created_at: datetime
+    updated_at: datetime
+
+
+class ClusterExists(Exception):
+    def __init__(self, name: str):
+        super().__init__(f"cluster {name!r} is already registered with different settings")
+        self.name = name
+
+
+class ClusterInUse(Exception):
+    def __init__(self, name: str, workloads: list[str]):
+        super().__init__(f"cluster {name!r} still has deployments of workload(s) {', '.join(workloads)}")
+        self.name = name
+        self.workloads = workloads
+
+
+_COLUMNS = ("name, region, labels, kubeconfig_ref, kube_context, frontend_base_url, cordoned, "
+            "manual_inventory, created_at, updated_at")
+
+
+def _record(row: asyncpg.Record) -> ClusterRecord:
+    return ClusterRecord(
+        name=row["name"], region=row["region"], labels=row["labels"], kubeconfig=row["kubeconfig_ref"],
+        kube_context=row["kube_context"], frontend_base_url=row["frontend_base_url"], cordoned=row["cordoned"],
+        manual_inventory=row["manual_inventory"], created_at=row["created_at"], updated_at=row["updated_at"])
+
+
+def _same(record: ClusterRecord, spec: ClusterSpec) -> bool:
+    return ClusterSpec.model_validate(record.model_dump(include=set(ClusterSpec.model_fields))) == spec
+
+
+async def create_cluster(pool: asyncpg.Pool, spec: ClusterSpec) -> tuple[ClusterRecord, bool]:
+    """Register a cluster; returns (record, created). Registering the same settings again is a no-op
+    (a retried request), different settings under the same name raise `ClusterExists`."""
+    manual = spec.manual_inventory.model_dump() if spec.manual_inventory else None
+    row = await pool.fetchrow(
+        f"insert into clusters (name, region, labels, kubeconfig_ref, kube_context, frontend_base_url,"
+        f" cordoned, manual_inventory) values ($1, $2, $3, $4, $5, $6, $7, $8)"
+        f" on conflict (name) do nothing returning {_COLUMNS}",
+        spec.name, spec.region, spec.labels, spec.kubeconfig, spec.kube_context, spec.frontend_base_url,
+        spec.cordoned, manual)
+    if row is not None:
+        return _record(row), True
+    existing = await get_cluster(pool, spec.name)
+    if existing is not None and _same(existing, spec):
+        return existing, False
+    raise ClusterExists(spec.name)
+
+
+async def get_cluster(pool: asyncpg.Pool, name: str) -> ClusterRecord | None:
+    row = await pool.fetchrow(f"select {_COLUMNS} from clusters where name = $1", name)
+    return _record(row) if row else None
+
+
+async def list_clusters(pool: asyncpg.Pool) -> list[ClusterRecord]:
+    return [_record(r) for r in await pool.fetch(f"select {_COLUMNS} from clusters order by name")]
+
+
+async def set_cordoned(pool: asyncpg.Pool, name: str, cordoned: bool) -> ClusterRecord | None:
+    row = await pool.fetchrow(
+        f"update clusters set cordoned = $2, updated_at = now() where name = $1 returning {_COLUMNS}",
+        name, cordoned)
+    return _record(row) if row else None
+
+
+async def delete_cluster(pool: asyncpg.Pool, name: str) -> bool:
+    """Remove a cluster from the registry; refuses (`ClusterInUse`) while deployments live on it."""
+    async with pool.acquire() as conn, conn.transaction():
+        workloads = [r["workload_id"] for r in await conn.fetch(
+            "select workload_id from deployments where cluster = $1 order by workload_id", name)]
+        if workloads:
+            raise ClusterInUse(name, workloads)
+        return await conn.fetchval("delete from clusters where name = $1 returning true", name) is not None
