@@ -38,6 +38,8 @@ class Settings(BaseSettings):
     temporal_namespace: str = Field(
         default="default", validation_alias=AliasChoices("TEMPORAL_NAMESPACE", "WINGSMITH_TEMPORAL_NAMESPACE"))
     temporal_ui_url: str = "http://localhost:8233"
+    task_queue: str = TASK_QUEUE
+    kube_task_queue: str = KUBE_TASK_QUEUE
 
     api_host: str = "127.0.0.1"
     api_port: int = 8000
@@ -51,6 +53,13 @@ class Settings(BaseSettings):
     hf_endpoint: str = "https://huggingface.co"
     # Name of an env var, or `file:<path>`, holding the Hugging Face token. Never the token itself.
     hf_token_ref: str | None = None
+
+    # Review of drafts (ArtifactWorkflow).
+    review_deadline_seconds: int = Field(default=7 * 24 * 3600, ge=60)
+    review_four_eyes: bool = True
+    review_signal_decisions: bool = Field(default=True, description="accept approve/reject signals")
+    # Reference (env var name or file:<path>) to a webhook URL that receives review reminders.
+    review_webhook_ref: str | None = None
 
     log_level: str = "INFO"
     log_format: str = Field(default="auto", description="json, console, or auto (console on a TTY)")

@@ -43,7 +43,7 @@ async def run(settings: Settings) -> None:
         from wingsmith.store.db import migrate, open_pool
         deps.db = await open_pool(settings.database_url)
         await migrate(deps.db)
-    workers = build_workers(client, deps)
+    workers = build_workers(client, deps, task_queue=settings.task_queue, kube_task_queue=settings.kube_task_queue)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):

@@ -21,13 +21,18 @@ class WorkerDeps:
 
 
 def workflows() -> list[type]:
+    from workflows.artifact import ArtifactWorkflow
     from workflows.ping import PingWorkflow
-    return [PingWorkflow]
+    return [PingWorkflow, ArtifactWorkflow]
 
 
 def main_activities(deps: WorkerDeps) -> list:
+    from activities.artifact import ArtifactActivities
     from activities.ping import ping
-    return [ping]
+    artifacts = ArtifactActivities(deps.settings, deps.db, resolver=deps.extras.get("resolver"))
+    return [ping, artifacts.resolve_artifact, artifacts.gather_evidence, artifacts.size_draft, artifacts.save_draft,
+            artifacts.record_decision, artifacts.record_artifact_event, artifacts.set_artifact_state,
+            artifacts.remind_reviewers]
 
 
 def kube_activities(deps: WorkerDeps) -> list:

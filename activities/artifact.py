@@ -1,0 +1,206 @@
+"""Activities of the artifact workflow: resolve the pinned commit, gather the recipe evidence, size
+the variants, and record the draft and the decision in the registry.
+
+Each is idempotent: the resolver's (repo, sha) answer is immutable; rows are keyed by artifact id,
+draft version and (workflow id, step). Failures that retrying cannot fix are non-retryable
+`ApplicationError`s named after their cause, so the workflow fails at once with a clear type.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+import asyncpg
+import httpx
+from pydantic import BaseModel
+from temporalio import activity
+from temporalio.exceptions import ApplicationError
+
+from wingsmith.config import Settings
+from wingsmith.drafts import DraftContent, build_draft_content
+from wingsmith.hub.errors import HubError, HubRateLimited
+from wingsmith.hub.proposal import ArtifactProposal
+from wingsmith.logs import get_logger
+from wingsmith.recipes import Evidence, evidence_for, load_catalog
+from wingsmith.review import RecordedDecision
+from wingsmith.secrets import read_secret_ref
+from wingsmith.store import artifacts as store
+
+log = get_logger("wingsmith.activities.artifact")
+
+
+class ResolveArtifactInput(BaseModel):
+    repo_id: str
+    sha: str
+
+
+class EvidenceInput(BaseModel):
+    repo_id: str
+
+
+class EvidenceResult(BaseModel):
+    catalog_version: str
+    evidence: Evidence | None
+
+
+class SizeDraftInput(BaseModel):
+    proposal: ArtifactProposal
+    evidence: Evidence | None
+
+
+class SaveDraftInput(BaseModel):
+    workflow_id: str
+    artifact_id: str
+    revision: str
+    requested_by: str
+    version: int
+    proposal: ArtifactProposal
+    catalog_version: str
+    content: DraftContent
+
+
+class SaveDraftResult(BaseModel):
+    superseded_workflows: list[str]
+
+
+class RecordDecisionInput(BaseModel):
+    workflow_id: str
+    artifact_id: str
+    decision: RecordedDecision
+
+
+class ArtifactEventInput(BaseModel):
+    workflow_id: str
+    artifact_id: str
+    step: str
+    kind: str
+    actor: str = "system"
+    detail: dict = {}
+
+
+class ArtifactStateInput(BaseModel):
+    workflow_id: str
+    artifact_id: str
+    repo_id: str
+    revision: str
+    sha: str
+    requested_by: str
+    state: str
+    step: str
+    detail: dict = {}
+
+
+class ReminderInput(BaseModel):
+    workflow_id: str
+    artifact_id: str
+    deadline: datetime
+    reminder: int
+
+
+def hub_failure(exc: HubError) -> ApplicationError:
+    """A Hub error as a Temporal failure: typed, retryable or not, waiting as long as the Hub asked."""
+    delay = None
+    if isinstance(exc, HubRateLimited) and exc.retry_after:
+        from datetime import timedelta
+        delay = timedelta(seconds=exc.retry_after)
+    return ApplicationError(exc.message, type=type(exc).__name__, non_retryable=not exc.retryable,
+                            next_retry_delay=delay)
+
+
+class ArtifactActivities:
+    def __init__(self, settings: Settings, db: asyncpg.Pool | None, resolver=None):
+        self.settings = settings
+        self.db = db
+        self._resolver = resolver
+
+    @property
+    def resolver(self):
+        if self._resolver is None:
+            from wingsmith.hub.resolver import Resolver
+            self._resolver = Resolver(self.settings.hf_endpoint, self.settings.hf_token_ref,
+                                      self.settings.home_dir / "hf-cache")
+        return self._resolver
+
+    def _pool(self) -> asyncpg.Pool:
+        if self.db is None:
+            raise ApplicationError("the worker has no database configured (DATABASE_URL)", type="NoDatabase")
+        return self.db
+
+    @activity.defn(name="resolve_artifact")
+    def resolve_artifact(self, params: ResolveArtifactInput) -> ArtifactProposal:
+        try:
+            return self.resolver.resolve(f"hf:{params.repo_id}@{params.sha}")
+        except HubError as exc:
+            raise hub_failure(exc) from None
+
+    @activity.defn(name="gather_evidence")
+    def gather_evidence(self, params: EvidenceInput) -> EvidenceResult:
+        catalog = load_catalog()
+        match = catalog.find(params.repo_id)
+        return EvidenceResult(catalog_version=catalog.version,
+                              evidence=evidence_for(match, catalog) if match else None)
+
+    @activity.defn(name="size_draft")
+    def size_draft(self, params: SizeDraftInput) -> DraftContent:
+        # Variants whose checkpoint lives in another repo are sized from that repo when it resolves;
+        # otherwise sizing derives their bytes and says so.
+        resolved: dict[str, int] = {}
+        for variant in params.evidence.variants if params.evidence else []:
+            if variant.checkpoint.lower() == params.proposal.repo_id.lower():
+                continue
+            try:
+                other = self.resolver.resolve(f"hf:{variant.checkpoint}")
+            except HubError as exc:
+                if exc.retryable:
+                    raise hub_failure(exc) from None
+                continue
+            if other.weight_bytes:
+                resolved[variant.checkpoint] = other.weight_bytes
+        return build_draft_content(params.proposal, params.evidence, resolved)
+
+    @activity.defn(name="save_draft")
+    async def save_draft(self, params: SaveDraftInput) -> SaveDraftResult:
+        superseded = await store.save_draft(
+            self._pool(), workflow_id=params.workflow_id, artifact_id=params.artifact_id,
+            repo_id=params.proposal.repo_id, revision=params.revision, sha=params.proposal.sha,
+            requested_by=params.requested_by, proposal=params.proposal.model_dump(mode="json"),
+            version=params.version, catalog_version=params.catalog_version,
+            evidence=params.content.evidence.model_dump(mode="json") if params.content.evidence else {},
+            sizing=params.content.model_dump(mode="json", include={"target", "sizing"}),
+            warnings=params.content.warnings)
+        return SaveDraftResult(superseded_workflows=superseded)
+
+    @activity.defn(name="record_decision")
+    async def record_decision(self, params: RecordDecisionInput) -> None:
+        await store.record_decision(self._pool(), workflow_id=params.workflow_id, artifact_id=params.artifact_id,
+                                    decision=params.decision)
+
+    @activity.defn(name="record_artifact_event")
+    async def record_artifact_event(self, params: ArtifactEventInput) -> None:
+        async with self._pool().acquire() as conn:
+            await store.record_event(conn, source=params.workflow_id, step=params.step, subject=params.artifact_id,
+                                     kind=params.kind, actor=params.actor, detail=params.detail)
+
+    @activity.defn(name="set_artifact_state")
+    async def set_artifact_state(self, params: ArtifactStateInput) -> None:
+        await store.set_state(self._pool(), workflow_id=params.workflow_id, artifact_id=params.artifact_id,
+                              state=params.state, step=params.step, detail=params.detail, repo_id=params.repo_id,
+                              revision=params.revision, sha=params.sha, requested_by=params.requested_by)
+
+    @activity.defn(name="remind_reviewers")
+    async def remind_reviewers(self, params: ReminderInput) -> None:
+        log.info("review reminder", artifact_id=params.artifact_id, deadline=params.deadline.isoformat(),
+                 reminder=params.reminder)
+        ref = self.settings.review_webhook_ref
+        if not ref:
+            return
+        url = read_secret_ref(ref)  # webhook URLs often embed a secret: read at call time, never logged
+        async with httpx.AsyncClient(timeout=10) as client:
+            response = await client.post(url, json={
+                "event": "review_reminder", "artifact_id": params.artifact_id,
+                "deadline": params.deadline.isoformat(), "reminder": params.reminder,
+                "workflow_id": params.workflow_id})
+        if response.status_code >= 500:
+            raise ApplicationError(f"review webhook answered {response.status_code}", type="WebhookUnavailable")
+        if response.status_code >= 400:
+            log.warning("review webhook refused the reminder", status=response.status_code)

@@ -1,0 +1,139 @@
+"""Artifacts: register (starts the review workflow), list, read, and review a draft.
+
+An artifact id is `<org>/<name>@<sha>`, so routes take it as two path segments."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import APIRouter, Query, Request
+from pydantic import BaseModel, Field
+from starlette.concurrency import run_in_threadpool
+from temporalio.client import WorkflowUpdateFailedError
+from temporalio.exceptions import ApplicationError
+from temporalio.service import RPCError, RPCStatusCode
+
+from api.auth import Approver, Operator, Viewer
+from api.deps import DbDep, SettingsDep, TemporalDep
+from api.errors import ApiError
+from api.routes.resolve import hub_error_to_api, resolver_for
+from wingsmith.artifacts import ArtifactStatus
+from wingsmith.client import artifact_handle, register_artifact
+from wingsmith.hub import HubError, InvalidSource, parse_source
+from wingsmith.review import HTTP_STATUS, ReviewDecision, ReviewRequest
+from wingsmith.store import artifacts as store
+from wingsmith.temporal import workflow_ui_url
+from workflows.artifact import ArtifactWorkflow
+
+router = APIRouter(prefix="/v1/artifacts", tags=["artifacts"])
+
+
+class RegisterRequest(BaseModel):
+    source: str = Field(description="hf:<org>/<name>[@<revision>], a huggingface.co URL, or <org>/<name>",
+                        examples=["hf:moonshotai/Kimi-K3"])
+
+
+class Registered(BaseModel):
+    id: str
+    workflow_id: str
+    workflow_url: str
+    sha: str
+    revision: str
+    started: bool = Field(description="false when this artifact already existed (the call was a repeat)")
+
+
+@router.post("", status_code=202, response_model=Registered, summary="Register an artifact and start its review")
+async def register(request: Request, body: RegisterRequest, principal: Operator, settings: SettingsDep,
+                   temporal: TemporalDep) -> Registered:
+    try:
+        source = parse_source(body.source)
+    except InvalidSource as exc:
+        raise ApiError(422, str(exc), code="invalid_source", details={"source": body.source}) from None
+    try:
+        # Resolving here pins the branch to a sha, which names the workflow; the workflow resolves
+        # again at that sha (a cache hit) so its history holds the proposal it reviewed.
+        proposal = await run_in_threadpool(resolver_for(request).resolve, source)
+    except HubError as exc:
+        raise hub_error_to_api(exc) from None
+    started = await register_artifact(temporal, settings, source=source, sha=proposal.sha,
+                                      requested_by=principal.name)
+    return Registered(id=started.id, workflow_id=started.workflow_id,
+                      workflow_url=workflow_ui_url(settings, started.workflow_id), sha=started.sha,
+                      revision=started.revision, started=started.started)
+
+
+@router.get("", summary="List artifacts")
+async def list_artifacts(_viewer: Viewer, db: DbDep, state: str | None = Query(None), model: str | None = Query(
+        None, description="a Hugging Face repo id, case-insensitive"), limit: int = Query(100, ge=1, le=1000)):
+    return {"artifacts": await store.list_artifacts(db, state=state, model=model, limit=limit)}
+
+
+@router.get("/{org}/{name_at_sha}", summary="An artifact: draft, evidence, sizing, warnings, state, decisions")
+async def get_artifact(org: str, name_at_sha: str, _viewer: Viewer, db: DbDep, settings: SettingsDep,
+                       request: Request) -> dict[str, Any]:
+    artifact = _artifact_id(org, name_at_sha)
+    row = await store.get_artifact(db, artifact)
+    live = await _live_status(request, artifact)
+    if row is None and live is None:
+        raise ApiError(404, f"artifact {artifact} not found")
+    out = row or {"id": artifact, "state": live.stage}
+    out["workflow_id"] = f"artifact/{artifact}"
+    out["workflow_url"] = workflow_ui_url(settings, out["workflow_id"])
+    out["live"] = live.model_dump(mode="json") if live else None
+    return out
+
+
+@router.post("/{org}/{name_at_sha}/review", response_model=ArtifactStatus, summary="Approve or reject a draft")
+async def review(org: str, name_at_sha: str, body: ReviewDecision, principal: Approver,
+                 temporal: TemporalDep) -> ArtifactStatus:
+    artifact = _artifact_id(org, name_at_sha)
+    handle = artifact_handle(temporal, artifact)
+    try:
+        return await handle.execute_update(ArtifactWorkflow.review,
+                                           ReviewRequest(**body.model_dump(), reviewer=principal.name))
+    except WorkflowUpdateFailedError as err:
+        cause = err.cause
+        if isinstance(cause, ApplicationError):
+            raise ApiError(HTTP_STATUS.get(cause.type or "", 409), cause.message,
+                           code=_snake(cause.type or "refused")) from None
+        raise ApiError(409, str(cause or err), code="refused") from None
+    except RPCError as err:
+        if err.status == RPCStatusCode.NOT_FOUND:
+            # The workflow is gone or finished: either there never was one, or it was decided.
+            if await _exists(temporal, artifact):
+                raise ApiError(409, f"{artifact} is no longer waiting for a review (already decided or expired)",
+                               code="already_decided") from None
+            raise ApiError(404, f"artifact {artifact} not found") from None
+        raise ApiError(503, f"Temporal could not take the review: {err.message}") from None
+
+
+def _artifact_id(org: str, name_at_sha: str) -> str:
+    name, sep, sha = name_at_sha.partition("@")
+    if not sep or not name or not sha:
+        raise ApiError(422, f"artifact ids look like <org>/<name>@<sha>, got {org}/{name_at_sha}",
+                       code="invalid_artifact_id")
+    return f"{org}/{name}@{sha}"
+
+
+async def _live_status(request: Request, artifact: str) -> ArtifactStatus | None:
+    temporal = getattr(request.app.state, "temporal", None)
+    if temporal is None:
+        return None
+    try:
+        return await artifact_handle(temporal, artifact).query(ArtifactWorkflow.status)
+    except RPCError:
+        return None
+    except Exception:  # noqa: BLE001 - a status we cannot read must not break the page
+        return None
+
+
+async def _exists(temporal, artifact: str) -> bool:
+    try:
+        await artifact_handle(temporal, artifact).describe()
+        return True
+    except RPCError:
+        return False
+
+
+def _snake(name: str) -> str:
+    return "".join("_" + c.lower() if c.isupper() else c for c in name).lstrip("_")

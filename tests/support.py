@@ -1,0 +1,53 @@
+"""Helpers shared by tests that run the plane's workflows."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from contextlib import asynccontextmanager
+from pathlib import Path
+
+from tests.conftest import unique_queue
+from worker.main import build_workers
+from worker.registry import WorkerDeps
+
+HISTORIES = Path(__file__).resolve().parent / "histories"
+
+
+@asynccontextmanager
+async def running_worker(client, deps: WorkerDeps, queue: str | None = None):
+    """The worker's own wiring (workflows, activities, executors) on a task queue of this test."""
+    queue = queue or deps.settings.task_queue
+    workers = build_workers(client, deps, task_queue=queue, kube_task_queue=queue + "-kube", max_threads=8)
+    tasks = [asyncio.create_task(w.run()) for w in workers]
+    try:
+        yield queue
+    finally:
+        await asyncio.gather(*(w.shutdown() for w in workers), return_exceptions=True)
+        await asyncio.gather(*tasks, return_exceptions=True)
+
+
+async def wait_until(predicate, timeout: float = 20, interval: float = 0.1, what: str = "condition"):
+    deadline = asyncio.get_running_loop().time() + timeout
+    while True:
+        value = await predicate()
+        if value:
+            return value
+        if asyncio.get_running_loop().time() > deadline:
+            raise AssertionError(f"timed out after {timeout}s waiting for {what}")
+        await asyncio.sleep(interval)
+
+
+async def history_json(handle) -> str:
+    history = await handle.fetch_history()
+    return history.to_json()
+
+
+def save_history(name: str, workflow_id: str, history: str) -> None:
+    """Record a history for the replay tests (run with WINGSMITH_RECORD_HISTORIES=1 to refresh)."""
+    HISTORIES.mkdir(exist_ok=True)
+    (HISTORIES / f"{name}.json").write_text(json.dumps({"workflow_id": workflow_id, "history": json.loads(history)},
+                                                        indent=1))
+
+
+__all__ = ["running_worker", "wait_until", "history_json", "save_history", "unique_queue"]

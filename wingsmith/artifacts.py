@@ -1,0 +1,65 @@
+"""Artifacts: a Hugging Face repository pinned at a commit, on its way through review.
+The models here are what the API, the artifact workflow and its activities exchange."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Literal
+
+from pydantic import BaseModel, Field
+
+from wingsmith.review import DraftFacts, RecordedDecision
+
+Stage = Literal["resolving", "draft", "approved", "rejected", "expired", "superseded", "failed"]
+
+
+def artifact_id(repo_id: str, sha: str) -> str:
+    return f"{repo_id}@{sha}"
+
+
+def artifact_workflow_id(repo_id: str, sha: str) -> str:
+    return f"artifact/{artifact_id(repo_id, sha)}"
+
+
+class ReviewPolicy(BaseModel):
+    deadline_seconds: int = Field(default=7 * 24 * 3600, ge=60)
+    # Reminders go out this long before the deadline (those already past at draft time are skipped).
+    remind_before_seconds: list[int] = Field(default_factory=lambda: [24 * 3600, 3600])
+    four_eyes: bool = True
+    signal_decisions: bool = True
+
+
+class ArtifactWorkflowInput(BaseModel):
+    repo_id: str
+    revision: str
+    sha: str
+    requested_by: str
+    policy: ReviewPolicy = Field(default_factory=ReviewPolicy)
+
+
+class RefusedDecision(BaseModel):
+    via: Literal["api", "signal"]
+    decision: str
+    reviewer: str
+    reason: str
+    kind: str
+    at: datetime
+
+
+class ArtifactStatus(BaseModel):
+    """The `status` query."""
+    artifact_id: str
+    stage: Stage
+    requested_by: str
+    draft: DraftFacts | None = None
+    deadline: datetime | None = None
+    decision: RecordedDecision | None = None
+    refused: list[RefusedDecision] = Field(default_factory=list)
+    reminders_sent: int = 0
+    failure: str | None = None
+
+
+class ArtifactOutcome(BaseModel):
+    artifact_id: str
+    stage: Stage
+    decision: RecordedDecision | None = None

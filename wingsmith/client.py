@@ -1,0 +1,73 @@
+"""Start and drive Wingsmith workflows from Python: the API, the CLI and your own programs use the
+same functions, so a retried request starts nothing twice (USE_EXISTING on the deterministic id)."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel
+from temporalio.client import Client, WorkflowExecutionStatus, WorkflowHandle
+from temporalio.common import WorkflowIDConflictPolicy, WorkflowIDReusePolicy
+from temporalio.exceptions import WorkflowAlreadyStartedError
+from temporalio.service import RPCError, RPCStatusCode
+
+from wingsmith.artifacts import ArtifactWorkflowInput, ReviewPolicy, artifact_id, artifact_workflow_id
+from wingsmith.config import Settings
+from wingsmith.hub.source import ModelSource, parse_source
+
+
+class StartedArtifact(BaseModel):
+    id: str
+    workflow_id: str
+    repo_id: str
+    revision: str
+    sha: str
+    started: bool  # False: it already existed (a repeated register)
+
+
+def review_policy(settings: Settings) -> ReviewPolicy:
+    return ReviewPolicy(deadline_seconds=settings.review_deadline_seconds, four_eyes=settings.review_four_eyes,
+                        signal_decisions=settings.review_signal_decisions)
+
+
+async def register_artifact(client: Client, settings: Settings, *, source: str | ModelSource, sha: str,
+                            requested_by: str, task_queue: str | None = None,
+                            policy: ReviewPolicy | None = None) -> StartedArtifact:
+    """Start the artifact's workflow for a source already resolved to `sha`. Starting it again while
+    it runs, or after it ended with a decision, returns the same artifact; a failed one may restart."""
+    from workflows.artifact import ArtifactWorkflow, start_search_attributes
+
+    src = parse_source(source) if isinstance(source, str) else source
+    params = ArtifactWorkflowInput(repo_id=src.repo_id, revision=src.revision, sha=sha, requested_by=requested_by,
+                                   policy=policy or review_policy(settings))
+    wf_id = artifact_workflow_id(src.repo_id, sha)
+    started = not await _exists(client, wf_id)
+    if started:
+        try:
+            await client.start_workflow(
+                ArtifactWorkflow.run, params, id=wf_id, task_queue=task_queue or settings.task_queue,
+                id_conflict_policy=WorkflowIDConflictPolicy.USE_EXISTING,
+                id_reuse_policy=WorkflowIDReusePolicy.ALLOW_DUPLICATE_FAILED_ONLY,
+                search_attributes=start_search_attributes(params),
+                static_summary=f"Review {src.repo_id}@{sha[:12]}",
+                static_details=(f"Draft for {src.repo_id} at {sha} (asked as {src.revision}), "
+                                f"requested by {requested_by}."))
+        except WorkflowAlreadyStartedError:  # decided already: the artifact exists as it was
+            started = False
+    return StartedArtifact(id=artifact_id(src.repo_id, sha), workflow_id=wf_id, repo_id=src.repo_id,
+                           revision=src.revision, sha=sha, started=started)
+
+
+async def _exists(client: Client, workflow_id: str) -> bool:
+    """Whether this artifact already has a workflow that counts (running, or ended other than failed)."""
+    try:
+        desc = await client.get_workflow_handle(workflow_id).describe()
+    except RPCError as err:
+        if err.status == RPCStatusCode.NOT_FOUND:
+            return False
+        raise
+    return desc.status not in (WorkflowExecutionStatus.FAILED, WorkflowExecutionStatus.TERMINATED,
+                               WorkflowExecutionStatus.TIMED_OUT, WorkflowExecutionStatus.CANCELED)
+
+
+def artifact_handle(client: Client, artifact: str) -> WorkflowHandle:
+    from workflows.artifact import ArtifactWorkflow
+    return client.get_workflow_handle_for(ArtifactWorkflow.run, f"artifact/{artifact}")

@@ -1,0 +1,100 @@
+"""A draft: the recipe evidence for an artifact next to the plane's own sizing of each precision
+variant, with the warnings a reviewer must see. Pure: the artifact workflow's activities and the
+resolve proposal both build it from the same inputs."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, Field
+
+from wingsmith.hub.proposal import ArtifactProposal
+from wingsmith.recipes import Evidence
+from wingsmith.review import DraftFacts
+from wingsmith.sizing import SizingError, SizingReport, WeightBytes, size_model, variant_weight_bytes
+
+# Where the plane sizes a model when the recipe names no placeable hardware: a common 8-GPU node.
+_FALLBACK_TARGET = ("h200", "single_node_tp", 8)
+
+
+class SizingTarget(BaseModel):
+    """The hardware, layout and GPU count the draft's fit check is run for."""
+    hardware: str
+    layout: str
+    gpus: int
+    reason: str
+
+
+class VariantSizing(BaseModel):
+    variant: str
+    checkpoint: str
+    weight: WeightBytes | None = None
+    report: SizingReport | None = None
+    note: str | None = Field(default=None, description="why this variant could not be sized, if so")
+
+
+class DraftContent(BaseModel):
+    catalog_version: str | None
+    evidence: Evidence | None
+    target: SizingTarget
+    sizing: list[VariantSizing]
+    warnings: list[str]
+
+    def facts(self, version: int) -> DraftFacts:
+        return DraftFacts(version=version,
+                          variants=[v.name for v in self.evidence.variants] if self.evidence else [],
+                          features=[f.name for f in self.evidence.features] if self.evidence else [])
+
+
+def sizing_target(evidence: Evidence | None) -> SizingTarget:
+    """The recipe's default layout on its first verified, placeable card, at the layout's minimum."""
+    if evidence is not None:
+        layout = next((l for l in evidence.layouts if l.name == evidence.default_layout), None)
+        cards = [h for h in evidence.hardware if h.placeable and h.status == "verified"]
+        preferred = sorted(cards, key=lambda h: (h.id != evidence.default_hardware, h.id))
+        for card in preferred:
+            if layout is not None and card.id in layout.allowed:
+                gpus = layout.minimum_gpus.get(card.id) or card.gpus_per_node or 8
+                return SizingTarget(hardware=card.id, layout=layout.name, gpus=gpus,
+                                    reason=f"the recipe's default layout on verified {card.display_name}")
+    hw, layout_name, gpus = _FALLBACK_TARGET
+    return SizingTarget(hardware=hw, layout=layout_name, gpus=gpus,
+                        reason="no verified NVIDIA hardware in a recipe; sized for one 8-GPU H200 node")
+
+
+def build_draft_content(proposal: ArtifactProposal, evidence: Evidence | None,
+                        resolved_checkpoints: dict[str, int] | None = None) -> DraftContent:
+    """Size every variant: this artifact's own bytes for the variant it is, a resolved checkpoint's
+    bytes for variants that live in other repos, else bytes derived from parameters and precision."""
+    resolved_checkpoints = {k.lower(): v for k, v in (resolved_checkpoints or {}).items()}
+    target = sizing_target(evidence)
+    sizing: list[VariantSizing] = []
+    variants = evidence.variants if evidence else []
+    if not variants:
+        sizing.append(_size(proposal, "default", proposal.repo_id, None, False, target, own=True))
+    for v in variants:
+        own = v.checkpoint.lower() == proposal.repo_id.lower()
+        sizing.append(_size(proposal, v.name, v.checkpoint, v.vram_minimum_gb, v.is_estimate, target, own=own,
+                            precision=v.precision, resolved=resolved_checkpoints.get(v.checkpoint.lower())))
+    warnings = [w for s in sizing if s.report for w in s.report.warnings]
+    warnings += [f"{s.variant}: {s.note}" for s in sizing if s.note]
+    return DraftContent(catalog_version=evidence.catalog_version if evidence else None, evidence=evidence,
+                        target=target, sizing=sizing, warnings=warnings)
+
+
+def _size(proposal: ArtifactProposal, variant: str, checkpoint: str, floor: float | None, estimate: bool,
+          target: SizingTarget, *, own: bool, precision: str | None = None,
+          resolved: int | None = None) -> VariantSizing:
+    try:
+        if own:
+            if proposal.weight_bytes is None:
+                return VariantSizing(variant=variant, checkpoint=checkpoint, note="no weight bytes for this artifact")
+            weight = variant_weight_bytes(checkpoint, resolved_bytes=proposal.weight_bytes)
+            weight = weight.model_copy(update={"source": proposal.weight_bytes_source or weight.source})
+        else:
+            weight = variant_weight_bytes(checkpoint, resolved_bytes=resolved,
+                                          parameter_count=proposal.parameters.total, scheme=precision)
+        report = size_model(proposal.config, weight.bytes, weight.source, variant=variant,
+                            published_floor_gb=floor, published_is_estimate=estimate, hardware=target.hardware,
+                            layout=target.layout, gpus=target.gpus)
+        return VariantSizing(variant=variant, checkpoint=checkpoint, weight=weight, report=report)
+    except (SizingError, ValueError) as exc:
+        return VariantSizing(variant=variant, checkpoint=checkpoint, note=str(exc))

@@ -1,0 +1,109 @@
+"""Registry rows for artifacts, drafts, reviews and their audit events. Every write is keyed so a
+retried activity writes the same row (upserts, `on conflict do nothing` for events)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import asyncpg
+
+from wingsmith.review import RecordedDecision
+
+
+async def record_event(conn, *, source: str, step: str, subject: str, kind: str, actor: str = "system",
+                       detail: dict | None = None) -> None:
+    await conn.execute(
+        "insert into events (source, step, subject, kind, actor, detail) values ($1, $2, $3, $4, $5, $6) "
+        "on conflict (source, step) do nothing", source, step, subject, kind, actor, detail or {})
+
+
+async def save_draft(pool: asyncpg.Pool, *, workflow_id: str, artifact_id: str, repo_id: str, revision: str,
+                     sha: str, requested_by: str, proposal: dict, version: int, catalog_version: str,
+                     evidence: dict, sizing: dict, warnings: list[str]) -> list[str]:
+    """Save the artifact and its draft; mark older artifacts of the same repo superseded.
+    Returns the workflow ids of superseded artifacts that were still waiting for a review."""
+    async with pool.acquire() as conn, conn.transaction():
+        await conn.execute(
+            """insert into artifacts (id, repo_id, revision, sha, state, workflow_id, requested_by, proposal)
+               values ($1, $2, $3, $4, 'draft', $5, $6, $7)
+               on conflict (id) do update set proposal = excluded.proposal, updated_at = now()
+               where artifacts.state in ('resolving', 'draft')""",
+            artifact_id, repo_id, revision, sha, workflow_id, requested_by, proposal)
+        await conn.execute(
+            """insert into drafts (artifact_id, version, catalog_version, evidence, sizing, warnings)
+               values ($1, $2, $3, $4, $5, $6) on conflict (artifact_id, version) do nothing""",
+            artifact_id, version, catalog_version, evidence, sizing, warnings)
+        # Only a newer registration of the *same revision name* supersedes: pinning an old sha on
+        # purpose must not retire the branch head.
+        rows = await conn.fetch(
+            """update artifacts set superseded_by = $1, updated_at = now(),
+                      state = case when state = 'draft' then 'superseded' else state end
+               where lower(repo_id) = lower($2) and revision = $3 and id <> $1 and superseded_by is null
+                 and $3 !~ '^[0-9a-f]{40}$'
+               returning workflow_id, state""", artifact_id, repo_id, revision)
+        await record_event(conn, source=workflow_id, step=f"draft-saved:{version}", subject=artifact_id,
+                           kind="draft_saved", actor=requested_by,
+                           detail={"version": version, "warnings": len(warnings), "catalog_version": catalog_version})
+    return [r["workflow_id"] for r in rows if r["state"] == "superseded"]
+
+
+async def record_decision(pool: asyncpg.Pool, *, workflow_id: str, artifact_id: str,
+                          decision: RecordedDecision) -> None:
+    state = {"approve": "approved", "reject": "rejected", "expire": "expired"}[decision.decision]
+    async with pool.acquire() as conn, conn.transaction():
+        await conn.execute(
+            """insert into reviews (artifact_id, draft_version, decision, reviewer, via, comment, selections, decided_at)
+               values ($1, $2, $3, $4, $5, $6, $7, $8) on conflict (artifact_id) do nothing""",
+            artifact_id, decision.draft_version, decision.decision, decision.reviewer, decision.via,
+            decision.comment, decision.selections.model_dump(), decision.decided_at)
+        await conn.execute("update artifacts set state = $2, updated_at = now() where id = $1 "
+                           "and state in ('draft', 'resolving')", artifact_id, state)
+        await record_event(conn, source=workflow_id, step="decision", subject=artifact_id, kind=f"draft_{state}",
+                           actor=decision.reviewer, detail={"via": decision.via, "comment": decision.comment,
+                                                            "draft_version": decision.draft_version})
+
+
+async def set_state(pool: asyncpg.Pool, *, workflow_id: str, artifact_id: str, state: str, step: str,
+                    detail: dict | None = None, repo_id: str = "", revision: str = "", sha: str = "",
+                    requested_by: str = "system") -> None:
+    async with pool.acquire() as conn, conn.transaction():
+        await conn.execute(
+            """insert into artifacts (id, repo_id, revision, sha, state, workflow_id, requested_by)
+               values ($1, $2, $3, $4, $5, $6, $7)
+               on conflict (id) do update set state = excluded.state, updated_at = now()
+               where artifacts.state in ('resolving', 'draft')""",
+            artifact_id, repo_id, revision, sha, state, workflow_id, requested_by)
+        await record_event(conn, source=workflow_id, step=step, subject=artifact_id, kind=f"artifact_{state}",
+                           detail=detail)
+
+
+async def list_artifacts(pool: asyncpg.Pool, *, state: str | None = None, model: str | None = None,
+                         limit: int = 100) -> list[dict[str, Any]]:
+    rows = await pool.fetch(
+        """select a.id, a.repo_id, a.revision, a.sha, a.state, a.workflow_id, a.requested_by, a.superseded_by,
+                  a.created_at, a.updated_at,
+                  (select max(version) from drafts d where d.artifact_id = a.id) as draft_version
+           from artifacts a
+           where ($1::text is null or a.state = $1) and ($2::text is null or lower(a.repo_id) = lower($2))
+           order by a.created_at desc limit $3""", state, model, limit)
+    return [dict(r) for r in rows]
+
+
+async def get_artifact(pool: asyncpg.Pool, artifact_id: str) -> dict[str, Any] | None:
+    row = await pool.fetchrow("select * from artifacts where id = $1", artifact_id)
+    if row is None:
+        return None
+    out = dict(row)
+    draft = await pool.fetchrow("select * from drafts where artifact_id = $1 order by version desc limit 1",
+                                artifact_id)
+    out["draft"] = dict(draft) if draft else None
+    review = await pool.fetchrow("select * from reviews where artifact_id = $1", artifact_id)
+    out["review"] = dict(review) if review else None
+    out["events"] = [dict(r) for r in await pool.fetch(
+        "select step, kind, actor, detail, at from events where subject = $1 order by id", artifact_id)]
+    return out
+
+
+def dumps(value) -> str:
+    return json.dumps(value, default=str)

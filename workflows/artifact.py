@@ -1,0 +1,204 @@
+"""ArtifactWorkflow (`artifact/<org>/<name>@<sha>`): resolve → evidence → sizing → save the draft →
+wait for a person's review (update `review`, or signals `approve` / `reject`) until a deadline, with
+reminders before it → record the decision.
+
+Deterministic orchestration only: every I/O is an activity, time is `workflow.now()`, and the
+review rules are the pure `check_review` shared by the update validator and the signal handlers.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import datetime, timedelta
+
+from temporalio import workflow
+from temporalio.common import RetryPolicy, SearchAttributeKey, SearchAttributePair, TypedSearchAttributes
+from temporalio.exceptions import ActivityError, ApplicationError
+
+with workflow.unsafe.imports_passed_through():
+    from activities.artifact import (ArtifactActivities, ArtifactEventInput, ArtifactStateInput, EvidenceInput,
+                                     RecordDecisionInput, ReminderInput, ResolveArtifactInput, SaveDraftInput,
+                                     SizeDraftInput)
+    from wingsmith.artifacts import (ArtifactOutcome, ArtifactStatus, ArtifactWorkflowInput, RefusedDecision,
+                                     artifact_id)
+    from wingsmith.review import (DraftFacts, RecordedDecision, ReviewRefused, ReviewRequest, ReviewSignal,
+                                  SIGNALS_OFF, check_review)
+
+STAGE = SearchAttributeKey.for_keyword("WingsmithStage")
+MODEL = SearchAttributeKey.for_keyword("WingsmithModel")
+SHA = SearchAttributeKey.for_keyword("WingsmithSha")
+
+# Hub errors that no retry can fix (the Hub's own answer, not a transient failure).
+_HUB_FINAL = ["RepoNotFound", "RevisionNotFound", "GatedRepo", "HubTokenUnavailable", "MissingConfig",
+              "InvalidSource"]
+_IO = dict(start_to_close_timeout=timedelta(minutes=2),
+           retry_policy=RetryPolicy(initial_interval=timedelta(seconds=1), maximum_interval=timedelta(minutes=1),
+                                    non_retryable_error_types=_HUB_FINAL))
+_DB = dict(start_to_close_timeout=timedelta(seconds=30),
+           retry_policy=RetryPolicy(initial_interval=timedelta(seconds=1), maximum_interval=timedelta(seconds=30)))
+
+
+@workflow.defn
+class ArtifactWorkflow:
+    @workflow.init
+    def __init__(self, params: ArtifactWorkflowInput) -> None:
+        self.params = params
+        self.id = artifact_id(params.repo_id, params.sha)
+        self.stage = "resolving"
+        self.draft: DraftFacts | None = None
+        self.deadline: datetime | None = None
+        self.decision: RecordedDecision | None = None
+        self.refused: list[RefusedDecision] = []
+        self.reminders_sent = 0
+        self.failure: str | None = None
+
+    @workflow.run
+    async def run(self, params: ArtifactWorkflowInput) -> ArtifactOutcome:
+        wf_id = workflow.info().workflow_id
+        acts = ArtifactActivities
+        try:
+            proposal = await workflow.execute_activity_method(
+                acts.resolve_artifact, ResolveArtifactInput(repo_id=params.repo_id, sha=params.sha), **_IO)
+            evidence = await workflow.execute_activity_method(
+                acts.gather_evidence, EvidenceInput(repo_id=params.repo_id), **_IO)
+            content = await workflow.execute_activity_method(
+                acts.size_draft, SizeDraftInput(proposal=proposal, evidence=evidence.evidence), **_IO)
+        except ActivityError as err:
+            return await self._fail(err)
+
+        version = 1
+        saved = await workflow.execute_activity_method(acts.save_draft, SaveDraftInput(
+            workflow_id=wf_id, artifact_id=self.id, revision=params.revision, requested_by=params.requested_by,
+            version=version, proposal=proposal, catalog_version=evidence.catalog_version, content=content), **_DB)
+        for older in saved.superseded_workflows:
+            # Best effort: an older draft that already ended needs no telling.
+            try:
+                await workflow.get_external_workflow_handle(older).signal("superseded", self.id)
+            except Exception:  # noqa: BLE001 - the row is already marked superseded
+                pass
+        self.draft = content.facts(version)
+        self.deadline = workflow.now() + timedelta(seconds=params.policy.deadline_seconds)
+        self._set_stage("draft")
+
+        await self._wait_for_review()
+
+        if self.decision is not None and self.stage != "superseded":
+            await workflow.execute_activity_method(acts.record_decision, RecordDecisionInput(
+                workflow_id=wf_id, artifact_id=self.id, decision=self.decision), **_DB)
+            self._set_stage({"approve": "approved", "reject": "rejected", "expire": "expired"}[self.decision.decision])
+        await workflow.wait_condition(workflow.all_handlers_finished)
+        return ArtifactOutcome(artifact_id=self.id, stage=self.stage, decision=self.decision)
+
+    async def _wait_for_review(self) -> None:
+        """Sleep until a decision, sending reminders before the deadline; expire at the deadline."""
+        assert self.deadline is not None
+        reminders = sorted(self.deadline - timedelta(seconds=s) for s in self.params.policy.remind_before_seconds)
+        for at in [r for r in reminders if r > workflow.now()] + [self.deadline]:
+            timeout = (at - workflow.now()).total_seconds()
+            try:
+                await workflow.wait_condition(self._settled, timeout=max(timeout, 0.001),
+                                              timeout_summary="review deadline or reminder")
+                return
+            except asyncio.TimeoutError:
+                pass
+            if at == self.deadline:
+                self.decision = RecordedDecision(decision="expire", reviewer="wingsmith", via="timer",
+                                                 comment="no review before the deadline",
+                                                 draft_version=self.draft.version, decided_at=workflow.now())
+                return
+            self.reminders_sent += 1
+            await workflow.execute_activity_method(ArtifactActivities.remind_reviewers, ReminderInput(
+                workflow_id=workflow.info().workflow_id, artifact_id=self.id, deadline=self.deadline,
+                reminder=self.reminders_sent), **_DB)
+
+    def _settled(self) -> bool:
+        return self.decision is not None or self.stage == "superseded"
+
+    # --- the review, as an update -------------------------------------------------------------
+
+    @workflow.update
+    async def review(self, request: ReviewRequest) -> ArtifactStatus:
+        self.decision = RecordedDecision(decision=request.decision, reviewer=request.reviewer, via="api",
+                                         comment=request.comment, draft_version=request.draft_version,
+                                         selections=request.selections, decided_at=workflow.now())
+        await workflow.wait_condition(lambda: self.stage != "draft")
+        return self.status()
+
+    @review.validator
+    def _validate_review(self, request: ReviewRequest) -> None:
+        try:
+            self._check(request.decision, request.reviewer, request.draft_version, request)
+        except ReviewRefused as refused:
+            raise ApplicationError(refused.message, type=refused.kind, non_retryable=True) from None
+
+    # --- the review, as signals (Temporal UI, `temporal workflow signal`) -----------------------
+
+    @workflow.signal
+    async def approve(self, signal: ReviewSignal) -> None:
+        await self._on_signal("approve", signal)
+
+    @workflow.signal
+    async def reject(self, signal: ReviewSignal) -> None:
+        await self._on_signal("reject", signal)
+
+    @workflow.signal
+    def superseded(self, by: str) -> None:
+        if self.decision is None:
+            self.stage = "superseded"
+            self.failure = f"superseded by {by}"
+
+    async def _on_signal(self, decision: str, signal: ReviewSignal) -> None:
+        reviewer = f"{signal.reviewer} (via Temporal)"
+        version = signal.draft_version or (self.draft.version if self.draft else 0)
+        try:
+            if not self.params.policy.signal_decisions:
+                raise ReviewRefused(SIGNALS_OFF, "decisions by signal are turned off; use the review API")
+            self._check(decision, signal.reviewer, version, signal)
+        except ReviewRefused as refused:
+            # A signal cannot be rejected like an update; it is recorded as refused and changes nothing.
+            self.refused.append(RefusedDecision(via="signal", decision=decision, reviewer=reviewer,
+                                                reason=refused.message, kind=refused.kind, at=workflow.now()))
+            await workflow.execute_activity_method(ArtifactActivities.record_artifact_event, ArtifactEventInput(
+                workflow_id=workflow.info().workflow_id, artifact_id=self.id,
+                step=f"signal-refused:{len(self.refused)}", kind="decision_refused", actor=reviewer,
+                detail={"decision": decision, "reason": refused.message, "kind": refused.kind}), **_DB)
+            return
+        self.decision = RecordedDecision(decision=decision, reviewer=reviewer, via="signal", comment=signal.comment,
+                                         draft_version=version, selections=signal.selections,
+                                         decided_at=workflow.now())
+
+    def _check(self, decision: str, reviewer: str, draft_version: int, body) -> None:
+        if self.stage == "superseded":
+            raise ReviewRefused("Superseded", f"this artifact was {self.failure}")
+        check_review(decision, reviewer, draft_version, body.selections, draft=self.draft, decided=self.decision,
+                     requested_by=self.params.requested_by, four_eyes=self.params.policy.four_eyes)
+
+    @workflow.query
+    def status(self) -> ArtifactStatus:
+        return ArtifactStatus(artifact_id=self.id, stage=self.stage, requested_by=self.params.requested_by,
+                              draft=self.draft, deadline=self.deadline, decision=self.decision,
+                              refused=self.refused, reminders_sent=self.reminders_sent, failure=self.failure)
+
+    # --- helpers ----------------------------------------------------------------------------------
+
+    def _set_stage(self, stage: str) -> None:
+        self.stage = stage
+        workflow.upsert_search_attributes([STAGE.value_set(stage)])
+
+    async def _fail(self, err: ActivityError) -> ArtifactOutcome:
+        cause = err.cause
+        kind = cause.type if isinstance(cause, ApplicationError) and cause.type else "ResolveFailed"
+        self.failure = f"{kind}: {cause.message if cause else err}"
+        p = self.params
+        await workflow.execute_activity_method(ArtifactActivities.set_artifact_state, ArtifactStateInput(
+            workflow_id=workflow.info().workflow_id, artifact_id=self.id, repo_id=p.repo_id, revision=p.revision,
+            sha=p.sha, requested_by=p.requested_by, state="failed", step="failed",
+            detail={"cause": self.failure}), **_DB)
+        self._set_stage("failed")
+        raise ApplicationError(self.failure, type=kind, non_retryable=True)
+
+
+def start_search_attributes(params: ArtifactWorkflowInput) -> TypedSearchAttributes:
+    return TypedSearchAttributes([SearchAttributePair(STAGE, "resolving"),
+                                  SearchAttributePair(MODEL, params.repo_id),
+                                  SearchAttributePair(SHA, params.sha)])
