@@ -1,0 +1,262 @@
+"""Several simulated Kubernetes clusters with the Dynamo operator, served from one process.
+
+    with SimulatedClusters(default_cluster_specs(), home=tmp_path, operator_delay=0.2) as sim:
+        api = kubernetes.config.new_client_from_config(config_file=str(sim.kubeconfig_path),
+                                                       context=sim.context("sim-east"))
+        sim.faults("sim-east").crash_loop = True
+        sim.cluster("sim-east").dgds()
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import secrets
+import socket
+import threading
+from pathlib import Path
+from typing import Any
+
+import uvicorn
+import yaml
+from pydantic import BaseModel, Field
+
+from sim.kube.faults import Faults
+from sim.kube.frontend import Frontends
+from sim.kube.operator import FRONTEND_URL_ANNOTATION, SimulatedOperator
+from sim.kube.resources import CORE_TYPES, crd_dir, load_crds
+from sim.kube.server import build_app
+from sim.kube.store import ClusterStore, WriteOptions
+from wingsmith.hardware import get_hardware, product_label_for
+
+
+class NodePool(BaseModel):
+    name: str = Field(description="short pool name used in node names, e.g. `h200`")
+    count: int = Field(ge=1)
+    gpus_per_node: int = Field(ge=0)
+    gpu_product: str = Field(description="`nvidia.com/gpu.product` label value, e.g. `NVIDIA-H200`")
+    arch: str = "amd64"
+
+    @classmethod
+    def of(cls, hardware_id: str, count: int, arch: str = "amd64") -> NodePool:
+        card = get_hardware(hardware_id)
+        return cls(name=card.id, count=count, gpus_per_node=card.gpus_per_node,
+                   gpu_product=product_label_for(hardware_id), arch=arch)
+
+
+class ClusterSpec(BaseModel):
+    name: str = Field(pattern=r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+    region: str
+    node_pools: list[NodePool]
+    namespaces: list[str] = Field(default_factory=lambda: ["default"])
+
+
+def default_cluster_specs() -> list[ClusterSpec]:
+    """`wingsmith up`'s clusters: two H200 regions and one GB200 NVL4 rack."""
+    return [
+        ClusterSpec(name="sim-east", region="us-east", node_pools=[NodePool.of("h200", 4)]),
+        ClusterSpec(name="sim-west", region="us-west", node_pools=[NodePool.of("h200", 4)]),
+        ClusterSpec(name="sim-nvl", region="us-central", node_pools=[NodePool.of("gb200", 8, arch="arm64")]),
+    ]
+
+
+class SimulatedCluster:
+    """One cluster's state; the inspection methods are safe to call from any thread."""
+
+    def __init__(self, spec: ClusterSpec, crds: tuple, server_url: str, frontend_base_url: str,
+                 frontends: Frontends, operator_delay: float, strict_fields: bool):
+        self.spec = spec
+        self.name = spec.name
+        self.server_url = server_url
+        self.frontend_base_url = frontend_base_url
+        self.token = secrets.token_urlsafe(24)
+        self.faults = Faults()
+        self.crds = {doc["metadata"]["name"]: doc for doc, _ in crds}
+        self.store = ClusterStore([*CORE_TYPES, *(rt for _, rt in crds)], strict_by_default=strict_fields)
+        self.operator = SimulatedOperator(spec.name, self.store, self.faults, frontends, frontend_base_url,
+                                          delay=operator_delay)
+        self._frontends = frontends
+        self._seed()
+
+    def _seed(self) -> None:
+        ns = self.store.type_of("", "namespaces")
+        for name in dict.fromkeys(["default", "kube-system", *self.spec.namespaces]):
+            self.store.create(ns, "v1", None, {"metadata": {"name": name}}, WriteOptions(manager="sim"))
+        nodes = self.store.type_of("", "nodes")
+        for pool in self.spec.node_pools:
+            for i in range(pool.count):
+                self.store.create(nodes, "v1", None, _node(self.spec, pool, i), WriteOptions(manager="sim"))
+
+    # ---- inspection ----------------------------------------------------------------------------
+
+    def dgds(self, namespace: str | None = None, labels: str | None = None) -> list[dict[str, Any]]:
+        rt = self.store.type_of("nvidia.com", "dynamographdeployments")
+        return self.store.list(rt, rt.storage_version, namespace, labels)["items"]
+
+    def dgd(self, namespace: str, name: str) -> dict[str, Any]:
+        rt = self.store.type_of("nvidia.com", "dynamographdeployments")
+        return self.store.get(rt, rt.storage_version, namespace, name)
+
+    def pods(self, namespace: str | None = None, labels: str | None = None) -> list[dict[str, Any]]:
+        return self.store.list(self.store.type_of("", "pods"), "v1", namespace, labels)["items"]
+
+    def nodes(self) -> list[dict[str, Any]]:
+        return self.store.list(self.store.type_of("", "nodes"), "v1")["items"]
+
+    def gpus_in_use(self) -> dict[str, int]:
+        used = {n["metadata"]["name"]: 0 for n in self.nodes()}
+        for pod in self.pods():
+            node = pod["spec"].get("nodeName")
+            for c in pod["spec"].get("containers") or []:
+                if node in used:
+                    used[node] += int(((c.get("resources") or {}).get("limits") or {}).get("nvidia.com/gpu", 0))
+        return used
+
+    def frontend_url(self, namespace: str, name: str) -> str:
+        """Where the DGD's frontend answers; also on the DGD as annotation `sim.wingsmith.dev/frontend-url`."""
+        return self.operator.frontend_url(namespace, name)
+
+    def describe(self) -> dict[str, Any]:
+        return {"server": self.server_url, "frontend_base_url": self.frontend_base_url, "region": self.spec.region,
+                "nodes": len(self.nodes()), "faults": self.faults.model_dump(),
+                "frontends": [f"{f.namespace}/{f.name}" for f in self._frontends.running(self.name)]}
+
+
+def _node(spec: ClusterSpec, pool: NodePool, index: int) -> dict[str, Any]:
+    name = f"{spec.name}-{pool.name}-{index}"
+    resources = {"cpu": "128", "memory": "2Ti", "pods": "110", "nvidia.com/gpu": str(pool.gpus_per_node)}
+    return {"metadata": {"name": name, "labels": {
+        "kubernetes.io/hostname": name, "kubernetes.io/arch": pool.arch, "kubernetes.io/os": "linux",
+        "topology.kubernetes.io/region": spec.region, "topology.kubernetes.io/zone": f"{spec.region}-a",
+        "nvidia.com/gpu.present": "true", "nvidia.com/gpu.product": pool.gpu_product,
+        "nvidia.com/gpu.count": str(pool.gpus_per_node)}},
+        "spec": {},
+        "status": {"capacity": resources, "allocatable": dict(resources),
+                   "conditions": [{"type": "Ready", "status": "True", "reason": "KubeletReady",
+                                   "message": "kubelet is posting ready status"}],
+                   "addresses": [{"type": "Hostname", "address": name}]}}
+
+
+class SimulatedClusters:
+    def __init__(self, specs: list[ClusterSpec] | None = None, home: Path | str = Path(".wingsmith/sim"),
+                 operator_delay: float = 1.0, *, host: str = "127.0.0.1", port: int = 0,
+                 crd_directory: Path | None = None, tick: float = 0.05, strict_fields: bool = True):
+        specs = specs if specs is not None else default_cluster_specs()
+        names = [s.name for s in specs]
+        if len(set(names)) != len(names) or not names:
+            raise ValueError(f"cluster names must be present and unique, got {names}")
+        self.home = Path(home)
+        self.operator_delay = operator_delay
+        self._specs = specs
+        self._tick = tick
+        # proto must be IPPROTO_TCP explicitly: asyncio only sets TCP_NODELAY on accepted sockets whose
+        # proto says TCP, and without it every response waits ~40 ms on Nagle + delayed ACK.
+        self._socket = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
+        self._socket.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self._socket.bind((host, port))
+        self.host, self.port = self._socket.getsockname()[:2]
+        self.base_url = f"http://{host}:{self.port}"
+        self.frontends = Frontends()
+        crds = load_crds(crd_dir(crd_directory))
+        self._clusters = {s.name: SimulatedCluster(s, crds, f"{self.base_url}/clusters/{s.name}",
+                                                   f"{self.base_url}/frontends/{s.name}", self.frontends,
+                                                   operator_delay, strict_fields) for s in specs}
+        self.kubeconfig_path = self.home / "kubeconfig"
+        self._thread: threading.Thread | None = None
+        self._server: uvicorn.Server | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._ready = threading.Event()
+        self._error: BaseException | None = None
+
+    # ---- lookup --------------------------------------------------------------------------------
+
+    @property
+    def names(self) -> list[str]:
+        return list(self._clusters)
+
+    def cluster(self, name: str) -> SimulatedCluster:
+        try:
+            return self._clusters[name]
+        except KeyError:
+            raise KeyError(f"no simulated cluster {name!r}; have {self.names}") from None
+
+    def context(self, name: str) -> str:
+        return self.cluster(name).name
+
+    def faults(self, name: str) -> Faults:
+        return self.cluster(name).faults
+
+    def api_client(self, name: str):  # -> kubernetes.client.ApiClient
+        from kubernetes import config
+        return config.new_client_from_config(config_file=str(self.kubeconfig_path), context=self.context(name))
+
+    # ---- lifecycle -----------------------------------------------------------------------------
+
+    def start(self) -> SimulatedClusters:
+        if self._thread:
+            return self
+        self._write_files()
+        self._thread = threading.Thread(target=self._run, name="simulated-clusters", daemon=True)
+        self._thread.start()
+        if not self._ready.wait(timeout=30) or self._error:
+            raise RuntimeError(f"simulated clusters did not start: {self._error!r}")
+        return self
+
+    def stop(self) -> None:
+        if self._server:
+            self._server.should_exit = True
+        if self._thread:
+            self._thread.join(timeout=10)
+            self._thread = None
+        self._socket.close()
+
+    def __enter__(self) -> SimulatedClusters:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def _run(self) -> None:
+        try:
+            asyncio.run(self._serve())
+        except BaseException as exc:  # surfaced by start()
+            self._error = exc
+            self._ready.set()
+
+    async def _serve(self) -> None:
+        config = uvicorn.Config(build_app(self._clusters, self.frontends), log_level="warning", access_log=False,
+                                lifespan="off", timeout_keep_alive=120)
+        self._server = uvicorn.Server(config)
+        operators = [asyncio.create_task(c.operator.run(self._tick)) for c in self._clusters.values()]
+        serving = asyncio.create_task(self._server.serve(sockets=[self._socket]))
+        while not self._server.started and not serving.done():
+            await asyncio.sleep(0.01)
+        self._ready.set()
+        try:
+            await serving
+        finally:
+            for task in operators:
+                task.cancel()
+            await asyncio.gather(*operators, return_exceptions=True)
+
+    def _write_files(self) -> None:
+        self.home.mkdir(parents=True, exist_ok=True)
+        kubeconfig = {
+            "apiVersion": "v1", "kind": "Config", "preferences": {},
+            "current-context": self.names[0],
+            "clusters": [{"name": c.name, "cluster": {"server": c.server_url}} for c in self._clusters.values()],
+            "users": [{"name": f"{c.name}-admin", "user": {"token": c.token}} for c in self._clusters.values()],
+            "contexts": [{"name": c.name, "context": {"cluster": c.name, "user": f"{c.name}-admin",
+                                                      "namespace": "default"}} for c in self._clusters.values()],
+        }
+        fd = os.open(self.kubeconfig_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w") as fh:
+            yaml.safe_dump(kubeconfig, fh, sort_keys=False)
+        # No tokens here: this file tells other processes where things are, the kubeconfig grants access.
+        (self.home / "clusters.json").write_text(json.dumps({
+            "kubeconfig": str(self.kubeconfig_path.resolve()), "admin_url": f"{self.base_url}/admin/clusters",
+            "frontend_url_annotation": FRONTEND_URL_ANNOTATION,
+            "clusters": {c.name: {"context": c.name, "region": c.spec.region, "server": c.server_url,
+                                  "frontend_base_url": c.frontend_base_url} for c in self._clusters.values()},
+        }, indent=2))

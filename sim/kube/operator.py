@@ -1,0 +1,355 @@
+"""The simulated Dynamo operator of one cluster.
+
+Each tick it reconciles every DynamoGraphDeployment the way the real operator shows it from the
+outside: a finalizer; pods per component (replicas x multinode nodeCount), bound to nodes that
+match the component's node selector and still have free `nvidia.com/gpu`; pod container states
+that follow the cluster's faults; and the DGD status (`state`, the `Ready` condition,
+`observedGeneration`, per-component replica counts). A spec change (new generation) replaces the
+pods. The deployment's frontend is published once its frontend pods run and serves the model once
+every worker is ready. Deleting the DGD removes pods and frontend, then the finalizer.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from sim.kube import errors
+from sim.kube.faults import Faults
+from sim.kube.frontend import Frontends
+from sim.kube.graph import Component, components, served_model_names
+from sim.kube.store import MERGE, ClusterStore, WriteOptions, now
+
+FINALIZER = "nvidia.com/finalizer"
+FRONTEND_URL_ANNOTATION = "sim.wingsmith.dev/frontend-url"
+LABEL_DGD = "nvidia.com/dynamo-graph-deployment-name"
+LABEL_COMPONENT = "nvidia.com/dynamo-component"
+LABEL_COMPONENT_TYPE = "nvidia.com/dynamo-component-type"
+LABEL_GENERATION = "sim.wingsmith.dev/generation"
+MANAGER = "dynamo-operator"
+_AUXILIARY = ("epp", "planner")
+
+
+@dataclass
+class _Seen:
+    generation: int
+    since: float
+    first: bool
+
+
+class SimulatedOperator:
+    def __init__(self, cluster: str, store: ClusterStore, faults: Faults, frontends: Frontends,
+                 frontend_base_url: str, delay: float = 1.0):
+        self.cluster = cluster
+        self.store = store
+        self.faults = faults
+        self.frontends = frontends
+        self.frontend_base_url = frontend_base_url.rstrip("/")
+        self.delay = delay
+        self._seen: dict[str, _Seen] = {}
+        self._scheduled_at: dict[tuple[str, str], float] = {}
+        self._dgd = store.type_of("nvidia.com", "dynamographdeployments")
+        self._pods = store.type_of("", "pods")
+        self._nodes = store.type_of("", "nodes")
+
+    def frontend_url(self, namespace: str, name: str) -> str:
+        return f"{self.frontend_base_url}/{namespace}/{name}"
+
+    async def run(self, tick: float = 0.05) -> None:
+        while True:
+            try:
+                self.reconcile_all()
+            except Exception:  # a bug in one pass must not stop the cluster; the next tick retries
+                import logging
+                logging.getLogger(__name__).exception("simulated operator pass failed", extra={"cluster": self.cluster})
+            await asyncio.sleep(tick)
+
+    def reconcile_all(self) -> None:
+        clock = time.monotonic()
+        dgds = self.store.list(self._dgd, self._dgd.storage_version)["items"]
+        live = set()
+        for dgd in dgds:
+            live.add(dgd["metadata"]["uid"])
+            try:
+                self._reconcile(dgd, clock)
+            except errors.KubeError as exc:
+                if exc.code not in (404, 409):  # deleted or changed under us: next tick sees the new state
+                    raise
+        for uid in set(self._seen) - live:
+            del self._seen[uid]
+
+    # ---- one deployment ------------------------------------------------------------------------
+
+    def _reconcile(self, dgd: dict[str, Any], clock: float) -> None:
+        meta = dgd["metadata"]
+        namespace, name, version = meta["namespace"], meta["name"], dgd["apiVersion"].split("/")[1]
+        if meta.get("deletionTimestamp"):
+            self._tear_down(namespace, name, meta)
+            return
+        url = self.frontend_url(namespace, name)
+        if FINALIZER not in (meta.get("finalizers") or []) or (meta.get("annotations") or {}).get(FRONTEND_URL_ANNOTATION) != url:
+            dgd = self.store.patch(self._dgd, version, namespace, name, {"metadata": {
+                "finalizers": [*(f for f in meta.get("finalizers") or [] if f != FINALIZER), FINALIZER],
+                "annotations": {FRONTEND_URL_ANNOTATION: url}}}, MERGE, WriteOptions(manager=MANAGER))
+            meta = dgd["metadata"]
+
+        generation = meta.get("generation", 1)
+        seen = self._seen.get(meta["uid"])
+        if seen is None or seen.generation != generation:
+            seen = self._seen[meta["uid"]] = _Seen(generation, clock, first=seen is None)
+        parts = components(dgd)
+        pods = self._sync_pods(namespace, name, generation, parts, clock)
+
+        ready_by_component: dict[str, tuple[int, int]] = {}
+        for part in parts:
+            mine = [p for p in pods if p["metadata"]["labels"][LABEL_COMPONENT] == part.name]
+            ready_by_component[part.name] = (sum(_pod_ready(p) for p in mine), len(mine))
+        workers_ready = all(r == n for c, (r, n) in ready_by_component.items())
+        self._publish_frontend(namespace, name, dgd, parts, pods, workers_ready)
+        self._write_status(dgd, version, seen, clock, parts, pods, ready_by_component, workers_ready)
+
+    def _tear_down(self, namespace: str, name: str, meta: dict[str, Any]) -> None:
+        for pod in self._pods_of(namespace, name):
+            self._delete_pod(namespace, pod["metadata"]["name"])
+        self.frontends.remove(self.cluster, namespace, name)
+        remaining = [f for f in meta.get("finalizers") or [] if f != FINALIZER]
+        if FINALIZER in (meta.get("finalizers") or []):
+            self.store.patch(self._dgd, self._dgd.storage_version, namespace, name,
+                             {"metadata": {"finalizers": remaining or None}}, MERGE, WriteOptions(manager=MANAGER))
+
+    # ---- pods ----------------------------------------------------------------------------------
+
+    def _pods_of(self, namespace: str, name: str) -> list[dict[str, Any]]:
+        return self.store.list(self._pods, "v1", namespace, labels=f"{LABEL_DGD}={name}")["items"]
+
+    def _delete_pod(self, namespace: str, pod_name: str) -> None:
+        self._scheduled_at.pop((namespace, pod_name), None)
+        try:
+            self.store.delete(self._pods, "v1", namespace, pod_name)
+        except errors.KubeError as exc:
+            if exc.code != 404:
+                raise
+
+    def _sync_pods(self, namespace: str, name: str, generation: int, parts: list[Component],
+                   clock: float) -> list[dict[str, Any]]:
+        desired = {pod_name: part for part in parts for pod_name in _pod_names(name, part)}
+        existing = {p["metadata"]["name"]: p for p in self._pods_of(namespace, name)}
+        for pod_name, pod in list(existing.items()):
+            if pod_name not in desired or pod["metadata"]["labels"].get(LABEL_GENERATION) != str(generation):
+                self._delete_pod(namespace, pod_name)
+                del existing[pod_name]
+
+        free = self._free_gpus()
+        result = []
+        for pod_name, part in desired.items():
+            pod = existing.get(pod_name) or self.store.create(
+                self._pods, "v1", namespace, _pod_manifest(pod_name, name, generation, part),
+                WriteOptions(manager=MANAGER))
+            if not pod["spec"].get("nodeName"):
+                node = _pick_node(free, part)
+                if node:
+                    free[node]["free"] -= part.gpus_per_pod
+                    pod = self.store.patch(self._pods, "v1", namespace, pod_name, {"spec": {"nodeName": node}},
+                                           MERGE, WriteOptions(manager="default-scheduler"))
+                    self._scheduled_at[(namespace, pod_name)] = clock
+            status = self._pod_status(namespace, pod, part, clock, free)
+            if _without_times(status) != _without_times(pod.get("status") or {}):
+                pod = self.store.replace(self._pods, "v1", namespace, pod_name,
+                                         {"metadata": {"name": pod_name}, "status": _keep_times(pod.get("status"), status)},
+                                         WriteOptions(manager="kubelet"), subresource="status")
+            result.append(pod)
+        return result
+
+    def _free_gpus(self) -> dict[str, dict[str, Any]]:
+        nodes = {n["metadata"]["name"]: {"labels": n["metadata"].get("labels") or {},
+                                         "free": int(n["status"]["allocatable"].get("nvidia.com/gpu", "0"))}
+                 for n in self.store.list(self._nodes, "v1")["items"]}
+        for pod in self.store.list(self._pods, "v1")["items"]:
+            node = pod["spec"].get("nodeName")
+            if node in nodes:
+                nodes[node]["free"] -= _pod_gpus(pod)
+        return nodes
+
+    def _pod_status(self, namespace: str, pod: dict[str, Any], part: Component, clock: float,
+                    free: dict[str, dict[str, Any]]) -> dict[str, Any]:
+        image = part.image or "nvcr.io/nvidia/ai-dynamo/runtime:sim"
+        scheduled_at = self._scheduled_at.get((namespace, pod["metadata"]["name"]))
+        if not pod["spec"].get("nodeName") or scheduled_at is None:
+            matching = [n for n in free.values() if _selects(part.node_selector, n["labels"])]
+            why = (f"0/{len(free)} nodes are available: {len(free) - len(matching)} node(s) didn't match Pod's node "
+                   f"affinity/selector, {len(matching)} Insufficient nvidia.com/gpu.")
+            return {"phase": "Pending", "conditions": [_condition("PodScheduled", "False", "Unschedulable", why)]}
+        age = clock - scheduled_at
+        faulty = not part.is_frontend and part.type not in _AUXILIARY
+        f = self.faults
+        started = age >= self.delay * 0.5
+        container: dict[str, Any] = {"name": "main", "image": image, "imageID": "", "ready": False,
+                                     "restartCount": 0, "started": False}
+        phase = "Running"
+        if faulty and f.image_pull:
+            phase = "Pending"
+            container["state"] = {"waiting": {"reason": "ImagePullBackOff",
+                                              "message": f'Back-off pulling image "{image}"'}}
+        elif not started:
+            phase = "Pending"
+            container["state"] = {"waiting": {"reason": "ContainerCreating"}}
+        elif faulty and (f.crash_loop or f.oom_killed):
+            restarts = 1 + int((age - self.delay * 0.5) / f.restart_interval)
+            reason, code = ("OOMKilled", 137) if f.oom_killed else ("Error", 1)
+            container.update(restartCount=restarts, state={"waiting": {
+                "reason": "CrashLoopBackOff",
+                "message": f"back-off {min(10 * 2 ** (restarts - 1), 300)}s restarting failed container=main "
+                           f"pod={pod['metadata']['name']}"}},
+                lastState={"terminated": {"reason": reason, "exitCode": code, "finishedAt": now()}})
+        else:
+            ready = not (faulty and f.never_ready) and age >= (self.delay * 0.5 if not faulty else self.delay)
+            container.update(imageID=f"{image}@sha256:{'0' * 64}", started=True, ready=ready,
+                             state={"running": {"startedAt": now()}})
+        ready = container["ready"]
+        return {
+            "phase": phase, "hostIP": "10.0.0.1", "podIP": "10.1.0.1" if phase == "Running" else None,
+            "conditions": [_condition("PodScheduled", "True"), _condition("Ready", "True" if ready else "False",
+                                                                          None if ready else "ContainersNotReady")],
+            "containerStatuses": [container],
+        }
+
+    # ---- frontend and status -------------------------------------------------------------------
+
+    def _publish_frontend(self, namespace: str, name: str, dgd: dict[str, Any], parts: list[Component],
+                          pods: list[dict[str, Any]], workers_ready: bool) -> None:
+        front = [p for p in pods if p["metadata"]["labels"][LABEL_COMPONENT_TYPE] == "frontend"]
+        if not front or not any(_pod_running(p) for p in front):
+            self.frontends.remove(self.cluster, namespace, name)
+            return
+        serving = workers_ready and not self.faults.operator_failed
+        self.frontends.publish(self.cluster, namespace, name, served_model_names(dgd) if serving else [])
+
+    def _write_status(self, dgd: dict[str, Any], version: str, seen: _Seen, clock: float, parts: list[Component],
+                      pods: list[dict[str, Any]], ready_by_component: dict[str, tuple[int, int]],
+                      all_ready: bool) -> None:
+        meta, old = dgd["metadata"], dgd.get("status") or {}
+        generation = meta.get("generation", 1)
+        if self.faults.operator_failed:
+            state, cond = "failed", ("False", "ReconcileFailed", "simulated reconcile error: the operator could not "
+                                                                 "create the component resources")
+        elif all_ready:
+            state, cond = "successful", ("True", "AllComponentsReady", "All components are ready")
+        else:
+            waiting = ", ".join(f"{c}: {r}/{n} ready" for c, (r, n) in ready_by_component.items() if r < n)
+            early = seen.first and clock - seen.since < self.delay * 0.25
+            state, cond = ("initializing" if early else "pending"), ("False", "ComponentsNotReady",
+                                                                     f"waiting for components: {waiting}")
+        previous = next((c for c in old.get("conditions") or [] if c.get("type") == "Ready"), {})
+        transition = previous.get("lastTransitionTime") if previous.get("status") == cond[0] else now()
+        per_component = {}
+        for part in parts:
+            ready, total = ready_by_component[part.name]
+            names = sorted({p["metadata"]["name"] for p in pods if p["metadata"]["labels"][LABEL_COMPONENT] == part.name})
+            entry = {"componentKind": "PodCliqueScalingGroup" if part.node_count > 1 else "PodClique",
+                     "componentNames": names, "replicas": part.replicas, "updatedReplicas": part.replicas,
+                     "readyReplicas": ready // max(part.node_count, 1),
+                     "availableReplicas": ready // max(part.node_count, 1)}
+            if version == "v1alpha1":
+                entry["componentName"] = part.name
+            per_component[part.name] = entry
+        status = {
+            "state": state, "observedGeneration": generation,
+            "conditions": [{"type": "Ready", "status": cond[0], "reason": cond[1], "message": cond[2],
+                            "lastTransitionTime": transition or now(), "observedGeneration": generation}],
+            ("components" if version == "v1beta1" else "services"): per_component,
+        }
+        if status != old:
+            self.store.replace(self._dgd, version, meta["namespace"], meta["name"],
+                               {"metadata": {"name": meta["name"], "resourceVersion": meta["resourceVersion"]},
+                                "status": status}, WriteOptions(manager=MANAGER), subresource="status")
+
+
+# ---- helpers -----------------------------------------------------------------------------------
+
+def _dns(text: str) -> str:
+    return re.sub(r"[^a-z0-9-]+", "-", text.lower()).strip("-")
+
+
+def _pod_names(dgd_name: str, part: Component) -> list[str]:
+    base = f"{_dns(dgd_name)}-{_dns(part.name)}"
+    if part.node_count > 1:
+        return [f"{base}-{r}-{'ldr' if rank == 0 else 'wkr'}-{rank}" for r in range(part.replicas)
+                for rank in range(part.node_count)]
+    return [f"{base}-{r}" for r in range(part.replicas)]
+
+
+def _pod_manifest(pod_name: str, dgd_name: str, generation: int, part: Component) -> dict[str, Any]:
+    gpus = {"nvidia.com/gpu": str(part.gpus_per_pod)} if part.gpus_per_pod else {}
+    container: dict[str, Any] = {"name": "main", "image": part.image or "nvcr.io/nvidia/ai-dynamo/runtime:sim",
+                                 "resources": {"limits": gpus, "requests": gpus}}
+    if part.command:
+        container["command"] = list(part.command)
+    if part.args:
+        container["args"] = list(part.args)
+    if part.env:
+        container["env"] = [{"name": k, "value": v} for k, v in part.env.items()]
+    return {
+        "apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": pod_name, "labels": {
+            LABEL_DGD: dgd_name, LABEL_COMPONENT: part.name, LABEL_COMPONENT_TYPE: part.type,
+            LABEL_GENERATION: str(generation), "app.kubernetes.io/managed-by": "dynamo-operator"}},
+        "spec": {"containers": [container], "nodeSelector": dict(part.node_selector), "restartPolicy": "Always"},
+        "status": {"phase": "Pending"},
+    }
+
+
+def _pod_gpus(pod: dict[str, Any]) -> int:
+    return sum(int(((c.get("resources") or {}).get("limits") or {}).get("nvidia.com/gpu", 0))
+               for c in pod["spec"].get("containers") or [])
+
+
+def _selects(selector: dict[str, str], labels: dict[str, str]) -> bool:
+    return all(labels.get(k) == v for k, v in selector.items())
+
+
+def _pick_node(free: dict[str, dict[str, Any]], part: Component) -> str | None:
+    for name, node in sorted(free.items()):
+        if _selects(part.node_selector, node["labels"]) and node["free"] >= part.gpus_per_pod:
+            return name
+    return None
+
+
+def _pod_ready(pod: dict[str, Any]) -> bool:
+    return all(c.get("ready") for c in (pod.get("status") or {}).get("containerStatuses") or [{}])
+
+
+def _pod_running(pod: dict[str, Any]) -> bool:
+    return (pod.get("status") or {}).get("phase") == "Running"
+
+
+def _condition(kind: str, status: str, reason: str | None = None, message: str | None = None) -> dict[str, Any]:
+    out = {"type": kind, "status": status, "lastTransitionTime": now()}
+    if reason:
+        out["reason"] = reason
+    if message:
+        out["message"] = message
+    return out
+
+
+_TIME_KEYS = ("lastTransitionTime", "startedAt", "finishedAt")
+
+
+def _without_times(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _without_times(v) for k, v in value.items() if k not in _TIME_KEYS and v is not None}
+    if isinstance(value, list):
+        return [_without_times(v) for v in value]
+    return value
+
+
+def _keep_times(old: dict[str, Any] | None, new: dict[str, Any]) -> dict[str, Any]:
+    """Keep condition transition times when a condition did not change, as the kubelet does."""
+    before = {c["type"]: c for c in (old or {}).get("conditions") or []}
+    for cond in new.get("conditions") or []:
+        prev = before.get(cond["type"])
+        if prev and prev.get("status") == cond["status"]:
+            cond["lastTransitionTime"] = prev.get("lastTransitionTime", cond["lastTransitionTime"])
+    return new
