@@ -57,6 +57,8 @@ def pod(name, *, waiting=None, last=None, restarts=0, ready=False, init=False):
     ([pod("w-0", waiting="ImagePullBackOff")], "ImagePullFailed", "ImagePullBackOff"),
     ([pod("w-0", waiting="ErrImagePull")], "ImagePullFailed", "ErrImagePull"),
     ([pod("w-0", waiting="CrashLoopBackOff", last="OOMKilled", restarts=2)], "OutOfMemory", "OOMKilled"),
+    ([pod("w-0", waiting="CrashLoopBackOff", last="OOMKilled", restarts=1)], "OutOfMemory", "OOMKilled"),
+    ([pod("w-0", last="OOMKilled", restarts=2)], "OutOfMemory", "OOMKilled"),
     ([pod("w-0", waiting="CreateContainerConfigError", init=True)], "ContainerConfigInvalid",
      "CreateContainerConfigError"),
     ([pod("f-0", ready=True), pod("w-1", waiting="CrashLoopBackOff")], "PodCrashLooping", "CrashLoopBackOff"),

@@ -96,13 +96,14 @@ def _container_failure(pod: str, cs: dict[str, Any]) -> PodFailure | None:
     last = (cs.get("lastState") or {}).get("terminated") or {}
     current = (cs.get("state") or {}).get("terminated") or {}
     oom = "OOMKilled" in (last.get("reason"), current.get("reason"))
+    reason = waiting.get("reason")
     base = {"pod": pod, "container": cs.get("name", "?"), "restarts": restarts}
-    if oom and restarts >= OOM_RESTARTS:
+    # Killed for memory again and again: either the kubelet already backs off (CrashLoopBackOff
+    # says the crash repeated) or the restart count shows it.
+    if oom and (restarts >= OOM_RESTARTS or reason == "CrashLoopBackOff"):
         return PodFailure(type="OutOfMemory", reason="OOMKilled", **base,
                           message=_short(last.get("message") or current.get("message")))
-    reason = waiting.get("reason")
     if reason in _HOPELESS_WAITING:
-        # A crash loop caused by OOM kills is reported as OOM only once it repeats (above).
         return PodFailure(type=_HOPELESS_WAITING[reason], reason=reason, **base,
                           message=_short(waiting.get("message") or last.get("message")))
     return None

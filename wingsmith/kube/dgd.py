@@ -63,10 +63,13 @@ class DgdClient:
         leaves the object (and its generation) unchanged."""
         meta = manifest["metadata"]
         name, namespace = meta["name"], meta.get("namespace", "default")
-        obj = self._retry(lambda: self.custom.patch_namespaced_custom_object(
+        # Raw response: the generated client maps only 200 to a body, and an apply that creates
+        # the object answers 201, which it would decode as None.
+        resp = self._retry(lambda: self.custom.patch_namespaced_custom_object(
             GROUP, VERSION, namespace, PLURAL, name, manifest, field_manager=FIELD_MANAGER,
-            force=True, _content_type=APPLY_CONTENT_TYPE, _request_timeout=REQUEST_TIMEOUT),
-            f"applying DynamoGraphDeployment {namespace}/{name}")
+            force=True, _content_type=APPLY_CONTENT_TYPE, _request_timeout=REQUEST_TIMEOUT,
+            _preload_content=False), f"applying DynamoGraphDeployment {namespace}/{name}")
+        obj = json.loads(resp.data)
         m = obj["metadata"]
         return AppliedObject(name=m["name"], namespace=m.get("namespace", namespace), uid=m["uid"],
                              generation=int(m["generation"]), resource_version=m["resourceVersion"])
