@@ -107,8 +107,10 @@ def _inventory_text(c: dict) -> str:
     manual = c.get("manual_inventory")
     if not manual:
         return "live"
+    from wingsmith.hardware import get_hardware
     return "manual: " + ", ".join(
-        f"{p['hardware']} {p['nodes']}x{p.get('gpus_per_node') or 'default'}" for p in manual["pools"])
+        f"{p['hardware']} {p['nodes']}x{p.get('gpus_per_node') or get_hardware(p['hardware']).gpus_per_node}"
+        for p in manual["pools"])
 
 
 def _table(clusters: list[dict]) -> str:
