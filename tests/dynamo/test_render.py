@@ -304,3 +304,35 @@ def test_trtllm_with_an_engine_config_file_renders():
     validate_dgd(dgd)
     assert _main(_workers(dgd)[0])["command"] == ["python3", "-m", "dynamo.trtllm"]
     assert dgd["spec"]["backendFramework"] == "trtllm"
+
+
+# --- the recipe catalog's commands (#4) render for every layout -----------------------------------
+
+@pytest.mark.parametrize(("hardware", "layout"), [
+    ("b300", "single_node_tp"), ("b200", "multi_node_tp"), ("b200", "multi_node_tep"),
+    ("b200", "multi_node_tp_pp"), ("b200", "multi_node_dep"), ("h200", "multi_node_tp_dp"),
+    ("gb200", "multi_node_tp_dp"), ("b300", "pd_cluster")])
+def test_serve_commands_from_the_recipe_catalog_render_valid_graphs(hardware, layout):
+    from wingsmith.recipes.catalog import find_recipe, load_catalog
+    from wingsmith.recipes.command import serve_command
+
+    catalog = load_catalog()
+    cmd = serve_command(find_recipe(catalog, "moonshotai/Kimi-K3"), "default", hardware, layout, catalog=catalog)
+
+    def pool(role_cmds):
+        args = role_cmds[0].args
+        return WorkerPool(args=args, gpus_per_node=cmd.gpus_per_node, nodes=len(role_cmds), env=role_cmds[0].env)
+
+    if layout == "pd_cluster":
+        prefill = pool([c for c in cmd.commands if c.role == "prefill"])
+        worker = pool([c for c in cmd.commands if c.role == "decode"])
+    else:
+        worker, prefill = pool(cmd.commands), None
+    stated = dict(zip(worker.args, worker.args[1:])).get("--max-num-seqs")
+    spec = kimi_k3_spec(hardware, layout, worker=worker, prefill=prefill, env={},
+                        max_num_seqs=int(stated) if stated else None)
+    dgd = render_dgd(spec)
+    validate_dgd(dgd)
+    gpus = sum(c.get("multinode", {}).get("nodeCount", 1) * int(_main(c)["resources"]["limits"]["nvidia.com/gpu"])
+               for c in _workers(dgd))
+    assert gpus == cmd.gpus

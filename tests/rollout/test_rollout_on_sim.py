@@ -174,3 +174,16 @@ def test_an_impossible_rollout_is_refused_before_any_call(sim, kubeconfig, acts,
     with pytest.raises(ApplicationError) as info:
         apply(env, acts, kubeconfig, spec)
     assert info.value.type == "InvalidRollout" and "2 GPUs per replica" in str(info.value)
+
+
+def test_a_multi_node_kimi_k3_graph_becomes_ready_on_the_gb200_rack(sim, tmp_path, acts, env):
+    from tests.dynamo.builders import kimi_k3_spec
+
+    nvl = KubeconfigRef(path=str(sim.kubeconfig_path), context=sim.context("sim-nvl"))
+    spec = kimi_k3_spec("gb200", "multi_node_tp_dp", cluster="sim-nvl", namespace="default",
+                        hf_token_secret=None, model_cache_pvc=None)
+    applied = apply(env, acts, nvl, spec)
+    done = wait(env, acts, nvl, applied, weight_bytes=1_560_860_324_864)
+    assert done.pods_total == 5  # a frontend and 4 trays of one TP4 x DP4 replica
+    assert sim.cluster("sim-nvl").gpus_in_use()
+    assert delete(env, acts, nvl, applied.name).existed
