@@ -77,7 +77,9 @@ def local_admin_tokens(tokens_file: Path) -> str:
     if tokens_file.exists():
         return tokens_file.read_text()
     tokens_file.parent.mkdir(parents=True, exist_ok=True)
-    raw = json.dumps({secrets.token_urlsafe(24): {"name": "local-admin", "roles": ["admin"]}})
+    # Two people, so four-eyes review works on a laptop: the admin registers, the reviewer approves.
+    raw = json.dumps({secrets.token_urlsafe(24): {"name": "local-admin", "roles": ["admin"]},
+                      secrets.token_urlsafe(24): {"name": "local-reviewer", "roles": ["approver"]}})
     fd = os.open(tokens_file, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     with os.fdopen(fd, "w") as fh:
         fh.write(raw)

@@ -46,6 +46,7 @@ class Settings(BaseSettings):
     temporal_port: int = 7233
     temporal_ui_port: int = 8233
     postgres_port: int = 5433
+    offline_hub_port: int = 8090
 
     # JSON object {token: {"name": ..., "roles": [...]}}. Unset: `wingsmith up` makes a local admin.
     auth_tokens: str | None = None

@@ -10,6 +10,7 @@ from starlette.concurrency import run_in_threadpool
 
 from api.auth import Viewer
 from api.errors import ApiError
+from wingsmith.proposals import with_evidence_and_sizing
 from wingsmith.hub import (ArtifactProposal, GatedRepo, HubError, HubRateLimited, HubTokenUnavailable,
                            HubUnavailable, InvalidSource, MissingConfig, RepoNotFound, Resolver, RevisionNotFound,
                            parse_source)
@@ -39,9 +40,10 @@ async def resolve(request: Request, _viewer: Viewer,
         raise ApiError(422, str(exc), code="invalid_source", details={"source": source}) from None
     resolver = resolver_for(request)
     try:
-        return await run_in_threadpool(resolver.resolve, parsed)
+        proposal = await run_in_threadpool(resolver.resolve, parsed)
     except HubError as exc:
         raise hub_error_to_api(exc) from None
+    return await run_in_threadpool(with_evidence_and_sizing, proposal)
 
 
 def hub_error_to_api(exc: HubError) -> ApiError:

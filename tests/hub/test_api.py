@@ -43,7 +43,12 @@ def test_resolve_kimi_k3(client, tmp_path):
     assert body["weight_bytes"] == 1_560_860_324_864 and body["weight_bytes_source"] == "safetensors_files"
     assert body["sha"] == SNAP["moonshotai/Kimi-K3"]["sha"] and body["revision"] == "main"
     assert body["architecture"] == "KimiLinearForCausalLM"
-    assert body["config"]["model_type"] == "kimi_k3" and body["evidence"] is None and body["sizing"] is None
+    assert body["config"]["model_type"] == "kimi_k3"
+    # The proposal carries the recipe evidence and the plane's sizing of each variant.
+    assert {v["name"]: v["vram_minimum_gb"] for v in body["evidence"]["variants"]} == {"default": 1680, "nvfp4": 1650}
+    sized = {s["variant"]: s for s in body["sizing"]["sizing"]}
+    assert sized["default"]["report"]["floor"]["ours_gb"] == 1874
+    assert sized["nvfp4"]["weight"]["method"] == "derived"
     # Writes nothing but the Hub cache.
     assert sorted(p.name for p in tmp_path.iterdir()) == ["hf-cache"]
 

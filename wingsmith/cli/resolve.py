@@ -22,12 +22,13 @@ def _run(args) -> int:
     from wingsmith.config import get_settings
     from wingsmith.hub import HubError, InvalidSource, Resolver
     from wingsmith.logs import configure_logging
+    from wingsmith.proposals import with_evidence_and_sizing
 
     settings = get_settings()
     configure_logging("WARNING", settings.log_format)
     resolver = Resolver(settings.hf_endpoint, settings.hf_token_ref, settings.home_dir / "hf-cache")
     try:
-        proposal = resolver.resolve(args.source)
+        proposal = with_evidence_and_sizing(resolver.resolve(args.source))
     except (InvalidSource, HubError) as exc:
         print(f"wingsmith resolve: {exc}", file=sys.stderr)
         return EXIT_CODES.get(type(exc).__name__, 1)

@@ -198,7 +198,25 @@ def _start_backing_services(plane: Plane) -> dict[str, str]:
         plane.servers.append(server)
         env["TEMPORAL_ADDRESS"] = server.address
         env["WINGSMITH_TEMPORAL_UI_URL"] = f"http://localhost:{s.temporal_ui_port}"
+
+    if plane.offline_hub:
+        cmd = [sys.executable, "-m", "sim.hub", "--port", str(s.offline_hub_port)]
+        ref = s.hf_token_ref or ""
+        if ref and not ref.startswith("file:"):
+            cmd += ["--grant-token-env", ref.removeprefix("env:")]  # the configured token may read gated repos
+        _start_child(plane, "offline-hub", cmd, s.offline_hub_port)
+        env["WINGSMITH_HF_ENDPOINT"] = f"http://127.0.0.1:{s.offline_hub_port}"
+        _say(f"hub: offline snapshot server at {env['WINGSMITH_HF_ENDPOINT']}")
     return env
+
+
+def _start_child(plane: Plane, name: str, cmd: list[str], port: int, **env: str) -> Child:
+    from wingsmith.local.temporal_server import wait_for_port
+    child = Child(name=name, cmd=cmd, env=plane.child_env(**env), log_path=plane.home / "logs" / f"{name}.log")
+    child.start()
+    plane.children.append(child)
+    wait_for_port("127.0.0.1", port, 30, child.process, name)
+    return child
 
 
 def _wait_ready(api_url: str, plane: Plane, timeout: float) -> None:
@@ -224,8 +242,8 @@ def _print_banner(plane: Plane, api_url: str, env: dict[str, str]) -> None:
     token_note = "from WINGSMITH_AUTH_TOKENS"
     if not s.auth_tokens:
         tokens = json.loads(plane.settings.tokens_file.read_text())
-        token = next(iter(tokens))
-        token_note = f"{token}  (local admin, stored in {plane.settings.tokens_file})"
+        token_note = "\n              ".join(f"{t}  ({e['name']}: {', '.join(e['roles'])})" for t, e in tokens.items())
+        token_note += f"\n              (stored in {plane.settings.tokens_file})"
     lines = [
         "",
         "Wingsmith is up.",

@@ -1,0 +1,76 @@
+"""How CLI commands talk to a running plane: HTTP to the API (`--api`, else WINGSMITH_API_URL, else
+http://127.0.0.1:8000) with the bearer token in WINGSMITH_TOKEN, else the local admin token that
+`wingsmith up` created. Exit codes mean something: 2 invalid, 3 not found, 4 not allowed,
+5 conflict, 1 anything else (unreachable, server error)."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from typing import Any, Callable
+
+EXIT = {400: 2, 401: 4, 403: 4, 404: 3, 409: 5, 422: 2}
+
+
+def add_common(parser) -> None:
+    parser.add_argument("--api", default=None, help="API base URL (default: $WINGSMITH_API_URL or http://127.0.0.1:8000)")
+    parser.add_argument("--json", action="store_true", help="print the API's JSON instead of a table")
+
+
+def token(role: str = "admin") -> str | None:
+    """WINGSMITH_TOKEN, else the first local token holding `role` (`wingsmith up` makes an admin and,
+    for four-eyes review, a separate approver)."""
+    value = os.environ.get("WINGSMITH_TOKEN")
+    if value:
+        return value
+    from wingsmith.config import get_settings
+    try:
+        table = json.loads(get_settings().tokens_file.read_text())
+    except (OSError, ValueError):
+        return None
+    holders = [t for t, e in table.items() if isinstance(e, dict) and role in e.get("roles", ())]
+    return holders[0] if holders else None
+
+
+def base_url(args) -> str:
+    return (getattr(args, "api", None) or os.environ.get("WINGSMITH_API_URL") or "http://127.0.0.1:8000").rstrip("/")
+
+
+def request(args, method: str, path: str, body: Any = None, *, prog: str, params: dict | None = None,
+            timeout: float = 60, role: str = "admin") -> tuple[int, Any]:
+    """(exit code, JSON body or None). Errors are printed in the API's words."""
+    import httpx
+
+    base = base_url(args)
+    headers = {"Authorization": f"Bearer {tok}"} if (tok := token(role)) else {}
+    try:
+        response = httpx.request(method, base + path, json=body, params=params, headers=headers, timeout=timeout)
+    except httpx.HTTPError as exc:
+        print(f"{prog}: the API at {base} is not reachable ({type(exc).__name__})", file=sys.stderr)
+        return 1, None
+    data = response.json() if response.content else None
+    if response.status_code >= 400:
+        error = data.get("error", {}) if isinstance(data, dict) else {}
+        print(f"{prog}: {error.get('message') or f'HTTP {response.status_code}'}", file=sys.stderr)
+        return EXIT.get(response.status_code, 1), data
+    return 0, data
+
+
+def call(args, method: str, path: str, body: Any, render: Callable[[Any], str], *, prog: str,
+         params: dict | None = None, role: str = "admin") -> int:
+    code, data = request(args, method, path, body, prog=prog, params=params, role=role)
+    if code == 0:
+        print(json.dumps(data, indent=2, default=str) if getattr(args, "json", False) else render(data))
+    return code
+
+
+def table(header: tuple[str, ...], rows: list[tuple]) -> str:
+    cells = [tuple(str(c) for c in header)] + [tuple("-" if c in (None, "") else str(c) for c in r) for r in rows]
+    widths = [max(len(r[i]) for r in cells) for i in range(len(header))]
+    return "\n".join("  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in cells)
+
+
+def pairs(rows: list[tuple[str, Any]]) -> str:
+    width = max(len(k) for k, _ in rows)
+    return "\n".join(f"{k:<{width}}  {'-' if v in (None, '') else v}" for k, v in rows)
