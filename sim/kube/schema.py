@@ -55,8 +55,22 @@ def _causes_for(error: ValidationError) -> list[dict[str, str]]:
         return [{"reason": "FieldValueTypeInvalid", "field": where,
                  "message": f"Invalid value: {_shown(error.instance)}: {where} in body must be of type "
                             f"{error.validator_value}: {_shown(error.instance)}"}]
+    rule = _RULES.get(error.validator)
+    text = rule.format(error.validator_value) if rule else error.message
     return [{"reason": "FieldValueInvalid", "field": where,
-             "message": f"Invalid value: {_shown(error.instance)}: {where} in body {error.message}"}]
+             "message": f"Invalid value: {_shown(error.instance)}: {where} in body {text}"}]
+
+
+# The API server's wording for the common range and size rules.
+_RULES = {
+    "minimum": "should be greater than or equal to {}",
+    "maximum": "should be less than or equal to {}",
+    "minLength": "should be at least {} chars long",
+    "maxLength": "may not be more than {} chars long",
+    "minItems": "should have at least {} items",
+    "maxItems": "must have at most {} items",
+    "pattern": "should match '{}'",
+}
 
 
 class ObjectSchema:

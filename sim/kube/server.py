@@ -164,6 +164,8 @@ async def _dispatch(cluster: SimulatedCluster, request: Request) -> Response:
     if method == "PUT":
         return _written(store.replace(rt, version, namespace, name, _json(raw), opts, subresource=sub), opts)
     if content_type.split(";")[0].strip().lower() == APPLY:
+        if not query.get("fieldManager"):
+            raise errors.bad_request("PATCH, application/apply-patch+yaml requires fieldManager parameter")
         existed = store.exists(rt, namespace, name)
         body = raw.decode() if raw else ""
         return _written(store.patch(rt, version, namespace, name, body, content_type, opts, subresource=sub),
