@@ -45,8 +45,12 @@ def core(api: client.ApiClient) -> client.CoreV1Api:
 
 
 @pytest.fixture
-def namespace(core: client.CoreV1Api) -> str:
-    """A fresh namespace per test, so tests never see each other's objects."""
+def namespace(core: client.CoreV1Api) -> Iterator[str]:
+    """A fresh namespace per test, deleted afterwards so its pods give their GPUs back."""
     name = f"t{next(_names)}-{int(time.time() * 1000) % 100000}"
     core.create_namespace({"metadata": {"name": name}})
-    return name
+    yield name
+    core.delete_namespace(name)
+    deadline = time.monotonic() + 5
+    while core.list_namespaced_pod(name).items and time.monotonic() < deadline:
+        time.sleep(0.02)
