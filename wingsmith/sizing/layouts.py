@@ -16,8 +16,9 @@ The plane's choices, per layout (`gpus` = GPUs of one replica group, `n` = GPUs 
   attention, dense MLPs, shared experts and embeddings are replicated on every rank, routed
   experts are split `gpus` ways, and each rank keeps the unsharded KV of its own
   ceil(concurrency / gpus) sequences. MoE models only.
-- `multi_node_tp_dp`: one full replica per node (TP over the node's GPUs), data parallel across
-  nodes; each node serves ceil(concurrency / nodes) sequences.
+- `multi_node_tp_dp`: attention is tensor-parallel within each node and data-parallel across
+  nodes (each node serves ceil(concurrency / nodes) sequences); for MoE models vLLM shards the
+  routed experts over every DP × TP rank, so experts are split `gpus` ways and the rest per node.
 - `pd_cluster`: the GPUs are split evenly into a prefill pool and a decode pool, each a
   tensor-parallel replica over half the GPUs (within one node, or whole nodes). The decode pool holds the KV of every running
   sequence, so it is the one sized; the prefill pool needs no more than that.
@@ -117,8 +118,8 @@ def plan(model: TextModel, layout: str, gpus: int, hardware: Hardware) -> Parall
                             dense_split=gpus)
     if layout == "multi_node_tp_dp":
         _check_tp(model, n, layout)
-        return ParallelPlan(layout=layout, gpus=gpus, nodes=nodes, tp=n, dp=nodes, expert_split=n,
-                            dense_split=n)
+        return ParallelPlan(layout=layout, gpus=gpus, nodes=nodes, tp=n, dp=nodes,
+                            expert_split=gpus if model.is_moe else n, dense_split=n)
     # multi_node_dep
     return ParallelPlan(layout=layout, gpus=gpus, nodes=nodes, tp=1, dp=gpus, expert_split=gpus,
                         dense_split=1)
