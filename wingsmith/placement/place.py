@@ -19,6 +19,7 @@ Node rules:
 
 from __future__ import annotations
 
+import gc
 import heapq
 
 from wingsmith.hardware import Hardware, get_hardware
@@ -44,6 +45,21 @@ class PlacementInputError(ValueError):
 
 def place(plan: PlacementPlan, inventories: list[ClusterInventory],
           clusters: list[ClusterInfo]) -> PlacementDecision:
+    # A decision over thousands of clusters allocates tens of thousands of small objects, none in a
+    # reference cycle; letting the cyclic collector run in the middle only rescans the (large,
+    # long-lived) inventories and doubles the tail latency. Reference counting frees everything.
+    collecting = gc.isenabled()
+    if collecting:
+        gc.disable()
+    try:
+        return _place(plan, inventories, clusters)
+    finally:
+        if collecting:
+            gc.enable()
+
+
+def _place(plan: PlacementPlan, inventories: list[ClusterInventory],
+           clusters: list[ClusterInfo]) -> PlacementDecision:
     infos = _unique(clusters, "clusters", lambda c: c.name)
     invs = _unique(inventories, "inventories", lambda i: i.cluster)
     card = get_hardware(plan.hardware)
@@ -68,7 +84,7 @@ def place(plan: PlacementPlan, inventories: list[ClusterInventory],
 
 class _Context:
     __slots__ = ("plan", "card", "g", "n", "regions", "allowed", "denied", "required", "preferred",
-                 "shape")
+                 "shape", "static_filters")
 
     def __init__(self, plan: PlacementPlan, card: Hardware):
         c = plan.constraints
@@ -78,6 +94,7 @@ class _Context:
         self.required, self.preferred = c.required_labels, c.preferred_labels
         nodes = f" × {self.n} nodes" if self.n > 1 else ""
         self.shape = f"{self.g} {card.id} GPU(s){nodes}"
+        self.static_filters: dict[tuple, list[FilterResult]] = {}
 
 
 class _Candidate:
@@ -112,35 +129,17 @@ def _check(cand: _Candidate, name: str, passed: bool, reason: str) -> None:
 def _evaluate(name: str, info: ClusterInfo | None, inv: ClusterInventory | None, ctx: _Context) -> _Candidate:
     cand = _Candidate(name)
     card, g, n = ctx.card, ctx.g, ctx.n
-
-    _check(cand, "registered", info is not None,
-           "registered" if info is not None else "not registered: an inventory was given for an unknown cluster")
-    if inv is None:
-        _check(cand, "inventory", False, "no inventory has been read for this cluster")
-    elif inv.error:
-        _check(cand, "inventory", False, f"inventory read failed: {inv.error}")
-    else:
-        _check(cand, "inventory", True, f"{inv.source} inventory")
-    info = info or ClusterInfo(name=name)
-
-    _check(cand, "cordon", not info.cordoned, "cordoned: takes no new replicas" if info.cordoned else "not cordoned")
-    if ctx.allowed:
-        ok = name in ctx.allowed
-        _check(cand, "allowed_clusters", ok, "in the allowed clusters" if ok else "not in the allowed clusters")
-    else:
-        _check(cand, "allowed_clusters", True, "no allow-list")
-    ok = name not in ctx.denied
-    _check(cand, "denied_clusters", ok, "not denied" if ok else "in the denied clusters")
-    if ctx.regions:
-        ok = info.region in ctx.regions
-        _check(cand, "region", ok, f"region {info.region or '(none)'} " + ("is allowed" if ok else
-               f"is not one of {', '.join(sorted(ctx.regions))}"))
-    else:
-        _check(cand, "region", True, "any region")
-    missing = [f"{k}={v}" for k, v in sorted(ctx.required.items()) if info.labels.get(k) != v]
-    _check(cand, "required_labels", not missing,
-           f"lacks label(s) {', '.join(missing)}" if missing else
-           ("carries the required labels" if ctx.required else "no required labels"))
+    info_or_blank = info or ClusterInfo(name=name)
+    # The filters that do not look at nodes depend on a few facts that most clusters share: decide
+    # them once per distinct combination.
+    key = (info is not None, None if inv is None else (inv.error or "", inv.source), info_or_blank.cordoned,
+           name in ctx.allowed, name in ctx.denied, info_or_blank.region if ctx.regions else None,
+           tuple(info_or_blank.labels.get(k) for k in ctx.required))
+    static = ctx.static_filters.get(key)
+    if static is None:
+        static = ctx.static_filters[key] = _static_filters(name, info, inv, ctx)
+    cand.filters.extend(static)
+    info = info_or_blank
 
     pools = inv.pools if inv is not None and not inv.error else []
     matching = [p for p in pools if p.hardware_id == card.id]
@@ -187,6 +186,40 @@ def _evaluate(name: str, info: ClusterInfo | None, inv: ClusterInventory | None,
     if cand.eligible:
         _score(cand, info, whole, ctx)
     return cand
+
+
+def _static_filters(name: str, info: ClusterInfo | None, inv: ClusterInventory | None,
+                    ctx: _Context) -> list[FilterResult]:
+    cand = _Candidate(name)
+    _check(cand, "registered", info is not None,
+           "registered" if info is not None else "not registered: an inventory was given for an unknown cluster")
+    if inv is None:
+        _check(cand, "inventory", False, "no inventory has been read for this cluster")
+    elif inv.error:
+        _check(cand, "inventory", False, f"inventory read failed: {inv.error}")
+    else:
+        _check(cand, "inventory", True, f"{inv.source} inventory")
+    info = info or ClusterInfo(name=name)
+
+    _check(cand, "cordon", not info.cordoned, "cordoned: takes no new replicas" if info.cordoned else "not cordoned")
+    if ctx.allowed:
+        ok = name in ctx.allowed
+        _check(cand, "allowed_clusters", ok, "in the allowed clusters" if ok else "not in the allowed clusters")
+    else:
+        _check(cand, "allowed_clusters", True, "no allow-list")
+    ok = name not in ctx.denied
+    _check(cand, "denied_clusters", ok, "not denied" if ok else "in the denied clusters")
+    if ctx.regions:
+        ok = info.region in ctx.regions
+        _check(cand, "region", ok, f"region {info.region or '(none)'} " + ("is allowed" if ok else
+               f"is not one of {', '.join(sorted(ctx.regions))}"))
+    else:
+        _check(cand, "region", True, "any region")
+    missing = [f"{k}={v}" for k, v in sorted(ctx.required.items()) if info.labels.get(k) != v]
+    _check(cand, "required_labels", not missing,
+           f"lacks label(s) {', '.join(missing)}" if missing else
+           ("carries the required labels" if ctx.required else "no required labels"))
+    return cand.filters
 
 
 def _other_cards(pools, inv: ClusterInventory | None) -> str:
