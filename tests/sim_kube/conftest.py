@@ -45,11 +45,13 @@ def core(api: client.ApiClient) -> client.CoreV1Api:
 
 
 @pytest.fixture
-def namespace(core: client.CoreV1Api) -> Iterator[str]:
+def namespace(sim: SimulatedClusters, core: client.CoreV1Api) -> Iterator[str]:
     """A fresh namespace per test, deleted afterwards so its pods give their GPUs back."""
     name = f"t{next(_names)}-{int(time.time() * 1000) % 100000}"
     core.create_namespace({"metadata": {"name": name}})
     yield name
+    for cluster in sim.names:  # injected faults must not break the clean-up
+        sim.faults(cluster).reset()
     core.delete_namespace(name)
     deadline = time.monotonic() + 5
     while core.list_namespaced_pod(name).items and time.monotonic() < deadline:
