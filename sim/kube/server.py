@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
@@ -185,17 +186,25 @@ def _written(obj: dict[str, Any], opts: WriteOptions, code: int = 200) -> JSONRe
     return JSONResponse(obj, status_code=code, headers=headers)
 
 
+def _version_priority(version: str) -> tuple[int, int, int]:
+    """Kubernetes orders versions GA > beta > alpha, then by number: v1 > v1beta2 > v1beta1 > v1alpha1."""
+    match = re.fullmatch(r"v(\d+)(?:(alpha|beta)(\d+))?", version)
+    if not match:
+        return (-1, 0, 0)
+    stage = {"alpha": 0, "beta": 1, None: 2}[match.group(2)]
+    return (stage, int(match.group(1)), int(match.group(3) or 0))
+
+
 def _group_list(cluster: SimulatedCluster, only: str | None) -> dict[str, Any]:
-    groups: dict[str, list[str]] = {"apiextensions.k8s.io": ["v1"]}
-    preferred: dict[str, str] = {"apiextensions.k8s.io": "v1"}
+    groups: dict[str, set[str]] = {"apiextensions.k8s.io": {"v1"}}
     for rt in cluster.store.types:
         if rt.group:
-            groups.setdefault(rt.group, [])
-            groups[rt.group] += [v for v in rt.versions if v not in groups[rt.group]]
-            preferred[rt.group] = rt.storage_version
-    entries = [{"name": g, "versions": [{"groupVersion": f"{g}/{v}", "version": v} for v in vs],
-                "preferredVersion": {"groupVersion": f"{g}/{preferred[g]}", "version": preferred[g]}}
-               for g, vs in sorted(groups.items())]
+            groups.setdefault(rt.group, set()).update(rt.versions)
+    entries = []
+    for group, versions in sorted(groups.items()):
+        ordered = sorted(versions, key=_version_priority, reverse=True)
+        entries.append({"name": group, "versions": [{"groupVersion": f"{group}/{v}", "version": v} for v in ordered],
+                        "preferredVersion": {"groupVersion": f"{group}/{ordered[0]}", "version": ordered[0]}})
     if only is not None:
         match = [e for e in entries if e["name"] == only]
         if not match:
