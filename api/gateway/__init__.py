@@ -1,0 +1,6 @@
+"""The local gateway: an OpenAI-compatible router, its own ASGI app (`create_gateway_app`), served by
+`python -m api.gateway --port 8080`. The plane drives it through `wingsmith.gateway.LocalGatewayClient`."""
+
+from api.gateway.app import BACKEND_HEADER, create_gateway_app
+
+__all__ = ["BACKEND_HEADER", "create_gateway_app"]

@@ -1,0 +1,52 @@
+"""`python -m api.gateway --port 8080`: serve the local gateway until interrupted."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import socket
+import sys
+from pathlib import Path
+
+import uvicorn
+
+from api.gateway.app import create_gateway_app
+from wingsmith.logs import configure_logging
+
+TOKEN_REF_ENV = "WINGSMITH_GATEWAY_ADMIN_TOKEN_REF"
+
+
+def listening_socket(host: str, port: int) -> socket.socket:
+    # IPPROTO_TCP explicitly: asyncio sets TCP_NODELAY only on accepted sockets whose proto says TCP;
+    # without it small streamed chunks wait on Nagle and delayed ACKs (~40 ms each).
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind((host, port))
+    return sock
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m api.gateway", description=__doc__.splitlines()[0])
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--port", type=int, default=8080)
+    parser.add_argument("--state-dir", type=Path, default=Path(".wingsmith/gateway"),
+                        help="where the routes are saved so a restart keeps them")
+    parser.add_argument("--admin-token-ref", default=os.environ.get(TOKEN_REF_ENV),
+                        help="env var name or file:<path> holding the admin bearer token "
+                             f"(default: ${TOKEN_REF_ENV}); never the token itself")
+    parser.add_argument("--probe-interval", type=float, default=1.0,
+                        help="seconds between probes of a backend that is cooling down")
+    parser.add_argument("--log-level", default="INFO")
+    args = parser.parse_args(argv)
+    configure_logging(args.log_level)
+    if not args.admin_token_ref:
+        print("warning: no --admin-token-ref: the admin API refuses every call", file=sys.stderr)
+    app = create_gateway_app(state_dir=args.state_dir, admin_token_ref=args.admin_token_ref,
+                             probe_interval=args.probe_interval)
+    config = uvicorn.Config(app, log_level="warning", access_log=False, timeout_keep_alive=120)
+    uvicorn.Server(config).run(sockets=[listening_socket(args.host, args.port)])
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
