@@ -1,0 +1,71 @@
+"""The four steps from a model to an endpoint, as the exact API calls a person can paste.
+
+The workload and endpoint bodies follow the API of #9/#10; keep them equal to those routes' request
+models (the console's tests check the resolve and register calls against the running API)."""
+
+from __future__ import annotations
+
+import json
+import shlex
+
+from pydantic import BaseModel
+
+AUTH = '-H "Authorization: Bearer $WINGSMITH_TOKEN"'
+JSON = "-H 'Content-Type: application/json'"
+
+
+class Step(BaseModel):
+    title: str
+    words: str
+    calls: list[str]
+
+
+_VARS = ("$SHA", "$WORKLOAD_ID")
+
+
+def _body(body: dict) -> str:
+    # Single-quoted JSON, reopened around the shell variables so they still expand.
+    quoted = shlex.quote(json.dumps(body))
+    for var in _VARS:
+        quoted = quoted.replace(var, f"'\"{var}\"'")
+    return quoted
+
+
+def _post(base: str, path: str, body: dict) -> str:
+    return f'curl -sS -X POST {AUTH} {JSON} \\\n  -d {_body(body)} \\\n  "{base}{path}"'
+
+
+def _get(base: str, path: str) -> str:
+    return f'curl -sS {AUTH} \\\n  "{base}{path}"'
+
+
+def journey_steps(base_url: str, hf_id: str, *, hardware: str, gpus: int, layout: str) -> list[Step]:
+    base = base_url.rstrip("/")
+    artifact = f"{hf_id}@$SHA"
+    art_path = f"/v1/artifacts/{artifact}"
+    served_name = hf_id.rsplit("/", 1)[-1].lower()
+    return [
+        Step(title="1. Resolve", words=(
+            "Ask the plane what it would register: the exact commit, licence, weight size, the recipe "
+            "evidence and the plane's own sizing. Nothing is written. The second line keeps the commit (sha) in $SHA for the next steps."),
+            calls=[_get(base, f"/v1/artifacts/resolve?source=hf:{hf_id}"),
+                   "SHA=$(" + _get(base, f"/v1/artifacts/resolve?source=hf:{hf_id}").replace("\\\n  ", "")
+                   + " | python3 -c 'import json, sys; print(json.load(sys.stdin)[\"sha\"])')"]),
+        Step(title="2. Draft (register, then review)", words=(
+            "Register the model at that commit (operator role). The plane builds a draft with the evidence "
+            "and its sizing and waits for a person. An approver reads the draft (here in the console, or "
+            "with the GET below) and approves the draft version they read."),
+            calls=[_post(base, "/v1/artifacts", {"source": f"hf:{hf_id}"}),
+                   _get(base, art_path),
+                   _post(base, f"{art_path}/review",
+                         {"decision": "approve", "draft_version": 1, "comment": "floors and layouts checked"})]),
+        Step(title="3. Workload", words=(
+            f"Run the approved artifact: engine, hardware ({gpus} × {hardware}), layout ({layout}) and how many "
+            "copies. The plane checks it against the approved draft, picks the clusters and rolls it out."),
+            calls=[_post(base, "/v1/workloads", {"artifact": artifact, "engine": "vllm", "hardware": hardware,
+                                                 "gpus": gpus, "layout": layout, "replicas": 1})]),
+        Step(title="4. Endpoint", words=(
+            "Give the workload one model name for clients. The gateway sends requests to every cluster "
+            "where it is ready."),
+            calls=[_post(base, "/v1/endpoints", {"name": served_name, "workloads": ["$WORKLOAD_ID"]})]),
+    ]

@@ -1,0 +1,128 @@
+"""Signing in to the console: an API token pasted once becomes an HttpOnly, SameSite=Strict cookie
+(the same `wingsmith_token` cookie api.auth accepts), and every form carries a per-session CSRF
+token that must match the one in its own HttpOnly cookie."""
+
+from __future__ import annotations
+
+import hmac
+import secrets
+from typing import Annotated
+from urllib.parse import urlsplit
+
+from fastapi import APIRouter, Depends, Request
+from fastapi.responses import FileResponse
+
+from api.auth import ROLES, Principal, TokenTable
+from api.console.rendering import (HERE, ConsoleRoute, LoginRequired, first, read_form, redirect, render,
+                                   safe_next)
+from api.errors import ApiError
+
+TOKEN_COOKIE = "wingsmith_token"
+CSRF_COOKIE = "wingsmith_csrf"
+CSRF_FIELD = "csrf"
+SESSION_SECONDS = 12 * 3600
+
+router = APIRouter(route_class=ConsoleRoute)
+
+
+def signed_in(request: Request) -> Principal | None:
+    token = request.cookies.get(TOKEN_COOKIE)
+    if not token:
+        return None
+    table: TokenTable = request.app.state.tokens
+    return table.lookup(token)
+
+
+def require_console(role: str):
+    def dependency(request: Request) -> Principal:
+        principal = signed_in(request)
+        if principal is None:
+            raise LoginRequired()
+        if not principal.has(role):
+            raise ApiError(403, f"You are signed in as {principal.name} ({', '.join(sorted(principal.roles))}); "
+                                f"this needs the {role} role.")
+        return principal
+
+    dependency.__name__ = f"console_{role}"
+    return dependency
+
+
+ConsoleViewer = Annotated[Principal, Depends(require_console("viewer"))]
+ConsoleApprover = Annotated[Principal, Depends(require_console("approver"))]
+
+
+def csrf_token(request: Request) -> str:
+    """This browser session's CSRF token; a new one is made (and set by `render`) when there is none."""
+    existing = getattr(request.state, "csrf", None) or request.cookies.get(CSRF_COOKIE)
+    if not existing:
+        existing = request.state.csrf_new = secrets.token_urlsafe(24)
+    request.state.csrf = existing
+    return existing
+
+
+def remember_csrf(request: Request, response) -> None:
+    new = getattr(request.state, "csrf_new", None)
+    if new:
+        _set_cookie(request, response, CSRF_COOKIE, new)
+
+
+def _set_cookie(request: Request, response, name: str, value: str) -> None:
+    response.set_cookie(name, value, max_age=SESSION_SECONDS, path="/console", httponly=True, samesite="strict",
+                        secure=request.url.scheme == "https")
+
+
+def check_csrf(request: Request, form: dict[str, list[str]]) -> None:
+    """Refuse a form that did not come from a console page of this browser session."""
+    expected = request.cookies.get(CSRF_COOKIE, "")
+    sent = first(form, CSRF_FIELD)
+    origin = request.headers.get("origin")
+    if origin and origin != "null":
+        here = urlsplit(str(request.base_url))
+        there = urlsplit(origin)
+        if (there.scheme, there.netloc) != (here.scheme, here.netloc):
+            raise ApiError(403, "This form was sent from another site, so it was refused.", code="csrf")
+    if not expected or not sent or not hmac.compare_digest(expected.encode(), sent.encode()):
+        raise ApiError(403, "This form has expired or did not come from this console. Reload the page and "
+                            "try again.", code="csrf")
+
+
+@router.get("/static/console.css")
+def stylesheet() -> FileResponse:
+    return FileResponse(HERE / "static" / "console.css", media_type="text/css",
+                        headers={"Cache-Control": "public, max-age=300"})
+
+
+@router.get("/login")
+def login_page(request: Request, next: str | None = None):
+    return render(request, "login.html", next=safe_next(next), roles=ROLES)
+
+
+@router.post("/login")
+async def login(request: Request):
+    form = await read_form(request)
+    check_csrf(request, form)
+    token = first(form, "token").strip()
+    target = safe_next(first(form, "next"))
+    table: TokenTable = request.app.state.tokens
+    principal = table.lookup(token) if token else None
+    if principal is None:
+        message = ("Paste your API token to sign in." if not token else
+                   "That token is not known to this plane. Check that it was copied whole, or ask an admin "
+                   "for a new one.")
+        return render(request, "login.html", status_code=401 if token else 422, next=target, roles=ROLES,
+                      error=message, principal=None)
+    response = redirect(target)
+    _set_cookie(request, response, TOKEN_COOKIE, token)
+    # A fresh CSRF token per sign-in: one planted before sign-in is worth nothing after it.
+    _set_cookie(request, response, CSRF_COOKIE, secrets.token_urlsafe(24))
+    return response
+
+
+@router.post("/logout")
+async def logout(request: Request):
+    form = await read_form(request)
+    check_csrf(request, form)
+    response = redirect("/console/login?signed_out=1")
+    for name in (TOKEN_COOKIE, CSRF_COOKIE):
+        response.delete_cookie(name, path="/console", httponly=True, samesite="strict")
+    return response
