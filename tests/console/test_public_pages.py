@@ -1,0 +1,112 @@
+"""The public model pages: readable without a token, built from the recipe catalog alone."""
+
+from __future__ import annotations
+
+import re
+from html import unescape
+
+from wingsmith.recipes import load_catalog, max_num_seqs_default, serve_command
+
+KIMI_LAYOUTS = ["single_node_tp", "multi_node_tp", "multi_node_tep", "multi_node_tp_pp", "multi_node_dep",
+                "pd_cluster", "multi_node_tp_dp"]
+
+
+def rows(html: str, kind: str) -> dict[str, str]:
+    """`data-<kind>` table rows by name → their text, tags stripped."""
+    out = {}
+    for m in re.finditer(rf'<tr data-{kind}="([^"]+)"[^>]*>(.*?)</tr>', html, re.S):
+        out[m.group(1)] = " ".join(unescape(re.sub(r"<[^>]+>", " ", m.group(2))).split())
+    return out
+
+
+def commands(html: str) -> list[str]:
+    return [unescape(c) for c in re.findall(r'<pre class="command"[^>]*>(.*?)</pre>', html, re.S)]
+
+
+async def test_model_index_lists_every_recipe(anon):
+    r = await anon.get("/console/models")
+    assert r.status_code == 200 and "text/html" in r.headers["content-type"]
+    for recipe in load_catalog().recipes.values():
+        assert f'href="/console/models/{recipe.path}"' in r.text
+
+
+async def test_kimi_page_reads_without_a_token(anon):
+    r = await anon.get("/console/models/moonshotai/Kimi-K3")
+    assert r.status_code == 200, r.text
+    html = r.text
+    catalog = load_catalog()
+
+    layouts = rows(html, "layout")
+    assert list(layouts) == KIMI_LAYOUTS
+    assert "default" in layouts["single_node_tp"] and "default" not in layouts["multi_node_tp"]
+    assert "only on gb200, gb300, h200" in layouts["multi_node_tp_dp"]
+    assert "h200 : the recipe marks multi_node_dep unsupported on h200" in layouts["multi_node_dep"]
+
+    hardware = rows(html, "hardware")
+    assert "GB200 NVL4" in hardware["gb200"] and " 4 " in f" {hardware['gb200']} "
+    assert "tested by vLLM" in hardware["h200"] and "yes" in hardware["h200"]
+    assert "not stated by the recipe" in hardware["h100"]
+    assert "only NVIDIA GPUs can be placed" in hardware["mi355x"]
+
+    variants = rows(html, "variant")
+    assert "1680 GB" in variants["default"] and "an estimate" in variants["default"]
+    assert "1650 GB" in variants["nvfp4"] and "RedHatAI/Kimi-K3-NVFP4" in variants["nvfp4"]
+
+    features = rows(html, "feature")
+    assert "on" in features["reasoning"].split() and "--reasoning-parser kimi_k3" in features["reasoning"]
+    assert "opt-in" in features["spec_decoding"] and "on amd the flags are" in features["spec_decoding"]
+
+    # The default command is the recipe's default layout on its default card, as serve_command builds it.
+    kimi = catalog.find("moonshotai/Kimi-K3")
+    expected = serve_command(kimi, "default", "b300", "single_node_tp", [], catalog=catalog)
+    shown = commands(html)
+    serve = next(c for c in shown if c.lstrip().startswith(("vllm serve", *[f"{k}=" for k in expected.env])))
+    assert "vllm serve moonshotai/Kimi-K3" in serve
+    for flag in expected.args:
+        if flag.startswith("--"):
+            assert flag in serve
+
+    seqs = rows(html, "card")
+    gb200 = max_num_seqs_default("moonshotai/Kimi-K3", "gb200", catalog)
+    assert gb200.value == 256 and "256" in seqs["gb200"] and gb200.source_path in seqs["gb200"]
+    assert "engine's default" in seqs["h200"] and "mi355x" not in seqs
+    assert catalog.vllm_source.commit in html and catalog.dynamo_source.commit in html
+
+    # The four steps, with calls against this plane.
+    for title in ("1. Resolve", "2. Draft", "3. Workload", "4. Endpoint"):
+        assert title in html
+    assert any('"http://plane/v1/artifacts/resolve?source=hf:moonshotai/Kimi-K3"' in c for c in shown)
+    assert any("-d '{\"source\": \"hf:moonshotai/Kimi-K3\"}'" in c and "/v1/artifacts\"" in c for c in shown)
+
+
+async def test_a_chosen_layout_and_hardware_render_their_command(anon):
+    r = await anon.get("/console/models/moonshotai/Kimi-K3", params={"hardware": "gb200", "layout": "multi_node_tp"})
+    assert r.status_code == 200
+    shown = [c for c in commands(r.text) if "vllm serve" in c]
+    assert len(shown) == 2, "one command per node: 8 GPUs on 4-GPU nodes"
+    assert "--node-rank 0" in shown[0] and "--node-rank 1" in shown[1]
+    assert "--master-addr $HEAD_NODE_IP" in shown[1], "the head address stays a shell variable"
+    assert 'value="gb200" selected' in r.text and "<option selected>multi_node_tp</option>" in r.text
+
+    pd = await anon.get("/console/models/moonshotai/Kimi-K3", params={"hardware": "h200", "layout": "pd_cluster"})
+    roles = re.findall(r'<pre class="command" data-role="([a-z]+)"', pd.text)
+    assert "prefill" in roles and "decode" in roles
+
+
+async def test_a_choice_the_recipe_rules_out_is_explained_in_the_page(anon):
+    r = await anon.get("/console/models/moonshotai/Kimi-K3", params={"hardware": "h200", "layout": "multi_node_dep"})
+    assert r.status_code == 200
+    assert "This choice does not work: the recipe marks multi_node_dep unsupported on h200" in unescape(r.text)
+    bad = await anon.get("/console/models/moonshotai/Kimi-K3", params={"hardware": "tpu9", "layout": "single_node_tp"})
+    assert bad.status_code == 200 and "This choice does not work" in bad.text and "tpu9" in bad.text
+
+
+async def test_unknown_model_is_a_404_page(anon):
+    r = await anon.get("/console/models/nobody/NoSuchModel")
+    assert r.status_code == 404 and "text/html" in r.headers["content-type"]
+    assert "There is no recipe for nobody/NoSuchModel" in r.text
+
+
+async def test_stylesheet_is_served(anon):
+    r = await anon.get("/console/static/console.css")
+    assert r.status_code == 200 and r.headers["content-type"].startswith("text/css") and "pre.command" in r.text
