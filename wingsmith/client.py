@@ -71,3 +71,27 @@ async def _exists(client: Client, workflow_id: str) -> bool:
 def artifact_handle(client: Client, artifact: str) -> WorkflowHandle:
     from workflows.artifact import ArtifactWorkflow
     return client.get_workflow_handle_for(ArtifactWorkflow.run, f"artifact/{artifact}")
+
+
+async def create_workload(client: Client, settings: Settings, *, plan, requested_by: str, repo_id: str):
+    """Start the workload's workflow; repeating it with the same workload id returns the running one."""
+    from wingsmith.workload_state import WorkloadWorkflowInput
+    from workflows.workload import WorkloadWorkflow, start_search_attributes
+
+    params = WorkloadWorkflowInput(plan=plan, requested_by=requested_by, kube_task_queue=settings.kube_task_queue,
+                                   ready_deadline_seconds=settings.ready_deadline_seconds,
+                                   poll_seconds=settings.rollout_poll_seconds)
+    return await client.start_workflow(
+        WorkloadWorkflow.run, params, id=f"workload/{plan.workload_id}", task_queue=settings.task_queue,
+        id_conflict_policy=WorkflowIDConflictPolicy.USE_EXISTING,
+        id_reuse_policy=WorkflowIDReusePolicy.REJECT_DUPLICATE,
+        search_attributes=start_search_attributes(params, repo_id),
+        static_summary=f"{plan.workload_id}: {repo_id} on {plan.replicas} × {plan.hardware} {plan.layout}",
+        static_details=(f"{plan.served_model_name} from {plan.artifact_id} (draft v{plan.draft_version}), "
+                        f"{plan.gpus_per_replica} GPUs per replica, --max-num-seqs {plan.max_num_seqs or 'engine default'}"
+                        f" ({plan.max_num_seqs_source}), requested by {requested_by}."))
+
+
+def workload_handle(client: Client, workload_id: str) -> WorkflowHandle:
+    from workflows.workload import WorkloadWorkflow
+    return client.get_workflow_handle_for(WorkloadWorkflow.run, f"workload/{workload_id}")

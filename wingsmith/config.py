@@ -62,6 +62,14 @@ class Settings(BaseSettings):
     # Reference (env var name or file:<path>) to a webhook URL that receives review reminders.
     review_webhook_ref: str | None = None
 
+    # Rollouts.
+    vllm_runtime_image: str = "nvcr.io/nvidia/ai-dynamo/vllm-runtime:1.3.0"
+    deploy_namespace: str = "default"
+    # Name of the Kubernetes Secret (in each cluster) holding the Hugging Face token: a reference.
+    hf_token_secret: str | None = "hf-token"
+    ready_deadline_seconds: float | None = Field(default=None, description="override the size-scaled deadline")
+    rollout_poll_seconds: float = 2.0
+
     log_level: str = "INFO"
     log_format: str = Field(default="auto", description="json, console, or auto (console on a TTY)")
 

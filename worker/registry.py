@@ -23,17 +23,23 @@ class WorkerDeps:
 def workflows() -> list[type]:
     from workflows.artifact import ArtifactWorkflow
     from workflows.ping import PingWorkflow
-    return [PingWorkflow, ArtifactWorkflow]
+    from workflows.rollout import ClusterRolloutWorkflow
+    from workflows.workload import WorkloadWorkflow
+    return [PingWorkflow, ArtifactWorkflow, WorkloadWorkflow, ClusterRolloutWorkflow]
 
 
 def main_activities(deps: WorkerDeps) -> list:
     from activities.artifact import ArtifactActivities
     from activities.ping import ping
+    from activities.workload import WorkloadActivities
     artifacts = ArtifactActivities(deps.settings, deps.db, resolver=deps.extras.get("resolver"))
     return [ping, artifacts.resolve_artifact, artifacts.gather_evidence, artifacts.size_draft, artifacts.save_draft,
             artifacts.record_decision, artifacts.record_artifact_event, artifacts.set_artifact_state,
-            artifacts.remind_reviewers]
+            artifacts.remind_reviewers, *WorkloadActivities(deps.db).all()]
 
 
 def kube_activities(deps: WorkerDeps) -> list:
-    return []
+    """Blocking Kubernetes I/O: on the kube task queue, in its own thread pool."""
+    from activities.inventory import read_inventory
+    from activities.rollout import RolloutActivities
+    return [read_inventory, *RolloutActivities().all()]

@@ -1,0 +1,87 @@
+"""Registry rows for workloads, their placements and per-cluster deployments. Keyed writes only, so
+a retried activity writes the same row."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import asyncpg
+
+from wingsmith.store.artifacts import record_event
+
+
+async def upsert_workload(pool: asyncpg.Pool, *, workload_id: str, artifact_id: str, spec: dict, state: str,
+                          workflow_id: str, requested_by: str, step: str, detail: dict | None = None) -> None:
+    async with pool.acquire() as conn, conn.transaction():
+        await conn.execute(
+            """insert into workloads (id, artifact_id, spec, state, workflow_id, requested_by)
+               values ($1, $2, $3, $4, $5, $6)
+               on conflict (id) do update set state = excluded.state, spec = excluded.spec, updated_at = now()""",
+            workload_id, artifact_id, spec, state, workflow_id, requested_by)
+        await record_event(conn, source=workflow_id, step=step, subject=workload_id, kind=f"workload_{state}",
+                           actor=requested_by, detail=detail)
+
+
+async def save_placement(pool: asyncpg.Pool, *, workload_id: str, revision: int, decision: dict,
+                         workflow_id: str) -> None:
+    async with pool.acquire() as conn, conn.transaction():
+        await conn.execute("insert into placements (workload_id, revision, decision) values ($1, $2, $3) "
+                           "on conflict (workload_id, revision) do nothing", workload_id, revision, decision)
+        await record_event(conn, source=workflow_id, step=f"placement:{revision}", subject=workload_id,
+                           kind="placement", detail={"replicas": decision.get("replicas"),
+                                                     "summary": decision.get("summary")})
+
+
+async def record_deployment(pool: asyncpg.Pool, *, workload_id: str, cluster: str, dgd_name: str, namespace: str,
+                            replicas: int, state: str, frontend_url: str | None, detail: dict, source: str,
+                            step: str) -> None:
+    async with pool.acquire() as conn, conn.transaction():
+        if state == "deleted":
+            await conn.execute("delete from deployments where workload_id = $1 and cluster = $2", workload_id, cluster)
+        else:
+            await conn.execute(
+                """insert into deployments (workload_id, cluster, dgd_name, namespace, replicas, state, frontend_url, detail)
+                   values ($1, $2, $3, $4, $5, $6, $7, $8)
+                   on conflict (workload_id, cluster) do update set dgd_name = excluded.dgd_name,
+                       namespace = excluded.namespace, replicas = excluded.replicas, state = excluded.state,
+                       frontend_url = coalesce(excluded.frontend_url, deployments.frontend_url),
+                       detail = excluded.detail, updated_at = now()""",
+                workload_id, cluster, dgd_name, namespace, replicas, state, frontend_url, detail)
+        await record_event(conn, source=source, step=step, subject=workload_id, kind=f"deployment_{state}",
+                           detail={"cluster": cluster, "replicas": replicas, **detail})
+
+
+async def list_workloads(pool: asyncpg.Pool, *, limit: int = 200) -> list[dict[str, Any]]:
+    rows = await pool.fetch("select id, artifact_id, state, workflow_id, requested_by, spec, created_at, updated_at "
+                            "from workloads order by created_at desc limit $1", limit)
+    out = []
+    for r in rows:
+        item = dict(r)
+        item["deployments"] = [dict(d) for d in await pool.fetch(
+            "select cluster, dgd_name, replicas, state, frontend_url from deployments where workload_id = $1 "
+            "order by cluster", r["id"])]
+        out.append(item)
+    return out
+
+
+async def get_workload(pool: asyncpg.Pool, workload_id: str) -> dict[str, Any] | None:
+    row = await pool.fetchrow("select * from workloads where id = $1", workload_id)
+    if row is None:
+        return None
+    out = dict(row)
+    out["deployments"] = [dict(d) for d in await pool.fetch(
+        "select * from deployments where workload_id = $1 order by cluster", workload_id)]
+    placement = await pool.fetchrow("select revision, decision from placements where workload_id = $1 "
+                                    "order by revision desc limit 1", workload_id)
+    out["placement"] = dict(placement) if placement else None
+    out["events"] = [dict(e) for e in await pool.fetch(
+        "select step, kind, actor, detail, at from events where subject = $1 order by id", workload_id)]
+    return out
+
+
+async def approved_artifact(pool: asyncpg.Pool, artifact_id: str) -> dict[str, Any] | None:
+    return await pool.fetchrow(
+        """select a.id, a.repo_id, a.sha, a.state, a.superseded_by, a.proposal, d.version as draft_version, d.evidence
+           from artifacts a left join lateral (select version, evidence from drafts where artifact_id = a.id
+                                               order by version desc limit 1) d on true
+           where a.id = $1""", artifact_id)

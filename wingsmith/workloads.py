@@ -1,0 +1,214 @@
+"""Workloads: what a person asks to run (engine, hardware, layout, scale, variant, features), checked
+against the approved draft, and turned into a plan every cluster can render from. Pure functions;
+the API validates with them (422, nothing started) and the workload workflow carries the plan."""
+
+from __future__ import annotations
+
+import re
+import uuid
+from typing import Any
+
+from pydantic import BaseModel, Field, field_validator
+
+from wingsmith.dynamo import Engine, Layout, RolloutSpec, WorkerPool
+from wingsmith.hardware import UnknownHardware, get_hardware
+from wingsmith.placement.models import PlacementConstraints, PlacementPlan
+from wingsmith.recipes import Catalog, InvalidChoice, ServeCommand, max_num_seqs_default, serve_command
+from wingsmith.sizing import SizingError, fit_check
+
+_NAME = re.compile(r"^[a-z0-9]([-a-z0-9]{0,38}[a-z0-9])?$")
+
+
+class InvalidWorkload(ValueError):
+    """A workload that cannot run as asked; the message says why in the user's words."""
+
+    def __init__(self, message: str, *, field: str | None = None, details: dict | None = None):
+        super().__init__(message)
+        self.field = field
+        self.details = details or {}
+
+
+class WorkloadRequest(BaseModel):
+    artifact_id: str = Field(description="<org>/<name>@<sha> of an approved artifact")
+    name: str | None = Field(default=None, description="workload id (DNS label); generated when absent. "
+                             "Repeating a create with the same name returns the same workload.")
+    engine: str = "vllm"
+    hardware: str = Field(description="h100, h200, b200, b300, gb200, gb300")
+    layout: str = "single_node_tp"
+    replicas: int = Field(default=1, ge=1, le=256)
+    variant: str = "default"
+    features: list[str] = Field(default_factory=list, description="opt-in features to enable")
+    gpus: int | None = Field(default=None, ge=1, description="GPUs per replica; default: the layout's minimum")
+    constraints: PlacementConstraints = Field(default_factory=PlacementConstraints)
+    served_model_name: str | None = None
+    context: int = Field(default=8192, ge=256, description="context length the fit check uses")
+    concurrency: int = Field(default=16, ge=1, description="concurrent sequences the fit check uses")
+    dry_run: bool = False
+
+    @field_validator("name")
+    @classmethod
+    def _name(cls, value: str | None) -> str | None:
+        if value is not None and not _NAME.match(value):
+            raise ValueError("name must be a DNS label: lower-case letters, digits and '-', at most 40")
+        return value
+
+
+class ApprovedArtifact(BaseModel):
+    """What the registry knows about an artifact that a workload is checked against."""
+    id: str
+    repo_id: str
+    sha: str
+    state: str
+    superseded_by: str | None = None
+    draft_version: int
+    evidence: dict[str, Any]
+    config: dict[str, Any]
+    weight_bytes: int | None
+
+
+class WorkloadPlan(BaseModel):
+    workload_id: str
+    artifact_id: str
+    artifact_sha: str
+    draft_version: int
+    hf_model_id: str
+    hf_revision: str | None
+    served_model_name: str
+    engine: str
+    hardware: str
+    layout: str
+    variant: str
+    features: list[str]
+    replicas: int
+    gpus_per_replica: int
+    worker: WorkerPool
+    prefill: WorkerPool | None = None
+    env: dict[str, str] = Field(default_factory=dict)
+    max_num_seqs: int | None = None
+    max_num_seqs_source: str = "engine default"
+    image: str
+    namespace: str
+    hf_token_secret: str | None = None
+    weight_bytes: int | None = None
+    placement: PlacementPlan
+    fit: dict[str, Any]
+
+    def rollout_spec(self, cluster: str, replicas: int) -> RolloutSpec:
+        """The per-cluster rendering input: the same plan, with this cluster's share of replicas."""
+        worker = self.worker.model_copy(update={"replicas": replicas})
+        prefill = self.prefill.model_copy(update={"replicas": replicas}) if self.prefill else None
+        return RolloutSpec(
+            workload_id=self.workload_id, cluster=cluster, artifact_id=self.artifact_id,
+            artifact_sha=self.artifact_sha, draft_version=self.draft_version,
+            served_model_name=self.served_model_name, hf_model_id=self.hf_model_id, hf_revision=self.hf_revision,
+            engine=Engine(self.engine), layout=Layout(self.layout), hardware_id=self.hardware, worker=worker,
+            prefill=prefill, max_num_seqs=self.max_num_seqs, max_num_seqs_source=self.max_num_seqs_source,
+            env=self.env, image=self.image, namespace=self.namespace, hf_token_secret=self.hf_token_secret)
+
+
+def new_workload_id(repo_id: str) -> str:
+    slug = re.sub(r"[^a-z0-9]+", "-", repo_id.split("/")[-1].lower()).strip("-")[:30] or "model"
+    return f"{slug}-{uuid.uuid4().hex[:6]}"
+
+
+def check_artifact(artifact: ApprovedArtifact | None, artifact_id: str) -> ApprovedArtifact:
+    if artifact is None:
+        raise InvalidWorkload(f"artifact {artifact_id} not found; register it first", field="artifact_id")
+    if artifact.state != "approved":
+        raise InvalidWorkload(f"artifact {artifact.id} is {artifact.state}, not approved: a person must approve "
+                              "its draft before anything is deployed", field="artifact_id")
+    if artifact.superseded_by:
+        raise InvalidWorkload(f"artifact {artifact.id} was superseded by {artifact.superseded_by}; deploy that one",
+                              field="artifact_id")
+    return artifact
+
+
+def plan_workload(request: WorkloadRequest, artifact: ApprovedArtifact, catalog: Catalog, *, image: str,
+                  namespace: str, hf_token_secret: str | None, workload_id: str | None = None) -> WorkloadPlan:
+    """Validate a request against the approved draft and return the plan, or raise InvalidWorkload."""
+    check_artifact(artifact, request.artifact_id)
+    if request.engine != "vllm":
+        raise InvalidWorkload(f"engine {request.engine!r} is not supported yet; use vllm", field="engine")
+    try:
+        card = get_hardware(request.hardware)
+    except UnknownHardware as exc:
+        raise InvalidWorkload(str(exc), field="hardware") from None
+    if not card.placeable:
+        raise InvalidWorkload(f"{card.display_name} is {card.vendor} hardware; Wingsmith serves through NVIDIA "
+                              "Dynamo and places NVIDIA hardware only", field="hardware")
+    status = {h["id"]: h["status"] for h in artifact.evidence.get("hardware", [])}
+    if status.get(card.id) == "unsupported":
+        raise InvalidWorkload(f"the recipe marks {card.display_name} unsupported for {artifact.repo_id}",
+                              field="hardware")
+    match = catalog.find(artifact.repo_id)
+    if match is None:
+        raise InvalidWorkload(f"no recipe for {artifact.repo_id}: the plane has no tested command to run",
+                              field="artifact_id")
+    try:
+        command = serve_command(match.recipe, request.variant, card.id, request.layout, request.features,
+                                gpus=request.gpus, catalog=catalog)
+    except InvalidChoice as exc:
+        raise InvalidWorkload(str(exc), field="layout/features") from None
+    fit = _fit(request, artifact, command)
+    worker, prefill = _pools(command)
+    applied, source = _max_num_seqs(command, artifact.repo_id, card.id, catalog)
+    if applied is not None and "--max-num-seqs" not in worker.args:
+        worker = worker.model_copy(update={"args": [*worker.args, "--max-num-seqs", str(applied)]})
+    variant = next((v for v in artifact.evidence.get("variants", []) if v["name"] == request.variant), None)
+    checkpoint = variant["checkpoint"] if variant else artifact.repo_id
+    own = checkpoint.lower() == artifact.repo_id.lower()
+    return WorkloadPlan(
+        workload_id=workload_id or request.name or new_workload_id(artifact.repo_id), artifact_id=artifact.id,
+        artifact_sha=artifact.sha, draft_version=artifact.draft_version, hf_model_id=checkpoint,
+        hf_revision=artifact.sha if own else None,
+        served_model_name=request.served_model_name or artifact.repo_id.split("/")[-1].lower(),
+        engine=request.engine, hardware=card.id, layout=request.layout, variant=request.variant,
+        features=sorted(command.features), replicas=request.replicas, gpus_per_replica=command.gpus,
+        worker=worker, prefill=prefill, env=dict(command.env), max_num_seqs=applied, max_num_seqs_source=source,
+        image=image, namespace=namespace, hf_token_secret=hf_token_secret, weight_bytes=artifact.weight_bytes,
+        placement=PlacementPlan(hardware=card.id, gpus_per_node=command.gpus_per_node,
+                                nodes_per_replica=command.nodes, replicas=request.replicas,
+                                constraints=request.constraints),
+        fit=fit)
+
+
+def _fit(request: WorkloadRequest, artifact: ApprovedArtifact, command: ServeCommand) -> dict[str, Any]:
+    if not artifact.weight_bytes:
+        return {"checked": False, "reason": "the artifact has no weight bytes"}
+    try:
+        report = fit_check(artifact.config, artifact.weight_bytes, command.hardware, command.layout, command.gpus,
+                           request.context, request.concurrency)
+    except SizingError as exc:
+        raise InvalidWorkload(f"cannot size this shape: {exc}", field="layout") from None
+    summary = {"checked": True, "fits": report.fits, "verdict": report.verdict, "gpus": command.gpus,
+               "headroom_gb": report.headroom_gb, "context": request.context, "concurrency": request.concurrency}
+    if not report.fits:
+        raise InvalidWorkload(
+            f"{artifact.repo_id} does not fit {command.gpus} × {command.hardware} in {command.layout} at context "
+            f"{request.context} and concurrency {request.concurrency}: {report.verdict.replace('_', ' ')}, short by "
+            f"{-report.headroom_gb:.1f} GB per GPU", field="hardware", details={"fit": report.model_dump(mode="json")})
+    return summary
+
+
+def _pools(command: ServeCommand) -> tuple[WorkerPool, WorkerPool | None]:
+    def pool(role_commands) -> WorkerPool:
+        first = role_commands[0]
+        return WorkerPool(args=list(first.args), gpus_per_node=command.gpus_per_node, nodes=len(role_commands),
+                          env=dict(first.env))
+    if command.layout == "pd_cluster":
+        return (pool([c for c in command.commands if c.role == "decode"]),
+                pool([c for c in command.commands if c.role == "prefill"]))
+    return pool(command.commands), None
+
+
+def _max_num_seqs(command: ServeCommand, repo_id: str, card: str, catalog: Catalog) -> tuple[int | None, str]:
+    """The one default the plane applies: --max-num-seqs from Dynamo's aggregated recipe for the card.
+    A tested vLLM recipe flag that already sets it wins and is named as the source instead."""
+    args = command.commands[0].args if command.commands else command.args
+    if "--max-num-seqs" in args:
+        value = int(args[args.index("--max-num-seqs") + 1])
+        return value, f"the vLLM recipe {command.recipe} sets it"
+    default = max_num_seqs_default(repo_id, card, catalog=catalog)
+    if default.value is None:
+        return None, default.reason
+    return default.value, f"{default.source_path}@{(default.source_commit or '')[:12]}"

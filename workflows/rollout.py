@@ -1,0 +1,120 @@
+"""ClusterRolloutWorkflow (`workload/<id>/cluster/<name>`): one rollout on one cluster.
+
+apply → render the DynamoGraphDeployment and server-side apply it; wait until it serves (the Ready
+condition and `successful` for the generation just applied; fails fast on crash loops); probe the
+frontend's /v1/models until the served name appears; record the deployment. `delete` tears it down
+(idempotent, waits until gone). Kubernetes calls run on the kube task queue.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Literal
+
+from pydantic import BaseModel
+from temporalio import workflow
+from temporalio.common import RetryPolicy
+from temporalio.exceptions import ActivityError, ApplicationError
+
+with workflow.unsafe.imports_passed_through():
+    from activities.rollout import (ApplyInput, DeleteInput, ProbeFrontendInput, RolloutActivities,
+                                    WaitReadyInput)
+    from activities.workload import DeploymentRecord, WorkloadActivities
+    from wingsmith.dynamo import RolloutSpec, dgd_name
+    from wingsmith.kube import KubeconfigRef
+
+# Failures no retry can fix; everything else retries with backoff.
+_FINAL = ["InvalidRollout", "SchemaRejected", "Forbidden", "Unauthorized", "BadRequest", "PodCrashLooping",
+          "ImagePullFailed", "OutOfMemory", "DeploymentFailed", "DeploymentSuperseded", "DeploymentMissing",
+          "ReadyDeadlineExceeded", "KubeconfigMissing", "KubeconfigInvalid"]
+_KUBE_RETRY = RetryPolicy(initial_interval=timedelta(seconds=1), maximum_interval=timedelta(seconds=30),
+                          non_retryable_error_types=_FINAL)
+_DB = dict(start_to_close_timeout=timedelta(seconds=30),
+           retry_policy=RetryPolicy(initial_interval=timedelta(seconds=1), maximum_interval=timedelta(seconds=30)))
+
+
+class ClusterRolloutInput(BaseModel):
+    mode: Literal["apply", "delete"]
+    workload_id: str
+    cluster: str
+    kubeconfig: KubeconfigRef
+    namespace: str
+    spec: RolloutSpec | None = None  # apply only
+    weight_bytes: int | None = None
+    kube_task_queue: str
+    ready_deadline_seconds: float | None = None
+    poll_seconds: float = 2.0
+
+
+class ClusterRolloutResult(BaseModel):
+    cluster: str
+    dgd_name: str
+    namespace: str
+    state: Literal["serving", "deleted"]
+    replicas: int = 0
+    generation: int | None = None
+    frontend_url: str | None = None
+
+
+@workflow.defn
+class ClusterRolloutWorkflow:
+    def __init__(self) -> None:
+        self.step = "starting"
+
+    @workflow.run
+    async def run(self, params: ClusterRolloutInput) -> ClusterRolloutResult:
+        name = dgd_name(params.workload_id, params.cluster)
+        kube = dict(task_queue=params.kube_task_queue, retry_policy=_KUBE_RETRY)
+        if params.mode == "delete":
+            self.step = "deleting"
+            await workflow.execute_activity_method(
+                RolloutActivities.delete, DeleteInput(kubeconfig=params.kubeconfig, name=name, namespace=params.namespace),
+                start_to_close_timeout=timedelta(minutes=20), heartbeat_timeout=timedelta(minutes=2), **kube)
+            await self._record(params, name, "deleted", 0)
+            return ClusterRolloutResult(cluster=params.cluster, dgd_name=name, namespace=params.namespace,
+                                        state="deleted")
+
+        assert params.spec is not None
+        replicas = params.spec.worker.replicas
+        try:
+            self.step = "applying"
+            applied = await workflow.execute_activity_method(
+                RolloutActivities.apply, ApplyInput(kubeconfig=params.kubeconfig, spec=params.spec),
+                start_to_close_timeout=timedelta(minutes=2), **kube)
+            await self._record(params, name, "applied", replicas, {"generation": applied.generation})
+            self.step = "waiting until ready"
+            await workflow.execute_activity_method(
+                RolloutActivities.wait_ready, WaitReadyInput(
+                    kubeconfig=params.kubeconfig, name=name, namespace=params.namespace,
+                    generation=applied.generation, weight_bytes=params.weight_bytes,
+                    deadline_seconds=params.ready_deadline_seconds, poll_seconds=params.poll_seconds),
+                start_to_close_timeout=timedelta(hours=7), heartbeat_timeout=timedelta(seconds=60), **kube)
+            self.step = "probing the frontend"
+            probe = await workflow.execute_activity_method(
+                RolloutActivities.probe_frontend, ProbeFrontendInput(
+                    kubeconfig=params.kubeconfig, name=name, namespace=params.namespace,
+                    served_model_name=params.spec.served_model_name, timeout_seconds=600,
+                    poll_seconds=params.poll_seconds),
+                start_to_close_timeout=timedelta(minutes=12), **kube)
+        except ActivityError as err:
+            cause = err.cause
+            kind = cause.type if isinstance(cause, ApplicationError) and cause.type else "RolloutFailed"
+            message = cause.message if isinstance(cause, ApplicationError) else str(err)
+            await self._record(params, name, "failed", replicas, {"cause": f"{kind}: {message}"})
+            raise ApplicationError(f"{params.cluster}: {kind}: {message}", type=kind, non_retryable=True) from None
+        self.step = "serving"
+        await self._record(params, name, "serving", replicas, {"generation": applied.generation}, probe.url)
+        return ClusterRolloutResult(cluster=params.cluster, dgd_name=name, namespace=params.namespace, state="serving",
+                                    replicas=replicas, generation=applied.generation, frontend_url=probe.url)
+
+    @workflow.query
+    def progress(self) -> str:
+        return self.step
+
+    async def _record(self, params: ClusterRolloutInput, name: str, state: str, replicas: int,
+                      detail: dict | None = None, frontend_url: str | None = None) -> None:
+        info = workflow.info()
+        await workflow.execute_activity_method(WorkloadActivities.record_deployment, DeploymentRecord(
+            workload_id=params.workload_id, cluster=params.cluster, dgd_name=name, namespace=params.namespace,
+            replicas=replicas, state=state, frontend_url=frontend_url, detail=detail or {},
+            source=info.workflow_id, step=f"{info.run_id}:{state}"), **_DB)

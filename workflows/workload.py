@@ -1,0 +1,343 @@
+"""WorkloadWorkflow (`workload/<id>`): lives while the workload exists.
+
+plan (carried in) → read inventories → place → one ClusterRolloutWorkflow child per cluster, the
+first as a canary and the rest in parallel once it serves → serving. A cluster that fails has its
+replicas re-placed elsewhere; when that is impossible every applied cluster is rolled back (a
+saga, shielded from cancellation) and the workflow fails with the cause. Updates `scale` and
+`delete`; query `status`; continue-as-new while idle when the history grows.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import timedelta
+
+from temporalio import workflow
+from temporalio.common import RetryPolicy, SearchAttributeKey, SearchAttributePair, TypedSearchAttributes
+from temporalio.exceptions import ApplicationError, ChildWorkflowError
+
+with workflow.unsafe.imports_passed_through():
+    from activities.inventory import ReadInventoryInput, read_inventory
+    from activities.workload import (ClusterTarget, NoInput, PlaceInput, PlacementRecord, WorkloadActivities,
+                                     WorkloadRecord)
+    from wingsmith.placement.models import ClusterInventory, PlacementConstraints
+    from wingsmith.workload_state import (ClusterState, DeleteRequest, ScaleRequest, WorkloadState, WorkloadStatus,
+                                          WorkloadWorkflowInput)
+    from workflows.rollout import ClusterRolloutInput, ClusterRolloutResult, ClusterRolloutWorkflow
+
+STAGE = SearchAttributeKey.for_keyword("WingsmithStage")
+MODEL = SearchAttributeKey.for_keyword("WingsmithModel")
+WORKLOAD = SearchAttributeKey.for_keyword("WingsmithWorkload")
+CLUSTERS = SearchAttributeKey.for_keyword_list("WingsmithCluster")
+
+_DB = dict(start_to_close_timeout=timedelta(seconds=30),
+           retry_policy=RetryPolicy(initial_interval=timedelta(seconds=1), maximum_interval=timedelta(seconds=30)))
+
+
+class _Unplaceable(Exception):
+    pass
+
+
+@workflow.defn
+class WorkloadWorkflow:
+    @workflow.init
+    def __init__(self, params: WorkloadWorkflowInput) -> None:
+        self.params = params
+        self.plan = params.plan
+        self.state = params.resume or WorkloadState()
+        self.lock = asyncio.Lock()
+        self.deleting = False
+        self.drained: set[str] = set()
+        self.delete_by = "unknown"
+
+    # --- lifecycle ------------------------------------------------------------------------------
+
+    @workflow.run
+    async def run(self, params: WorkloadWorkflowInput) -> WorkloadStatus:
+        if params.resume is None:
+            await self._record("planning", "created", {"replicas": self.plan.replicas})
+            try:
+                async with self.lock:
+                    await self._converge(self.plan.replicas, initial=True)
+            except _Unplaceable as exc:
+                return await self._roll_back(str(exc))
+            except asyncio.CancelledError:
+                await self._roll_back("cancelled during the first rollout", reraise=asyncio.CancelledError())
+            self._set_stage("serving")
+            await self._record("serving", f"serving:{self.state.placement_revision}", self._summary())
+        while True:
+            await workflow.wait_condition(
+                lambda: self.deleting or workflow.info().is_continue_as_new_suggested())
+            if self.deleting:
+                break
+            await workflow.wait_condition(lambda: workflow.all_handlers_finished() and not self.lock.locked())
+            workflow.continue_as_new(self.params.model_copy(update={"resume": self.state}))
+        async with self.lock:
+            await self._tear_down()
+        await workflow.wait_condition(workflow.all_handlers_finished)
+        return self.status()
+
+    # --- updates, signals, query ------------------------------------------------------------------
+
+    @workflow.update
+    async def scale(self, request: ScaleRequest) -> WorkloadStatus:
+        async with self.lock:
+            self._set_stage("scaling")
+            await self._record("scaling", f"scale:{workflow.info().get_current_history_length()}",
+                               {"from": self._replicas(), "to": request.replicas, "by": request.requested_by})
+            try:
+                await self._converge(request.replicas, initial=False)
+            except _Unplaceable as exc:
+                self._event(f"scale to {request.replicas} incomplete: {exc}")
+            self.plan = self.plan.model_copy(update={"replicas": self._replicas()})
+            self._set_stage("serving")
+            await self._record("serving", f"serving:{self.state.placement_revision}:{workflow.info().get_current_history_length()}",
+                               self._summary())
+            return self.status()
+
+    @scale.validator
+    def _validate_scale(self, request: ScaleRequest) -> None:
+        if self.deleting or self.state.stage in ("deleting", "deleted", "failed"):
+            raise ApplicationError(f"workload is {self.state.stage}; it cannot be scaled", type="NotScalable")
+
+    @workflow.update
+    async def delete(self, request: DeleteRequest) -> WorkloadStatus:
+        self.delete_by = request.requested_by
+        self.deleting = True
+        await workflow.wait_condition(lambda: self.state.stage == "deleted")
+        return self.status()
+
+    @delete.validator
+    def _validate_delete(self, request: DeleteRequest) -> None:
+        if self.state.stage in ("deleted", "failed"):
+            raise ApplicationError(f"workload is already {self.state.stage}", type="AlreadyDeleted")
+
+    @workflow.signal
+    def subscribe(self, endpoint_workflow_id: str) -> None:
+        """An endpoint follows this workload: it is told about changes and drains it before deletion."""
+        if endpoint_workflow_id not in self.state.subscribers:
+            self.state.subscribers.append(endpoint_workflow_id)
+
+    @workflow.signal
+    def unsubscribe(self, endpoint_workflow_id: str) -> None:
+        if endpoint_workflow_id in self.state.subscribers:
+            self.state.subscribers.remove(endpoint_workflow_id)
+
+    @workflow.signal
+    def drained(self, endpoint_workflow_id: str) -> None:
+        self.drained.add(endpoint_workflow_id)
+
+    @workflow.query
+    def status(self) -> WorkloadStatus:
+        return WorkloadStatus(workload_id=self.plan.workload_id, stage=self.state.stage, replicas=self._replicas(),
+                              served_model_name=self.plan.served_model_name,
+                              clusters=sorted(self.state.clusters.values(), key=lambda c: c.cluster),
+                              failure=self.state.failure, events=self.state.events[-50:])
+
+    # --- converging on a replica count ---------------------------------------------------------------
+
+    async def _converge(self, target: int, *, initial: bool) -> None:
+        """Place or remove replicas until `target` serve, re-placing what a failed cluster held."""
+        current = self._replicas()
+        if target < current:
+            await self._apply(self._shrink(target))
+            return
+        missing = target - current
+        canary = initial
+        while missing > 0:
+            self._set_stage("placing")
+            desired = await self._place(missing)
+            self._set_stage("rolling_out")
+            failed = await self._apply(desired, canary=canary)
+            canary = False
+            missing = sum(failed.values())
+
+    def _shrink(self, target: int) -> dict[str, int]:
+        """Take replicas away from the clusters holding the most (ties: the last by name) first."""
+        desired = {name: c.replicas for name, c in self.state.clusters.items() if c.state == "serving"}
+        while sum(desired.values()) > target:
+            name = max(desired, key=lambda n: (desired[n], n))
+            desired[name] -= 1
+        return desired
+
+    async def _place(self, replicas: int) -> dict[str, int]:
+        targets = await self._targets()
+        inventories = await asyncio.gather(*(self._inventory(t) for t in targets.values()))
+        c = self.plan.placement.constraints
+        constraints = c.model_copy(update={"denied_clusters": sorted(set(c.denied_clusters) | set(self.state.excluded))})
+        plan = self.plan.placement.model_copy(update={"replicas": replicas, "constraints": constraints})
+        decision = await workflow.execute_activity_method(
+            WorkloadActivities.place, PlaceInput(plan=plan, inventories=list(inventories),
+                                                 clusters=[t.info for t in targets.values()]),
+            start_to_close_timeout=timedelta(seconds=30))
+        self.state.placement_revision += 1
+        await workflow.execute_activity_method(WorkloadActivities.record_placement, PlacementRecord(
+            workload_id=self.plan.workload_id, revision=self.state.placement_revision, decision=decision,
+            workflow_id=workflow.info().workflow_id), **_DB)
+        self._event(f"placement {self.state.placement_revision}: {decision.summary}")
+        if decision.placed == 0:
+            raise _Unplaceable(decision.summary)
+        if not decision.complete and not self.state.clusters:
+            raise _Unplaceable(decision.summary)
+        desired = {name: c.replicas for name, c in self.state.clusters.items() if c.state == "serving"}
+        for name, count in decision.replicas.items():
+            desired[name] = desired.get(name, 0) + count
+        if not decision.complete:
+            self._event(f"{decision.unplaced} replica(s) could not be placed: {decision.summary}")
+        return desired
+
+    async def _apply(self, desired: dict[str, int], canary: bool = False) -> dict[str, int]:
+        """Roll out every cluster whose replica count changes. Returns replicas lost to failed clusters."""
+        changes = {name: n for name, n in desired.items()
+                   if n != self.state.clusters.get(name, ClusterState(cluster=name)).replicas
+                   or self.state.clusters.get(name, ClusterState(cluster=name)).state != "serving"}
+        if not changes:
+            return {}
+        order = sorted(changes, key=lambda n: (-changes[n], n))
+        targets = await self._targets()
+        failed: dict[str, int] = {}
+        batches = [order[:1], order[1:]] if canary else [order]
+        for batch in batches:
+            results = await asyncio.gather(*(self._roll_out(targets[name], changes[name]) for name in batch
+                                             if name in targets))
+            failed.update({name: n for name, n in results if n})
+            if canary and failed:
+                self._event(f"canary {batch[0]} failed; placing its replicas elsewhere before going on")
+                return failed | {name: changes[name] for name in order[1:]}
+        self._update_search_attributes()
+        return failed
+
+    async def _roll_out(self, target: ClusterTarget, replicas: int) -> tuple[str, int]:
+        """Returns (cluster, replicas lost) — 0 when it serves or was removed as asked."""
+        name = target.info.name
+        state = self.state.clusters.setdefault(name, ClusterState(cluster=name))
+        mode = "delete" if replicas == 0 else "apply"
+        state.state = "deleting" if mode == "delete" else "rolling_out"
+        try:
+            result: ClusterRolloutResult = await workflow.execute_child_workflow(
+                ClusterRolloutWorkflow.run, self._rollout_input(target, replicas, mode),
+                id=f"workload/{self.plan.workload_id}/cluster/{name}", task_queue=workflow.info().task_queue,
+                static_summary=f"{mode} {self.plan.workload_id} on {name} ({replicas} replicas)",
+                search_attributes=TypedSearchAttributes([
+                    SearchAttributePair(WORKLOAD, self.plan.workload_id), SearchAttributePair(CLUSTERS, [name]),
+                    SearchAttributePair(STAGE, "rollout")]))
+        except ChildWorkflowError as err:
+            cause = err.cause
+            state.state, state.error = "failed", getattr(cause, "message", None) or str(err)
+            if name not in self.state.excluded:
+                self.state.excluded.append(name)
+            self._event(f"{name} failed: {state.error}")
+            return name, replicas
+        if mode == "delete":
+            del self.state.clusters[name]
+            self._event(f"{name} removed")
+            return name, 0
+        state.state, state.replicas, state.error = "serving", replicas, None
+        state.dgd_name, state.frontend_url = result.dgd_name, result.frontend_url
+        self._event(f"{name} serving {replicas} replica(s) at {result.frontend_url}")
+        await self._notify_subscribers()
+        return name, 0
+
+    def _rollout_input(self, target: ClusterTarget, replicas: int, mode: str) -> ClusterRolloutInput:
+        return ClusterRolloutInput(
+            mode=mode, workload_id=self.plan.workload_id, cluster=target.info.name, kubeconfig=target.kubeconfig,
+            namespace=self.plan.namespace, spec=self.plan.rollout_spec(target.info.name, replicas) if replicas else None,
+            weight_bytes=self.plan.weight_bytes, kube_task_queue=self.params.kube_task_queue,
+            ready_deadline_seconds=self.params.ready_deadline_seconds, poll_seconds=self.params.poll_seconds)
+
+    # --- teardown and rollback ------------------------------------------------------------------------
+
+    async def _tear_down(self) -> None:
+        self._set_stage("deleting")
+        await self._record("deleting", "deleting", {"by": self.delete_by})
+        await self._drain_endpoints()
+        await self._delete_everywhere()
+        self._set_stage("deleted")
+        await self._record("deleted", "deleted", {"by": self.delete_by})
+
+    async def _drain_endpoints(self) -> None:
+        """Endpoints stop routing to this workload (and let in-flight requests finish) before it goes."""
+        if not self.state.subscribers:
+            return
+        for wid in list(self.state.subscribers):
+            await self._signal(wid, "workload_deleting", self.plan.workload_id)
+        try:
+            await workflow.wait_condition(lambda: set(self.state.subscribers) <= self.drained,
+                                          timeout=timedelta(seconds=self.params.drain_grace_seconds))
+        except asyncio.TimeoutError:
+            self._event("endpoints did not confirm draining within the grace period; deleting anyway")
+
+    async def _delete_everywhere(self) -> None:
+        targets = await self._targets()
+        names = sorted(self.state.clusters)
+        await asyncio.gather(*(self._roll_out(targets[n], 0) for n in names if n in targets),
+                             return_exceptions=True)
+
+    async def _roll_back(self, cause: str, reraise: BaseException | None = None) -> WorkloadStatus:
+        """The saga's compensation: remove every DGD this workload applied, then fail with the cause.
+        Shielded so that a cancellation arriving meanwhile cannot leave half the clusters behind."""
+        self.state.failure = cause
+        self._event(f"rolling back: {cause}")
+        await asyncio.shield(asyncio.ensure_future(self._delete_everywhere()))
+        self._set_stage("failed")
+        await self._record("failed", "failed", {"cause": cause})
+        if reraise is not None:
+            raise reraise
+        raise ApplicationError(f"workload {self.plan.workload_id} could not be placed and served: {cause}",
+                               type="WorkloadFailed", non_retryable=True)
+
+    # --- helpers -----------------------------------------------------------------------------------
+
+    async def _targets(self) -> dict[str, ClusterTarget]:
+        targets = await workflow.execute_activity_method(WorkloadActivities.list_clusters, NoInput(), **_DB)
+        return {t.info.name: t for t in targets.clusters}
+
+    async def _inventory(self, target: ClusterTarget) -> ClusterInventory:
+        if target.manual_inventory is not None:
+            return target.manual_inventory
+        return await workflow.execute_activity(
+            read_inventory, ReadInventoryInput(cluster=target.info.name, kubeconfig=target.kubeconfig),
+            task_queue=self.params.kube_task_queue, start_to_close_timeout=timedelta(seconds=60),
+            retry_policy=RetryPolicy(maximum_attempts=5, initial_interval=timedelta(seconds=1)))
+
+    def _replicas(self) -> int:
+        return sum(c.replicas for c in self.state.clusters.values() if c.state == "serving")
+
+    def _summary(self) -> dict:
+        return {name: c.replicas for name, c in sorted(self.state.clusters.items()) if c.state == "serving"}
+
+    async def _record(self, state: str, step: str, detail: dict) -> None:
+        info = workflow.info()
+        await workflow.execute_activity_method(WorkloadActivities.record_workload, WorkloadRecord(
+            workload_id=self.plan.workload_id, artifact_id=self.plan.artifact_id,
+            spec=self.plan.model_dump(mode="json", include={"hardware", "layout", "variant", "features", "replicas",
+                                                            "served_model_name", "engine", "gpus_per_replica",
+                                                            "max_num_seqs", "max_num_seqs_source"}),
+            state=state, workflow_id=info.workflow_id, requested_by=self.params.requested_by,
+            step=f"{info.run_id}:{step}", detail=detail), **_DB)
+
+    async def _notify_subscribers(self) -> None:
+        for wid in list(self.state.subscribers):
+            await self._signal(wid, "workload_changed", self.plan.workload_id)
+
+    async def _signal(self, workflow_id: str, name: str, arg: str) -> None:
+        try:
+            await workflow.get_external_workflow_handle(workflow_id).signal(name, arg)
+        except Exception as exc:  # noqa: BLE001 - an endpoint that is gone no longer needs telling
+            self._event(f"could not signal {workflow_id}: {exc}")
+
+    def _set_stage(self, stage: str) -> None:
+        self.state.stage = stage
+        workflow.upsert_search_attributes([STAGE.value_set(stage)])
+
+    def _update_search_attributes(self) -> None:
+        workflow.upsert_search_attributes([CLUSTERS.value_set(sorted(self.state.clusters))])
+
+    def _event(self, text: str) -> None:
+        self.state.events.append(f"{workflow.now().isoformat(timespec='seconds')} {text}")
+        self.state.events = self.state.events[-100:]
+
+
+def start_search_attributes(params: WorkloadWorkflowInput, repo_id: str) -> TypedSearchAttributes:
+    return TypedSearchAttributes([SearchAttributePair(STAGE, "planning"), SearchAttributePair(MODEL, repo_id),
+                                  SearchAttributePair(WORKLOAD, params.plan.workload_id)])
