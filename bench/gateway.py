@@ -1,0 +1,233 @@
+"""The local gateway's added latency, and how fast it stops sending traffic to a failed backend.
+
+    python bench/gateway.py [--requests N] [--failover-clients N]
+
+Each piece runs in its own process, as on a real machine: two simulated frontends (sim.kube's
+frontend code, one per "cluster"), the gateway (`python -m api.gateway`), and this client.
+
+latency:  the same non-streaming chat completion, N times in a row, straight to the frontend and
+          through the gateway (a route with only that frontend); plus time to first streamed byte.
+failover: clients send continuously to a route of two frontends, weight 1:1; one frontend process is
+          killed. Reported: time from the kill until the gateway marks it cooling down (no new
+          requests), requests that reached the dead frontend, client errors, the slowest request
+          around the failure; then the time until the restarted frontend gets traffic again.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+import httpx
+
+MODEL = "kimi-k3"
+BODY = {"model": MODEL, "messages": [{"role": "user", "content": "Say hello"}]}
+
+
+def pct(samples: list[float], q: float) -> float:
+    ordered = sorted(samples)
+    return ordered[min(len(ordered) - 1, int(round(q / 100 * (len(ordered) - 1))))]
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_http(url: str, timeout: float = 20) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            httpx.get(url, timeout=1)
+            return
+        except httpx.HTTPError:
+            time.sleep(0.05)
+    raise RuntimeError(f"{url} did not come up")
+
+
+# ---- the frontend process ------------------------------------------------------------------------
+
+def serve_frontend(port: int, cluster: str) -> None:
+    import uvicorn
+    from starlette.applications import Starlette
+    from starlette.routing import Route
+
+    from api.gateway.__main__ import listening_socket
+    from sim.kube import frontend
+
+    frontends = frontend.Frontends()
+    frontends.publish(cluster, "default", MODEL, [MODEL])
+
+    async def front(request):
+        return await frontend.handle(frontends, request)
+
+    app = Starlette(routes=[Route("/frontends/{cluster}/{namespace}/{name}/{path:path}", front, methods=["GET", "POST"])])
+    uvicorn.Server(uvicorn.Config(app, log_level="warning", access_log=False)).run(
+        sockets=[listening_socket("127.0.0.1", port)])
+
+
+class FrontendProcess:
+    def __init__(self, cluster: str, port: int | None = None):
+        self.cluster = cluster
+        self.port = port or free_port()
+        self.url = f"http://127.0.0.1:{self.port}/frontends/{cluster}/default/{MODEL}"
+        self.start()
+
+    def start(self) -> None:
+        self.proc = subprocess.Popen([sys.executable, __file__, "--frontend", str(self.port), self.cluster])
+        wait_http(self.url + "/v1/models")
+
+    def kill(self) -> None:
+        self.proc.send_signal(signal.SIGKILL)
+        self.proc.wait()
+
+
+# ---- measurements --------------------------------------------------------------------------------
+
+def latency(http: httpx.Client, url: str, n: int) -> list[float]:
+    for _ in range(50):  # warm the connection pools
+        http.post(url + "/v1/chat/completions", json=BODY)
+    out = []
+    for _ in range(n):
+        t = time.perf_counter()
+        r = http.post(url + "/v1/chat/completions", json=BODY)
+        out.append(time.perf_counter() - t)
+        assert r.status_code == 200, r.text
+    return out
+
+
+def first_byte(http: httpx.Client, url: str, n: int) -> list[float]:
+    out = []
+    for _ in range(n):
+        t = time.perf_counter()
+        with http.stream("POST", url + "/v1/chat/completions", json={**BODY, "stream": True}) as r:
+            chunks = r.iter_raw()
+            next(chunks)
+            out.append(time.perf_counter() - t)
+            for _ in chunks:
+                pass
+    return out
+
+
+def show(name: str, samples: list[float]) -> None:
+    ms = [s * 1000 for s in samples]
+    print(f"  {name:<28} n={len(ms):<5} p50={pct(ms, 50):7.3f} ms  p99={pct(ms, 99):7.3f} ms  "
+          f"mean={statistics.fmean(ms):7.3f} ms")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--requests", type=int, default=2000)
+    parser.add_argument("--failover-clients", type=int, default=4)
+    parser.add_argument("--probe-interval", type=float, default=0.5)
+    parser.add_argument("--frontend", nargs=2, metavar=("PORT", "CLUSTER"), help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.frontend:
+        serve_frontend(int(args.frontend[0]), args.frontend[1])
+        return 0
+
+    from wingsmith.gateway import Backend, EndpointRoutes, LocalGatewayClient
+
+    tmp = Path(tempfile.mkdtemp(prefix="wingsmith-bench-gateway-"))
+    token = tmp / "token"
+    token.write_text(os.urandom(16).hex())
+    east, west = FrontendProcess("sim-east"), FrontendProcess("sim-west")
+    gw_port = free_port()
+    gateway = subprocess.Popen([sys.executable, "-m", "api.gateway", "--port", str(gw_port), "--state-dir",
+                                str(tmp / "state"), "--admin-token-ref", f"file:{token}", "--probe-interval",
+                                str(args.probe_interval), "--log-level", "ERROR"])
+    gw_url = f"http://127.0.0.1:{gw_port}"
+    try:
+        wait_http(gw_url + "/healthz")
+        admin = LocalGatewayClient(gw_url, f"file:{token}")
+
+        def backend(f: FrontendProcess, weight: int) -> Backend:
+            return Backend(id=f"{f.cluster}/{MODEL}", cluster=f.cluster, workload_id="bench", url=f.url, weight=weight)
+
+        print(f"gateway latency, {args.requests} sequential non-streaming chat completions (one client, keep-alive)")
+        admin.set_routes(EndpointRoutes(model_name=MODEL, backends=[backend(east, 1)]))
+        with httpx.Client(timeout=10, trust_env=False) as http:
+            direct = latency(http, east.url, args.requests)
+            via = latency(http, gw_url, args.requests)
+            show("direct to the frontend", direct)
+            show("through the gateway", via)
+            print(f"  added latency: p50 {1000 * (pct(via, 50) - pct(direct, 50)):.3f} ms, "
+                  f"p99 {1000 * (pct(via, 99) - pct(direct, 99)):.3f} ms")
+            n = max(100, args.requests // 10)
+            d_fb, g_fb = first_byte(http, east.url, n), first_byte(http, gw_url, n)
+            show("first streamed byte, direct", d_fb)
+            show("first streamed byte, gateway", g_fb)
+            print(f"  added time to first byte: p50 {1000 * (pct(g_fb, 50) - pct(d_fb, 50)):.3f} ms")
+
+        print(f"\nfailover: {args.failover_clients} clients in a loop, route {{sim-east: 1, sim-west: 1}}, "
+              "sim-east's frontend process is killed (SIGKILL)")
+        admin.set_routes(EndpointRoutes(model_name=MODEL, backends=[backend(east, 1), backend(west, 1)]))
+        stop = threading.Event()
+        results: list[tuple[float, float, int]] = []  # (start, end, status)
+        lock = threading.Lock()
+
+        def client() -> None:
+            with httpx.Client(timeout=10, trust_env=False) as http:
+                while not stop.is_set():
+                    t = time.monotonic()
+                    try:
+                        status = http.post(gw_url + "/v1/chat/completions", json=BODY).status_code
+                    except httpx.HTTPError:
+                        status = -1
+                    with lock:
+                        results.append((t, time.monotonic(), status))
+
+        threads = [threading.Thread(target=client) for _ in range(args.failover_clients)]
+        for th in threads:
+            th.start()
+        time.sleep(1.0)
+        before = admin.status(MODEL).backends[0].requests
+        killed_at = time.monotonic()
+        east.kill()
+        while not admin.status(MODEL).backends[0].cooling_down:
+            time.sleep(0.0005)
+        detected = time.monotonic() - killed_at
+        time.sleep(1.0)
+        east_status = admin.status(MODEL).backends[0]
+        dead_hits = east_status.requests - before
+        east.start()  # same port: the probe finds it again
+        restarted_at = time.monotonic()
+        while admin.status(MODEL).backends[0].cooling_down:
+            time.sleep(0.005)
+        back = time.monotonic() - restarted_at
+        time.sleep(0.3)
+        stop.set()
+        for th in threads:
+            th.join()
+        around = [end - start for start, end, _ in results if end >= killed_at and start <= killed_at + 1.0]
+        errors = sum(1 for *_, status in results if status != 200)
+        print(f"  time from the kill to no new requests for sim-east: {1000 * detected:.2f} ms")
+        print(f"  requests that reached the dead frontend (each retried on sim-west): {dead_hits}")
+        print(f"  client errors: {errors} of {len(results)} requests")
+        print(f"  slowest request in the second after the kill: {1000 * max(around):.2f} ms "
+              f"(p50 {1000 * pct(around, 50):.2f} ms)")
+        print(f"  time from the frontend's restart to taking traffic again (probe every "
+              f"{args.probe_interval} s): {1000 * back:.0f} ms")
+        admin.close()
+    finally:
+        gateway.terminate()
+        gateway.wait(10)
+        for f in (east, west):
+            if f.proc.poll() is None:
+                f.proc.terminate()
+                f.proc.wait(10)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
