@@ -20,7 +20,7 @@ class Step(BaseModel):
     calls: list[str]
 
 
-_VARS = ("$SHA", "$WORKLOAD_ID")
+_VARS = ("$SHA",)
 
 
 def _body(body: dict) -> str:
@@ -39,18 +39,28 @@ def _get(base: str, path: str) -> str:
     return f'curl -sS {AUTH} \\\n  "{base}{path}"'
 
 
+def workload_body(hf_id: str, *, hardware: str, layout: str) -> dict:
+    """`POST /v1/workloads` for this model (a `wingsmith.workloads.WorkloadRequest`), named after the model
+    so the endpoint step can refer to it."""
+    return {"artifact_id": f"{hf_id}@$SHA", "name": served_name(hf_id), "engine": "vllm", "hardware": hardware,
+            "layout": layout, "replicas": 1}
+
+
+def served_name(hf_id: str) -> str:
+    return hf_id.rsplit("/", 1)[-1].lower().replace(".", "-").replace("_", "-")[:40]
+
+
 def journey_steps(base_url: str, hf_id: str, *, hardware: str, gpus: int, layout: str) -> list[Step]:
     base = base_url.rstrip("/")
     artifact = f"{hf_id}@$SHA"
     art_path = f"/v1/artifacts/{artifact}"
-    served_name = hf_id.rsplit("/", 1)[-1].lower()
     return [
         Step(title="1. Resolve", words=(
             "Ask the plane what it would register: the exact commit, licence, weight size, the recipe "
             "evidence and the plane's own sizing. Nothing is written. The second line keeps the commit (sha) in $SHA for the next steps."),
             calls=[_get(base, f"/v1/artifacts/resolve?source=hf:{hf_id}"),
-                   "SHA=$(" + _get(base, f"/v1/artifacts/resolve?source=hf:{hf_id}").replace("\\\n  ", "")
-                   + " | python3 -c 'import json, sys; print(json.load(sys.stdin)[\"sha\"])')"]),
+                   "SHA=$(" + _get(base, f"/v1/artifacts/resolve?source=hf:{hf_id}")
+                   + " \\\n  | python3 -c 'import json, sys; print(json.load(sys.stdin)[\"sha\"])')"]),
         Step(title="2. Draft (register, then review)", words=(
             "Register the model at that commit (operator role). The plane builds a draft with the evidence "
             "and its sizing and waits for a person. An approver reads the draft (here in the console, or "
@@ -61,11 +71,12 @@ def journey_steps(base_url: str, hf_id: str, *, hardware: str, gpus: int, layout
                          {"decision": "approve", "draft_version": 1, "comment": "floors and layouts checked"})]),
         Step(title="3. Workload", words=(
             f"Run the approved artifact: engine, hardware ({gpus} × {hardware}), layout ({layout}) and how many "
-            "copies. The plane checks it against the approved draft, picks the clusters and rolls it out."),
-            calls=[_post(base, "/v1/workloads", {"artifact": artifact, "engine": "vllm", "hardware": hardware,
-                                                 "gpus": gpus, "layout": layout, "replicas": 1})]),
+            "copies. The plane checks it against the approved draft, picks the clusters and rolls it out; the "
+            "GET shows each cluster's state."),
+            calls=[_post(base, "/v1/workloads", workload_body(hf_id, hardware=hardware, layout=layout)),
+                   _get(base, f"/v1/workloads/{served_name(hf_id)}")]),
         Step(title="4. Endpoint", words=(
             "Give the workload one model name for clients. The gateway sends requests to every cluster "
             "where it is ready."),
-            calls=[_post(base, "/v1/endpoints", {"name": served_name, "workloads": ["$WORKLOAD_ID"]})]),
+            calls=[_post(base, "/v1/endpoints", {"name": served_name(hf_id), "workloads": [served_name(hf_id)]})]),
     ]

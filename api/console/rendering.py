@@ -55,7 +55,23 @@ def _quote(token: str) -> str:
 
 templates.env.filters["state_words"] = lambda s: STATE_WORDS.get(s, s)
 templates.env.filters["short_sha"] = lambda s: (s or "")[:12]
+templates.env.filters["when"] = lambda t: _when(t)
 templates.env.globals["shell_command"] = shell_command
+
+
+def _when(value) -> str:
+    """A time as a person reads it: minutes, in UTC."""
+    from datetime import datetime, timezone
+    if value is None or value == "":
+        return ""
+    if isinstance(value, str):
+        try:
+            value = datetime.fromisoformat(value.replace("Z", "+00:00"))
+        except ValueError:
+            return value
+    if value.tzinfo is not None:
+        value = value.astimezone(timezone.utc)
+    return value.strftime("%Y-%m-%d %H:%M UTC")
 
 
 def render(request: Request, name: str, status_code: int = 200, **context: Any) -> HTMLResponse:

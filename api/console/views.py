@@ -50,7 +50,7 @@ class LayoutRow(BaseModel):
     compatible: bool
     words: str
     allowed: list[tuple[str, int | None]]  # (hardware id, smallest GPU count)
-    denied: list[tuple[str, str]]  # (hardware id, why)
+    denied: list[tuple[str, str]]  # (hardware ids, why): cards refused for the same reason share a line
     link: str | None
 
 
@@ -113,8 +113,15 @@ def layout_rows(evidence: Evidence) -> list[LayoutRow]:
             name=layout.name, default=layout.default, compatible=layout.compatible,
             words=LAYOUT_WORDS.get(layout.name, layout.deploy_type.replace("_", " ")),
             allowed=[(hw, layout.minimum_gpus.get(hw)) for hw in layout.allowed],
-            denied=sorted(layout.denied.items()), link=evidence.links.strategies.get(layout.name)))
+            denied=_grouped(layout.denied), link=evidence.links.strategies.get(layout.name)))
     return rows
+
+
+def _grouped(denied: dict[str, str]) -> list[tuple[str, str]]:
+    by_reason: dict[str, list[str]] = {}
+    for hw, why in denied.items():
+        by_reason.setdefault(why, []).append(hw)
+    return sorted((", ".join(sorted(hws)), why) for why, hws in by_reason.items())
 
 
 def feature_rows(evidence: Evidence) -> list[FeatureRow]:

@@ -41,6 +41,8 @@ async def test_kimi_page_reads_without_a_token(anon):
     assert "default" in layouts["single_node_tp"] and "default" not in layouts["multi_node_tp"]
     assert "only on gb200, gb300, h200" in layouts["multi_node_tp_dp"]
     assert "h200 : the recipe marks multi_node_dep unsupported on h200" in layouts["multi_node_dep"]
+    # Cards refused for the same reason share one line.
+    assert "b200, b300, h100, mi355x : multi_node_tp_dp is not a compatible layout" in layouts["multi_node_tp_dp"]
 
     hardware = rows(html, "hardware")
     assert "GB200 NVL4" in hardware["gb200"] and " 4 " in f" {hardware['gb200']} "
@@ -110,3 +112,35 @@ async def test_unknown_model_is_a_404_page(anon):
 async def test_stylesheet_is_served(anon):
     r = await anon.get("/console/static/console.css")
     assert r.status_code == 200 and r.headers["content-type"].startswith("text/css") and "pre.command" in r.text
+
+
+def test_journey_calls_are_well_formed_shell_with_bodies_the_api_accepts():
+    import json
+    import shlex
+    import subprocess
+
+    from api.console.journey import journey_steps, workload_body
+    from api.routes.artifacts import RegisterRequest
+    from wingsmith.review import ReviewDecision
+    from wingsmith.workloads import WorkloadRequest
+
+    steps = journey_steps("http://plane:8000/", "moonshotai/Kimi-K3", hardware="gb200", gpus=8, layout="multi_node_tp")
+    assert [s.title.split(".")[0] for s in steps] == ["1", "2", "3", "4"]
+    for step in steps:
+        for call in step.calls:
+            syntax = subprocess.run(["bash", "-n", "-c", call], capture_output=True, text=True)
+            assert syntax.returncode == 0, f"{call}\n{syntax.stderr}"
+            assert "http://plane:8000/v1/" in call and "//v1" not in call
+
+    def body_of(call: str) -> dict:
+        # What the shell passes to curl -d, with $SHA expanded as bash would.
+        words = shlex.split(call.replace("\\\n", " ").replace('"$SHA"', "0" * 40).replace("$SHA", "0" * 40))
+        return json.loads(words[words.index("-d") + 1])
+
+    register, _, review = steps[1].calls
+    assert RegisterRequest(**body_of(register)).source == "hf:moonshotai/Kimi-K3"
+    assert ReviewDecision(**body_of(review)).decision == "approve"
+    workload = WorkloadRequest(**body_of(steps[2].calls[0]))
+    assert workload.artifact_id == "moonshotai/Kimi-K3@" + "0" * 40
+    assert (workload.hardware, workload.layout) == ("gb200", "multi_node_tp")
+    assert workload_body("Qwen/Qwen3.5-397B-A17B", hardware="h200", layout="single_node_tp")["name"] == "qwen3-5-397b-a17b"
