@@ -2,7 +2,16 @@
 
 Each page module in this package exposes `router` (built with `ConsoleRoute`, so errors become pages
 and a missing sign-in becomes a redirect) and is included here by name. To add a page family
-(workloads, endpoints), write `api/console/<name>.py` with its templates and add the name below.
+(workloads, endpoints), follow `artifacts.py`:
+
+1. `api/console/<name>.py`: `router = APIRouter(route_class=ConsoleRoute)`; take the person from
+   `ConsoleViewer` / `ConsoleOperator` / `ConsoleApprover` (session.py); read through the same store
+   functions or `api.routes.<name>` handlers the REST API uses, so both say the same thing.
+2. Forms that change something are POSTs: `form = await read_form(request)`, then `check_csrf(request,
+   form)`, and a hidden `<input name="csrf" value="{{ csrf }}">` in the template. Raise `ApiError` (or
+   let the API handler raise it): the page shows its message. Redirect (303) after success.
+3. Templates extend `base.html` (add a link to its nav); shared pieces are macros in `_evidence.html`.
+4. Add the module name to `PAGE_MODULES` below, and its tests under tests/console/.
 """
 
 from __future__ import annotations

@@ -48,6 +48,7 @@ def require_console(role: str):
 
 
 ConsoleViewer = Annotated[Principal, Depends(require_console("viewer"))]
+ConsoleOperator = Annotated[Principal, Depends(require_console("operator"))]
 ConsoleApprover = Annotated[Principal, Depends(require_console("approver"))]
 
 

@@ -144,3 +144,34 @@ def test_journey_calls_are_well_formed_shell_with_bodies_the_api_accepts():
     assert workload.artifact_id == "moonshotai/Kimi-K3@" + "0" * 40
     assert (workload.hardware, workload.layout) == ("gb200", "multi_node_tp")
     assert workload_body("Qwen/Qwen3.5-397B-A17B", hardware="h200", layout="single_node_tp")["name"] == "qwen3-5-397b-a17b"
+
+
+def test_a_floor_warning_is_highlighted_on_the_draft(upstream_dir):
+    """Kimi-K3's own floors only inform (upstream marks its figure an estimate), so the warning is
+    checked here: the plane's sizing of the real config with weights a third over the published floor."""
+    import json
+
+    from api.console.rendering import templates
+    from api.console.views import variant_rows
+    from wingsmith.drafts import VariantSizing
+    from wingsmith.recipes import evidence_for, load_catalog
+    from wingsmith.sizing import size_model
+
+    catalog = load_catalog()
+    evidence = evidence_for(catalog.find("moonshotai/Kimi-K3"), catalog)
+    config = json.loads((upstream_dir / "hf-configs/moonshotai/Kimi-K3/config.json").read_text())
+    heavy = int(1650e9 / 1.2 * 1.34)  # nvfp4's published floor is 1650 GB and not an estimate
+    report = size_model(config, heavy, "test", variant="nvfp4", published_floor_gb=1650, hardware="b300",
+                        layout="multi_node_tp", gpus=16)
+    assert report.floor.level == "warning"
+    rows = variant_rows(evidence, [VariantSizing(variant="nvfp4", checkpoint="RedHatAI/Kimi-K3-NVFP4", report=report)])
+    assert rows[0].warning and rows[0].published_gb == 1650 and rows[0].ours_gb == report.floor.ours_gb
+
+    html = templates.env.get_template("_evidence.html").module.variants_table(rows, True)
+    assert 'class="warn-row"' in html and "differs by a quarter or more" in html
+    calm = variant_rows(evidence, [VariantSizing(variant="nvfp4", checkpoint="RedHatAI/Kimi-K3-NVFP4",
+                                                 report=size_model(config, int(1650e9 / 1.2), "test", variant="nvfp4",
+                                                                   published_floor_gb=1650, hardware="b300",
+                                                                   layout="multi_node_tp", gpus=16))])
+    assert not calm[0].warning
+    assert "differs by a quarter" not in templates.env.get_template("_evidence.html").module.variants_table(calm, True)
