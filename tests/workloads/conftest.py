@@ -47,7 +47,11 @@ async def clusters(pg_pool, sims):
 
 @pytest_asyncio.fixture(loop_scope="session")
 async def approved_kimi(api, deps, temporal_client):
-    """Kimi-K3 registered by an operator and approved by an approver, through the API."""
+    """Kimi-K3 registered by an operator and approved by an approver, through the API (once per module)."""
+    listed = (await api.get("/v1/artifacts", params={"state": "approved", "model": KIMI},
+                            headers=as_("tok-vic"))).json()["artifacts"]
+    if listed:
+        return listed[0]["id"]
     async with running_worker(temporal_client, deps):
         r = await api.post("/v1/artifacts", json={"source": f"hf:{KIMI}"}, headers=as_("tok-olga"))
         artifact = r.json()["id"]
