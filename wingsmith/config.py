@@ -47,6 +47,8 @@ class Settings(BaseSettings):
     temporal_ui_port: int = 8233
     postgres_port: int = 5433
     offline_hub_port: int = 8090
+    simulated_clusters_port: int = 8091
+    simulated_operator_delay: float = 2.0
 
     # JSON object {token: {"name": ..., "roles": [...]}}. Unset: `wingsmith up` makes a local admin.
     auth_tokens: str | None = None

@@ -7,9 +7,11 @@ def register(sub) -> None:
     p = sub.add_parser("up", help="run the whole plane locally (Postgres, Temporal, worker, API)")
     p.add_argument("--offline-hub", action="store_true",
                    help="serve Hugging Face metadata from the bundled snapshot server")
+    p.add_argument("--no-simulated-clusters", action="store_true",
+                   help="do not start the three simulated clusters (sim-east, sim-west, sim-nvl)")
     p.set_defaults(func=_run)
 
 
 def _run(args) -> int:
     from wingsmith.local.supervisor import run_up
-    return run_up(offline_hub=args.offline_hub)
+    return run_up(offline_hub=args.offline_hub, simulated_clusters=not args.no_simulated_clusters)

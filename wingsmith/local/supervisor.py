@@ -72,6 +72,7 @@ class Child:
 class Plane:
     settings: Settings
     offline_hub: bool
+    simulated_clusters: bool = True
     children: list[Child] = field(default_factory=list)
     servers: list = field(default_factory=list)  # in-process managed servers with .stop()
 
@@ -107,7 +108,7 @@ def _acquire_lock(home: Path):
     return fh, None
 
 
-def run_up(*, offline_hub: bool = False, settings: Settings | None = None) -> int:
+def run_up(*, offline_hub: bool = False, simulated_clusters: bool = True, settings: Settings | None = None) -> int:
     settings = settings or get_settings()
     home = settings.home_dir
     lock, holder = _acquire_lock(home)
@@ -123,7 +124,7 @@ def run_up(*, offline_hub: bool = False, settings: Settings | None = None) -> in
     signal.signal(signal.SIGTERM, _on_signal)
     signal.signal(signal.SIGINT, _on_signal)
 
-    plane = Plane(settings=settings, offline_hub=offline_hub)
+    plane = Plane(settings=settings, offline_hub=offline_hub, simulated_clusters=simulated_clusters)
     if not settings.auth_tokens:
         from api.auth import local_admin_tokens
         local_admin_tokens(settings.tokens_file)
@@ -136,6 +137,8 @@ def run_up(*, offline_hub: bool = False, settings: Settings | None = None) -> in
             plane.children.append(child)
         api_url = f"http://{settings.api_host}:{settings.api_port}"
         _wait_ready(api_url, plane, timeout=60)
+        if plane.simulated_clusters:
+            _register_simulated_clusters(plane, api_url)
         _print_banner(plane, api_url, env_extra)
         while not stopping["flag"]:
             for child in plane.children:
@@ -207,7 +210,28 @@ def _start_backing_services(plane: Plane) -> dict[str, str]:
         _start_child(plane, "offline-hub", cmd, s.offline_hub_port)
         env["WINGSMITH_HF_ENDPOINT"] = f"http://127.0.0.1:{s.offline_hub_port}"
         _say(f"hub: offline snapshot server at {env['WINGSMITH_HF_ENDPOINT']}")
+
+    if plane.simulated_clusters:
+        _start_child(plane, "simulated-clusters",
+                     [sys.executable, "-m", "sim.kube", "--home", str(home / "sim"),
+                      "--port", str(s.simulated_clusters_port), "--operator-delay", str(s.simulated_operator_delay)],
+                     s.simulated_clusters_port)
+        _say(f"clusters: sim-east, sim-west (4 × 8 H200 each), sim-nvl (8 × 4 GB200) at "
+             f"http://127.0.0.1:{s.simulated_clusters_port}")
     return env
+
+
+def _register_simulated_clusters(plane: Plane, api_url: str) -> None:
+    """Register the simulated clusters through the API, as an admin would (repeating it is a no-op)."""
+    from wingsmith.cli.api_client import token
+    described = json.loads((plane.home / "sim" / "clusters.json").read_text())
+    headers = {"Authorization": f"Bearer {token('admin')}"}
+    for name, c in described["clusters"].items():
+        body = {"name": name, "region": c["region"], "kubeconfig": described["kubeconfig"], "kube_context": c["context"],
+                "frontend_base_url": c["frontend_base_url"], "labels": {"simulated": "true"}}
+        r = httpx.post(f"{api_url}/v1/clusters", json=body, headers=headers, timeout=10)
+        if r.status_code not in (200, 201):
+            _say(f"clusters: could not register {name}: {r.json().get('error', {}).get('message', r.status_code)}")
 
 
 def _start_child(plane: Plane, name: str, cmd: list[str], port: int, **env: str) -> Child:
