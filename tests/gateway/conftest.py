@@ -54,7 +54,8 @@ class Served:
 
 class ScriptedBackend:
     """An OpenAI-compatible frontend whose behaviour a test sets: `mode` is "ok", "error" (HTTP 500),
-    or "hang-up" (the connection closes before any byte); `chunk_delay` spaces streamed chunks."""
+    "hang-up" (the connection closes before any byte) or "break-mid-stream" (a stream dies after two
+    chunks); `chunk_delay` spaces streamed chunks."""
 
     def __init__(self, name: str, models: tuple[str, ...] = (MODEL,)):
         self.name = name
@@ -76,7 +77,7 @@ class ScriptedBackend:
         async def complete(request: Request) -> Response:
             self.completions += 1
             body = json.loads(await request.body())
-            if self.mode == "error":
+            if self.mode == "error" or (self.mode == "break-mid-stream" and not body.get("stream")):
                 return JSONResponse({"error": {"message": "engine died", "type": "server_error"}}, status_code=500)
             if self.mode == "hang-up":
                 raise RuntimeError("simulated crash before any byte")  # uvicorn drops the connection
@@ -96,6 +97,8 @@ class ScriptedBackend:
                     yield f"data: {json.dumps({'id': 'x1', 'object': 'chat.completion.chunk', 'created': 1, 'model': body['model'], 'choices': [delta]})}\n\n".encode()
                     if self.chunk_delay:
                         await asyncio.sleep(self.chunk_delay)
+                    if self.mode == "break-mid-stream" and i == 1:
+                        raise RuntimeError("simulated crash mid-stream")
                 yield b"data: [DONE]\n\n"
             return StreamingResponse(events(), media_type="text/event-stream")
 

@@ -99,8 +99,7 @@ def test_streaming_is_passed_through_as_it_arrives(gateway, backends):
                 arrivals.append(time.monotonic() - started)
     # Five words, 0.3 s apart: a buffering proxy would deliver everything at once after ~1.5 s.
     assert len(arrivals) == 6
-    assert arrivals[0] < 0.25
-    assert arrivals[-1] > 1.2
+    assert arrivals[-1] - arrivals[0] > 1.2
     assert arrivals[2] - arrivals[0] > 0.45
 
 
@@ -189,6 +188,35 @@ def test_removed_sim_frontend_moves_traffic_to_the_other_cluster(gateway, sim):
         sim.frontends.remove("sim-west", "default", "kimi-west")
 
 
+def test_a_stream_that_breaks_after_bytes_were_sent_is_not_hidden(gateway, backends):
+    alpha, beta = backends
+    alpha.mode = "break-mid-stream"
+    gateway.client.set_routes(routes((alpha, 1), (beta, 1)))
+    received: list[str] = []
+    with pytest.raises(httpx.HTTPError):
+        with httpx.stream("POST", f"{gateway.url}/v1/chat/completions", timeout=10,
+                          json={"model": MODEL, "messages": MESSAGES, "stream": True}) as resp:
+            received.extend(line for line in resp.iter_lines() if line)
+    # Bytes had reached the client, so no retry: the client sees the break, not a quiet truncation.
+    assert "data: [DONE]" not in received
+    assert (alpha.completions, beta.completions) == (1, 0)
+    status = gateway.client.status(MODEL)
+    assert status.backends[0].cooling_down and status.in_flight == 0
+
+
+def test_a_client_that_goes_away_frees_its_slot(gateway, backends):
+    alpha = backends[0]
+    alpha.chunk_delay = 0.3
+    gateway.client.set_routes(routes((alpha, 1)))
+    with httpx.stream("POST", f"{gateway.url}/v1/chat/completions", timeout=10,
+                      json={"model": MODEL, "messages": MESSAGES, "stream": True}) as resp:
+        lines = resp.iter_lines()  # held: dropping the iterator would already close the connection
+        next(lines)
+        assert gateway.client.status(MODEL).in_flight == 1
+    wait_until(lambda: gateway.client.status(MODEL).in_flight == 0)
+    assert not gateway.client.status(MODEL).backends[0].cooling_down
+
+
 # ---- draining --------------------------------------------------------------------------------------
 
 def test_draining_backend_gets_no_new_requests_and_finishes_in_flight(gateway, backends):
@@ -225,7 +253,7 @@ def test_wait_drained_gives_up_after_the_grace_period(gateway, backends):
     wait_until(lambda: gateway.client.status(MODEL).in_flight == 1)
     started = time.monotonic()
     assert gateway.client.wait_drained(MODEL, f"sim-alpha/{MODEL}", grace=0.3, poll=0.05) is False
-    assert 0.25 < time.monotonic() - started < 1.5
+    assert 0.25 < time.monotonic() - started < 3
     reader.join(timeout=10)
 
 
@@ -341,9 +369,14 @@ def test_routes_survive_a_gateway_restart(tmp_path, token_file, backends):
         second.stop()
 
 
-def test_admin_token_is_never_logged(gateway, backends, caplog):
+def test_admin_token_is_never_logged(gateway, backends, caplog, capsys):
     caplog.set_level("DEBUG")
     gateway.client.set_routes(routes((backends[0], 1)))
     httpx.get(f"{gateway.url}/admin/routes", headers={"Authorization": "Bearer wrong-guess"})
-    assert gateway.token not in caplog.text
-    assert "wrong-guess" not in caplog.text
+    backends[0].mode = "error"
+    chat(gateway)  # a failure is logged too
+    out = capsys.readouterr()
+    logged = caplog.text + out.out + out.err
+    assert "gateway routes set" in logged and "cooling down" in logged  # the logs were captured
+    assert gateway.token not in logged
+    assert "wrong-guess" not in logged
