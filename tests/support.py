@@ -4,27 +4,18 @@ from __future__ import annotations
 
 import asyncio
 import json
-from contextlib import asynccontextmanager
 from pathlib import Path
 
 from tests.conftest import unique_queue
-from worker.main import build_workers
+from worker.main import running_in_process
 from worker.registry import WorkerDeps
 
 HISTORIES = Path(__file__).resolve().parent / "histories"
 
 
-@asynccontextmanager
-async def running_worker(client, deps: WorkerDeps, queue: str | None = None):
-    """The worker's own wiring (workflows, activities, executors) on a task queue of this test."""
-    queue = queue or deps.settings.task_queue
-    workers = build_workers(client, deps, task_queue=queue, kube_task_queue=queue + "-kube", max_threads=8)
-    tasks = [asyncio.create_task(w.run()) for w in workers]
-    try:
-        yield queue
-    finally:
-        await asyncio.gather(*(w.shutdown() for w in workers), return_exceptions=True)
-        await asyncio.gather(*tasks, return_exceptions=True)
+def running_worker(client, deps: WorkerDeps, queue: str | None = None):
+    """The worker's own wiring (workflows, activities, executors) on this test's task queues."""
+    return running_in_process(client, deps, task_queue=queue)
 
 
 async def wait_until(predicate, timeout: float = 20, interval: float = 0.1, what: str = "condition"):

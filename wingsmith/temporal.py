@@ -4,6 +4,8 @@ profiles in temporal.toml), so TLS and API keys never pass through Wingsmith's s
 
 from __future__ import annotations
 
+import asyncio
+
 from temporalio.client import Client
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.envconfig import ClientConfigProfile
@@ -11,13 +13,22 @@ from temporalio.envconfig import ClientConfigProfile
 from wingsmith.config import Settings
 
 
-async def connect(settings: Settings, *, address: str | None = None) -> Client:
+async def connect(settings: Settings, *, address: str | None = None, wait_seconds: float = 30) -> Client:
+    """Connect, waiting up to `wait_seconds` for a server that is starting: a fresh dev server
+    listens before its frontend reports healthy."""
     profile = ClientConfigProfile.load()
     kwargs = profile.to_client_connect_config()
     kwargs["target_host"] = address or settings.temporal_address or kwargs.get("target_host") \
         or f"127.0.0.1:{settings.temporal_port}"
     kwargs.setdefault("namespace", settings.temporal_namespace)
-    return await Client.connect(**kwargs, data_converter=pydantic_data_converter)
+    deadline = asyncio.get_running_loop().time() + wait_seconds
+    while True:
+        try:
+            return await Client.connect(**kwargs, data_converter=pydantic_data_converter)
+        except RuntimeError as exc:
+            if "not healthy" not in str(exc) or asyncio.get_running_loop().time() > deadline:
+                raise
+            await asyncio.sleep(0.2)
 
 
 def workflow_ui_url(settings: Settings, workflow_id: str) -> str:

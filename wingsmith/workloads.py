@@ -166,7 +166,7 @@ def plan_workload(request: WorkloadRequest, artifact: ApprovedArtifact, catalog:
         features=sorted(command.features), replicas=request.replicas, gpus_per_replica=command.gpus,
         worker=worker, prefill=prefill, env=dict(command.env), max_num_seqs=applied, max_num_seqs_source=source,
         image=image, namespace=namespace, hf_token_secret=hf_token_secret, weight_bytes=artifact.weight_bytes,
-        placement=PlacementPlan(hardware=card.id, gpus_per_node=command.gpus_per_node,
+        placement=PlacementPlan(hardware=card.id, gpus_per_node=max(1, command.gpus // max(1, command.nodes)),
                                 nodes_per_replica=command.nodes, replicas=request.replicas,
                                 constraints=request.constraints),
         fit=fit)
@@ -191,14 +191,16 @@ def _fit(request: WorkloadRequest, artifact: ApprovedArtifact, command: ServeCom
 
 
 def _pools(command: ServeCommand) -> tuple[WorkerPool, WorkerPool | None]:
-    def pool(role_commands) -> WorkerPool:
+    """One pod per node; a pod asks for the GPUs its share of the replica uses on that node (a
+    single-node replica smaller than the node takes only its GPUs, leaving the rest to others)."""
+    def pool(role_commands, gpus: int) -> WorkerPool:
         first = role_commands[0]
-        return WorkerPool(args=list(first.args), gpus_per_node=command.gpus_per_node, nodes=len(role_commands),
-                          env=dict(first.env))
+        return WorkerPool(args=list(first.args), gpus_per_node=max(1, gpus // len(role_commands)),
+                          nodes=len(role_commands), env=dict(first.env))
     if command.layout == "pd_cluster":
-        return (pool([c for c in command.commands if c.role == "decode"]),
-                pool([c for c in command.commands if c.role == "prefill"]))
-    return pool(command.commands), None
+        return (pool([c for c in command.commands if c.role == "decode"], command.gpus // 2),
+                pool([c for c in command.commands if c.role == "prefill"], command.gpus // 2))
+    return pool(command.commands, command.gpus), None
 
 
 def _max_num_seqs(command: ServeCommand, repo_id: str, card: str, catalog: Catalog) -> tuple[int | None, str]:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import signal
+from contextlib import asynccontextmanager
 from concurrent.futures import ThreadPoolExecutor
 from datetime import timedelta
 
@@ -34,6 +35,20 @@ def build_workers(client, deps: WorkerDeps, *, task_queue: str = TASK_QUEUE,
                               activity_executor=ThreadPoolExecutor(max_threads, thread_name_prefix="wingsmith-kube"),
                               **common))
     return workers
+
+
+@asynccontextmanager
+async def running_in_process(client, deps: WorkerDeps, *, task_queue: str | None = None, max_threads: int = 8):
+    """The worker's own wiring inside this event loop: for tests, benchmarks and demos."""
+    queue = task_queue or deps.settings.task_queue
+    workers = build_workers(client, deps, task_queue=queue, kube_task_queue=deps.settings.kube_task_queue
+                            if task_queue is None else queue + "-kube", max_threads=max_threads)
+    tasks = [asyncio.create_task(w.run()) for w in workers]
+    try:
+        yield queue
+    finally:
+        await asyncio.gather(*(w.shutdown() for w in workers), return_exceptions=True)
+        await asyncio.gather(*tasks, return_exceptions=True)
 
 
 async def run(settings: Settings) -> None:
