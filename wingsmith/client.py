@@ -95,3 +95,20 @@ async def create_workload(client: Client, settings: Settings, *, plan, requested
 def workload_handle(client: Client, workload_id: str) -> WorkflowHandle:
     from workflows.workload import WorkloadWorkflow
     return client.get_workflow_handle_for(WorkloadWorkflow.run, f"workload/{workload_id}")
+
+
+async def create_endpoint(client: Client, settings: Settings, *, name: str, workloads: list[str]):
+    """Start (or return) the endpoint's workflow: one model name routed to its workloads' deployments."""
+    from workflows.endpoint import EndpointWorkflow, EndpointWorkflowInput
+
+    return await client.start_workflow(
+        EndpointWorkflow.run, EndpointWorkflowInput(name=name, workloads=workloads,
+                                                    drain_grace_seconds=settings.drain_grace_seconds),
+        id=f"endpoint/{name}", task_queue=settings.task_queue,
+        id_conflict_policy=WorkflowIDConflictPolicy.USE_EXISTING,
+        static_summary=f"Endpoint {name} → {', '.join(workloads)}")
+
+
+def endpoint_handle(client: Client, name: str) -> WorkflowHandle:
+    from workflows.endpoint import EndpointWorkflow
+    return client.get_workflow_handle_for(EndpointWorkflow.run, f"endpoint/{name}")

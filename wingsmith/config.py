@@ -72,6 +72,18 @@ class Settings(BaseSettings):
     ready_deadline_seconds: float | None = Field(default=None, description="override the size-scaled deadline")
     rollout_poll_seconds: float = 2.0
 
+    # The gateway that gives endpoints one model name: the embedded router ("local") or Envoy AI Gateway.
+    gateway: str = Field(default="local", pattern="^(local|envoy)$")
+    gateway_port: int = 8080
+    gateway_url: str = "http://127.0.0.1:8080"
+    # Reference (env var name or file:<path>) to the local gateway's admin token.
+    gateway_admin_token_ref: str | None = None
+    gateway_kubeconfig: str | None = Field(default=None, description="envoy: kubeconfig path of the gateway cluster")
+    gateway_context: str | None = None
+    gateway_namespace: str = "default"
+    gateway_name: str = "wingsmith"
+    drain_grace_seconds: int = 30
+
     log_level: str = "INFO"
     log_format: str = Field(default="auto", description="json, console, or auto (console on a TTY)")
 

@@ -211,6 +211,20 @@ def _start_backing_services(plane: Plane) -> dict[str, str]:
         env["WINGSMITH_HF_ENDPOINT"] = f"http://127.0.0.1:{s.offline_hub_port}"
         _say(f"hub: offline snapshot server at {env['WINGSMITH_HF_ENDPOINT']}")
 
+    if s.gateway == "local" and not s.gateway_admin_token_ref:
+        token_file = home / "gateway-admin-token"
+        if not token_file.exists():
+            import secrets
+            fd = os.open(token_file, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+            with os.fdopen(fd, "w") as fh:
+                fh.write(secrets.token_urlsafe(24))
+        env["WINGSMITH_GATEWAY_ADMIN_TOKEN_REF"] = f"file:{token_file}"
+        env["WINGSMITH_GATEWAY_URL"] = f"http://127.0.0.1:{s.gateway_port}"
+        _start_child(plane, "gateway", [sys.executable, "-m", "api.gateway", "--port", str(s.gateway_port),
+                                        "--state-dir", str(home / "gateway"),
+                                        "--admin-token-ref", f"file:{token_file}"], s.gateway_port)
+        _say(f"gateway: OpenAI-compatible router at {env['WINGSMITH_GATEWAY_URL']}/v1")
+
     if plane.simulated_clusters:
         _start_child(plane, "simulated-clusters",
                      [sys.executable, "-m", "sim.kube", "--home", str(home / "sim"),
@@ -275,6 +289,8 @@ def _print_banner(plane: Plane, api_url: str, env: dict[str, str]) -> None:
         f"  Temporal    {env.get('TEMPORAL_ADDRESS')}"
         + (f"   (Web UI: {env['WINGSMITH_TEMPORAL_UI_URL']})" if "WINGSMITH_TEMPORAL_UI_URL" in env else ""),
         f"  Postgres    {env['DATABASE_URL']}",
+        *( [f"  Gateway     {env['WINGSMITH_GATEWAY_URL']}/v1   (one model name per endpoint)"]
+           if "WINGSMITH_GATEWAY_URL" in env else []),
         f"  Token       {token_note}",
         f"  Logs        {plane.home / 'logs'}",
         "Ctrl-C stops everything.",

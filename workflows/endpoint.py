@@ -1,0 +1,196 @@
+"""EndpointWorkflow (`endpoint/<model-name>`): lives while the endpoint exists and keeps the
+gateway's routes equal to the ready deployments of its workloads.
+
+A deployment joins once its frontend lists the served name; weights follow replicas; a workload
+being deleted is drained first (weight 0, in-flight requests get a grace period) and only then
+removed and told it may go. Every pass reconciles against the gateway's current state, so a crash
+between two gateway calls leaves nothing half-done: the next pass finishes it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import timedelta
+
+from pydantic import BaseModel, Field
+from temporalio import workflow
+from temporalio.common import RetryPolicy, SearchAttributeKey
+from temporalio.exceptions import ApplicationError
+
+with workflow.unsafe.imports_passed_through():
+    from activities.endpoint import DrainInput, EndpointActivities, EndpointRecord, ObserveInput, SetRoutesInput
+    from wingsmith.gateway import EndpointRoutes
+
+STAGE = SearchAttributeKey.for_keyword("WingsmithStage")
+_IO = dict(start_to_close_timeout=timedelta(seconds=60),
+           retry_policy=RetryPolicy(initial_interval=timedelta(seconds=1), maximum_interval=timedelta(seconds=30)))
+
+
+class EndpointState(BaseModel):
+    workloads: list[str]
+    draining: list[str] = Field(default_factory=list)
+    routes: EndpointRoutes | None = None
+    stage: str = "starting"
+    passes: int = 0
+
+
+class EndpointWorkflowInput(BaseModel):
+    name: str
+    workloads: list[str]
+    drain_grace_seconds: int = 30
+    resync_seconds: int = 30
+    resume: EndpointState | None = None
+
+
+class EndpointStatus(BaseModel):
+    name: str
+    stage: str
+    workloads: list[str]
+    draining: list[str]
+    routes: EndpointRoutes | None
+
+
+class SetWorkloads(BaseModel):
+    workloads: list[str]
+
+
+@workflow.defn
+class EndpointWorkflow:
+    @workflow.init
+    def __init__(self, params: EndpointWorkflowInput) -> None:
+        self.params = params
+        self.state = params.resume or EndpointState(workloads=list(dict.fromkeys(params.workloads)))
+        self.dirty = True
+        self.deleting = False
+
+    @workflow.run
+    async def run(self, params: EndpointWorkflowInput) -> EndpointStatus:
+        me = workflow.info().workflow_id
+        if params.resume is None:
+            for wid in self.state.workloads:
+                await self._tell(wid, "subscribe", me)
+        while not self.deleting:
+            self.dirty = False
+            await self._reconcile()
+            await self._finish_drains()
+            self._set_stage("serving" if self.state.routes and self.state.routes.serving else "waiting")
+            try:
+                await workflow.wait_condition(lambda: self.dirty or self.deleting,
+                                              timeout=timedelta(seconds=params.resync_seconds))
+            except asyncio.TimeoutError:
+                pass  # a periodic pass catches frontends that came or went without a signal
+            if workflow.info().is_continue_as_new_suggested() and not self.deleting:
+                await workflow.wait_condition(workflow.all_handlers_finished)
+                workflow.continue_as_new(params.model_copy(update={"resume": self.state}))
+        await self._tear_down(me)
+        await workflow.wait_condition(workflow.all_handlers_finished)
+        return self.status()
+
+    # --- signals from workloads, updates from the API ------------------------------------------------
+
+    @workflow.signal
+    def workload_changed(self, workload_id: str) -> None:
+        self.dirty = True
+
+    @workflow.signal
+    def workload_deleting(self, workload_id: str) -> None:
+        if workload_id in self.state.workloads and workload_id not in self.state.draining:
+            self.state.draining.append(workload_id)
+        self.dirty = True
+
+    @workflow.update
+    async def set_workloads(self, request: SetWorkloads) -> EndpointStatus:
+        me = workflow.info().workflow_id
+        wanted = list(dict.fromkeys(request.workloads))
+        for wid in wanted:
+            if wid not in self.state.workloads:
+                self.state.workloads.append(wid)
+                await self._tell(wid, "subscribe", me)
+        for wid in self.state.workloads:
+            if wid not in wanted and wid not in self.state.draining:
+                self.state.draining.append(wid)  # removed workloads are drained, not cut off
+        self.dirty = True
+        await workflow.wait_condition(lambda: not self.dirty)
+        return self.status()
+
+    @workflow.update
+    async def delete(self) -> EndpointStatus:
+        self.deleting = True
+        await workflow.wait_condition(lambda: self.state.stage == "deleted")
+        return self.status()
+
+    @delete.validator
+    def _validate_delete(self) -> None:
+        if self.state.stage == "deleted":
+            raise ApplicationError("endpoint already deleted", type="AlreadyDeleted")
+
+    @workflow.query
+    def status(self) -> EndpointStatus:
+        return EndpointStatus(name=self.params.name, stage=self.state.stage, workloads=self.state.workloads,
+                              draining=self.state.draining, routes=self.state.routes)
+
+    # --- reconciling -------------------------------------------------------------------------------
+
+    async def _reconcile(self) -> None:
+        routes = await workflow.execute_activity_method(EndpointActivities.observe, ObserveInput(
+            name=self.params.name, workloads=self.state.workloads, draining=self.state.draining), **_IO)
+        await workflow.execute_activity_method(EndpointActivities.set_routes, SetRoutesInput(routes=routes), **_IO)
+        if routes != self.state.routes:
+            self.state.routes = routes
+            self.state.passes += 1
+            await self._record("serving" if routes.serving else "waiting")
+
+    async def _finish_drains(self) -> None:
+        """Draining workloads: wait for their in-flight requests (bounded), then drop them and let
+        each workload know it may tear its deployments down."""
+        if not self.state.draining:
+            return
+        me = workflow.info().workflow_id
+        draining = list(self.state.draining)
+        ids = [b.id for b in (self.state.routes.backends if self.state.routes else []) if b.workload_id in draining]
+        if ids:
+            await workflow.execute_activity_method(
+                EndpointActivities.wait_drained,
+                DrainInput(name=self.params.name, backend_ids=ids, grace_seconds=self.params.drain_grace_seconds),
+                start_to_close_timeout=timedelta(seconds=self.params.drain_grace_seconds + 60),
+                heartbeat_timeout=timedelta(seconds=30))
+        self.state.workloads = [w for w in self.state.workloads if w not in draining]
+        self.state.draining = [w for w in self.state.draining if w not in draining]
+        await self._reconcile()
+        for wid in draining:
+            await self._tell(wid, "drained", me)
+            await self._tell(wid, "unsubscribe", me)
+
+    async def _tear_down(self, me: str) -> None:
+        self._set_stage("deleting")
+        self.state.draining = list(self.state.workloads)
+        await self._reconcile()
+        await self._finish_drains()
+        await workflow.execute_activity_method(EndpointActivities.set_routes, SetRoutesInput(
+            routes=EndpointRoutes(model_name=self.params.name)), **_IO)
+        self.state.routes = None
+        self._set_stage("deleted")
+        await self._record("deleted")
+
+    # --- helpers -----------------------------------------------------------------------------------
+
+    async def _tell(self, workload_id: str, signal: str, arg: str) -> None:
+        try:
+            await workflow.get_external_workflow_handle(f"workload/{workload_id}").signal(signal, arg)
+        except Exception:  # noqa: BLE001 - a workload that is gone has nothing to hear
+            workflow.logger.info("workload %s did not take the %s signal", workload_id, signal)
+
+    async def _record(self, state: str) -> None:
+        info = workflow.info()
+        routes = self.state.routes.backends if self.state.routes else []
+        await workflow.execute_activity_method(EndpointActivities.record, EndpointRecord(
+            name=self.params.name, workloads=self.state.workloads, state=state, workflow_id=info.workflow_id,
+            routes=[b.model_dump(mode="json") for b in routes], step=f"{info.run_id}:{self.state.passes}:{state}"),
+            **_IO)
+
+    def _set_stage(self, stage: str) -> bool:
+        if self.state.stage == stage:
+            return False
+        self.state.stage = stage
+        workflow.upsert_search_attributes([STAGE.value_set(stage)])
+        return True
