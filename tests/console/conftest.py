@@ -3,10 +3,8 @@ the worker's own wiring), plus a console client that signs in through the login 
 
 from __future__ import annotations
 
-import asyncio
 import json
 import re
-import uuid
 
 import httpx
 import pytest
@@ -14,14 +12,9 @@ import pytest_asyncio
 
 from api.app import create_app
 from api.auth import TokenTable
-from google.protobuf.duration_pb2 import Duration
-from temporalio.api.workflowservice.v1 import RegisterNamespaceRequest
-from temporalio.service import RPCError
 
 from tests.artifacts.conftest import KIMI, TOKENS, as_, deps, hub, settings  # noqa: F401 - fixtures
-from tests.conftest import register_search_attributes
 from wingsmith.config import Settings
-from wingsmith.temporal import connect
 
 CSRF = re.compile(r'name="csrf" value="([^"]+)"')
 
@@ -35,24 +28,6 @@ def csrf_of(html: str) -> str:
 async def sign_in(client: httpx.AsyncClient, token: str, next_url: str = "/console") -> httpx.Response:
     page = await client.get("/console/login")
     return await client.post("/console/login", data={"token": token, "next": next_url, "csrf": csrf_of(page.text)})
-
-
-@pytest_asyncio.fixture(scope="module", loop_scope="session")
-async def temporal_client(temporal_server, temporal_client):
-    """A Temporal namespace of this module's own. Artifact workflow ids are the artifact's id, so the
-    console tests (which register Kimi-K3, as the artifact journey tests do) would otherwise find each
-    other's finished workflows and never build a draft in their own fresh database."""
-    namespace = "console-" + uuid.uuid4().hex[:8]
-    await temporal_client.workflow_service.register_namespace(RegisterNamespaceRequest(
-        namespace=namespace, workflow_execution_retention_period=Duration(seconds=24 * 3600)))
-    client = await connect(Settings(temporal_namespace=namespace), address=temporal_server.address)
-    for _ in range(100):  # a new namespace takes a moment to reach the frontend's cache
-        try:
-            await register_search_attributes(client)
-            return client
-        except RPCError:
-            await asyncio.sleep(0.2)
-    raise AssertionError(f"namespace {namespace} did not become usable")
 
 
 @pytest.fixture

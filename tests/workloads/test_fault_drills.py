@@ -67,7 +67,8 @@ async def test_worker_killed_mid_rollout_finishes_with_one_dgd_per_cluster(api, 
                WINGSMITH_KUBE_TASK_QUEUE=s.kube_task_queue, WINGSMITH_HF_ENDPOINT=s.hf_endpoint,
                WINGSMITH_HOME=str(tmp_path / "worker"), WINGSMITH_LOG_FORMAT="json",
                WINGSMITH_ROLLOUT_POLL_SECONDS="0.2", WINGSMITH_READY_DEADLINE_SECONDS="30",
-               TEMPORAL_ADDRESS=temporal_client.service_client.config.target_host)
+               TEMPORAL_ADDRESS=temporal_client.service_client.config.target_host,
+               TEMPORAL_NAMESPACE=temporal_client.namespace)
 
     def start_worker(n: int) -> subprocess.Popen:
         return subprocess.Popen([sys.executable, "-m", "worker"], env=env, stdout=subprocess.DEVNULL,

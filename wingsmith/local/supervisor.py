@@ -173,7 +173,7 @@ def _start_backing_services(plane: Plane) -> dict[str, str]:
     env: dict[str, str] = {}
     if s.database_url:
         dsn = s.database_url
-        _say(f"postgres: using DATABASE_URL (external)")
+        _say("postgres: using DATABASE_URL (external)")
     else:
         pg = LocalPostgres(home / "postgres", s.postgres_port, log_file=home / "logs" / "postgres.log").start()
         plane.servers.append(pg)
