@@ -53,7 +53,7 @@ async def run(root, pg, temporal, hub, sims) -> None:
     from wingsmith.review import ReviewRequest
     from wingsmith.client import artifact_handle
     from wingsmith.store.workloads import approved_artifact
-    from wingsmith.workloads import ApprovedArtifact, WorkloadRequest, plan_workload
+    from wingsmith.workloads import WorkloadRequest, approved_artifact_from_row, plan_workload
     from worker.registry import WorkerDeps
     from workflows.artifact import ArtifactWorkflow
     from workflows.workload import WorkloadWorkflow
@@ -76,9 +76,7 @@ async def run(root, pg, temporal, hub, sims) -> None:
                                                                            reviewer="approver"))
         await handle.result()
         row = await approved_artifact(pool, started.id)
-        artifact = ApprovedArtifact(id=row["id"], repo_id=row["repo_id"], sha=row["sha"], state=row["state"],
-                                    draft_version=row["draft_version"], evidence=row["evidence"],
-                                    config=row["proposal"]["config"], weight_bytes=row["proposal"]["weight_bytes"])
+        artifact = approved_artifact_from_row(row)
         print(f"approval → serving, {MODEL} on 1 × H200, simulated operator delay 0 s")
         for concurrent in (1, 10):
             handles = []

@@ -64,6 +64,11 @@ class ApprovedArtifact(BaseModel):
     evidence: dict[str, Any]
     config: dict[str, Any]
     weight_bytes: int | None
+    # The draft's sizing of each variant (its checkpoint may be another repo, with other bytes).
+    variant_weight_bytes: dict[str, int] = Field(default_factory=dict)
+
+    def weights_for(self, variant: str) -> int | None:
+        return self.variant_weight_bytes.get(variant) or (self.weight_bytes if variant == "default" else None)
 
 
 class WorkloadPlan(BaseModel):
@@ -109,6 +114,17 @@ class WorkloadPlan(BaseModel):
 def new_workload_id(repo_id: str) -> str:
     slug = re.sub(r"[^a-z0-9]+", "-", repo_id.split("/")[-1].lower()).strip("-")[:30] or "model"
     return f"{slug}-{uuid.uuid4().hex[:6]}"
+
+
+def approved_artifact_from_row(row) -> ApprovedArtifact:
+    """The registry's artifact row (with its latest draft) as the planner needs it."""
+    proposal = row["proposal"] or {}
+    sizing = (row["sizing"] or {}).get("sizing", [])
+    return ApprovedArtifact(
+        id=row["id"], repo_id=row["repo_id"], sha=row["sha"], state=row["state"], superseded_by=row["superseded_by"],
+        draft_version=row["draft_version"] or 0, evidence=row["evidence"] or {}, config=proposal.get("config") or {},
+        weight_bytes=proposal.get("weight_bytes"),
+        variant_weight_bytes={s["variant"]: s["weight"]["bytes"] for s in sizing if s.get("weight")})
 
 
 def check_artifact(artifact: ApprovedArtifact | None, artifact_id: str) -> ApprovedArtifact:
@@ -165,7 +181,8 @@ def plan_workload(request: WorkloadRequest, artifact: ApprovedArtifact, catalog:
         engine=request.engine, hardware=card.id, layout=request.layout, variant=request.variant,
         features=sorted(command.features), replicas=request.replicas, gpus_per_replica=command.gpus,
         worker=worker, prefill=prefill, env=dict(command.env), max_num_seqs=applied, max_num_seqs_source=source,
-        image=image, namespace=namespace, hf_token_secret=hf_token_secret, weight_bytes=artifact.weight_bytes,
+        image=image, namespace=namespace, hf_token_secret=hf_token_secret,
+        weight_bytes=artifact.weights_for(request.variant),
         placement=PlacementPlan(hardware=card.id, gpus_per_node=max(1, command.gpus // max(1, command.nodes)),
                                 nodes_per_replica=command.nodes, replicas=request.replicas,
                                 constraints=request.constraints),
@@ -173,10 +190,11 @@ def plan_workload(request: WorkloadRequest, artifact: ApprovedArtifact, catalog:
 
 
 def _fit(request: WorkloadRequest, artifact: ApprovedArtifact, command: ServeCommand) -> dict[str, Any]:
-    if not artifact.weight_bytes:
-        return {"checked": False, "reason": "the artifact has no weight bytes"}
+    weight_bytes = artifact.weights_for(request.variant)
+    if not weight_bytes:
+        return {"checked": False, "reason": f"the draft has no weight bytes for the {request.variant} variant"}
     try:
-        report = fit_check(artifact.config, artifact.weight_bytes, command.hardware, command.layout, command.gpus,
+        report = fit_check(artifact.config, weight_bytes, command.hardware, command.layout, command.gpus,
                            request.context, request.concurrency)
     except SizingError as exc:
         raise InvalidWorkload(f"cannot size this shape: {exc}", field="layout") from None

@@ -52,7 +52,7 @@ async def register(request: Request, body: RegisterRequest, principal: Operator,
     try:
         # Resolving here pins the branch to a sha, which names the workflow; the workflow resolves
         # again at that sha (a cache hit) so its history holds the proposal it reviewed.
-        proposal = await run_in_threadpool(resolver_for(request).resolve, source)
+        proposal = await run_in_threadpool(resolver_for(request).resolve, source, fresh=True)
     except HubError as exc:
         raise hub_error_to_api(exc) from None
     started = await register_artifact(temporal, settings, source=source, sha=proposal.sha,

@@ -21,7 +21,8 @@ from wingsmith.recipes import load_catalog
 from wingsmith.store import workloads as store
 from wingsmith.temporal import workflow_ui_url
 from wingsmith.workload_state import DeleteRequest, ScaleRequest, WorkloadStatus
-from wingsmith.workloads import ApprovedArtifact, InvalidWorkload, WorkloadPlan, WorkloadRequest, plan_workload
+from wingsmith.workloads import (InvalidWorkload, WorkloadPlan, WorkloadRequest, approved_artifact_from_row,
+                                 plan_workload)
 from workflows.workload import WorkloadWorkflow
 
 router = APIRouter(prefix="/v1/workloads", tags=["workloads"])
@@ -49,13 +50,7 @@ class ScaleBody(BaseModel):
 async def create(body: WorkloadRequest, principal: Operator, db: DbDep, settings: SettingsDep,
                  request: Request) -> Created | DryRun:
     row = await store.approved_artifact(db, body.artifact_id)
-    artifact = None
-    if row is not None:
-        proposal = row["proposal"] or {}
-        artifact = ApprovedArtifact(id=row["id"], repo_id=row["repo_id"], sha=row["sha"], state=row["state"],
-                                    superseded_by=row["superseded_by"], draft_version=row["draft_version"] or 0,
-                                    evidence=row["evidence"] or {}, config=proposal.get("config") or {},
-                                    weight_bytes=proposal.get("weight_bytes"))
+    artifact = approved_artifact_from_row(row) if row is not None else None
     try:
         if artifact is None:
             raise InvalidWorkload(f"artifact {body.artifact_id} not found; register it first", field="artifact_id")

@@ -67,10 +67,12 @@ class Resolver:
         self._branches: dict[tuple[str, str], tuple[str, float]] = {}
 
     # -- public ----------------------------------------------------------------------------------
-    def resolve(self, source: str | ModelSource) -> ArtifactProposal:
+    def resolve(self, source: str | ModelSource, *, fresh: bool = False) -> ArtifactProposal:
+        """`fresh` asks the Hub where a branch points now instead of trusting the brief branch cache
+        (registering pins a commit, so it must not pin a stale one); (repo, sha) answers stay cached."""
         src = source if isinstance(source, ModelSource) else parse_source(source)
         started = time.perf_counter()
-        cached = self._cached(src)
+        cached = None if fresh and not src.pinned else self._cached(src)
         if cached is not None:
             return cached
         token = hub_token.read_token(self.token_ref)
