@@ -25,13 +25,18 @@ pytestmark = pytest.mark.slow
 class Up:
     def __init__(self, home: Path):
         self.home = home
-        self.ports = {k: free_port() for k in ("api", "temporal", "ui", "pg")}
+        self.ports = {k: free_port() for k in ("api", "temporal", "ui", "pg", "hub", "sim", "gateway")}
         self.env = {k: v for k, v in os.environ.items()
                     if k not in ("DATABASE_URL", "TEMPORAL_ADDRESS", "WINGSMITH_AUTH_TOKENS")}
         self.env.update(WINGSMITH_HOME=str(home), WINGSMITH_API_PORT=str(self.ports["api"]),
                         WINGSMITH_TEMPORAL_PORT=str(self.ports["temporal"]),
                         WINGSMITH_TEMPORAL_UI_PORT=str(self.ports["ui"]),
-                        WINGSMITH_POSTGRES_PORT=str(self.ports["pg"]), WINGSMITH_LOG_FORMAT="json")
+                        WINGSMITH_POSTGRES_PORT=str(self.ports["pg"]), WINGSMITH_LOG_FORMAT="json",
+                        WINGSMITH_OFFLINE_HUB_PORT=str(self.ports["hub"]),
+                        WINGSMITH_SIMULATED_CLUSTERS_PORT=str(self.ports["sim"]),
+                        WINGSMITH_GATEWAY_PORT=str(self.ports["gateway"]),
+                        WINGSMITH_API_URL=f"http://127.0.0.1:{self.ports['api']}",
+                        WINGSMITH_GATEWAY_URL=f"http://127.0.0.1:{self.ports['gateway']}")
         self.proc: subprocess.Popen | None = None
         self.out = home / "up.out"
 
@@ -39,9 +44,9 @@ class Up:
     def api(self) -> str:
         return f"http://127.0.0.1:{self.ports['api']}"
 
-    def start(self) -> "Up":
+    def start(self, *args: str) -> "Up":
         self.home.mkdir(parents=True, exist_ok=True)
-        self.proc = subprocess.Popen([sys.executable, "-m", "wingsmith.cli.main", "up"], env=self.env,
+        self.proc = subprocess.Popen([sys.executable, "-m", "wingsmith.cli.main", "up", *args], env=self.env,
                                      stdout=open(self.out, "ab"), stderr=subprocess.STDOUT)
         return self
 

@@ -3,7 +3,6 @@ gives it. Writes nothing but the Hub file cache."""
 
 from __future__ import annotations
 
-import json
 import sys
 
 from wingsmith.hub import ArtifactProposal

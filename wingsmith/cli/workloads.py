@@ -1,0 +1,168 @@
+"""`wingsmith workloads create|list|show|scale|delete` and `wingsmith endpoints create|list|show|delete`,
+through a running plane's API, with progress while they wait."""
+
+from __future__ import annotations
+
+import sys
+import time
+
+from wingsmith.cli.api_client import add_common, call, pairs, request, table
+
+
+def register(sub) -> None:
+    w = sub.add_parser("workloads", help="create, scale and delete workloads")
+    verbs = w.add_subparsers(dest="verb", metavar="VERB", required=True)
+    c = verbs.add_parser("create", help="create a workload from an approved artifact (operator)")
+    c.add_argument("artifact_id", help="<org>/<name>@<sha>")
+    c.add_argument("--hardware", required=True, help="h100, h200, b200, b300, gb200, gb300")
+    c.add_argument("--layout", default="single_node_tp")
+    c.add_argument("--replicas", type=int, default=1)
+    c.add_argument("--variant", default="default")
+    c.add_argument("--feature", action="append", default=[])
+    c.add_argument("--name", help="workload id (default: generated)")
+    c.add_argument("--served-model-name")
+    c.add_argument("--dry-run", action="store_true", help="show plan, placement and manifests; change nothing")
+    c.add_argument("--wait", action="store_true", help="wait until it serves (or fails)")
+    add_common(c)
+    c.set_defaults(func=_create)
+    ls = verbs.add_parser("list", help="list workloads")
+    add_common(ls)
+    ls.set_defaults(func=_list)
+    for verb, func, text in (("show", _show, "per-cluster state and events"), ("delete", _delete, "delete (operator)")):
+        v = verbs.add_parser(verb, help=text)
+        v.add_argument("id")
+        if verb == "delete":
+            v.add_argument("--wait", action="store_true")
+        add_common(v)
+        v.set_defaults(func=func)
+    s = verbs.add_parser("scale", help="change the replica count (operator)")
+    s.add_argument("id")
+    s.add_argument("replicas", type=int)
+    add_common(s)
+    s.set_defaults(func=_scale)
+
+    e = sub.add_parser("endpoints", help="one model name routed to workloads on every cluster")
+    everbs = e.add_subparsers(dest="verb", metavar="VERB", required=True)
+    ec = everbs.add_parser("create", help="create an endpoint, or change its workloads (operator)")
+    ec.add_argument("name", help="the model name clients send")
+    ec.add_argument("workloads", nargs="+")
+    add_common(ec)
+    ec.set_defaults(func=_endpoint_create)
+    el = everbs.add_parser("list", help="list endpoints")
+    add_common(el)
+    el.set_defaults(func=_endpoint_list)
+    for verb, func in (("show", _endpoint_show), ("delete", _endpoint_delete)):
+        v = everbs.add_parser(verb)
+        v.add_argument("name")
+        add_common(v)
+        v.set_defaults(func=func)
+
+
+def wait_for_stage(args, workload_id: str, stages: set[str], *, prog: str, timeout: float = 1800) -> dict | None:
+    """Poll the workload, printing each new event, until it reaches one of `stages`."""
+    seen = 0
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        code, data = request(args, "GET", f"/v1/workloads/{workload_id}", prog=prog)
+        live = (data or {}).get("live") or {}
+        for event in live.get("events", [])[seen:]:
+            print(f"  {event}", flush=True)
+        seen = max(seen, len(live.get("events", [])))
+        if live.get("stage") in stages:
+            return live
+        time.sleep(1)
+    print(f"{prog}: still not {' or '.join(sorted(stages))} after {timeout:.0f}s", file=sys.stderr)
+    return None
+
+
+def _create(args) -> int:
+    prog = "wingsmith workloads create"
+    body = {"artifact_id": args.artifact_id, "hardware": args.hardware, "layout": args.layout,
+            "replicas": args.replicas, "variant": args.variant, "features": args.feature, "name": args.name,
+            "served_model_name": args.served_model_name, "dry_run": args.dry_run}
+    code, data = request(args, "POST", "/v1/workloads", body, prog=prog)
+    if code:
+        return code
+    if args.json:
+        import json
+        print(json.dumps(data, indent=2))
+        return 0
+    plan = data["plan"]
+    print(pairs([("workload", plan["workload_id"]), ("model", f"{plan['served_model_name']} ({plan['hf_model_id']})"),
+                 ("shape", f"{plan['replicas']} × {plan['gpus_per_replica']} {plan['hardware']} GPUs, {plan['layout']}"),
+                 ("--max-num-seqs", f"{plan['max_num_seqs'] or 'engine default'} ({plan['max_num_seqs_source']})"),
+                 ("workflow", data.get("workflow_url"))]))
+    if args.dry_run:
+        print(f"\nplacement: {data['placement']['summary']}")
+        for cluster, manifest in data["manifests"].items():
+            print(f"  {cluster}: DynamoGraphDeployment {manifest['metadata']['name']}")
+        return 0
+    if args.wait:
+        live = wait_for_stage(args, plan["workload_id"], {"serving", "failed"}, prog=prog)
+        return 0 if live and live["stage"] == "serving" else 1
+    return 0
+
+
+def _list(args) -> int:
+    return call(args, "GET", "/v1/workloads", None, lambda d: table(
+        ("ID", "STATE", "ARTIFACT", "CLUSTERS"),
+        [(w["id"], w["state"], w["artifact_id"],
+          ", ".join(f"{x['cluster']}={x['replicas']} {x['state']}" for x in w["deployments"]))
+         for w in d["workloads"]]) if d["workloads"] else "no workloads", prog="wingsmith workloads")
+
+
+def _show(args) -> int:
+    def render(w: dict) -> str:
+        live = w.get("live") or {}
+        rows = [("id", w["id"]), ("state", live.get("stage") or w.get("state")), ("workflow", w.get("workflow_url"))]
+        for c in live.get("clusters", []):
+            rows.append((f"cluster {c['cluster']}", f"{c['state']}, {c['replicas']} replica(s), {c.get('dgd_name')}, "
+                                                    f"{c.get('frontend_url') or c.get('error') or ''}"))
+        rows += [("event", e) for e in live.get("events", [])[-10:]]
+        return pairs(rows)
+    return call(args, "GET", f"/v1/workloads/{args.id}", None, render, prog="wingsmith workloads")
+
+
+def _scale(args) -> int:
+    return call(args, "PATCH", f"/v1/workloads/{args.id}", {"replicas": args.replicas},
+                lambda s: f"{args.id}: {s['replicas']} replica(s), {s['stage']}", prog="wingsmith workloads scale")
+
+
+def _delete(args) -> int:
+    prog = "wingsmith workloads delete"
+    code = call(args, "DELETE", f"/v1/workloads/{args.id}", None, lambda d: f"{args.id}: deleting", prog=prog)
+    if code or not args.wait:
+        return code
+    return 0 if wait_for_stage(args, args.id, {"deleted"}, prog=prog) else 1
+
+
+def _endpoint_create(args) -> int:
+    return call(args, "POST", "/v1/endpoints", {"name": args.name, "workloads": args.workloads},
+                lambda d: f"endpoint {d['name']} → {', '.join(d['workloads'])}\n  clients use {d['url']} with "
+                          f"model {d['name']!r}\n  watch {d['workflow_url']}", prog="wingsmith endpoints create")
+
+
+def _endpoint_list(args) -> int:
+    return call(args, "GET", "/v1/endpoints", None, lambda d: table(
+        ("NAME", "STATE", "WORKLOADS", "BACKENDS"),
+        [(e["name"], e["state"], ", ".join(e["workloads"]),
+          ", ".join(f"{b['id']}×{b['weight']}" for b in e["routes"])) for e in d["endpoints"]])
+        if d["endpoints"] else "no endpoints", prog="wingsmith endpoints")
+
+
+def _endpoint_show(args) -> int:
+    def render(e: dict) -> str:
+        rows = [("name", e["name"]), ("state", e["state"]), ("workloads", ", ".join(e["workloads"])),
+                ("workflow", e.get("workflow_url"))]
+        health = {b["id"]: b for b in ((e.get("health") or {}).get("backends") or [])}
+        for b in e["routes"]:
+            h = health.get(b["id"], {})
+            rows.append((f"backend {b['id']}", f"weight {b['weight']}, {b['url']}, healthy={h.get('healthy')}, "
+                                               f"in flight={h.get('in_flight')}"))
+        return pairs(rows)
+    return call(args, "GET", f"/v1/endpoints/{args.name}", None, render, prog="wingsmith endpoints")
+
+
+def _endpoint_delete(args) -> int:
+    return call(args, "DELETE", f"/v1/endpoints/{args.name}", None, lambda d: f"{args.name}: deleting",
+                prog="wingsmith endpoints delete")
