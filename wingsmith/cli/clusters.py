@@ -7,12 +7,10 @@ bearer token in WINGSMITH_TOKEN (else the local admin token `wingsmith up` creat
 from __future__ import annotations
 
 import argparse
-import json
-import os
 import re
 import sys
 
-EXIT = {401: 4, 403: 4, 404: 3, 409: 5, 422: 2}
+from wingsmith.cli.api_client import call
 
 
 def register(sub) -> None:
@@ -137,38 +135,5 @@ def _detail(c: dict) -> str:
 
 # --- HTTP ---------------------------------------------------------------------------------------------
 
-def _token() -> str | None:
-    token = os.environ.get("WINGSMITH_TOKEN")
-    if token:
-        return token
-    from wingsmith.config import get_settings
-    path = get_settings().tokens_file
-    try:
-        table = json.loads(path.read_text())
-    except (OSError, ValueError):
-        return None
-    admins = [t for t, e in table.items() if isinstance(e, dict) and "admin" in e.get("roles", ())]
-    return admins[0] if admins else None
-
-
 def _call(args, method: str, path: str, body, render) -> int:
-    import httpx
-
-    base = (args.api or os.environ.get("WINGSMITH_API_URL") or "http://127.0.0.1:8000").rstrip("/")
-    token = _token()
-    headers = {"Authorization": f"Bearer {token}"} if token else {}
-    try:
-        response = httpx.request(method, base + path, json=body, headers=headers, timeout=60)
-    except httpx.HTTPError as exc:
-        print(f"wingsmith clusters: the API at {base} is not reachable ({type(exc).__name__})", file=sys.stderr)
-        return 1
-    data = response.json() if response.content else None
-    if response.status_code >= 400:
-        error = (data or {}).get("error", {}) if isinstance(data, dict) else {}
-        print(f"wingsmith clusters: {error.get('message') or f'HTTP {response.status_code}'}", file=sys.stderr)
-        return EXIT.get(response.status_code, 1)
-    if args.json:
-        print(json.dumps(data, indent=2))
-    else:
-        print(render(data))
-    return 0
+    return call(args, method, path, body, render, prog="wingsmith clusters")

@@ -58,14 +58,8 @@ class Child:
         return None
 
     def stop(self, timeout: float = 15) -> None:
-        if self.process is None or self.process.poll() is not None:
-            return
-        self.process.terminate()
-        try:
-            self.process.wait(timeout)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait()
+        from wingsmith.local.temporal_server import stop_process
+        stop_process(self.process, timeout)
 
 
 @dataclass

@@ -74,11 +74,16 @@ class TemporalDevServer:
         return self
 
     def stop(self, timeout: float = 15) -> None:
-        if self.process is None or self.process.poll() is not None:
-            return
-        self.process.terminate()
-        try:
-            self.process.wait(timeout)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait()
+        stop_process(self.process, timeout)
+
+
+def stop_process(process: subprocess.Popen | None, timeout: float = 15) -> None:
+    """SIGTERM, then SIGKILL if it has not ended within `timeout` seconds."""
+    if process is None or process.poll() is not None:
+        return
+    process.terminate()
+    try:
+        process.wait(timeout)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
