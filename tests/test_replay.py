@@ -19,7 +19,8 @@ HISTORIES = sorted((Path(__file__).parent / "histories").glob("*.json"))
 
 def test_histories_are_committed():
     names = {p.stem for p in HISTORIES}
-    assert {"artifact_approved", "artifact_rejected", "artifact_signals"} <= names
+    assert {"artifact_approved", "artifact_rejected", "artifact_signals", "workload_scale_delete", "cluster_rollout",
+            "endpoint_drain_delete"} <= names
 
 
 @pytest.mark.parametrize("path", HISTORIES, ids=lambda p: p.stem)

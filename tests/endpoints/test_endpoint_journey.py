@@ -4,9 +4,11 @@ traffic without a client error; deleting the workload removes its routes before 
 
 from __future__ import annotations
 
+import os
+
 import openai
 
-from tests.support import running_worker, wait_until
+from tests.support import history_json, running_worker, save_history, wait_until
 from tests.workloads.conftest import as_, dgds
 from tests.workloads.test_workload_journey import _until_stage
 
@@ -63,3 +65,8 @@ async def test_one_model_name_over_two_clusters(api, deps, temporal_client, clus
 
         r = await api.delete("/v1/endpoints/kimi-k3", headers=as_("tok-olga"))
         assert r.status_code == 202
+        handle = temporal_client.get_workflow_handle("endpoint/kimi-k3")
+        await handle.result()
+        assert gateway.client.get_route("kimi-k3") is None
+        if os.environ.get("WINGSMITH_RECORD_HISTORIES") == "1":
+            save_history("endpoint_drain_delete", handle.id, await history_json(handle))

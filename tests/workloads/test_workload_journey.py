@@ -4,9 +4,11 @@ the emulator's three clusters, through the API."""
 
 from __future__ import annotations
 
+import os
+
 import httpx
 
-from tests.support import running_worker, wait_until
+from tests.support import history_json, running_worker, save_history, wait_until
 from tests.workloads.conftest import as_, dgds
 
 
@@ -63,6 +65,10 @@ async def test_create_scale_delete(api, deps, temporal_client, clusters, approve
         await _until_stage(api, "kimi-journey", {"deleted"})
         assert dgds(sims, "kimi-journey") == {}
         assert await pg_pool.fetchval("select count(*) from deployments where workload_id = 'kimi-journey'") == 0
+        if os.environ.get("WINGSMITH_RECORD_HISTORIES") == "1":
+            for wid, name in (("workload/kimi-journey", "workload_scale_delete"),
+                              ("workload/kimi-journey/cluster/sim-east", "cluster_rollout")):
+                save_history(name, wid, await history_json(temporal_client.get_workflow_handle(wid)))
 
 
 async def test_invalid_requests_get_422_and_start_nothing(api, clusters, approved_kimi, pg_pool):
