@@ -23,7 +23,7 @@ from wingsmith.hub.proposal import ArtifactProposal
 from wingsmith.logs import get_logger
 from wingsmith.recipes import Evidence, evidence_for, load_catalog
 from wingsmith.review import RecordedDecision
-from wingsmith.secrets import read_secret_ref
+from wingsmith.secrets import SecretUnavailable, read_secret_ref
 from wingsmith.store import artifacts as store
 
 log = get_logger("wingsmith.activities.artifact")
@@ -194,7 +194,10 @@ class ArtifactActivities:
         ref = self.settings.review_webhook_ref
         if not ref:
             return
-        url = read_secret_ref(ref)  # webhook URLs often embed a secret: read at call time, never logged
+        try:  # webhook URLs often embed a secret: read at call time, never logged
+            url = read_secret_ref(ref, what="the review webhook URL", setting="WINGSMITH_REVIEW_WEBHOOK_REF")
+        except SecretUnavailable as exc:
+            raise ApplicationError(str(exc), type="WebhookNotConfigured", non_retryable=True) from None
         async with httpx.AsyncClient(timeout=10) as client:
             response = await client.post(url, json={
                 "event": "review_reminder", "artifact_id": params.artifact_id,

@@ -7,24 +7,16 @@ endpoint that has none succeeds, so a retried activity converges on the same sta
 
 from __future__ import annotations
 
+from wingsmith.errors import TypedError
+
 from typing import Protocol, runtime_checkable
 
 from wingsmith.gateway.routes import EndpointRoutes, RouteStatus
 
 
-class GatewayError(Exception):
+class GatewayError(TypedError):
     """A gateway call failed. `type` names the failure (used as the ApplicationError type);
     `retryable` says whether trying again can help. Messages never carry credentials."""
-
-    def __init__(self, type: str, message: str, *, retryable: bool, status: int | None = None):
-        super().__init__(message)
-        self.type = type
-        self.message = message
-        self.retryable = retryable
-        self.status = status
-
-    def __str__(self) -> str:
-        return f"{self.type}: {self.message}"
 
 
 @runtime_checkable

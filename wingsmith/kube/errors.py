@@ -8,6 +8,8 @@ resourceVersion and network trouble are worth another attempt.
 
 from __future__ import annotations
 
+from wingsmith.errors import TypedError
+
 import json
 import random
 import time
@@ -36,16 +38,8 @@ _BY_STATUS = {
 }
 
 
-class KubeError(Exception):
-    def __init__(self, type: str, message: str, *, retryable: bool, status: int | None = None):
-        super().__init__(message)
-        self.type = type
-        self.message = message
-        self.retryable = retryable
-        self.status = status
-
-    def __str__(self) -> str:
-        return f"{self.type}: {self.message}"
+class KubeError(TypedError):
+    """A kubernetes client failure, typed and marked retryable or not."""
 
 
 def classify(exc: BaseException, *, doing: str = "") -> KubeError:
