@@ -197,7 +197,9 @@ class ArtifactActivities:
         try:  # webhook URLs often embed a secret: read at call time, never logged
             url = read_secret_ref(ref, what="the review webhook URL", setting="WINGSMITH_REVIEW_WEBHOOK_REF")
         except SecretUnavailable as exc:
-            raise ApplicationError(str(exc), type="WebhookNotConfigured", non_retryable=True) from None
+            # The log line above is the reminder; a misconfigured webhook must not fail the review.
+            log.warning("review webhook not sent", reason=str(exc))
+            return
         async with httpx.AsyncClient(timeout=10) as client:
             response = await client.post(url, json={
                 "event": "review_reminder", "artifact_id": params.artifact_id,
