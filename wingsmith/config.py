@@ -9,9 +9,10 @@ from __future__ import annotations
 
 from functools import lru_cache
 from pathlib import Path
+from typing import Annotated
 
-from pydantic import AliasChoices, Field
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic import AliasChoices, Field, field_validator
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 TASK_QUEUE = "wingsmith"
 # Kubernetes calls block; they get their own queue so a slow cluster cannot starve orchestration.
@@ -84,8 +85,21 @@ class Settings(BaseSettings):
     gateway_name: str = "wingsmith"
     drain_grace_seconds: int = 30
 
+    # Payload encryption (wingsmith/codec.py): a reference (env var name or file:<path>) to a 32-byte
+    # AES-256 key as base64 or hex. Unset: payloads are stored as plain JSON.
+    payload_key_ref: str | None = None
+    # References to previous keys, comma-separated: they only decrypt, so a key can be rotated.
+    payload_old_key_refs: Annotated[list[str], NoDecode] = Field(default_factory=list)
+
     log_level: str = "INFO"
     log_format: str = Field(default="auto", description="json, console, or auto (console on a TTY)")
+
+    @field_validator("payload_old_key_refs", mode="before")
+    @classmethod
+    def _comma_separated(cls, value):
+        if isinstance(value, str):
+            return [part.strip() for part in value.split(",") if part.strip()]
+        return value
 
     @property
     def home_dir(self) -> Path:

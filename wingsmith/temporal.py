@@ -1,15 +1,16 @@
 """One way to connect to Temporal for every process: pydantic payloads, and Temporal's own client
 environment configuration (TEMPORAL_ADDRESS, TEMPORAL_NAMESPACE, TEMPORAL_API_KEY, TEMPORAL_TLS_*,
-profiles in temporal.toml), so TLS and API keys never pass through Wingsmith's settings."""
+profiles in temporal.toml), so TLS and API keys never pass through Wingsmith's settings. With a
+payload key configured, every payload is encrypted (wingsmith/codec.py), for workers, API and CLI alike."""
 
 from __future__ import annotations
 
 import asyncio
 
 from temporalio.client import Client
-from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.envconfig import ClientConfigProfile
 
+from wingsmith.codec import data_converter
 from wingsmith.config import Settings
 
 
@@ -21,10 +22,11 @@ async def connect(settings: Settings, *, address: str | None = None, wait_second
     kwargs["target_host"] = address or settings.temporal_address or kwargs.get("target_host") \
         or f"127.0.0.1:{settings.temporal_port}"
     kwargs.setdefault("namespace", settings.temporal_namespace)
+    converter = data_converter(settings)
     deadline = asyncio.get_running_loop().time() + wait_seconds
     while True:
         try:
-            return await Client.connect(**kwargs, data_converter=pydantic_data_converter)
+            return await Client.connect(**kwargs, data_converter=converter)
         except RuntimeError as exc:
             if "not healthy" not in str(exc) or asyncio.get_running_loop().time() > deadline:
                 raise
