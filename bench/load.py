@@ -1,0 +1,311 @@
+"""Load: the API under concurrent callers, and the whole journey against bare Temporal.
+
+    .venv/bin/python bench/load.py [--concurrency 8] [--resolves 2000] [--review-rounds 4] [--journeys 12]
+
+Runs the real pieces as separate processes, as `wingsmith up` does: PostgreSQL, the Temporal dev
+server, the simulated clusters (operator delay 0, so what is timed is the plane), the API (uvicorn)
+and the worker; the offline Hub runs in this process so the benchmark can push new commits to it.
+
+1. cached resolve: GET /v1/artifacts/resolve for the shipped models, `--concurrency` callers at once.
+2. review updates: drafts registered on every shipped model, then approved all at once through
+   POST /v1/artifacts/.../review (each a validated Temporal update), in `--review-rounds` rounds.
+   One repository can hold one pending draft (a newer commit supersedes the older draft), so a round
+   is one draft per model.
+3. journey: register → draft → approve → workload → serving, through the API, on the models that fit
+   one H200, one journey per model at a time. Next to it, the bare-Temporal baseline: one workflow per
+   journey running the same number of no-op activities one after another (the count is read from the
+   journeys' own histories), at the same concurrency. overhead = journey time / baseline time.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from dataclasses import dataclass, field
+from datetime import timedelta
+from pathlib import Path
+
+import httpx
+
+from sim.hub import shipped_models, start_hub_server
+from wingsmith.local.postgres import LocalPostgres, free_port
+from wingsmith.local.temporal_server import TemporalDevServer, stop_process, wait_for_port
+
+OPERATOR, REVIEWER = "bench-operator", "bench-reviewer"
+TOKENS = {OPERATOR: {"name": "ops", "roles": ["operator", "viewer"]},
+          REVIEWER: {"name": "rev", "roles": ["approver", "viewer"]}}
+# Models of the offline Hub whose recipe has an H200 layout that fits one node: the journey's subjects.
+# (The Qwen3 and Llama-3.1 models of the snapshot have no vLLM recipe, so no tested command to deploy.)
+JOURNEY_MODELS = ["openai/gpt-oss-120b", "openai/gpt-oss-20b", "meta-llama/Llama-3.3-70B-Instruct"]
+
+
+def pct(samples: list[float], q: float) -> float:
+    ordered = sorted(samples)
+    return ordered[min(len(ordered) - 1, int(round(q / 100 * (len(ordered) - 1))))]
+
+
+def line(name: str, samples: list[float], wall: float) -> str:
+    ms = [s * 1000 for s in samples]
+    return (f"{name:<16} n={len(ms):<5} {len(ms) / wall:8.1f}/s  p50={pct(ms, 50):8.1f} ms  "
+            f"p99={pct(ms, 99):8.1f} ms")
+
+
+@dataclass
+class Plane:
+    root: Path
+    hub: object
+    temporal: TemporalDevServer
+    pg: LocalPostgres
+    api_url: str
+    env: dict[str, str]
+    children: list[subprocess.Popen] = field(default_factory=list)
+
+    def headers(self, token: str) -> dict[str, str]:
+        return {"Authorization": f"Bearer {token}"}
+
+
+def start_plane(root: Path) -> Plane:
+    pg = LocalPostgres(root / "pg", free_port(), durable=False, log_file=root / "pg.log").start()
+    temporal = TemporalDevServer(port=free_port(), ui_port=None, db_file=None, log_file=root / "temporal.log").start()
+    os.environ["WINGSMITH_BENCH_HF_TOKEN"] = "bench-hub-token"
+    hub = start_hub_server(grants={"*": {"bench-hub-token"}})
+    sim_port, api_port = free_port(), free_port()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("WINGSMITH_") or k == "WINGSMITH_BENCH_HF_TOKEN"}
+    env.update(DATABASE_URL=pg.dsn(), TEMPORAL_ADDRESS=temporal.address, WINGSMITH_HOME=str(root / "home"),
+               WINGSMITH_HF_ENDPOINT=hub.url, WINGSMITH_HF_TOKEN_REF="WINGSMITH_BENCH_HF_TOKEN",
+               WINGSMITH_AUTH_TOKENS=json.dumps(TOKENS), WINGSMITH_API_PORT=str(api_port),
+               WINGSMITH_ROLLOUT_POLL_SECONDS="0.1", WINGSMITH_LOG_LEVEL="WARNING", WINGSMITH_LOG_FORMAT="json")
+    plane = Plane(root, hub, temporal, pg, f"http://127.0.0.1:{api_port}", env)
+
+    def child(name: str, *cmd: str) -> subprocess.Popen:
+        proc = subprocess.Popen([sys.executable, *cmd], env=env, stdout=open(root / f"{name}.log", "ab"),
+                                stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+        plane.children.append(proc)
+        return proc
+
+    sims = child("sim", "-m", "sim.kube", "--home", str(root / "sim"), "--port", str(sim_port),
+                 "--operator-delay", "0")
+    wait_for_port("127.0.0.1", sim_port, 30, sims)
+    child("worker", "-m", "worker")
+    api = child("api", "-m", "api")
+    wait_for_port("127.0.0.1", api_port, 60, api)
+    # Straight into the registry, as `wingsmith up` does through the API with its admin token.
+    _register_clusters(pg.dsn(), json.loads((root / "sim" / "clusters.json").read_text()))
+    return plane
+
+
+def _register_clusters(dsn: str, described: dict) -> None:
+    from wingsmith.store.clusters import ClusterSpec, create_cluster
+    from wingsmith.store.db import open_pool
+
+    async def go() -> None:
+        pool = await open_pool(dsn)
+        for name, c in described["clusters"].items():
+            await create_cluster(pool, ClusterSpec(name=name, region=c["region"], kubeconfig=described["kubeconfig"],
+                                                   kube_context=c["context"],
+                                                   frontend_base_url=c["frontend_base_url"]))
+        await pool.close()
+    asyncio.run(go())
+
+
+def stop_plane(plane: Plane) -> None:
+    for proc in reversed(plane.children):
+        stop_process(proc, 10)
+    plane.hub.stop()
+    plane.temporal.stop()
+    plane.pg.stop()
+
+
+async def bounded(concurrency: int, jobs) -> list:
+    gate = asyncio.Semaphore(concurrency)
+
+    async def one(job):
+        async with gate:
+            return await job()
+    return await asyncio.gather(*(one(j) for j in jobs))
+
+
+async def bench_resolve(plane: Plane, http: httpx.AsyncClient, n: int, concurrency: int) -> str:
+    models = shipped_models()
+    head = plane.headers(OPERATOR)
+    for repo in models:  # warm the cache: what follows is the cached path
+        (await http.get("/v1/artifacts/resolve", params={"source": f"hf:{repo}"}, headers=head)).raise_for_status()
+
+    async def one(i: int) -> float:
+        t = time.perf_counter()
+        r = await http.get("/v1/artifacts/resolve", params={"source": f"hf:{models[i % len(models)]}"}, headers=head)
+        r.raise_for_status()
+        return time.perf_counter() - t
+    t0 = time.perf_counter()
+    samples = await bounded(concurrency, [lambda i=i: one(i) for i in range(n)])
+    return line("cached resolve", samples, time.perf_counter() - t0)
+
+
+async def new_draft(plane: Plane, http: httpx.AsyncClient, repo: str) -> str:
+    """Push a new commit to the repo, register it, wait for its draft; returns the artifact id."""
+    plane.hub.move_branch(repo, uuid.uuid4().hex + uuid.uuid4().hex[:8])
+    r = await http.post("/v1/artifacts", json={"source": f"hf:{repo}"}, headers=plane.headers(OPERATOR))
+    r.raise_for_status()
+    artifact = r.json()["id"]
+    while True:
+        got = (await http.get(f"/v1/artifacts/{artifact}", headers=plane.headers(OPERATOR))).json()
+        state = (got.get("live") or {}).get("stage") or got.get("state")
+        if state == "draft" and got.get("draft"):
+            return artifact
+        if state in ("failed", "superseded", "expired"):
+            raise RuntimeError(f"{artifact}: {state}: {got}")
+        await asyncio.sleep(0.05)
+
+
+async def approve(plane: Plane, http: httpx.AsyncClient, artifact: str) -> float:
+    t = time.perf_counter()
+    r = await http.post(f"/v1/artifacts/{artifact}/review", headers=plane.headers(REVIEWER),
+                        json={"decision": "approve", "draft_version": 1, "comment": "bench"})
+    r.raise_for_status()
+    return time.perf_counter() - t
+
+
+async def bench_reviews(plane: Plane, http: httpx.AsyncClient, rounds: int) -> str:
+    models = shipped_models()
+    samples: list[float] = []
+    wall = 0.0
+    for _ in range(rounds):
+        drafts = await asyncio.gather(*(new_draft(plane, http, repo) for repo in models))
+        t0 = time.perf_counter()
+        samples += await asyncio.gather(*(approve(plane, http, a) for a in drafts))
+        wall += time.perf_counter() - t0
+    return line("review update", samples, wall)
+
+
+async def journey(plane: Plane, http: httpx.AsyncClient, repo: str) -> tuple[str, str]:
+    artifact = await new_draft(plane, http, repo)
+    await approve(plane, http, artifact)
+    name = f"load-{uuid.uuid4().hex[:10]}"
+    r = await http.post("/v1/workloads", headers=plane.headers(OPERATOR),
+                        json={"artifact_id": artifact, "name": name, "hardware": "h200", "layout": "single_node_tp"})
+    if r.status_code != 202:
+        raise RuntimeError(f"workload for {artifact}: {r.status_code} {r.text}")
+    while True:
+        got = (await http.get(f"/v1/workloads/{name}", headers=plane.headers(OPERATOR))).json()
+        stage = (got.get("live") or {}).get("stage") or got.get("state")
+        if stage == "serving":
+            return artifact, name
+        if stage in ("failed", "rolled_back", "deleted"):
+            raise RuntimeError(f"{name}: {stage}: {got}")
+        await asyncio.sleep(0.05)
+
+
+async def deployable(plane: Plane, http: httpx.AsyncClient) -> list[str]:
+    """The journey models that a dry run accepts on one H200 node (the others are reported)."""
+    found = []
+    for repo in JOURNEY_MODELS:
+        artifact = await new_draft(plane, http, repo)
+        await approve(plane, http, artifact)
+        r = await http.post("/v1/workloads", headers=plane.headers(OPERATOR),
+                            json={"artifact_id": artifact, "hardware": "h200", "layout": "single_node_tp",
+                                  "dry_run": True})
+        if r.status_code == 200 or r.status_code == 202:
+            found.append(repo)
+        else:
+            print(f"  (journey leaves out {repo}: {r.json()['error']['message'][:100]})")
+    return found
+
+
+async def activities_per_journey(client, workload: str, artifact: str) -> int:
+    """Activities the journey scheduled, over every workflow it ran (artifact, workload, rollouts)."""
+    ids = [f"artifact/{artifact}", f"workload/{workload}"]
+    async for wf in client.list_workflows(f"WorkflowId STARTS_WITH 'workload/{workload}/'"):
+        ids.append(wf.id)
+    count = 0
+    for wid in ids:
+        async for event in client.get_workflow_handle(wid).fetch_history_events():
+            count += event.HasField("activity_task_scheduled_event_attributes")
+    return count
+
+
+async def baseline(plane: Plane, journeys: int, concurrency: int, activities: int) -> float:
+    from temporalio.client import Client
+    from temporalio.worker import Worker
+
+    from noop import NoopWorkflow, noop  # bench/noop.py: the sandbox re-imports workflows by module
+    client = await Client.connect(plane.temporal.address)
+    queue = f"baseline-{uuid.uuid4().hex[:6]}"
+    async with Worker(client, task_queue=queue, workflows=[NoopWorkflow], activities=[noop]):
+        async def one() -> None:
+            await client.execute_workflow(NoopWorkflow.run, activities, id=f"baseline-{uuid.uuid4()}", task_queue=queue,
+                                          execution_timeout=timedelta(minutes=10))
+        t0 = time.perf_counter()
+        await bounded(concurrency, [one for _ in range(journeys)])
+        return time.perf_counter() - t0
+
+
+async def bench_journey(plane: Plane, http: httpx.AsyncClient, journeys: int) -> list[str]:
+    from wingsmith.config import Settings
+    from wingsmith.temporal import connect
+    models = await deployable(plane, http)
+    if not models:
+        raise RuntimeError("no journey model fits one H200 node")
+    per_model = [models[i % len(models)] for i in range(journeys)]
+    queues: dict[str, list[str]] = {m: [] for m in models}
+    for m in per_model:
+        queues[m].append(m)
+    latencies: list[float] = []
+    done: list[tuple[str, str]] = []
+
+    async def lane(repo: str) -> None:  # one repository's journeys, one after another
+        for _ in queues[repo]:
+            t = time.perf_counter()
+            done.append(await journey(plane, http, repo))
+            latencies.append(time.perf_counter() - t)
+    t0 = time.perf_counter()
+    await asyncio.gather(*(lane(m) for m in models))
+    wall = time.perf_counter() - t0
+    client = await connect(Settings(), address=plane.temporal.address)
+    activities = await activities_per_journey(client, done[0][1], done[0][0])
+    base = await baseline(plane, journeys, len(models), activities)
+    return [
+        f"journey          {journeys} journeys on {len(models)} models ({', '.join(models)}), {len(models)} at a time",
+        f"  plane          {journeys / wall * 60:8.1f} artifacts registered+approved+serving per minute; "
+        f"p50 {statistics.median(latencies):.2f} s, max {max(latencies):.2f} s per journey",
+        f"  bare Temporal  {journeys / base * 60:8.1f} workflows of {activities} no-op activities per minute",
+        f"  overhead       {wall / base:8.2f} × the bare-Temporal time for the same activity count",
+    ]
+
+
+async def run(args: argparse.Namespace, plane: Plane) -> None:
+    limits = httpx.Limits(max_connections=args.concurrency * 2)
+    async with httpx.AsyncClient(base_url=plane.api_url, timeout=60, limits=limits) as http:
+        print(f"load on {os.cpu_count()} cores: API (uvicorn, 1 process) + worker + Temporal dev server + "
+              f"Postgres + simulated clusters (operator delay 0) + offline Hub", flush=True)
+        print(await bench_resolve(plane, http, args.resolves, args.concurrency), flush=True)
+        print(await bench_reviews(plane, http, args.review_rounds), flush=True)
+        for text in await bench_journey(plane, http, args.journeys):
+            print(text, flush=True)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--concurrency", type=int, default=8, help="concurrent API callers for cached resolve")
+    parser.add_argument("--resolves", type=int, default=2000)
+    parser.add_argument("--review-rounds", type=int, default=4, help="rounds of one draft per shipped model")
+    parser.add_argument("--journeys", type=int, default=12)
+    args = parser.parse_args()
+    root = Path(tempfile.mkdtemp(prefix="wingsmith-load-"))
+    plane = start_plane(root)
+    try:
+        asyncio.run(run(args, plane))
+    finally:
+        stop_plane(plane)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
