@@ -20,7 +20,7 @@ import importlib
 
 from fastapi import APIRouter
 
-PAGE_MODULES = ["session", "artifacts", "models"]
+PAGE_MODULES = ["session", "artifacts", "models", "workloads", "endpoints"]
 
 router = APIRouter(include_in_schema=False)
 for _name in PAGE_MODULES:

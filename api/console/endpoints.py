@@ -1,0 +1,117 @@
+"""Endpoint pages: the list, and one endpoint's backends (workload, cluster, URL), their weights and
+health as the gateway reports them, the model name clients send, and a request to paste. Reads go
+through the REST handlers in api.routes.endpoints, so the console and the API say the same thing."""
+
+from __future__ import annotations
+
+import json
+import shlex
+from datetime import datetime
+from typing import Any
+from urllib.parse import quote
+
+from fastapi import APIRouter, Request
+from pydantic import BaseModel
+
+from api.console.journey import JSON
+from api.console.rendering import ConsoleRoute, render
+from api.console.session import ConsoleViewer
+from api.console.workloads import workload_path
+from api.deps import DbDep, SettingsDep
+from api.routes import endpoints as endpoints_api
+from wingsmith.gateway import Backend, BackendStatus
+
+router = APIRouter(route_class=ConsoleRoute)
+
+HEALTH_WORDS = {
+    "healthy": "healthy: takes new requests",
+    "draining": "draining: takes no new requests and is removed once its requests finish",
+    "cooling_down": "cooling down after a failed request: the gateway tries it again shortly",
+    "unhealthy": "unhealthy",
+    "not_reported": "the gateway does not report health for its backends",
+    "unknown": "unknown: the gateway did not answer",
+}
+
+
+class BackendRow(BaseModel):
+    id: str
+    cluster: str
+    workload_id: str
+    url: str
+    weight: int
+    share: float | None  # percent of new requests
+    health: str
+    health_words: str
+    draining_until: datetime | None
+    in_flight: int | None
+    requests: int | None
+    failures: int | None
+    last_error: str | None
+    served_model: str | None
+
+
+def health_of(backend: Backend, status: BackendStatus | None) -> str:
+    """One word for a backend's state; draining wins because it says the plane is removing it."""
+    if status is None:
+        return "unknown"
+    if backend.weight == 0 or status.weight == 0:
+        return "draining"
+    if status.cooling_down:
+        return "cooling_down"
+    if status.healthy is None:
+        return "not_reported"
+    return "healthy" if status.healthy else "unhealthy"
+
+
+def backend_rows(recorded: list[dict[str, Any]], health: dict[str, Any] | None) -> list[BackendRow]:
+    """The gateway's own routes when it answered (what it does now), else the routes the plane recorded."""
+    routes = (health or {}).get("routes", {}).get("backends") if health else None
+    backends = [Backend.model_validate(b) for b in (routes if routes is not None else recorded)]
+    statuses = {s["id"]: BackendStatus.model_validate(s) for s in (health or {}).get("backends", [])}
+    total = sum(b.weight for b in backends)
+    rows = []
+    for b in backends:
+        status = statuses.get(b.id)
+        health_word = health_of(b, status)
+        rows.append(BackendRow(
+            id=b.id, cluster=b.cluster, workload_id=b.workload_id, url=b.url, weight=b.weight,
+            share=round(100 * b.weight / total, 1) if total else None, health=health_word,
+            health_words=HEALTH_WORDS[health_word], draining_until=b.draining_until,
+            in_flight=status.in_flight if status else None, requests=status.requests if status else None,
+            failures=status.failures if status else None, last_error=status.last_error if status else None,
+            served_model=b.served_model))
+    return rows
+
+
+def gateway_base(gateway_url: str) -> str:
+    """The base URL OpenAI clients take (the `/v1` the create handler reports too)."""
+    return gateway_url.rstrip("/") + "/v1"
+
+
+def chat_curl(base_url: str, model: str) -> str:
+    """A chat completion through the gateway, ready to paste."""
+    body = {"model": model, "messages": [{"role": "user", "content": "Say hello in one sentence."}]}
+    return f"curl -sS {JSON} \\\n  -d {shlex.quote(json.dumps(body))} \\\n  {shlex.quote(base_url + '/chat/completions')}"
+
+
+def endpoint_path(name: str) -> str:
+    return "/console/endpoints/" + quote(name, safe="")
+
+
+@router.get("/endpoints")
+async def endpoint_list(request: Request, principal: ConsoleViewer, db: DbDep):
+    listed = await endpoints_api.list_endpoints(principal, db)
+    rows = [{**e, "routes": [Backend.model_validate(b) for b in e.get("routes") or []]} for e in listed["endpoints"]]
+    return render(request, "endpoints.html", principal=principal, endpoints=rows, endpoint_path=endpoint_path,
+                  workload_path=workload_path)
+
+
+@router.get("/endpoints/{name}")
+async def endpoint_page(request: Request, name: str, principal: ConsoleViewer, db: DbDep, settings: SettingsDep):
+    e = await endpoints_api.get_endpoint(name, principal, db, settings, request)
+    backends = backend_rows(e.get("routes") or [], e.get("health"))
+    base = gateway_base(settings.gateway_url)
+    served_as = sorted({b.served_model for b in backends if b.served_model and b.served_model != name})
+    return render(request, "endpoint.html", principal=principal, e=e, backends=backends, base_url=base,
+                  curl=chat_curl(base, name), served_as=served_as,
+                  serving=sum(1 for b in backends if b.weight > 0), workload_path=workload_path)

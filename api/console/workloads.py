@@ -1,0 +1,199 @@
+"""Workload pages: the list, and one workload's clusters, events and links, with the scale and delete
+forms for operators. Reads and changes go through the REST handlers in api.routes.workloads, so the
+console and the API say the same thing and refuse the same things."""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+from typing import Any
+from urllib.parse import quote, urlencode
+
+from fastapi import APIRouter, Request
+from pydantic import BaseModel, ValidationError
+
+from api.console.artifacts import draft_path
+from api.console.rendering import ConsoleRoute, first, read_form, redirect, render
+from api.console.session import ConsoleOperator, ConsoleViewer, check_csrf
+from api.console.views import LAYOUT_WORDS
+from api.deps import DbDep, SettingsDep, TemporalDep
+from api.errors import ApiError
+from api.routes import workloads as workloads_api
+
+router = APIRouter(route_class=ConsoleRoute)
+
+# A cluster's phase in words; the keys are the workflow's ClusterState states and the registry's
+# deployment states (the registry also records `applied`, between apply and ready).
+PHASE_WORDS = {
+    "pending": "waiting its turn (the canary goes first)",
+    "rolling_out": "rolling out: graph applied, waiting until it serves",
+    "applied": "graph applied, waiting until ready",
+    "serving": "ready and serving",
+    "failed": "failed",
+    "deleting": "being removed",
+    "deleted": "removed",
+}
+
+STAGE_WORDS = {
+    "planning": "being checked against its approved draft", "placing": "choosing clusters",
+    "rolling_out": "rolling out", "serving": "serving", "scaling": "changing its replicas",
+    "deleting": "being deleted (endpoints drain first)", "deleted": "deleted", "failed": "failed",
+}
+
+# Stages in which a scale or delete would be refused or meaningless, so the page offers neither.
+_SETTLED_OUT = {"deleting", "deleted"}
+
+
+class ClusterRow(BaseModel):
+    cluster: str
+    dgd_name: str | None
+    namespace: str | None
+    phase: str
+    phase_words: str
+    ready: bool
+    replicas: int
+    frontend_url: str | None
+    generation: int | None
+    problem: str | None
+
+
+class EventRow(BaseModel):
+    at: datetime | None
+    when: str  # to the second: several steps often land in one minute
+    what: str
+    who: str | None
+    source: str  # "registry" (the audit trail) or "workflow" (the workflow's own notes)
+
+
+def cluster_rows(deployments: list[dict[str, Any]], live: dict[str, Any] | None) -> list[ClusterRow]:
+    """One row per cluster: the workflow's view (current) over the registry's (what was recorded),
+    so a cluster still shows while the workflow is unreachable or already gone."""
+    recorded = {d["cluster"]: d for d in deployments}
+    current = {c["cluster"]: c for c in (live or {}).get("clusters", [])}
+    rows = []
+    for name in sorted(recorded.keys() | current.keys()):
+        d, c = recorded.get(name, {}), current.get(name, {})
+        detail = d.get("detail") or {}
+        phase = c.get("state") or d.get("state") or "pending"
+        rows.append(ClusterRow(
+            cluster=name, dgd_name=c.get("dgd_name") or d.get("dgd_name"), namespace=d.get("namespace"),
+            phase=phase, phase_words=PHASE_WORDS.get(phase, phase.replace("_", " ")), ready=phase == "serving",
+            replicas=c.get("replicas", d.get("replicas", 0)),
+            frontend_url=c.get("frontend_url") or d.get("frontend_url"), generation=detail.get("generation"),
+            problem=c.get("error") or detail.get("cause")))
+    return rows
+
+
+def event_rows(events: list[dict[str, Any]], notes: list[str]) -> list[EventRow]:
+    """The registry's audit trail and the workflow's notes on one time line, oldest first."""
+    rows = [EventRow(at=e.get("at"), when=_seconds(e.get("at")), what=_event_words(e.get("kind", ""), e.get("detail") or {}),
+                     who=e.get("actor"), source="registry") for e in events]
+    for note in notes:
+        stamp, _, text = note.partition(" ")
+        at = _parse_time(stamp)
+        rows.append(EventRow(at=at, when=_seconds(at), what=text if text else note, who=None, source="workflow"))
+    epoch = datetime.min.replace(tzinfo=timezone.utc)
+    # Stable sort: events stamped in the same second keep the order they were written in.
+    return sorted(rows, key=lambda r: _aware(r.at) or epoch)
+
+
+def _event_words(kind: str, detail: dict[str, Any]) -> str:
+    words = kind.replace("_", " ")
+    facts = []
+    if detail.get("cluster"):
+        facts.append(f"on {detail['cluster']}")
+    if "replicas" in detail and not isinstance(detail["replicas"], dict):
+        facts.append(f"{detail['replicas']} replica(s)")
+    if detail.get("summary"):
+        facts.append(str(detail["summary"]))
+    if detail.get("cause"):
+        facts.append(str(detail["cause"]))
+    return words + (": " + ", ".join(facts) if facts else "")
+
+
+def _parse_time(stamp: str) -> datetime | None:
+    try:
+        return datetime.fromisoformat(stamp.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+
+
+def _seconds(at: datetime | None) -> str:
+    return _aware(at).astimezone(timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC") if at else ""
+
+
+def _aware(at: datetime | None) -> datetime | None:
+    if at is not None and at.tzinfo is None:
+        return at.replace(tzinfo=timezone.utc)
+    return at
+
+
+def workload_path(workload_id: str) -> str:
+    return "/console/workloads/" + quote(workload_id, safe="")
+
+
+@router.get("/workloads")
+async def workload_list(request: Request, principal: ConsoleViewer, db: DbDep):
+    listed = await workloads_api.list_workloads(principal, db, limit=500)
+    return render(request, "workloads.html", principal=principal, workloads=listed["workloads"],
+                  stage_words=STAGE_WORDS, phase_words=PHASE_WORDS, draft_path=draft_path,
+                  workload_path=workload_path)
+
+
+async def _workload_page(request: Request, workload_id: str, principal, db, settings, *, status_code: int = 200,
+                         error: str | None = None):
+    w = await workloads_api.get_workload(workload_id, principal, db, settings, request)
+    live = w.get("live") or None
+    spec = w.get("spec") or {}
+    stage = (live or {}).get("stage") or w.get("state") or "unknown"
+    clusters = cluster_rows(w.get("deployments") or [], live)
+    replicas = (live or {}).get("replicas", spec.get("replicas"))
+    return render(
+        request, "workload.html", status_code=status_code, principal=principal, w=w, live=live, spec=spec,
+        stage=stage, stage_words=STAGE_WORDS.get(stage, stage), clusters=clusters,
+        serving_replicas=sum(c.replicas for c in clusters if c.ready), replicas=replicas,
+        layout_words=LAYOUT_WORDS.get(spec.get("layout", ""), ""),
+        events=event_rows(w.get("events") or [], (live or {}).get("events") or []),
+        artifact_path=draft_path(w["artifact_id"]) if w.get("artifact_id") else None,
+        can_change=principal.has("operator") and stage not in _SETTLED_OUT, error=error,
+        scaled=request.query_params.get("scaled"), deleting=request.query_params.get("deleting"),
+        page_path=workload_path(workload_id))
+
+
+@router.get("/workloads/{workload_id}")
+async def workload_page(request: Request, workload_id: str, principal: ConsoleViewer, db: DbDep,
+                        settings: SettingsDep):
+    return await _workload_page(request, workload_id, principal, db, settings)
+
+
+@router.post("/workloads/{workload_id}/scale")
+async def scale(request: Request, workload_id: str, principal: ConsoleOperator, db: DbDep, settings: SettingsDep,
+                temporal: TemporalDep):
+    form = await read_form(request)
+    check_csrf(request, form)
+    raw = first(form, "replicas").strip()
+    try:
+        body = workloads_api.ScaleBody(replicas=raw)
+    except ValidationError:
+        return await _workload_page(request, workload_id, principal, db, settings, status_code=422,
+                                    error=f"Replicas must be a whole number from 1 to 256; {raw or 'nothing'!r} "
+                                          "is not.")
+    try:
+        # The API's own handler: the same update, validation and refusal words as PATCH /v1/workloads/{id}.
+        status = await workloads_api.scale(workload_id, body, principal, temporal)
+    except ApiError as err:
+        return await _workload_page(request, workload_id, principal, db, settings, status_code=err.status,
+                                    error=err.message)
+    return redirect(workload_path(workload_id) + "?" + urlencode({"scaled": status.replicas}))
+
+
+@router.post("/workloads/{workload_id}/delete")
+async def delete(request: Request, workload_id: str, principal: ConsoleOperator, db: DbDep, settings: SettingsDep,
+                 temporal: TemporalDep):
+    form = await read_form(request)
+    check_csrf(request, form)
+    try:
+        await workloads_api.delete(workload_id, principal, temporal)
+    except ApiError as err:
+        return await _workload_page(request, workload_id, principal, db, settings, status_code=err.status,
+                                    error=err.message)
+    return redirect(workload_path(workload_id) + "?deleting=1")
