@@ -90,7 +90,7 @@ def event_rows(events: list[dict[str, Any]], notes: list[str]) -> list[EventRow]
     for note in notes:
         stamp, _, text = note.partition(" ")
         at = _parse_time(stamp)
-        rows.append(EventRow(at=at, when=_seconds(at), what=text if text else note, who=None, source="workflow"))
+        rows.append(EventRow(at=at, when=_seconds(at), what=text if at else note, who=None, source="workflow"))
     epoch = datetime.min.replace(tzinfo=timezone.utc)
     # Stable sort: events stamped in the same second keep the order they were written in.
     return sorted(rows, key=lambda r: _aware(r.at) or epoch)
