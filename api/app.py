@@ -19,7 +19,7 @@ from api.errors import install_error_handlers
 from wingsmith.config import Settings, get_settings
 from wingsmith.logs import configure_logging, get_logger
 
-ROUTE_MODULES = ["health", "recipes", "resolve", "artifacts", "clusters", "workloads", "endpoints", "console"]
+ROUTE_MODULES = ["health", "recipes", "resolve", "artifacts", "clusters", "workloads", "endpoints", "console", "codec"]
 
 log = get_logger("wingsmith.api")
 

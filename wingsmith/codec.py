@@ -34,6 +34,7 @@ KEY_ID_KEY = "encryption-key-id"
 KEY_BYTES = 32
 _NONCE_BYTES = 12
 _HEX = re.compile(r"[0-9a-fA-F]{64}")
+_ALL_HEX = re.compile(r"[0-9a-fA-F]+")
 
 
 class PayloadKeyError(ValueError):
@@ -45,6 +46,10 @@ def parse_key(material: str, *, source: str = "the payload key") -> bytes:
     text = material.strip()
     if _HEX.fullmatch(text):
         return bytes.fromhex(text)
+    if len(text) > 44 and _ALL_HEX.fullmatch(text):
+        # Longer than any 32-byte base64 and only hex digits: a hex key of the wrong length.
+        raise PayloadKeyError(f"{source} looks like hex with {len(text)} digits; AES-256 needs "
+                              f"{2 * KEY_BYTES} (generate one with `openssl rand -hex 32`)")
     try:
         raw = base64.b64decode(text.replace("-", "+").replace("_", "/") + "=" * (-len(text) % 4), validate=True)
     except (binascii.Error, ValueError):

@@ -1,0 +1,131 @@
+"""The remote codec for the Temporal UI: with payload encryption on, the UI shows ciphertext until
+it is pointed at `<api>/codec` (`temporal server start-dev --ui-codec-endpoint`, or the UI's own
+codec setting), which decrypts for signed-in users.
+
+The wire format is Temporal's: `{"payloads": [{"metadata": {k: base64}, "data": base64}]}` in and
+out, which is exactly the protobuf JSON form of `Payloads`. The UI calls from its own origin, so
+these routes answer CORS for `WINGSMITH_TEMPORAL_UI_URL` only; the UI sends the bearer token when
+its "pass access token" option is on. Decoding needs the viewer role; encoding makes payloads that
+workers act on, so it needs an operator.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Annotated
+from urllib.parse import urlsplit
+
+from fastapi import APIRouter, Depends, Request
+from fastapi.responses import JSONResponse, Response
+from google.protobuf import json_format
+from temporalio.api.common.v1 import Payloads
+
+from api.auth import Principal, current_principal, require
+from api.deps import SettingsDep
+from api.errors import ApiError
+from wingsmith.codec import EncryptionCodec, PayloadKeyError, codec_from_settings
+from wingsmith.config import Settings
+
+router = APIRouter(prefix="/codec", tags=["codec"])
+
+_ALLOWED_HEADERS = "authorization, content-type, x-namespace"
+
+
+def ui_origin(settings: Settings) -> str:
+    parts = urlsplit(settings.temporal_ui_url)
+    return f"{parts.scheme}://{parts.netloc}".lower()
+
+
+def _cors_headers(request: Request) -> dict[str, str]:
+    origin = request.headers.get("origin")
+    if not origin or origin.rstrip("/").lower() != ui_origin(request.app.state.settings):
+        return {}
+    return {"Access-Control-Allow-Origin": origin, "Access-Control-Allow-Credentials": "true", "Vary": "Origin"}
+
+
+def _with_cors(role: str):
+    """`require(role)`, with CORS headers on its 401/403 so the UI can show why it was refused
+    instead of a bare network error."""
+    check = require(role)
+
+    def dependency(request: Request) -> Principal:
+        try:
+            return check(current_principal(request))
+        except ApiError as exc:
+            exc.headers = {**(exc.headers or {}), **_cors_headers(request)}
+            raise
+
+    dependency.__name__ = f"codec_{role}"
+    return dependency
+
+
+CodecViewer = Annotated[Principal, Depends(_with_cors("viewer"))]
+CodecOperator = Annotated[Principal, Depends(_with_cors("operator"))]
+
+
+def _codec(request: Request, settings: Settings) -> EncryptionCodec:
+    cached = getattr(request.app.state, "payload_codec", None)
+    if cached is not None:
+        return cached
+    cors = _cors_headers(request)
+    try:
+        codec = codec_from_settings(settings)
+    except PayloadKeyError as exc:
+        raise ApiError(503, f"the payload codec is misconfigured: {exc}", headers=cors) from None
+    if codec is None:
+        raise ApiError(404, "payload encryption is not configured (WINGSMITH_PAYLOAD_KEY_REF is unset), "
+                            "so there is nothing to decode", code="codec_not_configured", headers=cors)
+    request.app.state.payload_codec = codec
+    return codec
+
+
+async def _payloads(request: Request) -> Payloads:
+    cors = _cors_headers(request)
+    try:
+        body = json.loads(await request.body() or b"null")
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise ApiError(400, f"body is not JSON: {exc}", headers=cors) from None
+    if not isinstance(body, dict) or not isinstance(body.get("payloads"), list):
+        raise ApiError(400, 'body must be {"payloads": [{"metadata": {...}, "data": "<base64>"}]}', headers=cors)
+    try:
+        return json_format.ParseDict(body, Payloads())
+    except json_format.ParseError as exc:
+        raise ApiError(400, f"payloads are not in Temporal's JSON form (metadata values and data are "
+                            f"base64): {exc}", headers=cors) from None
+
+
+def _answer(request: Request, payloads) -> JSONResponse:
+    body = json_format.MessageToDict(Payloads(payloads=payloads))
+    body.setdefault("payloads", [])
+    return JSONResponse(body, headers=_cors_headers(request))
+
+
+@router.post("/decode", summary="Decrypt payloads for the Temporal UI")
+async def decode(request: Request, settings: SettingsDep, _who: CodecViewer) -> JSONResponse:
+    codec = _codec(request, settings)
+    payloads = await _payloads(request)
+    try:
+        decoded = await codec.decode(payloads.payloads)
+    except PayloadKeyError as exc:
+        raise ApiError(422, str(exc), code="undecodable", headers=_cors_headers(request)) from None
+    return _answer(request, decoded)
+
+
+@router.post("/encode", summary="Encrypt payloads for the Temporal UI")
+async def encode(request: Request, settings: SettingsDep, _who: CodecOperator) -> JSONResponse:
+    codec = _codec(request, settings)
+    payloads = await _payloads(request)
+    return _answer(request, await codec.encode(payloads.payloads))
+
+
+@router.options("/{operation}", include_in_schema=False)
+async def preflight(request: Request, operation: str) -> Response:
+    if operation not in ("decode", "encode"):
+        raise ApiError(404, f"no codec operation {operation!r} (decode or encode)")
+    cors = _cors_headers(request)
+    if not cors:
+        raise ApiError(403, f"origin {request.headers.get('origin')!r} is not the Temporal UI "
+                            f"({ui_origin(request.app.state.settings)}, WINGSMITH_TEMPORAL_UI_URL)")
+    return Response(status_code=204, headers={**cors, "Access-Control-Allow-Methods": "POST, OPTIONS",
+                                              "Access-Control-Allow-Headers": _ALLOWED_HEADERS,
+                                              "Access-Control-Max-Age": "600"})
