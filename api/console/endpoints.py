@@ -24,12 +24,12 @@ from wingsmith.gateway import Backend, BackendStatus
 router = APIRouter(route_class=ConsoleRoute)
 
 HEALTH_WORDS = {
-    "healthy": "healthy: takes new requests",
-    "draining": "draining: takes no new requests and is removed once its requests finish",
-    "cooling_down": "cooling down after a failed request: the gateway tries it again shortly",
-    "unhealthy": "unhealthy",
-    "not_reported": "the gateway does not report health for its backends",
-    "unknown": "unknown: the gateway did not answer",
+    "healthy": "takes new requests",
+    "draining": "takes no new requests; removed once its requests finish",
+    "cooling_down": "a request to it failed; the gateway tries it again shortly",
+    "unhealthy": "its requests fail",
+    "not_reported": "this gateway does not report health",
+    "unknown": "the gateway did not answer",
 }
 
 

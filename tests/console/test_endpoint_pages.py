@@ -1,0 +1,123 @@
+"""The endpoint pages against a real Temporal, Postgres, the simulated clusters and the local gateway:
+backends, weights and health as the API reports them, the model name and gateway URL, and a curl
+that really gets a chat completion when pasted into a shell."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+from html import unescape
+
+from api.console.endpoints import backend_rows, health_of
+from tests.console.conftest import browser_for, sign_in
+from tests.console.test_public_pages import commands, rows
+from tests.endpoints.conftest import (HF_TOKEN, HF_TOKEN_ENV, TOKENS, api, approved_kimi, clusters, deps,  # noqa: F401
+                                      gateway, hub, settings, sims)
+from tests.support import running_worker, wait_until
+from tests.workloads.conftest import as_
+from tests.workloads.test_workload_journey import _until_stage
+from wingsmith.gateway import Backend, BackendStatus
+
+WL, MODEL = "kimi-ep-console", "kimi-k3-console"
+
+
+async def test_endpoint_pages_show_backends_weights_health_and_a_working_curl(
+        plane, api, deps, temporal_client, clusters, approved_kimi, gateway):  # noqa: F811
+    async with browser_for(plane) as vic:
+        await sign_in(vic, "tok-vic")
+        empty = await vic.get("/console/endpoints")
+        assert empty.status_code == 200 and 'id="no-endpoints"' in empty.text
+        assert "wingsmith endpoints create &lt;model name&gt; &lt;workload id&gt;" in empty.text
+        missing = await vic.get("/console/endpoints/no-such-model")
+        assert missing.status_code == 404 and "endpoint no-such-model not found" in missing.text
+
+        async with running_worker(temporal_client, deps):
+            r = await api.post("/v1/workloads", headers=as_("tok-olga"), json={
+                "artifact_id": approved_kimi, "hardware": "h200", "layout": "multi_node_tp_dp", "replicas": 2,
+                "name": WL, "served_model_name": "kimi-k3"})
+            assert r.status_code == 202, r.text
+            await _until_stage(api, WL, {"serving"})
+            r = await api.post("/v1/endpoints", headers=as_("tok-olga"), json={"name": MODEL, "workloads": [WL]})
+            assert r.status_code == 202, r.text
+
+            async def recorded():
+                got = (await api.get(f"/v1/endpoints/{MODEL}", headers=as_("tok-vic"))).json()
+                ok = got.get("state") == "serving" and len((got.get("health") or {}).get("backends", [])) == 2
+                return got if ok else None
+            await wait_until(recorded, timeout=30, what="both clusters behind the endpoint")
+
+            listing = await vic.get("/console/endpoints")
+            row = rows(listing.text, "endpoint")[MODEL]
+            assert WL in row and "serving" in row and row.count("weight 1") == 2
+            assert f'href="/console/workloads/{WL}"' in listing.text
+
+            page = await vic.get(f"/console/endpoints/{MODEL}")
+            assert page.status_code == 200, page.text
+            # A pasted curl, run by a shell, gets an answer from one of the two clusters.
+            (curl,) = commands(page.text)
+            done = subprocess.run(["bash", "-c", curl], capture_output=True, text=True, timeout=30)
+            assert done.returncode == 0, done.stderr
+            assert json.loads(done.stdout)["choices"][0]["message"]["content"]
+
+            page = await vic.get(f"/console/endpoints/{MODEL}")
+            endpoint = (await api.get(f"/v1/endpoints/{MODEL}", headers=as_("tok-vic"))).json()
+            html = unescape(page.text)
+            assert re.search(rf'id="model-name">{MODEL}<', html) and f'id="gateway-url">{gateway.url}/v1<' in html
+            assert "/workflows/endpoint%2Fkimi-k3-console" in html
+            assert "serve it as kimi-k3" in re.sub(r"<[^>]+>", "", html)  # the workload's own name differs from the endpoint's
+            shown = rows(page.text, "backend")
+            routes = {b["id"]: b for b in endpoint["health"]["routes"]["backends"]}
+            assert set(shown) == set(routes) and len(shown) == 2
+            assert {b["cluster"] for b in routes.values()} == {"sim-east", "sim-west"}
+            answered = 0
+            for status in endpoint["health"]["backends"]:
+                text, route = shown[status["id"]], routes[status["id"]]
+                assert route["cluster"] in text and route["workload_id"] in text and route["url"] in text
+                assert f"weight {route['weight']} (50.0% of new requests)" in text
+                assert "healthy" in text and "unhealthy" not in text
+                if status["requests"]:
+                    assert f"{status['requests']} answered" in text
+                    answered += status["requests"]
+            assert answered >= 1, "the curl's request is counted on the page"
+
+            await api.delete(f"/v1/workloads/{WL}", headers=as_("tok-olga"))
+            await _until_stage(api, WL, {"deleted"}, timeout=60)
+            drained = await vic.get(f"/console/endpoints/{MODEL}")
+            assert 'id="no-backends"' in drained.text and rows(drained.text, "backend") == {}
+
+
+def _backend(weight: int = 1, **extra) -> Backend:
+    return Backend(id="sim-east/kimi-ep-console-sim-east", cluster="sim-east", workload_id="kimi-ep-console",
+                   url="http://127.0.0.1:40001/frontends/sim-east/kimi-ep-console", weight=weight, **extra)
+
+
+def _status(**kw) -> BackendStatus:
+    base = dict(id="sim-east/kimi-ep-console-sim-east", weight=1, healthy=True, cooling_down=False, in_flight=0)
+    return BackendStatus(**{**base, **kw})
+
+
+def test_health_words_follow_what_the_gateway_reports():
+    cases = [
+        (_backend(), _status(), "healthy"),
+        (_backend(), _status(healthy=False, cooling_down=True, last_error="502 from backend"), "cooling_down"),
+        (_backend(), _status(healthy=False), "unhealthy"),
+        (_backend(weight=0), _status(weight=0, in_flight=2), "draining"),
+        (_backend(weight=0), _status(weight=0, healthy=False, cooling_down=True), "draining"),
+        (_backend(), _status(healthy=None, in_flight=None), "not_reported"),  # the Envoy gateway
+        (_backend(), None, "unknown"),
+    ]
+    for backend, status, expected in cases:
+        assert health_of(backend, status) == expected, (backend, status)
+
+
+def test_backend_rows_use_the_gateways_routes_when_it_answers_else_the_recorded_ones():
+    east = _backend(weight=3).model_dump(mode="json")
+    west = {**east, "id": "sim-west/kimi-ep-console-sim-west", "cluster": "sim-west", "weight": 1}
+    health = {"routes": {"model_name": "kimi-k3", "backends": [east, west]},
+              "backends": [_status(weight=3, requests=7).model_dump(), _status(id=west["id"]).model_dump()]}
+    got = backend_rows([east], health)
+    assert [(r.cluster, r.share, r.health, r.requests) for r in got] == [("sim-east", 75.0, "healthy", 7),
+                                                                         ("sim-west", 25.0, "healthy", None)]
+    fallback = backend_rows([east], None)
+    assert [(r.cluster, r.share, r.health) for r in fallback] == [("sim-east", 100.0, "unknown")]
