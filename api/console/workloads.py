@@ -92,8 +92,9 @@ def event_rows(events: list[dict[str, Any]], notes: list[str]) -> list[EventRow]
         at = _parse_time(stamp)
         rows.append(EventRow(at=at, when=_seconds(at), what=text if at else note, who=None, source="workflow"))
     epoch = datetime.min.replace(tzinfo=timezone.utc)
-    # Stable sort: events stamped in the same second keep the order they were written in.
-    return sorted(rows, key=lambda r: _aware(r.at) or epoch)
+    # The workflow stamps its notes to the second, so compare at that resolution; the stable sort then
+    # keeps the registry's rows (written in order) ahead of the notes made in the same second.
+    return sorted(rows, key=lambda r: (_aware(r.at) or epoch).replace(microsecond=0))
 
 
 def _event_words(kind: str, detail: dict[str, Any]) -> str:

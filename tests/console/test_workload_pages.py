@@ -105,6 +105,7 @@ async def test_workload_pages_scale_and_delete(plane, api, deps, temporal_client
 
             final = await olga.get(f"/console/workloads/{WL}")
             assert 'id="workload-stage">deleted' in final.text and 'id="scale-form"' not in final.text
+            assert "every cluster's graph has been removed" in unescape(final.text)
             # A form posted from a page opened before the delete gets the API's refusal, in words.
             late = await olga.post(f"/console/workloads/{WL}/scale", data={"csrf": token, "replicas": "2"})
             assert late.status_code in (404, 409) and 'id="workload-error"' in late.text, late.text
@@ -137,10 +138,12 @@ def test_cluster_rows_prefer_the_workflows_view_and_keep_the_registrys():
 def test_event_rows_merge_registry_and_workflow_notes_in_time_order():
     registry = [{"kind": "workload_planning", "actor": "olga", "detail": {}, "at": _AT},
                 {"kind": "deployment_serving", "actor": "system", "detail": {"cluster": "sim-east", "replicas": 1},
-                 "at": _AT.replace(second=9)}]
-    notes = ["2025-01-01T12:00:07+00:00 placement 1: sim-east 1", "not a stamped note"]
+                 "at": _AT.replace(second=9, microsecond=400_000)}]
+    notes = ["2025-01-01T12:00:09+00:00 sim-east serving 1 replica(s) at http://127.0.0.1:9/f",
+             "2025-01-01T12:00:07+00:00 placement 1: sim-east=1", "not a stamped note"]
     got = event_rows(registry, notes)
     assert [(r.what, r.source) for r in got] == [
         ("not a stamped note", "workflow"), ("workload planning", "registry"),
-        ("placement 1: sim-east 1", "workflow"), ("deployment serving: on sim-east, 1 replica(s)", "registry")]
+        ("placement 1: sim-east=1", "workflow"), ("deployment serving: on sim-east, 1 replica(s)", "registry"),
+        ("sim-east serving 1 replica(s) at http://127.0.0.1:9/f", "workflow")]
     assert got[1].when == "2025-01-01 12:00:05 UTC"
