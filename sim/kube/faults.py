@@ -23,12 +23,21 @@ class Faults(BaseModel):
     seed: int | None = Field(None, description="seed for the random draws behind the rates")
 
     _random: random.Random = PrivateAttr(default_factory=random.Random)
+    # How many faults of each kind were served: a chaos run reports what it really injected.
+    _injected: dict[str, int] = PrivateAttr(default_factory=dict)
 
     def model_post_init(self, context: object) -> None:
         self._random = random.Random(self.seed)
 
-    def draw(self, rate: float) -> bool:
-        return rate > 0 and self._random.random() < rate
+    def draw(self, rate: float, kind: str | None = None) -> bool:
+        hit = rate > 0 and self._random.random() < rate
+        if hit and kind:
+            self._injected[kind] = self._injected.get(kind, 0) + 1
+        return hit
+
+    @property
+    def injected(self) -> dict[str, int]:
+        return dict(self._injected)
 
     def reset(self) -> None:
         for name, info in type(self).model_fields.items():

@@ -56,9 +56,9 @@ def build_app(clusters: dict[str, SimulatedCluster], frontends: Frontends) -> St
         faults = cluster.faults
         if faults.latency:
             await asyncio.sleep(faults.latency)
-        if faults.draw(faults.api_error_rate):
+        if faults.draw(faults.api_error_rate, "api_error"):
             return _status_response(errors.internal("injected fault: the API server could not answer"))
-        if request.method in _WRITES and faults.draw(faults.conflict_rate):
+        if request.method in _WRITES and faults.draw(faults.conflict_rate, "conflict"):
             return _status_response(errors.KubeError(
                 409, "Conflict", "Operation cannot be fulfilled: injected conflict; please retry"))
         try:

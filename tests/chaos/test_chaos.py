@@ -1,0 +1,24 @@
+"""The chaos run, small: the same code and checks as bench/chaos.py, with four workloads, one
+worker SIGKILL early in the rollouts, one Postgres restart, Hub 429s and cluster 500s/409s/latency.
+Starts its own Postgres, Temporal, Hub, clusters and gateway (it restarts Postgres, so it cannot
+share the session's)."""
+
+from __future__ import annotations
+
+from wingsmith.local.chaos import ChaosConfig, run_chaos
+
+
+def test_a_small_chaos_run_loses_nothing(tmp_path):
+    config = ChaosConfig(workloads=4, workloads_per_endpoint=2, kill_every=(1.0, 2.0), max_kills=1,
+                         operator_delay=1.5, postgres_down_seconds=2.0, api_error_rate=0.2, latency=0.05,
+                         hub_rate_limits=3, settle_timeout=120, root=tmp_path, verbose=False)
+    report = run_chaos(config)
+    print("\n".join(report.lines()))
+    assert report.lost == []
+    assert report.serving + report.failed == 4
+    assert all(report.failures.values())
+    # The faults really happened: otherwise the run proves nothing.
+    assert report.worker_kills == 1 and report.worker_restarts_survived == 1
+    assert report.postgres_restarts == 1
+    assert report.hub_rate_limited_answers == 3
+    assert report.cluster_faults_injected.get("api_error", 0) > 0

@@ -1,0 +1,681 @@
+"""The chaos run: many workloads and endpoints across the three simulated clusters while the worker
+is SIGKILLed and restarted at random, the clusters answer some calls with 500s and latency, the Hub
+rate-limits, and Postgres is restarted once. Afterwards it checks what must hold whatever happened:
+
+- every workload is serving, or failed with a cause — as the registry says and as its workflow says;
+- exactly one DGD per (workload, cluster) that serves it, and none for anything else;
+- every endpoint's gateway route lists exactly the serving deployments of its workloads;
+- deleting everything leaves no DGD, no gateway route, no deployment row and no running workflow.
+
+Anything that breaks one of these is counted as lost. `run_chaos(ChaosConfig(...))` returns a
+`ChaosReport`; bench/chaos.py runs it at full size and tests/chaos runs a small one.
+
+Everything but the worker and Postgres runs in this process (the API in-process over ASGI, the
+simulated clusters and Hub on threads), so the checks can read the emulator directly. The worker is
+a subprocess so it can be SIGKILLed; Postgres is a subprocess so it can be stopped and started on
+the same data directory and port.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import httpx
+from pydantic import BaseModel, Field
+
+# Small models that fit one H200 or one GB200 GPU, so 30 workloads fit the three clusters' 96 GPUs.
+DEFAULT_MODELS = ("openai/gpt-oss-120b", "openai/gpt-oss-20b")
+TOKENS = {
+    "chaos-operator": {"name": "olga", "roles": ["operator"]},
+    "chaos-approver": {"name": "ana", "roles": ["approver"]},
+    "chaos-admin": {"name": "root", "roles": ["admin"]},
+}
+_OPERATOR, _APPROVER, _ADMIN = ("chaos-operator", "chaos-approver", "chaos-admin")
+
+
+class ChaosConfig(BaseModel):
+    workloads: int = Field(30, ge=1)
+    workloads_per_endpoint: int = Field(3, ge=1)
+    models: tuple[str, ...] = DEFAULT_MODELS
+    hardware: tuple[str, ...] = ("h200", "gb200", "h200")  # cycled over the workloads
+    seed: int = 20240612
+    # Worker kills: a SIGKILL after a random pause in this range (seconds), restart after another.
+    kill_every: tuple[float, float] = (6.0, 15.0)
+    restart_after: tuple[float, float] = (0.5, 2.0)
+    max_kills: int | None = None
+    postgres_restarts: int = Field(1, ge=0, le=1)
+    postgres_down_seconds: float = 3.0
+    api_error_rate: float = Field(0.15, ge=0, le=1)
+    conflict_rate: float = Field(0.05, ge=0, le=1)
+    latency: float = Field(0.05, ge=0)
+    hub_rate_limits: int = Field(4, ge=0, description="429s the Hub answers before answering")
+    operator_delay: float = 0.5
+    poll_seconds: float = 0.3
+    ready_deadline_seconds: float = 90
+    drain_grace_seconds: int = 2
+    settle_timeout: float = 900
+    root: Path | None = None
+    verbose: bool = True
+
+
+class ChaosReport(BaseModel):
+    workloads: int
+    serving: int = 0
+    failed: int = 0
+    failures: dict[str, str] = Field(default_factory=dict, description="workload → cause")
+    endpoints: int = 0
+    duration_seconds: float = 0.0
+    settle_seconds: float = 0.0
+    teardown_seconds: float = 0.0
+    worker_kills: int = 0
+    worker_restarts_survived: int = 0
+    postgres_restarts: int = 0
+    hub_rate_limited_answers: int = 0
+    cluster_faults_injected: dict[str, int] = Field(default_factory=dict)
+    activity_retries: int = 0
+    activity_failures: int = 0
+    activity_timeouts: int = 0
+    workflow_task_failures: int = 0
+    workflow_task_timeouts: int = 0
+    api_answers_while_db_down: dict[str, int] = Field(default_factory=dict)
+    lost: list[str] = Field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return not self.lost
+
+    def lines(self) -> list[str]:
+        out = [
+            f"workloads           {self.workloads} ({self.serving} serving, {self.failed} failed with a cause)",
+            f"endpoints           {self.endpoints}",
+            f"duration            {self.duration_seconds:.1f} s (settle {self.settle_seconds:.1f} s, "
+            f"teardown {self.teardown_seconds:.1f} s)",
+            f"worker              {self.worker_kills} SIGKILLs, {self.worker_restarts_survived} restarts survived",
+            f"postgres restarts   {self.postgres_restarts}",
+            f"hub 429s answered   {self.hub_rate_limited_answers}",
+            f"cluster faults      {self.cluster_faults_injected or 'none'}",
+            f"activity retries    {self.activity_retries} (failed attempts {self.activity_failures}, "
+            f"timed out {self.activity_timeouts})",
+            f"workflow tasks      {self.workflow_task_failures} failed, {self.workflow_task_timeouts} timed out",
+            f"api while db down   {dict(sorted(self.api_answers_while_db_down.items())) or 'not probed'}",
+            f"lost                {len(self.lost)}",
+        ]
+        out += [f"  failed: {w}: {c}" for w, c in sorted(self.failures.items())]
+        out += [f"  LOST: {item}" for item in self.lost]
+        return out
+
+
+# --- the pieces --------------------------------------------------------------------------------------
+
+
+@dataclass
+class _Worker:
+    """The worker as a subprocess, so it can be SIGKILLed like a crashed pod."""
+    env: dict[str, str]
+    log_dir: Path
+    process: subprocess.Popen | None = None
+    starts: int = 0
+
+    def start(self) -> None:
+        self.starts += 1
+        log = open(self.log_dir / f"worker-{self.starts}.log", "wb")
+        self.process = subprocess.Popen([sys.executable, "-m", "worker"], env=self.env, stdout=log,
+                                        stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True)
+        log.close()
+
+    def kill(self) -> None:
+        if self.process is not None and self.process.poll() is None:
+            os.kill(self.process.pid, signal.SIGKILL)
+            self.process.wait()
+
+    def stop(self) -> None:
+        from wingsmith.local.temporal_server import stop_process
+        stop_process(self.process, 15)
+
+    def alive(self) -> bool:
+        return self.process is not None and self.process.poll() is None
+
+
+@dataclass
+class _Bed:
+    config: ChaosConfig
+    root: Path
+    pg: Any = None
+    temporal_server: Any = None
+    hub: Any = None
+    sims: Any = None
+    gateway: subprocess.Popen | None = None
+    gateway_url: str = ""
+    gateway_token_ref: str = ""
+    worker: _Worker | None = None
+    pool: Any = None
+    client: Any = None
+    api: httpx.AsyncClient | None = None
+    settings: Any = None
+    db_down: asyncio.Event = field(default_factory=asyncio.Event)
+
+
+def _say(config: ChaosConfig, text: str) -> None:
+    if config.verbose:
+        print(f"[chaos {time.strftime('%H:%M:%S')}] {text}", flush=True)
+
+
+def _start_bed(config: ChaosConfig) -> _Bed:
+    from sim.hub import start_hub_server
+    from sim.kube import SimulatedClusters, default_cluster_specs
+    from wingsmith.local.postgres import LocalPostgres, free_port
+    from wingsmith.local.temporal_server import TemporalDevServer, wait_for_port
+
+    root = Path(config.root or tempfile.mkdtemp(prefix="wingsmith-chaos-"))
+    root.mkdir(parents=True, exist_ok=True)
+    (root / "logs").mkdir(exist_ok=True)
+    bed = _Bed(config=config, root=root)
+    bed.pg = LocalPostgres(root / "pg", free_port(), durable=False, log_file=root / "logs" / "postgres.log").start()
+    bed.temporal_server = TemporalDevServer(port=free_port(), ui_port=None, db_file=None,
+                                            log_file=root / "logs" / "temporal.log").start()
+    bed.hub = start_hub_server()
+    bed.sims = SimulatedClusters(default_cluster_specs(), home=root / "sim",
+                                 operator_delay=config.operator_delay).start()
+    token_file = root / "gateway-admin-token"
+    fd = os.open(token_file, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as fh:
+        fh.write("chaos-gateway-" + os.urandom(8).hex())
+    bed.gateway_token_ref = f"file:{token_file}"
+    port = free_port()
+    bed.gateway_url = f"http://127.0.0.1:{port}"
+    log = open(root / "logs" / "gateway.log", "wb")
+    bed.gateway = subprocess.Popen(
+        [sys.executable, "-m", "api.gateway", "--port", str(port), "--state-dir", str(root / "gateway"),
+         "--admin-token-ref", bed.gateway_token_ref, "--log-level", "WARNING"],
+        stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True)
+    log.close()
+    wait_for_port("127.0.0.1", port, 30, bed.gateway, "gateway")
+    return bed
+
+
+def _stop_bed(bed: _Bed) -> None:
+    from wingsmith.local.temporal_server import stop_process
+    if bed.worker is not None:
+        bed.worker.stop()
+    stop_process(bed.gateway, 10)
+    for part in (bed.sims, bed.hub, bed.temporal_server, bed.pg):
+        if part is not None:
+            try:
+                part.stop()
+            except Exception:  # noqa: BLE001 - stopping the rest matters more
+                pass
+
+
+async def _connect(bed: _Bed) -> None:
+    from api.app import create_app
+    from api.auth import TokenTable
+    from wingsmith.config import Settings
+    from wingsmith.store.db import migrate, open_pool
+    from wingsmith.temporal import connect
+
+    c = bed.config
+    bed.settings = Settings(
+        home=bed.root / "home", database_url=bed.pg.dsn(), temporal_address=bed.temporal_server.address,
+        hf_endpoint=bed.hub.url, task_queue="chaos", kube_task_queue="chaos-kube", auth_tokens=json.dumps(TOKENS),
+        log_format="json", log_level="ERROR", rollout_poll_seconds=c.poll_seconds,
+        ready_deadline_seconds=c.ready_deadline_seconds, gateway_url=bed.gateway_url,
+        gateway_admin_token_ref=bed.gateway_token_ref, drain_grace_seconds=c.drain_grace_seconds,
+        hf_token_secret=None)
+    bed.pool = await open_pool(bed.pg.dsn())
+    await migrate(bed.pool)
+    bed.client = await connect(bed.settings, address=bed.temporal_server.address)
+    app = create_app(bed.settings, tokens=TokenTable.from_json(bed.settings.auth_tokens), db=bed.pool,
+                     temporal=bed.client)
+    bed.api = httpx.AsyncClient(transport=httpx.ASGITransport(app=app, raise_app_exceptions=False),
+                                base_url="http://api", timeout=60)
+    s = bed.settings
+    env = dict(os.environ, DATABASE_URL=bed.pg.dsn(), TEMPORAL_ADDRESS=bed.temporal_server.address,
+               WINGSMITH_HOME=str(bed.root / "worker-home"), WINGSMITH_TASK_QUEUE=s.task_queue,
+               WINGSMITH_KUBE_TASK_QUEUE=s.kube_task_queue, WINGSMITH_HF_ENDPOINT=s.hf_endpoint,
+               WINGSMITH_LOG_FORMAT="json", WINGSMITH_LOG_LEVEL="INFO",
+               WINGSMITH_ROLLOUT_POLL_SECONDS=str(c.poll_seconds),
+               WINGSMITH_READY_DEADLINE_SECONDS=str(c.ready_deadline_seconds),
+               WINGSMITH_GATEWAY_URL=bed.gateway_url, WINGSMITH_GATEWAY_ADMIN_TOKEN_REF=bed.gateway_token_ref,
+               WINGSMITH_DRAIN_GRACE_SECONDS=str(c.drain_grace_seconds))
+    env.pop("WINGSMITH_AUTH_TOKENS", None)
+    bed.worker = _Worker(env=env, log_dir=bed.root / "logs")
+    bed.worker.start()
+
+
+# --- talking to the API like a client that retries ---------------------------------------------------
+
+
+async def _call(bed: _Bed, method: str, path: str, token: str, *, ok: tuple[int, ...] = (200, 201, 202),
+                json_body: dict | None = None, params: dict | None = None, attempts: int = 60,
+                what: str = "") -> httpx.Response:
+    """A client that retries what is worth retrying (429, 5xx, transport errors), honouring Retry-After."""
+    last = None
+    for attempt in range(attempts):
+        try:
+            r = await bed.api.request(method, path, json=json_body, params=params,
+                                      headers={"Authorization": f"Bearer {token}"})
+        except httpx.HTTPError as exc:
+            last = f"{type(exc).__name__}"
+            await asyncio.sleep(min(0.2 * 2 ** attempt, 2))
+            continue
+        if r.status_code in ok:
+            return r
+        last = f"HTTP {r.status_code}: {r.text[:300]}"
+        if r.status_code == 429 or r.status_code >= 500:
+            wait = float(r.headers.get("Retry-After") or 0) or min(0.2 * 2 ** attempt, 2)
+            await asyncio.sleep(min(wait, 5))
+            continue
+        break
+    raise RuntimeError(f"{what or method + ' ' + path}: {last}")
+
+
+async def _register_clusters(bed: _Bed) -> None:
+    for name in bed.sims.names:
+        spec = bed.sims.cluster(name).spec
+        await _call(bed, "POST", "/v1/clusters", _ADMIN, ok=(200, 201), what=f"register {name}", json_body={
+            "name": name, "region": spec.region, "kubeconfig": str(bed.sims.kubeconfig_path),
+            "kube_context": bed.sims.context(name), "frontend_base_url": f"{bed.sims.base_url}/frontends/{name}",
+            "labels": {"simulated": "true"}})
+
+
+async def _register_and_approve(bed: _Bed, model: str) -> str:
+    r = await _call(bed, "POST", "/v1/artifacts", _OPERATOR, json_body={"source": f"hf:{model}"},
+                    what=f"register {model}")
+    artifact = r.json()["id"]
+    org, rest = artifact.split("/", 1)
+    deadline = time.monotonic() + 180
+    while True:
+        got = await _call(bed, "GET", f"/v1/artifacts/{org}/{rest}", _OPERATOR, what=f"read {artifact}")
+        body = got.json()
+        if body.get("state") == "approved":
+            return artifact
+        if body.get("state") == "draft" and body.get("draft"):
+            break
+        if body.get("state") in ("rejected", "expired", "failed"):
+            raise RuntimeError(f"{artifact} ended {body.get('state')} before review")
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"{artifact} never reached its draft (state {body.get('state')})")
+        await asyncio.sleep(0.3)
+    await _call(bed, "POST", f"/v1/artifacts/{org}/{rest}/review", _APPROVER, ok=(200,), what=f"approve {artifact}",
+                json_body={"decision": "approve", "draft_version": body["draft"]["version"],
+                           "comment": "chaos run"})
+    return artifact
+
+
+# --- chaos -------------------------------------------------------------------------------------------
+
+
+class _Chaos:
+    def __init__(self, bed: _Bed, report: ChaosReport):
+        self.bed, self.report = bed, report
+        self.rng = random.Random(bed.config.seed)
+        self.stopped = asyncio.Event()
+        self.postgres_at: float | None = None
+
+    async def kill_worker_loop(self) -> None:
+        c = self.bed.config
+        while not self.stopped.is_set():
+            if c.max_kills is not None and self.report.worker_kills >= c.max_kills:
+                return
+            if await self._sleep(self.rng.uniform(*c.kill_every)):
+                return
+            self.bed.worker.kill()
+            self.report.worker_kills += 1
+            _say(c, f"SIGKILLed the worker ({self.report.worker_kills})")
+            await asyncio.sleep(self.rng.uniform(*c.restart_after))
+            self.bed.worker.start()
+
+    async def restart_postgres(self, after: float) -> None:
+        c = self.bed.config
+        if c.postgres_restarts < 1 or await self._sleep(after):
+            return
+        _say(c, "stopping Postgres")
+        await asyncio.to_thread(self.bed.pg.stop)
+        self.bed.db_down.set()
+        probe = asyncio.create_task(self._probe_api_while_down())
+        await asyncio.sleep(c.postgres_down_seconds)
+        self.bed.db_down.clear()
+        await probe
+        await asyncio.to_thread(self.bed.pg.start)
+        self.report.postgres_restarts += 1
+        _say(c, "Postgres is back")
+
+    async def _probe_api_while_down(self) -> None:
+        """What a client sees from the API while the registry is gone (it should be 503, one shape)."""
+        seen: Counter = Counter()
+        while self.bed.db_down.is_set():
+            try:
+                r = await self.bed.api.get("/v1/workloads", headers={"Authorization": f"Bearer {_OPERATOR}"})
+                shape = "error-shape" if _is_error_shape(r) else "other-body"
+                seen[f"{r.status_code} {shape}"] += 1
+            except Exception as exc:  # noqa: BLE001 - recorded: the API should not raise at all
+                seen[type(exc).__name__] += 1
+            await asyncio.sleep(0.3)
+        self.report.api_answers_while_db_down = dict(seen)
+
+    def set_cluster_faults(self, on: bool) -> None:
+        c = self.bed.config
+        for i, name in enumerate(self.bed.sims.names):
+            faults = {"api_error_rate": c.api_error_rate, "conflict_rate": c.conflict_rate, "latency": c.latency,
+                      "seed": c.seed + i} if on else {"api_error_rate": 0.0, "conflict_rate": 0.0, "latency": 0.0}
+            self.bed.sims.faults(name).update(faults)
+
+    async def _sleep(self, seconds: float) -> bool:
+        """Sleep unless stopped first; True when stopped."""
+        try:
+            await asyncio.wait_for(self.stopped.wait(), timeout=seconds)
+            return True
+        except asyncio.TimeoutError:
+            return False
+
+
+def _is_error_shape(r: httpx.Response) -> bool:
+    try:
+        body = r.json()
+    except ValueError:
+        return False
+    return isinstance(body, dict) and set(body) == {"error"} and {"code", "message"} <= set(body["error"])
+
+
+# --- the run -----------------------------------------------------------------------------------------
+
+
+def run_chaos(config: ChaosConfig | None = None) -> ChaosReport:
+    config = config or ChaosConfig()
+    bed = _start_bed(config)
+    try:
+        return asyncio.run(_run(bed))
+    finally:
+        _stop_bed(bed)
+
+
+async def _run(bed: _Bed) -> ChaosReport:
+    c = bed.config
+    report = ChaosReport(workloads=c.workloads)
+    t0 = time.monotonic()
+    await _connect(bed)
+    chaos = _Chaos(bed, report)
+    tasks: list[asyncio.Task] = []
+    try:
+        await _register_clusters(bed)
+        bed.hub.state.faults.set("*", rate_limited=c.hub_rate_limits, rate_limit_reset=1)
+        artifacts = {}
+        for model in c.models:
+            artifacts[model] = await _register_and_approve(bed, model)
+        report.hub_rate_limited_answers = c.hub_rate_limits - max(0, bed.hub.state.faults.plan("*").rate_limited)
+        _say(c, f"approved {len(artifacts)} artifacts; creating {c.workloads} workloads")
+
+        chaos.set_cluster_faults(True)
+        tasks.append(asyncio.create_task(chaos.kill_worker_loop()))
+        names = [f"chaos-{i:02d}" for i in range(c.workloads)]
+        for i, name in enumerate(names):
+            model = c.models[i % len(c.models)]
+            await _call(bed, "POST", "/v1/workloads", _OPERATOR, what=f"create {name}", json_body={
+                "artifact_id": artifacts[model], "hardware": c.hardware[i % len(c.hardware)],
+                "layout": "single_node_tp", "replicas": 1, "gpus": 1, "name": name})
+        groups = [names[i:i + c.workloads_per_endpoint] for i in range(0, len(names), c.workloads_per_endpoint)]
+        endpoints = [f"chaos-ep-{i:02d}" for i in range(len(groups))]
+        report.endpoints = len(endpoints)
+        # Postgres goes away while rollouts and endpoint passes are in flight.
+        tasks.append(asyncio.create_task(chaos.restart_postgres(after=chaos.rng.uniform(3.0, 8.0))))
+        for ep, group in zip(endpoints, groups):
+            await _wait_rows(bed, group)
+            await _call(bed, "POST", "/v1/endpoints", _OPERATOR, what=f"create {ep}",
+                        json_body={"name": ep, "workloads": group})
+        _say(c, f"created {len(names)} workloads and {len(endpoints)} endpoints")
+
+        t_settle = time.monotonic()
+        statuses = await _settle(bed, names, c.settle_timeout)
+        await asyncio.gather(*tasks[1:])  # the Postgres restart has happened by now
+        report.settle_seconds = time.monotonic() - t_settle
+        for name, st in statuses.items():
+            if st is None:
+                report.lost.append(f"workload {name}: no answer from its workflow")
+            elif st.stage == "serving":
+                report.serving += 1
+            elif st.stage == "failed":
+                report.failed += 1
+                report.failures[name] = st.failure or ""
+                if not st.failure:
+                    report.lost.append(f"workload {name}: failed without a cause")
+            else:
+                report.lost.append(f"workload {name}: still {st.stage} after {c.settle_timeout:.0f}s")
+        _say(c, f"settled: {report.serving} serving, {report.failed} failed; checking")
+        report.lost += await _check_settled(bed, statuses, dict(zip(endpoints, groups)))
+
+        t_down = time.monotonic()
+        await _tear_down(bed, names, endpoints, statuses)
+        chaos.stopped.set()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        if not bed.worker.alive():
+            bed.worker.start()
+        report.lost += await _wait_all_closed(bed, c.settle_timeout)
+        report.teardown_seconds = time.monotonic() - t_down
+        chaos.set_cluster_faults(False)
+        report.lost += await _check_empty(bed, names, endpoints)
+        await _count_history(bed, report)
+        report.worker_restarts_survived = bed.worker.starts - 1
+        report.cluster_faults_injected = _fault_counts(bed)
+    finally:
+        chaos.stopped.set()
+        for t in tasks:
+            t.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        if bed.api is not None:
+            await bed.api.aclose()
+        if bed.pool is not None:
+            await bed.pool.close()
+    report.duration_seconds = time.monotonic() - t0
+    return report
+
+
+def _fault_counts(bed: _Bed) -> dict[str, int]:
+    total: Counter = Counter()
+    for n in bed.sims.names:
+        total.update(bed.sims.faults(n).injected)
+    return dict(total)
+
+
+async def _wait_rows(bed: _Bed, workloads: list[str], timeout: float = 300) -> None:
+    """An endpoint may only name workloads the registry knows; their first row comes from an activity."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            rows = await bed.pool.fetch("select id from workloads where id = any($1::text[])", workloads)
+            if len(rows) == len(workloads):
+                return
+        except Exception:  # noqa: BLE001 - Postgres may be restarting
+            pass
+        await asyncio.sleep(0.3)
+    raise RuntimeError(f"workload rows for {workloads} never appeared")
+
+
+async def _status(bed: _Bed, name: str):
+    from wingsmith.client import workload_handle
+    from workflows.workload import WorkloadWorkflow
+    try:
+        return await workload_handle(bed.client, name).query(WorkloadWorkflow.status)
+    except Exception:  # noqa: BLE001 - a query times out while no worker runs; ask again
+        return None
+
+
+async def _settle(bed: _Bed, names: list[str], timeout: float) -> dict[str, Any]:
+    """Wait until every workflow says serving or failed, and the registry says the same."""
+    deadline = time.monotonic() + timeout
+    statuses: dict[str, Any] = {n: None for n in names}
+    last_log = 0.0
+    while True:
+        pending = [n for n in names if statuses[n] is None or statuses[n].stage not in ("serving", "failed")]
+        for n in pending:
+            statuses[n] = await _status(bed, n) or statuses[n]
+        pending = [n for n in names if statuses[n] is None or statuses[n].stage not in ("serving", "failed")]
+        if not pending:
+            if await _registry_agrees(bed, statuses) == []:
+                return statuses
+        if time.monotonic() > deadline:
+            return statuses
+        if time.monotonic() - last_log > 15:
+            last_log = time.monotonic()
+            stages = Counter(s.stage if s else "?" for s in statuses.values())
+            _say(bed.config, f"waiting: {dict(stages)}")
+        await asyncio.sleep(0.5)
+
+
+async def _registry_agrees(bed: _Bed, statuses: dict[str, Any]) -> list[str]:
+    rows = {r["id"]: r["state"] for r in await bed.pool.fetch(
+        "select id, state from workloads where id = any($1::text[])", list(statuses))}
+    deployments: dict[str, dict[str, str]] = {}
+    for r in await bed.pool.fetch("select workload_id, cluster, state from deployments "
+                                  "where workload_id = any($1::text[])", list(statuses)):
+        deployments.setdefault(r["workload_id"], {})[r["cluster"]] = r["state"]
+    problems = []
+    for name, st in statuses.items():
+        if st is None:
+            continue
+        if rows.get(name) != st.stage:
+            problems.append(f"workload {name}: registry says {rows.get(name)}, workflow says {st.stage}")
+        serving = {c.cluster for c in st.clusters if c.state == "serving"}
+        recorded = {cl for cl, s in deployments.get(name, {}).items() if s == "serving"}
+        if serving != recorded:
+            problems.append(f"workload {name}: registry serves on {sorted(recorded)}, workflow on {sorted(serving)}")
+    return problems
+
+
+def _dgds_by_workload(bed: _Bed) -> dict[tuple[str, str], list[str]]:
+    """(workload, cluster) → DGD names, found by label on every cluster (not by the expected name)."""
+    from wingsmith.dynamo.names import LABEL_WORKLOAD
+    found: dict[tuple[str, str], list[str]] = {}
+    for cluster in bed.sims.names:
+        for d in bed.sims.cluster(cluster).dgds():
+            meta = d["metadata"]
+            workload = (meta.get("labels") or {}).get(LABEL_WORKLOAD) or meta["name"]
+            found.setdefault((workload, cluster), []).append(meta["name"])
+    return found
+
+
+async def _check_settled(bed: _Bed, statuses: dict[str, Any], endpoints: dict[str, list[str]]) -> list[str]:
+    lost = await _registry_agrees(bed, statuses)
+    dgds = _dgds_by_workload(bed)
+    expected = {(name, c.cluster) for name, st in statuses.items() if st is not None
+                for c in st.clusters if c.state == "serving"}
+    for key in sorted(set(dgds) | expected):
+        have = dgds.get(key, [])
+        if key in expected and len(have) != 1:
+            lost.append(f"workload {key[0]} on {key[1]}: {len(have)} DGDs, want exactly 1")
+        elif key not in expected:
+            lost.append(f"workload {key[0]} on {key[1]}: orphaned DGD(s) {have}")
+    lost += await _check_routes(bed, statuses, endpoints)
+    return lost
+
+
+async def _check_routes(bed: _Bed, statuses: dict[str, Any], endpoints: dict[str, list[str]],
+                        timeout: float = 120) -> list[str]:
+    """Each endpoint's route lists exactly the serving (cluster, workload) pairs of its workloads.
+    Endpoints reconcile on signals and every resync period, so give them a moment to catch up."""
+    from wingsmith.gateway import LocalGatewayClient
+    deadline = time.monotonic() + timeout
+    while True:
+        problems = []
+        gw = LocalGatewayClient(bed.gateway_url, bed.gateway_token_ref)
+        try:
+            routes = {r.model_name: {b.id for b in r.backends} for r in await asyncio.to_thread(gw.get_routes)}
+        finally:
+            gw.close()
+        for ep, group in endpoints.items():
+            want = {f"{c.cluster}/{w}" for w in group if statuses.get(w) is not None
+                    for c in statuses[w].clusters if c.state == "serving"}
+            have = routes.get(ep, set())
+            if want != have:
+                problems.append(f"endpoint {ep}: gateway routes {sorted(have)}, serving {sorted(want)}")
+        if not problems or time.monotonic() > deadline:
+            return problems
+        await asyncio.sleep(1)
+
+
+async def _tear_down(bed: _Bed, names: list[str], endpoints: list[str], statuses: dict[str, Any]) -> None:
+    _say(bed.config, "deleting every workload and endpoint")
+    for name in names:
+        st = statuses.get(name)
+        if st is not None and st.stage == "failed":
+            continue  # a failed workload has rolled back already; its workflow has ended
+        await _call(bed, "DELETE", f"/v1/workloads/{name}", _OPERATOR, ok=(202, 409), what=f"delete {name}")
+    for ep in endpoints:
+        await _call(bed, "DELETE", f"/v1/endpoints/{ep}", _OPERATOR, ok=(202, 404, 409), what=f"delete {ep}")
+
+
+async def _wait_all_closed(bed: _Bed, timeout: float) -> list[str]:
+    """Every workflow of the run ends; a workload or endpoint that ends otherwise than completed (or a
+    workload's failed rollback) is lost."""
+    from temporalio.client import WorkflowExecutionStatus
+    deadline = time.monotonic() + timeout
+    last_log = 0.0
+    while True:
+        running = [w.id async for w in bed.client.list_workflows("ExecutionStatus = 'Running'")]
+        if not running or time.monotonic() > deadline:
+            break
+        if time.monotonic() - last_log > 15:
+            last_log = time.monotonic()
+            _say(bed.config, f"waiting for {len(running)} workflows to end")
+        await asyncio.sleep(1)
+    lost = [f"workflow {w} still running after teardown" for w in running]
+    async for w in bed.client.list_workflows():
+        if w.status in (WorkflowExecutionStatus.TERMINATED, WorkflowExecutionStatus.TIMED_OUT,
+                        WorkflowExecutionStatus.CANCELED):
+            lost.append(f"workflow {w.id} ended {w.status.name}")
+        elif w.status == WorkflowExecutionStatus.FAILED and not w.id.startswith("workload/"):
+            lost.append(f"workflow {w.id} failed")
+    return lost
+
+
+async def _check_empty(bed: _Bed, names: list[str], endpoints: list[str]) -> list[str]:
+    from wingsmith.gateway import LocalGatewayClient
+    lost = [f"DGD {names_} left on {cluster} for {workload}" for (workload, cluster), names_ in
+            sorted(_dgds_by_workload(bed).items())]
+    gw = LocalGatewayClient(bed.gateway_url, bed.gateway_token_ref)
+    try:
+        lost += [f"gateway route {r.model_name} left with {len(r.backends)} backend(s)"
+                 for r in await asyncio.to_thread(gw.get_routes)]
+    finally:
+        gw.close()
+    for r in await bed.pool.fetch("select workload_id, cluster, state from deployments"):
+        lost.append(f"deployment row {r['workload_id']} on {r['cluster']} left ({r['state']})")
+    for r in await bed.pool.fetch("select id, state from workloads where id = any($1::text[])", names):
+        if r["state"] not in ("deleted", "failed"):
+            lost.append(f"workload {r['id']}: registry says {r['state']} after teardown")
+    for r in await bed.pool.fetch("select name, state from endpoints where name = any($1::text[])", endpoints):
+        if r["state"] != "deleted":
+            lost.append(f"endpoint {r['name']}: registry says {r['state']} after teardown")
+    pods = sum(len(bed.sims.cluster(n).pods()) for n in bed.sims.names)
+    if pods:
+        lost.append(f"{pods} pod(s) left on the clusters")
+    return lost
+
+
+async def _count_history(bed: _Bed, report: ChaosReport) -> None:
+    from temporalio.api.enums.v1 import EventType
+    async for w in bed.client.list_workflows():
+        history = await bed.client.get_workflow_handle(w.id, run_id=w.run_id).fetch_history()
+        for e in history.events:
+            t = e.event_type
+            if t == EventType.EVENT_TYPE_ACTIVITY_TASK_STARTED:
+                report.activity_retries += max(0, e.activity_task_started_event_attributes.attempt - 1)
+            elif t == EventType.EVENT_TYPE_ACTIVITY_TASK_FAILED:
+                report.activity_failures += 1
+            elif t == EventType.EVENT_TYPE_ACTIVITY_TASK_TIMED_OUT:
+                report.activity_timeouts += 1
+            elif t == EventType.EVENT_TYPE_WORKFLOW_TASK_FAILED:
+                report.workflow_task_failures += 1
+            elif t == EventType.EVENT_TYPE_WORKFLOW_TASK_TIMED_OUT:
+                report.workflow_task_timeouts += 1
