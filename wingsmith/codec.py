@@ -33,6 +33,7 @@ ENCODING = b"binary/encrypted"
 KEY_ID_KEY = "encryption-key-id"
 KEY_BYTES = 32
 _NONCE_BYTES = 12
+_TAG_BYTES = 16
 _HEX = re.compile(r"[0-9a-fA-F]{64}")
 _ALL_HEX = re.compile(r"[0-9a-fA-F]+")
 
@@ -106,6 +107,9 @@ class EncryptionCodec(PayloadCodec):
                 f"payload was encrypted with key {kid or '(no key id)'}, which is not configured "
                 f"(configured: {', '.join(self._keys)}); add its reference to WINGSMITH_PAYLOAD_OLD_KEY_REFS")
         data = payload.data
+        if len(data) < _NONCE_BYTES + _TAG_BYTES:
+            raise PayloadKeyError(f"payload under key {kid} is {len(data)} bytes, too short to be encrypted "
+                                  f"(nonce and tag alone are {_NONCE_BYTES + _TAG_BYTES})")
         try:
             plain = aes.decrypt(data[:_NONCE_BYTES], data[_NONCE_BYTES:], kid.encode())
         except InvalidTag:

@@ -94,13 +94,21 @@ async def _payloads(request: Request) -> Payloads:
                             f"base64): {exc}", headers=cors) from None
 
 
+# The body is read by hand (protobuf JSON, not a pydantic model); this documents it for /docs.
+_PAYLOADS_SCHEMA = {"type": "object", "required": ["payloads"], "properties": {"payloads": {
+    "type": "array", "items": {"type": "object", "properties": {
+        "metadata": {"type": "object", "additionalProperties": {"type": "string", "format": "byte"}},
+        "data": {"type": "string", "format": "byte"}}}}}}
+_BODY = {"requestBody": {"required": True, "content": {"application/json": {"schema": _PAYLOADS_SCHEMA}}}}
+
+
 def _answer(request: Request, payloads) -> JSONResponse:
     body = json_format.MessageToDict(Payloads(payloads=payloads))
     body.setdefault("payloads", [])
     return JSONResponse(body, headers=_cors_headers(request))
 
 
-@router.post("/decode", summary="Decrypt payloads for the Temporal UI")
+@router.post("/decode", summary="Decrypt payloads for the Temporal UI", openapi_extra=_BODY)
 async def decode(request: Request, settings: SettingsDep, _who: CodecViewer) -> JSONResponse:
     codec = _codec(request, settings)
     payloads = await _payloads(request)
@@ -111,7 +119,7 @@ async def decode(request: Request, settings: SettingsDep, _who: CodecViewer) -> 
     return _answer(request, decoded)
 
 
-@router.post("/encode", summary="Encrypt payloads for the Temporal UI")
+@router.post("/encode", summary="Encrypt payloads for the Temporal UI", openapi_extra=_BODY)
 async def encode(request: Request, settings: SettingsDep, _who: CodecOperator) -> JSONResponse:
     codec = _codec(request, settings)
     payloads = await _payloads(request)

@@ -124,6 +124,9 @@ async def test_altered_ciphertext_or_a_moved_key_id_fails_authentication():
     flipped = Payload(metadata=sealed.metadata, data=sealed.data[:-1] + bytes([sealed.data[-1] ^ 1]))
     with pytest.raises(PayloadKeyError, match="failed authentication"):
         await codec.decode([flipped])
+    truncated = Payload(metadata=sealed.metadata, data=sealed.data[:20])
+    with pytest.raises(PayloadKeyError, match="20 bytes, too short to be encrypted"):
+        await codec.decode([truncated])
     other = EncryptionCodec(os.urandom(32), old_keys=[key])
     moved = Payload(metadata={**sealed.metadata, KEY_ID_KEY: other.key_id.encode()}, data=sealed.data)
     with pytest.raises(PayloadKeyError, match="failed authentication"):
