@@ -91,7 +91,8 @@ def gateway_base(gateway_url: str) -> str:
 def chat_curl(base_url: str, model: str) -> str:
     """A chat completion through the gateway, ready to paste."""
     body = {"model": model, "messages": [{"role": "user", "content": "Say hello in one sentence."}]}
-    return f"curl -sS {JSON} \\\n  -d {shlex.quote(json.dumps(body))} \\\n  {shlex.quote(base_url + '/chat/completions')}"
+    url = shlex.quote(base_url + "/chat/completions")
+    return f"curl -sS {JSON} \\\n  -d {shlex.quote(json.dumps(body))} \\\n  {url}"
 
 
 def endpoint_path(name: str) -> str:

@@ -85,7 +85,8 @@ def cluster_rows(deployments: list[dict[str, Any]], live: dict[str, Any] | None)
 
 def event_rows(events: list[dict[str, Any]], notes: list[str]) -> list[EventRow]:
     """The registry's audit trail and the workflow's notes on one time line, oldest first."""
-    rows = [EventRow(at=e.get("at"), when=_seconds(e.get("at")), what=_event_words(e.get("kind", ""), e.get("detail") or {}),
+    rows = [EventRow(at=e.get("at"), when=_seconds(e.get("at")),
+                     what=_event_words(e.get("kind", ""), e.get("detail") or {}),
                      who=e.get("actor"), source="registry") for e in events]
     for note in notes:
         stamp, _, text = note.partition(" ")

@@ -12,8 +12,8 @@ from html import unescape
 from api.console.endpoints import backend_rows, health_of
 from tests.console.conftest import browser_for, sign_in
 from tests.console.test_public_pages import commands, rows
-from tests.endpoints.conftest import (HF_TOKEN, HF_TOKEN_ENV, TOKENS, api, approved_kimi, clusters, deps,  # noqa: F401
-                                      gateway, hub, settings, sims)
+from tests.endpoints.conftest import (api, approved_kimi, clusters, deps, gateway, hub, settings,  # noqa: F401
+                                      sims)
 from tests.support import running_worker, wait_until
 from tests.workloads.conftest import as_
 from tests.workloads.test_workload_journey import _until_stage
@@ -65,7 +65,8 @@ async def test_endpoint_pages_show_backends_weights_health_and_a_working_curl(
             html = unescape(page.text)
             assert re.search(rf'id="model-name">{MODEL}<', html) and f'id="gateway-url">{gateway.url}/v1<' in html
             assert "/workflows/endpoint%2Fkimi-k3-console" in html
-            assert "serve it as kimi-k3" in re.sub(r"<[^>]+>", "", html)  # the workload's own name differs from the endpoint's
+            # The workload serves its own name, which differs from the endpoint's.
+            assert "serve it as kimi-k3" in re.sub(r"<[^>]+>", "", html)
             shown = rows(page.text, "backend")
             routes = {b["id"]: b for b in endpoint["health"]["routes"]["backends"]}
             assert set(shown) == set(routes) and len(shown) == 2

@@ -10,9 +10,9 @@ from html import unescape
 from api.console.workloads import cluster_rows, event_rows
 from tests.console.conftest import browser_for, csrf_of, sign_in
 from tests.console.test_public_pages import rows
-from tests.support import running_worker, wait_until
-from tests.workloads.conftest import (HF_TOKEN, HF_TOKEN_ENV, TOKENS, api, approved_kimi, as_, clusters, deps,  # noqa: F401
-                                      dgds, hub, settings, sims)
+from tests.support import running_worker
+from tests.workloads.conftest import (api, approved_kimi, as_, clusters, deps, dgds, hub, settings,  # noqa: F401
+                                      sims)
 from tests.workloads.test_workload_journey import _status, _until_stage
 
 WL = "kimi-console"
@@ -22,7 +22,8 @@ def _serving_replicas(live: dict) -> int:
     return sum(c["replicas"] for c in live["clusters"] if c["state"] == "serving")
 
 
-async def test_workload_pages_scale_and_delete(plane, api, deps, temporal_client, clusters, approved_kimi):  # noqa: F811
+async def test_workload_pages_scale_and_delete(plane, api, deps, temporal_client, clusters,  # noqa: F811
+                                               approved_kimi):
     async with browser_for(plane) as vic, browser_for(plane) as olga:
         await sign_in(vic, "tok-vic")
         await sign_in(olga, "tok-olga")
