@@ -29,6 +29,9 @@ _FINAL = ["InvalidRollout", "SchemaRejected", "Forbidden", "Unauthorized", "BadR
           "ReadyDeadlineExceeded", "KubeconfigMissing", "KubeconfigInvalid"]
 _KUBE_RETRY = RetryPolicy(initial_interval=timedelta(seconds=1), maximum_interval=timedelta(seconds=30),
                           non_retryable_error_types=_FINAL)
+# A worker that dies mid-activity is noticed when its heartbeats stop: long waits heartbeat every
+# poll, so a short timeout lets another worker take over within seconds instead of minutes.
+_HEARTBEAT = timedelta(seconds=15)
 _DB = dict(start_to_close_timeout=timedelta(seconds=30),
            retry_policy=RetryPolicy(initial_interval=timedelta(seconds=1), maximum_interval=timedelta(seconds=30)))
 
@@ -69,7 +72,7 @@ class ClusterRolloutWorkflow:
             self.step = "deleting"
             await workflow.execute_activity_method(
                 RolloutActivities.delete, DeleteInput(kubeconfig=params.kubeconfig, name=name, namespace=params.namespace),
-                start_to_close_timeout=timedelta(minutes=20), heartbeat_timeout=timedelta(minutes=2), **kube)
+                start_to_close_timeout=timedelta(minutes=20), heartbeat_timeout=_HEARTBEAT, **kube)
             await self._record(params, name, "deleted", 0)
             return ClusterRolloutResult(cluster=params.cluster, dgd_name=name, namespace=params.namespace,
                                         state="deleted")
@@ -80,7 +83,7 @@ class ClusterRolloutWorkflow:
             self.step = "applying"
             applied = await workflow.execute_activity_method(
                 RolloutActivities.apply, ApplyInput(kubeconfig=params.kubeconfig, spec=params.spec),
-                start_to_close_timeout=timedelta(minutes=2), **kube)
+                start_to_close_timeout=timedelta(seconds=60), **kube)
             await self._record(params, name, "applied", replicas, {"generation": applied.generation})
             self.step = "waiting until ready"
             await workflow.execute_activity_method(
@@ -88,14 +91,14 @@ class ClusterRolloutWorkflow:
                     kubeconfig=params.kubeconfig, name=name, namespace=params.namespace,
                     generation=applied.generation, weight_bytes=params.weight_bytes,
                     deadline_seconds=params.ready_deadline_seconds, poll_seconds=params.poll_seconds),
-                start_to_close_timeout=timedelta(hours=7), heartbeat_timeout=timedelta(seconds=60), **kube)
+                start_to_close_timeout=timedelta(hours=7), heartbeat_timeout=_HEARTBEAT, **kube)
             self.step = "probing the frontend"
             probe = await workflow.execute_activity_method(
                 RolloutActivities.probe_frontend, ProbeFrontendInput(
                     kubeconfig=params.kubeconfig, name=name, namespace=params.namespace,
                     served_model_name=params.spec.served_model_name, timeout_seconds=600,
                     poll_seconds=params.poll_seconds),
-                start_to_close_timeout=timedelta(minutes=12), **kube)
+                start_to_close_timeout=timedelta(minutes=12), heartbeat_timeout=_HEARTBEAT, **kube)
         except ActivityError as err:
             cause = err.cause
             kind = cause.type if isinstance(cause, ApplicationError) and cause.type else "RolloutFailed"

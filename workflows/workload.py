@@ -297,7 +297,7 @@ class WorkloadWorkflow:
             return target.manual_inventory
         return await workflow.execute_activity(
             read_inventory, ReadInventoryInput(cluster=target.info.name, kubeconfig=target.kubeconfig),
-            task_queue=self.params.kube_task_queue, start_to_close_timeout=timedelta(seconds=60),
+            task_queue=self.params.kube_task_queue, start_to_close_timeout=timedelta(seconds=30),
             retry_policy=RetryPolicy(maximum_attempts=5, initial_interval=timedelta(seconds=1)))
 
     def _replicas(self) -> int:

@@ -29,6 +29,7 @@ import tempfile
 import time
 from collections import Counter
 from dataclasses import dataclass, field
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -106,8 +107,8 @@ class ChaosReport(BaseModel):
             f"postgres restarts   {self.postgres_restarts}",
             f"hub 429s answered   {self.hub_rate_limited_answers}",
             f"cluster faults      {self.cluster_faults_injected or 'none'}",
-            f"activity retries    {self.activity_retries} (failed attempts {self.activity_failures}, "
-            f"timed out {self.activity_timeouts})",
+            f"activity retries    {self.activity_retries} (attempts after the first; "
+            f"{self.activity_failures} activities failed for good, {self.activity_timeouts} timed out for good)",
             f"workflow tasks      {self.workflow_task_failures} failed, {self.workflow_task_timeouts} timed out",
             f"api while db down   {dict(sorted(self.api_answers_while_db_down.items())) or 'not probed'}",
             f"lost                {len(self.lost)}",
@@ -506,7 +507,8 @@ async def _status(bed: _Bed, name: str):
     from wingsmith.client import workload_handle
     from workflows.workload import WorkloadWorkflow
     try:
-        return await workload_handle(bed.client, name).query(WorkloadWorkflow.status)
+        return await workload_handle(bed.client, name).query(WorkloadWorkflow.status,
+                                                               rpc_timeout=timedelta(seconds=5))
     except Exception:  # noqa: BLE001 - a query times out while no worker runs; ask again
         return None
 
@@ -518,8 +520,8 @@ async def _settle(bed: _Bed, names: list[str], timeout: float) -> dict[str, Any]
     last_log = 0.0
     while True:
         pending = [n for n in names if statuses[n] is None or statuses[n].stage not in ("serving", "failed")]
-        for n in pending:
-            statuses[n] = await _status(bed, n) or statuses[n]
+        for n, st in zip(pending, await asyncio.gather(*(_status(bed, n) for n in pending))):
+            statuses[n] = st or statuses[n]
         pending = [n for n in names if statuses[n] is None or statuses[n].stage not in ("serving", "failed")]
         if not pending:
             if await _registry_agrees(bed, statuses) == []:
