@@ -8,11 +8,14 @@ into the same shape so a client has exactly one thing to parse.
 
 from __future__ import annotations
 
+from http import HTTPStatus
 from typing import Any
 
+from asyncpg.exceptions import CharacterNotInRepertoireError, UntranslatableCharacterError
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
+from fastapi.routing import iter_route_contexts
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 _CODES = {400: "bad_request", 401: "unauthenticated", 403: "forbidden", 404: "not_found",
@@ -38,6 +41,34 @@ def error_body(code: str, message: str, details: Any = None) -> dict:
     return {"error": body}
 
 
+def _phrase(status: int) -> str:
+    try:
+        return HTTPStatus(status).phrase
+    except ValueError:
+        return ""
+
+
+def _methods_for(req: Request) -> list[str]:
+    # The router's Allow header names only the first route whose path matched, not all of them.
+    methods = set()
+    for route in iter_route_contexts(req.app.routes):
+        regex = getattr(route, "path_regex", None)
+        if regex is not None and regex.match(req.url.path):
+            methods |= set(route.methods or ())
+    return sorted(methods - {"HEAD"})
+
+
+def _framework_message(req: Request, exc: StarletteHTTPException) -> str:
+    """The router's own refusals carry only a status phrase; say which request it refused and why."""
+    asked = f"{req.method} {req.url.path}"
+    if exc.status_code == 404:
+        return f"no such route: {asked}"
+    if exc.status_code == 405:
+        allowed = _methods_for(req)
+        return f"method not allowed: {asked}" + (f" (allowed: {', '.join(allowed)})" if allowed else "")
+    return f"{_phrase(exc.status_code) or 'request refused'}: {asked}"
+
+
 def install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(ApiError)
     async def _api_error(_req: Request, exc: ApiError):
@@ -45,10 +76,21 @@ def install_error_handlers(app: FastAPI) -> None:
                             headers=exc.headers)
 
     @app.exception_handler(StarletteHTTPException)
-    async def _http_error(_req: Request, exc: StarletteHTTPException):
-        message = exc.detail if isinstance(exc.detail, str) else "request failed"
+    async def _http_error(req: Request, exc: StarletteHTTPException):
+        message = exc.detail if isinstance(exc.detail, str) else ""
+        if message in ("", _phrase(exc.status_code)):
+            message = _framework_message(req, exc)
         return JSONResponse(error_body(_CODES.get(exc.status_code, "error"), message),
                             status_code=exc.status_code, headers=getattr(exc, "headers", None))
+
+    @app.exception_handler(CharacterNotInRepertoireError)
+    @app.exception_handler(UntranslatableCharacterError)
+    async def _unstorable_text(_req: Request, _exc: Exception):
+        # Postgres text cannot hold NUL (or bytes invalid in UTF-8); any field may carry one, and the
+        # database is the one place that notices for all of them.
+        return JSONResponse(error_body("invalid_text", "a text value in this request contains a character "
+                                       "the registry cannot store (NUL, \\u0000); remove it and retry"),
+                            status_code=422)
 
     @app.exception_handler(RequestValidationError)
     async def _validation_error(_req: Request, exc: RequestValidationError):

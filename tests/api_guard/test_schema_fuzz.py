@@ -1,0 +1,117 @@
+"""Bad input from the API's own OpenAPI schema: schemathesis generates valid and invalid requests for
+every operation and sends them, as an admin, to the real app (real Postgres, real Temporal, offline
+Hub). No answer may be a 5xx, and every 4xx must be the one error shape of api/errors.py with a
+message that says what was wrong.
+
+Side effects are real (an admin may register clusters, a valid source starts an artifact workflow)
+and stay in this module's own database and Temporal namespace. No worker runs, so nothing started
+here proceeds; routes that would wait on a workflow answer from Temporal's own not-found.
+"""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+import schemathesis
+from hypothesis import HealthCheck, settings
+
+from api.app import create_app
+from api.auth import TokenTable
+from tests.api_guard.conftest import as_
+from wingsmith.config import Settings
+
+# Bounded so the whole module stays well under 90 s on 2 cores.
+MAX_EXAMPLES = 50
+# Words a framework says when nobody wrote a message: an answer made of one of them names nothing.
+GENERIC = {"not found", "method not allowed", "request failed", "invalid request", "internal server error",
+           "bad request", "unprocessable entity", "error"}
+CODE = re.compile(r"^[a-z][a-z0-9_]*$")
+
+
+# The schema the served app publishes, built at collection so each operation is a test of its own.
+# (schemathesis' lazy `from_fixture` reaches into pytest internals that pytest 9 no longer has.)
+schema = schemathesis.openapi.from_dict(
+    create_app(Settings(auth_tokens="{}", log_format="json"), tokens=TokenTable({})).openapi())
+
+
+def error_shape_problem(status: int, content_type: str, body) -> str | None:
+    """What is wrong with a 4xx body, or None when it is the one error shape with a real message."""
+    if not content_type.startswith("application/json"):
+        return f"content-type {content_type!r}, not JSON"
+    if not isinstance(body, dict) or set(body) != {"error"} or not isinstance(body["error"], dict):
+        return f"body is not {{'error': {{...}}}}: {body!r}"
+    error = body["error"]
+    if not {"code", "message"} <= set(error) <= {"code", "message", "details"}:
+        return f"error keys {sorted(error)} are not code, message[, details]"
+    if not isinstance(error["code"], str) or not CODE.match(error["code"]):
+        return f"error code {error['code']!r} is not a snake_case word"
+    message = error["message"]
+    if not isinstance(message, str) or not message.strip() or message.strip().lower() in GENERIC:
+        return f"message {message!r} does not say what was wrong"
+    if error["code"] == "invalid":
+        # Validation errors list each problem; the message must name every field it complains about.
+        details = error.get("details")
+        if not isinstance(details, list) or not details:
+            return "a validation error without its list of problems"
+        unnamed = [p.get("field") for p in details if not p.get("field") or p["field"] not in message]
+        if unnamed:
+            return f"message {message!r} does not name the field(s) {unnamed}"
+    return None
+
+
+@pytest.mark.slow
+@schema.parametrize()
+@settings(max_examples=MAX_EXAMPLES, deadline=None, database=None, suppress_health_check=list(HealthCheck))
+def test_no_server_error_and_one_error_shape(case, served_api):
+    response = case.call(base_url=served_api, headers=as_("tok-ada"), timeout=30)
+    where = f"{case.method} {case.formatted_path} → {response.status_code}"
+    assert response.status_code < 500, f"{where}: {response.text[:500]}"
+    if response.status_code >= 400:
+        content_type = (response.headers.get("content-type") or [""])[0]  # schemathesis: name → [values]
+        body = response.json() if content_type.startswith("application/json") else response.text[:300]
+        problem = error_shape_problem(response.status_code, content_type, body)
+        assert problem is None, f"{where}: {problem}"
+
+
+@pytest.mark.parametrize("status, body, wrong", [
+    (404, {"error": {"code": "not_found", "message": "cluster 'x' is not registered"}}, None),
+    (422, {"error": {"code": "invalid", "message": "body.name: Field required",
+                     "details": [{"field": "body.name", "problem": "Field required"}]}}, None),
+    (404, {"detail": "Not Found"}, "body is not"),
+    (404, {"error": {"code": "not_found", "message": "Not Found"}}, "does not say what was wrong"),
+    (422, {"error": {"code": "invalid", "message": "invalid request",
+                     "details": [{"field": "query.limit", "problem": "too big"}]}}, "does not say"),
+    (422, {"error": {"code": "invalid", "message": "query.x: bad",
+                     "details": [{"field": "query.limit", "problem": "too big"}]}}, "query.limit"),
+    (400, {"error": {"code": "Bad Request", "message": "body is not JSON"}}, "snake_case"),
+    (400, {"error": {"code": "bad_request", "message": "m", "trace": "..."}}, "error keys"),
+])
+def test_the_shape_check_itself(status, body, wrong):
+    """The check above must be able to fail: it refuses each kind of bad answer."""
+    problem = error_shape_problem(status, "application/json", body)
+    assert (problem is None) if wrong is None else (wrong in problem)
+
+
+# What the fuzzer found, pinned down so it stays fixed whatever the fuzzer happens to draw next time.
+
+@pytest.mark.parametrize("method, path, params, body", [
+    ("GET", "/v1/artifacts", {"model": "acme/\x00"}, None),
+    ("GET", "/v1/artifacts", {"state": "draft\x00"}, None),
+    ("POST", "/v1/endpoints", None, {"name": "kimi", "workloads": ["wl-\x00"]}),
+])
+async def test_nul_in_text_is_a_422_not_a_500(api, method, path, params, body):
+    r = await api.request(method, path, params=params, json=body, headers=as_("tok-ada"))
+    assert r.status_code == 422, r.text
+    assert error_shape_problem(422, r.headers["content-type"], r.json()) is None
+    assert r.json()["error"]["code"] == "invalid_text" and "NUL" in r.json()["error"]["message"]
+
+
+async def test_router_refusals_name_the_request(api):
+    wrong_method = await api.request("TRACE", "/v1/clusters", headers=as_("tok-ada"))
+    assert wrong_method.status_code == 405
+    assert wrong_method.json()["error"] == {
+        "code": "method_not_allowed", "message": "method not allowed: TRACE /v1/clusters (allowed: GET, POST)"}
+    nowhere = await api.get("/v1/nowhere", headers=as_("tok-ada"))
+    assert nowhere.status_code == 404
+    assert nowhere.json()["error"] == {"code": "not_found", "message": "no such route: GET /v1/nowhere"}
