@@ -260,7 +260,10 @@ class WorkloadWorkflow:
         if not self.state.subscribers:
             return
         for wid in list(self.state.subscribers):
-            await self._signal(wid, "workload_deleting", self.plan.workload_id)
+            if not await self._signal(wid, "workload_deleting", self.plan.workload_id):
+                # An endpoint that ended (deleted meanwhile) routes nothing: waiting for it would
+                # hold the teardown for the whole grace period.
+                self.drained.add(wid)
         try:
             await workflow.wait_condition(lambda: set(self.state.subscribers) <= self.drained,
                                           timeout=timedelta(seconds=self.params.drain_grace_seconds))
@@ -320,11 +323,13 @@ class WorkloadWorkflow:
         for wid in list(self.state.subscribers):
             await self._signal(wid, "workload_changed", self.plan.workload_id)
 
-    async def _signal(self, workflow_id: str, name: str, arg: str) -> None:
+    async def _signal(self, workflow_id: str, name: str, arg: str) -> bool:
         try:
             await workflow.get_external_workflow_handle(workflow_id).signal(name, arg)
+            return True
         except Exception as exc:  # noqa: BLE001 - an endpoint that is gone no longer needs telling
             self._event(f"could not signal {workflow_id}: {exc}")
+            return False
 
     def _set_stage(self, stage: str) -> None:
         self.state.stage = stage

@@ -457,7 +457,7 @@ async def _run(bed: _Bed) -> ChaosReport:
         report.lost += await _check_settled(bed, statuses, dict(zip(endpoints, groups)))
 
         t_down = time.monotonic()
-        await _tear_down(bed, names, endpoints, statuses)
+        await _tear_down(bed, names, endpoints, statuses, chaos.rng)
         chaos.stopped.set()
         await asyncio.gather(*tasks, return_exceptions=True)
         if not bed.worker.alive():
@@ -535,30 +535,75 @@ async def _settle(bed: _Bed, names: list[str], timeout: float) -> dict[str, Any]
         await asyncio.sleep(0.5)
 
 
-async def _registry_agrees(bed: _Bed, statuses: dict[str, Any]) -> list[str]:
-    rows = {r["id"]: r["state"] for r in await bed.pool.fetch(
-        "select id, state from workloads where id = any($1::text[])", list(statuses))}
-    deployments: dict[str, dict[str, str]] = {}
-    for r in await bed.pool.fetch("select workload_id, cluster, state from deployments "
-                                  "where workload_id = any($1::text[])", list(statuses)):
-        deployments.setdefault(r["workload_id"], {})[r["cluster"]] = r["state"]
+# --- the invariants, as pure functions over what was read ---------------------------------------------
+
+Pair = tuple[str, str]  # (workload, cluster)
+
+
+def serving_pairs(statuses: dict[str, Any]) -> set[Pair]:
+    """Where each workload's workflow says it serves."""
+    return {(name, c.cluster) for name, st in statuses.items() if st is not None
+            for c in st.clusters if c.state == "serving"}
+
+
+def registry_problems(statuses: dict[str, Any], rows: dict[str, str], recorded: set[Pair]) -> list[str]:
+    """The registry (workload rows, serving deployment rows) against what each workflow says."""
     problems = []
-    for name, st in statuses.items():
+    serving = serving_pairs(statuses)
+    for name, st in sorted(statuses.items()):
         if st is None:
             continue
         if rows.get(name) != st.stage:
             problems.append(f"workload {name}: registry says {rows.get(name)}, workflow says {st.stage}")
-        serving = {c.cluster for c in st.clusters if c.state == "serving"}
-        recorded = {cl for cl, s in deployments.get(name, {}).items() if s == "serving"}
-        if serving != recorded:
-            problems.append(f"workload {name}: registry serves on {sorted(recorded)}, workflow on {sorted(serving)}")
+        want = sorted(c for w, c in serving if w == name)
+        have = sorted(c for w, c in recorded if w == name)
+        if want != have:
+            problems.append(f"workload {name}: registry serves on {have}, workflow on {want}")
     return problems
 
 
-def _dgds_by_workload(bed: _Bed) -> dict[tuple[str, str], list[str]]:
+def dgd_problems(found: dict[Pair, list[str]], serving: set[Pair]) -> list[str]:
+    """Exactly one DGD where a workload serves on a cluster, none anywhere else."""
+    problems = []
+    for key in sorted(set(found) | serving):
+        have = found.get(key, [])
+        if key in serving and len(have) != 1:
+            problems.append(f"workload {key[0]} on {key[1]}: {len(have)} DGDs, want exactly 1")
+        elif key not in serving:
+            problems.append(f"workload {key[0]} on {key[1]}: orphaned DGD(s) {have}")
+    return problems
+
+
+def route_problems(routes: dict[str, set[str]], serving: set[Pair], endpoints: dict[str, list[str]]) -> list[str]:
+    """Each endpoint routes to exactly the serving deployments of its workloads (backend id
+    `<cluster>/<workload>`), and the gateway holds no route for anything else."""
+    problems = []
+    for ep, group in sorted(endpoints.items()):
+        want = {f"{c}/{w}" for w, c in serving if w in group}
+        have = routes.get(ep, set())
+        if want != have:
+            problems.append(f"endpoint {ep}: gateway routes {sorted(have)}, serving {sorted(want)}")
+    problems += [f"gateway route {name} belongs to no endpoint" for name in sorted(set(routes) - set(endpoints))
+                 if routes[name]]
+    return problems
+
+
+# --- reading the registry, the clusters and the gateway --------------------------------------------------
+
+
+async def _registry_agrees(bed: _Bed, statuses: dict[str, Any]) -> list[str]:
+    rows = {r["id"]: r["state"] for r in await bed.pool.fetch(
+        "select id, state from workloads where id = any($1::text[])", list(statuses))}
+    recorded = {(r["workload_id"], r["cluster"]) for r in await bed.pool.fetch(
+        "select workload_id, cluster from deployments where workload_id = any($1::text[]) and state = 'serving'",
+        list(statuses))}
+    return registry_problems(statuses, rows, recorded)
+
+
+def _dgds_by_workload(bed: _Bed) -> dict[Pair, list[str]]:
     """(workload, cluster) → DGD names, found by label on every cluster (not by the expected name)."""
     from wingsmith.dynamo.names import LABEL_WORKLOAD
-    found: dict[tuple[str, str], list[str]] = {}
+    found: dict[Pair, list[str]] = {}
     for cluster in bed.sims.names:
         for d in bed.sims.cluster(cluster).dgds():
             meta = d["metadata"]
@@ -567,54 +612,40 @@ def _dgds_by_workload(bed: _Bed) -> dict[tuple[str, str], list[str]]:
     return found
 
 
-async def _check_settled(bed: _Bed, statuses: dict[str, Any], endpoints: dict[str, list[str]]) -> list[str]:
-    lost = await _registry_agrees(bed, statuses)
-    dgds = _dgds_by_workload(bed)
-    expected = {(name, c.cluster) for name, st in statuses.items() if st is not None
-                for c in st.clusters if c.state == "serving"}
-    for key in sorted(set(dgds) | expected):
-        have = dgds.get(key, [])
-        if key in expected and len(have) != 1:
-            lost.append(f"workload {key[0]} on {key[1]}: {len(have)} DGDs, want exactly 1")
-        elif key not in expected:
-            lost.append(f"workload {key[0]} on {key[1]}: orphaned DGD(s) {have}")
-    lost += await _check_routes(bed, statuses, endpoints)
-    return lost
-
-
-async def _check_routes(bed: _Bed, statuses: dict[str, Any], endpoints: dict[str, list[str]],
-                        timeout: float = 120) -> list[str]:
-    """Each endpoint's route lists exactly the serving (cluster, workload) pairs of its workloads.
-    Endpoints reconcile on signals and every resync period, so give them a moment to catch up."""
+async def _gateway_routes(bed: _Bed) -> dict[str, set[str]]:
     from wingsmith.gateway import LocalGatewayClient
-    deadline = time.monotonic() + timeout
+    gw = LocalGatewayClient(bed.gateway_url, bed.gateway_token_ref)
+    try:
+        return {r.model_name: {b.id for b in r.backends} for r in await asyncio.to_thread(gw.get_routes)}
+    finally:
+        gw.close()
+
+
+async def _check_settled(bed: _Bed, statuses: dict[str, Any], endpoints: dict[str, list[str]],
+                         route_timeout: float = 120) -> list[str]:
+    serving = serving_pairs(statuses)
+    lost = await _registry_agrees(bed, statuses) + dgd_problems(_dgds_by_workload(bed), serving)
+    # Endpoints reconcile on signals and on every resync period: give them a moment to catch up.
+    deadline = time.monotonic() + route_timeout
     while True:
-        problems = []
-        gw = LocalGatewayClient(bed.gateway_url, bed.gateway_token_ref)
-        try:
-            routes = {r.model_name: {b.id for b in r.backends} for r in await asyncio.to_thread(gw.get_routes)}
-        finally:
-            gw.close()
-        for ep, group in endpoints.items():
-            want = {f"{c.cluster}/{w}" for w in group if statuses.get(w) is not None
-                    for c in statuses[w].clusters if c.state == "serving"}
-            have = routes.get(ep, set())
-            if want != have:
-                problems.append(f"endpoint {ep}: gateway routes {sorted(have)}, serving {sorted(want)}")
+        problems = route_problems(await _gateway_routes(bed), serving, endpoints)
         if not problems or time.monotonic() > deadline:
-            return problems
+            return lost + problems
         await asyncio.sleep(1)
 
 
-async def _tear_down(bed: _Bed, names: list[str], endpoints: list[str], statuses: dict[str, Any]) -> None:
+async def _tear_down(bed: _Bed, names: list[str], endpoints: list[str], statuses: dict[str, Any],
+                     rng: random.Random) -> None:
+    """Delete every workload and endpoint, interleaved in a random order, so endpoints are deleted
+    while the workloads they route to drain and go, and the other way round."""
     _say(bed.config, "deleting every workload and endpoint")
-    for name in names:
-        st = statuses.get(name)
-        if st is not None and st.stage == "failed":
-            continue  # a failed workload has rolled back already; its workflow has ended
-        await _call(bed, "DELETE", f"/v1/workloads/{name}", _OPERATOR, ok=(202, 409), what=f"delete {name}")
-    for ep in endpoints:
-        await _call(bed, "DELETE", f"/v1/endpoints/{ep}", _OPERATOR, ok=(202, 404, 409), what=f"delete {ep}")
+    calls = [("DELETE", f"/v1/workloads/{name}", (202, 409)) for name in names
+             # A failed workload has rolled back already; its workflow has ended.
+             if statuses.get(name) is None or statuses[name].stage != "failed"]
+    calls += [("DELETE", f"/v1/endpoints/{ep}", (202, 404, 409)) for ep in endpoints]
+    rng.shuffle(calls)
+    for method, path, ok in calls:
+        await _call(bed, method, path, _OPERATOR, ok=ok)
 
 
 async def _wait_all_closed(bed: _Bed, timeout: float) -> list[str]:
@@ -642,15 +673,9 @@ async def _wait_all_closed(bed: _Bed, timeout: float) -> list[str]:
 
 
 async def _check_empty(bed: _Bed, names: list[str], endpoints: list[str]) -> list[str]:
-    from wingsmith.gateway import LocalGatewayClient
-    lost = [f"DGD {names_} left on {cluster} for {workload}" for (workload, cluster), names_ in
-            sorted(_dgds_by_workload(bed).items())]
-    gw = LocalGatewayClient(bed.gateway_url, bed.gateway_token_ref)
-    try:
-        lost += [f"gateway route {r.model_name} left with {len(r.backends)} backend(s)"
-                 for r in await asyncio.to_thread(gw.get_routes)]
-    finally:
-        gw.close()
+    lost = dgd_problems(_dgds_by_workload(bed), set())
+    lost += [f"gateway route {name} left with {len(backends)} backend(s)"
+             for name, backends in sorted((await _gateway_routes(bed)).items())]
     for r in await bed.pool.fetch("select workload_id, cluster, state from deployments"):
         lost.append(f"deployment row {r['workload_id']} on {r['cluster']} left ({r['state']})")
     for r in await bed.pool.fetch("select id, state from workloads where id = any($1::text[])", names):
