@@ -47,7 +47,9 @@ class TokenTable:
         try:
             data = json.loads(raw)
         except json.JSONDecodeError as exc:
-            raise ValueError(f"WINGSMITH_AUTH_TOKENS is not valid JSON: {exc.msg}") from None
+            # Where, not what: the text around the error would be a token.
+            raise ValueError(f"WINGSMITH_AUTH_TOKENS is not valid JSON: {exc.msg} "
+                             f"(line {exc.lineno} column {exc.colno})") from None
         if not isinstance(data, dict):
             raise ValueError("WINGSMITH_AUTH_TOKENS must be a JSON object {token: {name, roles}}")
         table = {}

@@ -41,6 +41,10 @@ class MissingConfig(HubError):
     """The repository has no config.json at that commit: not a model Wingsmith can serve."""
 
 
+class InvalidConfig(MissingConfig):
+    """config.json is there but is not a JSON object: as unservable as a missing one, and no retry helps."""
+
+
 @dataclass(frozen=True)
 class RetryPolicy:
     attempts: int = 3                  # tries for 5xx / timeouts / connection failures
@@ -136,22 +140,23 @@ class Resolver:
             parameters=dict(st.parameters) if st else None, parameters_total=st.total if st else None,
             last_modified=info.last_modified)
 
-    def _download_json(self, facts: HubFacts, filename: str, token: str | None) -> Any:
+    def _download_json(self, facts: HubFacts, filename: str, token: str | None,
+                       invalid: type[HubError] = HubError) -> Any:
         path = self._call(lambda: hf_hub_download(
             facts.repo_id, filename, revision=facts.sha, cache_dir=self.cache_dir, endpoint=self.endpoint,
             token=token or False, etag_timeout=self.timeout), facts.repo_id, facts.sha, token, filename=filename)
         try:
             return json.loads(Path(path).read_text())
         except (OSError, ValueError) as exc:
-            raise HubError(f"{facts.repo_id}@{facts.sha}: {filename} is not valid JSON ({exc})",
-                           repo_id=facts.repo_id, revision=facts.sha) from None
+            raise invalid(f"{facts.repo_id}@{facts.sha}: {filename} is not valid JSON ({exc})",
+                          repo_id=facts.repo_id, revision=facts.sha) from None
 
     def _config(self, facts: HubFacts, token: str | None) -> tuple[dict, int | None]:
         names = {f.path for f in facts.files}
         if "config.json" not in names:
             raise MissingConfig(f"{facts.repo_id}@{facts.sha[:12]} has no config.json: not a model Wingsmith "
                                 "can size or serve", repo_id=facts.repo_id, revision=facts.sha)
-        config = self._download_json(facts, "config.json", token)
+        config = self._download_json(facts, "config.json", token, invalid=InvalidConfig)
         index_total = None
         weight_sizes = [f.size for f in facts.files if f.path.endswith(".safetensors") and "/" not in f.path]
         if (not weight_sizes or None in weight_sizes) and "model.safetensors.index.json" in names:
@@ -160,8 +165,8 @@ class Resolver:
             total = (index.get("metadata") or {}).get("total_size") if isinstance(index, dict) else None
             index_total = int(total) if isinstance(total, (int, float, str)) and str(total).isdigit() else None
         if not isinstance(config, dict):
-            raise HubError(f"{facts.repo_id}@{facts.sha}: config.json is not a JSON object",
-                           repo_id=facts.repo_id, revision=facts.sha)
+            raise InvalidConfig(f"{facts.repo_id}@{facts.sha}: config.json is not a JSON object",
+                                repo_id=facts.repo_id, revision=facts.sha)
         return config, index_total
 
     def _call(self, fn: Callable[[], T], repo_id: str, revision: str, token: str | None,
