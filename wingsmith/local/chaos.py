@@ -53,7 +53,7 @@ class ChaosConfig(BaseModel):
     hardware: tuple[str, ...] = ("h200", "gb200", "h200")  # cycled over the workloads
     seed: int = 20240612
     # Worker kills: a SIGKILL after a random pause in this range (seconds), restart after another.
-    kill_every: tuple[float, float] = (6.0, 15.0)
+    kill_every: tuple[float, float] = (3.0, 8.0)
     restart_after: tuple[float, float] = (0.5, 2.0)
     max_kills: int | None = None
     postgres_restarts: int = Field(1, ge=0, le=1)
@@ -62,7 +62,7 @@ class ChaosConfig(BaseModel):
     conflict_rate: float = Field(0.05, ge=0, le=1)
     latency: float = Field(0.05, ge=0)
     hub_rate_limits: int = Field(4, ge=0, description="429s the Hub answers before answering")
-    operator_delay: float = 0.5
+    operator_delay: float = 2.0  # as `wingsmith up`: rollouts stay in flight long enough to be hit
     poll_seconds: float = 0.3
     ready_deadline_seconds: float = 90
     drain_grace_seconds: int = 2
@@ -630,8 +630,22 @@ async def _check_settled(bed: _Bed, statuses: dict[str, Any], endpoints: dict[st
     while True:
         problems = route_problems(await _gateway_routes(bed), serving, endpoints)
         if not problems or time.monotonic() > deadline:
-            return lost + problems
+            break
         await asyncio.sleep(1)
+    return lost + problems + await _chat_through_gateway(bed, [ep for ep, group in endpoints.items()
+                                                               if any(w in group for w, _ in serving)])
+
+
+async def _chat_through_gateway(bed: _Bed, endpoints: list[str]) -> list[str]:
+    """Serving means answering: one chat completion per endpoint, through the gateway."""
+    problems = []
+    async with httpx.AsyncClient(base_url=bed.gateway_url, timeout=30, trust_env=False) as http:
+        for ep in endpoints:
+            r = await http.post("/v1/chat/completions", json={
+                "model": ep, "messages": [{"role": "user", "content": "chaos check"}]})
+            if r.status_code != 200:
+                problems.append(f"endpoint {ep}: the gateway answered {r.status_code}: {r.text[:200]}")
+    return problems
 
 
 async def _tear_down(bed: _Bed, names: list[str], endpoints: list[str], statuses: dict[str, Any],
