@@ -8,6 +8,8 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
+from wingsmith.text import SanitizedText, StorableText
+
 Decision = Literal["approve", "reject"]
 Via = Literal["api", "signal", "timer"]
 
@@ -21,7 +23,7 @@ class Selections(BaseModel):
 class ReviewDecision(BaseModel):
     """The body of `POST /v1/artifacts/{id}/review`."""
     decision: Decision
-    comment: str = Field(default="", max_length=4000)
+    comment: StorableText = Field(default="", max_length=4000)
     draft_version: int = Field(ge=1, description="the draft version the reviewer read")
     selections: Selections = Field(default_factory=Selections)
 
@@ -34,8 +36,8 @@ class ReviewRequest(ReviewDecision):
 class ReviewSignal(BaseModel):
     """The `approve` / `reject` signals, for people deciding from the Temporal UI or CLI. Nothing
     authenticates a signal's sender, so the name is recorded as a claim, marked as coming via Temporal."""
-    reviewer: str = "unknown"
-    comment: str = ""
+    reviewer: SanitizedText = "unknown"
+    comment: SanitizedText = ""
     draft_version: int | None = Field(default=None, description="defaults to the current draft")
     selections: Selections = Field(default_factory=Selections)
 

@@ -15,6 +15,7 @@ from wingsmith.hardware import UnknownHardware, get_hardware
 from wingsmith.placement.models import PlacementConstraints, PlacementPlan
 from wingsmith.recipes import Catalog, InvalidChoice, ServeCommand, max_num_seqs_default, serve_command
 from wingsmith.sizing import SizingError, fit_check
+from wingsmith.text import StorableText
 
 _NAME = re.compile(r"^[a-z0-9]([-a-z0-9]{0,38}[a-z0-9])?$")
 
@@ -40,7 +41,7 @@ class WorkloadRequest(BaseModel):
     features: list[str] = Field(default_factory=list, description="opt-in features to enable")
     gpus: int | None = Field(default=None, ge=1, description="GPUs per replica; default: the layout's minimum")
     constraints: PlacementConstraints = Field(default_factory=PlacementConstraints)
-    served_model_name: str | None = None
+    served_model_name: StorableText | None = None
     context: int = Field(default=8192, ge=256, description="context length the fit check uses")
     concurrency: int = Field(default=16, ge=1, description="concurrent sequences the fit check uses")
     dry_run: bool = False

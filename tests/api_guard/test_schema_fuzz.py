@@ -115,3 +115,22 @@ async def test_router_refusals_name_the_request(api):
     nowhere = await api.get("/v1/nowhere", headers=as_("tok-ada"))
     assert nowhere.status_code == 404
     assert nowhere.json()["error"] == {"code": "not_found", "message": "no such route: GET /v1/nowhere"}
+
+
+@pytest.mark.parametrize("path, body, field", [
+    ("/v1/artifacts/acme/model@abc/review", {"decision": "approve", "draft_version": 1, "comment": "ok\x00"},
+     "comment"),
+    ("/v1/workloads", {"artifact_id": "acme/model@abc", "hardware": "h200", "served_model_name": "m\x00"},
+     "served_model_name"),
+])
+async def test_nul_in_text_bound_for_a_workflow_is_refused_before_it_starts(api, path, body, field):
+    # Past the API these would reach an activity's insert and fail it on every retry.
+    r = await api.post(path, json=body, headers=as_("tok-ada"))
+    assert r.status_code == 422, r.text
+    assert field in r.json()["error"]["message"] and "NUL" in r.json()["error"]["message"]
+
+
+def test_a_signalled_decision_keeps_its_words_without_the_nul():
+    from wingsmith.review import ReviewSignal
+    signal = ReviewSignal(reviewer="ana\x00", comment="fine\x00by me")
+    assert signal.reviewer == "ana\ufffd" and signal.comment == "fine\ufffdby me"
