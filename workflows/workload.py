@@ -14,7 +14,7 @@ from datetime import timedelta
 
 from temporalio import workflow
 from temporalio.common import RetryPolicy, SearchAttributeKey, SearchAttributePair, TypedSearchAttributes
-from temporalio.exceptions import ApplicationError, ChildWorkflowError
+from temporalio.exceptions import ActivityError, ApplicationError, ChildWorkflowError
 
 with workflow.unsafe.imports_passed_through():
     from activities.inventory import ReadInventoryInput, read_inventory
@@ -30,7 +30,8 @@ MODEL = SearchAttributeKey.for_keyword("WingsmithModel")
 WORKLOAD = SearchAttributeKey.for_keyword("WingsmithWorkload")
 CLUSTERS = SearchAttributeKey.for_keyword_list("WingsmithCluster")
 
-_DB = dict(start_to_close_timeout=timedelta(seconds=30),
+# Registry writes take milliseconds: a worker that dies mid-write is written off after 10 s, not 30.
+_DB = dict(start_to_close_timeout=timedelta(seconds=10),
            retry_policy=RetryPolicy(initial_interval=timedelta(seconds=1), maximum_interval=timedelta(seconds=30)))
 
 
@@ -169,7 +170,7 @@ class WorkloadWorkflow:
         decision = await workflow.execute_activity_method(
             WorkloadActivities.place, PlaceInput(plan=plan, inventories=list(inventories),
                                                  clusters=[t.info for t in targets.values()]),
-            start_to_close_timeout=timedelta(seconds=30))
+            start_to_close_timeout=timedelta(seconds=10))
         self.state.placement_revision += 1
         await workflow.execute_activity_method(WorkloadActivities.record_placement, PlacementRecord(
             workload_id=self.plan.workload_id, revision=self.state.placement_revision, decision=decision,
@@ -298,10 +299,16 @@ class WorkloadWorkflow:
     async def _inventory(self, target: ClusterTarget) -> ClusterInventory:
         if target.manual_inventory is not None:
             return target.manual_inventory
-        return await workflow.execute_activity(
-            read_inventory, ReadInventoryInput(cluster=target.info.name, kubeconfig=target.kubeconfig),
-            task_queue=self.params.kube_task_queue, start_to_close_timeout=timedelta(seconds=30),
-            retry_policy=RetryPolicy(maximum_attempts=5, initial_interval=timedelta(seconds=1)))
+        try:
+            return await workflow.execute_activity(
+                read_inventory, ReadInventoryInput(cluster=target.info.name, kubeconfig=target.kubeconfig),
+                task_queue=self.params.kube_task_queue, start_to_close_timeout=timedelta(seconds=15),
+                retry_policy=RetryPolicy(maximum_attempts=5, initial_interval=timedelta(seconds=1)))
+        except ActivityError as err:
+            # A cluster that stays unreadable takes no replicas this time; letting the error out would
+            # fail the whole workflow with nothing rolled back and the registry left saying "placing".
+            cause = getattr(err.cause, "message", None) or str(err)
+            return ClusterInventory(cluster=target.info.name, error=f"unreadable after retries: {cause}")
 
     def _replicas(self) -> int:
         return sum(c.replicas for c in self.state.clusters.values() if c.state == "serving")

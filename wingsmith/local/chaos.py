@@ -82,6 +82,7 @@ class ChaosReport(BaseModel):
     teardown_seconds: float = 0.0
     worker_kills: int = 0
     worker_restarts_survived: int = 0
+    worker_crashes: list[str] = Field(default_factory=list, description="worker exits not caused by the run")
     postgres_restarts: int = 0
     hub_rate_limited_answers: int = 0
     cluster_faults_injected: dict[str, int] = Field(default_factory=dict)
@@ -91,6 +92,7 @@ class ChaosReport(BaseModel):
     workflow_task_failures: int = 0
     workflow_task_timeouts: int = 0
     api_answers_while_db_down: dict[str, int] = Field(default_factory=dict)
+    api_raised: dict[str, int] = Field(default_factory=dict, description="requests the API answered 500 (raised)")
     lost: list[str] = Field(default_factory=list)
 
     @property
@@ -111,9 +113,11 @@ class ChaosReport(BaseModel):
             f"{self.activity_failures} activities failed for good, {self.activity_timeouts} timed out for good)",
             f"workflow tasks      {self.workflow_task_failures} failed, {self.workflow_task_timeouts} timed out",
             f"api while db down   {dict(sorted(self.api_answers_while_db_down.items())) or 'not probed'}",
+            f"api raised (500s)   {self.api_raised or 'never'}",
             f"lost                {len(self.lost)}",
         ]
         out += [f"  failed: {w}: {c}" for w, c in sorted(self.failures.items())]
+        out += [f"  worker crash: {c}" for c in self.worker_crashes]
         out += [f"  LOST: {item}" for item in self.lost]
         return out
 
@@ -166,6 +170,7 @@ class _Bed:
     api: httpx.AsyncClient | None = None
     settings: Any = None
     db_down: asyncio.Event = field(default_factory=asyncio.Event)
+    api_raised: Counter = field(default_factory=Counter)
 
 
 def _say(config: ChaosConfig, text: str) -> None:
@@ -239,7 +244,7 @@ async def _connect(bed: _Bed) -> None:
     bed.client = await connect(bed.settings, address=bed.temporal_server.address)
     app = create_app(bed.settings, tokens=TokenTable.from_json(bed.settings.auth_tokens), db=bed.pool,
                      temporal=bed.client)
-    bed.api = httpx.AsyncClient(transport=httpx.ASGITransport(app=app, raise_app_exceptions=False),
+    bed.api = httpx.AsyncClient(transport=httpx.ASGITransport(app=app),
                                 base_url="http://api", timeout=60)
     s = bed.settings
     env = dict(os.environ, DATABASE_URL=bed.pg.dsn(), TEMPORAL_ADDRESS=bed.temporal_server.address,
@@ -267,8 +272,10 @@ async def _call(bed: _Bed, method: str, path: str, token: str, *, ok: tuple[int,
         try:
             r = await bed.api.request(method, path, json=json_body, params=params,
                                       headers={"Authorization": f"Bearer {token}"})
-        except httpx.HTTPError as exc:
-            last = f"{type(exc).__name__}"
+        except Exception as exc:  # noqa: BLE001 - the in-process app's own error: an answer of 500
+            last = f"the API raised {type(exc).__name__}: {exc}"
+            bed.api_raised[f"{method} {path.split('/')[2] if path.count('/') > 1 else path}: "
+                           f"{type(exc).__name__}"] += 1
             await asyncio.sleep(min(0.2 * 2 ** attempt, 2))
             continue
         if r.status_code in ok:
@@ -323,7 +330,7 @@ class _Chaos:
         self.bed, self.report = bed, report
         self.rng = random.Random(bed.config.seed)
         self.stopped = asyncio.Event()
-        self.postgres_at: float | None = None
+        self.worker_lock = asyncio.Lock()
 
     async def kill_worker_loop(self) -> None:
         c = self.bed.config
@@ -332,11 +339,27 @@ class _Chaos:
                 return
             if await self._sleep(self.rng.uniform(*c.kill_every)):
                 return
-            self.bed.worker.kill()
-            self.report.worker_kills += 1
-            _say(c, f"SIGKILLed the worker ({self.report.worker_kills})")
-            await asyncio.sleep(self.rng.uniform(*c.restart_after))
-            self.bed.worker.start()
+            async with self.worker_lock:
+                self.bed.worker.kill()
+                self.report.worker_kills += 1
+                _say(c, f"SIGKILLed the worker ({self.report.worker_kills})")
+                await asyncio.sleep(self.rng.uniform(*c.restart_after))
+                self.bed.worker.start()
+
+    async def supervise_worker(self) -> None:
+        """Restart a worker that ended by itself, as `wingsmith up` does, and note it: it is not lost
+        work, but it is a crash the run did not cause directly."""
+        worker = self.bed.worker
+        while not self.stopped.is_set():
+            await asyncio.sleep(0.5)
+            async with self.worker_lock:
+                if worker.process is not None and worker.process.poll() is not None:
+                    self.report.worker_crashes.append(
+                        f"worker {worker.starts} exited {worker.process.returncode} by itself; "
+                        f"see {worker.log_dir}/worker-{worker.starts}.log")
+                    _say(self.bed.config, f"the worker exited {worker.process.returncode} by itself; restarting it")
+                    await asyncio.sleep(1)
+                    worker.start()
 
     async def restart_postgres(self, after: float) -> None:
         c = self.bed.config
@@ -420,6 +443,7 @@ async def _run(bed: _Bed) -> ChaosReport:
 
         chaos.set_cluster_faults(True)
         tasks.append(asyncio.create_task(chaos.kill_worker_loop()))
+        tasks.append(asyncio.create_task(chaos.supervise_worker()))
         names = [f"chaos-{i:02d}" for i in range(c.workloads)]
         for i, name in enumerate(names):
             model = c.models[i % len(c.models)]
@@ -430,7 +454,8 @@ async def _run(bed: _Bed) -> ChaosReport:
         endpoints = [f"chaos-ep-{i:02d}" for i in range(len(groups))]
         report.endpoints = len(endpoints)
         # Postgres goes away while rollouts and endpoint passes are in flight.
-        tasks.append(asyncio.create_task(chaos.restart_postgres(after=chaos.rng.uniform(3.0, 8.0))))
+        postgres = asyncio.create_task(chaos.restart_postgres(after=chaos.rng.uniform(3.0, 8.0)))
+        tasks.append(postgres)
         for ep, group in zip(endpoints, groups):
             await _wait_rows(bed, group)
             await _call(bed, "POST", "/v1/endpoints", _OPERATOR, what=f"create {ep}",
@@ -439,7 +464,7 @@ async def _run(bed: _Bed) -> ChaosReport:
 
         t_settle = time.monotonic()
         statuses = await _settle(bed, names, c.settle_timeout)
-        await asyncio.gather(*tasks[1:])  # the Postgres restart has happened by now
+        await postgres  # it has happened by now; waiting only collects its probe
         report.settle_seconds = time.monotonic() - t_settle
         for name, st in statuses.items():
             if st is None:
@@ -478,6 +503,7 @@ async def _run(bed: _Bed) -> ChaosReport:
             await bed.api.aclose()
         if bed.pool is not None:
             await bed.pool.close()
+    report.api_raised = dict(bed.api_raised)
     report.duration_seconds = time.monotonic() - t0
     return report
 

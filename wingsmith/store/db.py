@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
+import time
 from importlib import resources
 
 import asyncpg
@@ -17,9 +19,18 @@ async def _init_connection(conn: asyncpg.Connection) -> None:
         await conn.set_type_codec(typ, encoder=json.dumps, decoder=json.loads, schema="pg_catalog")
 
 
-async def open_pool(dsn: str, *, min_size: int = 1, max_size: int = 10) -> asyncpg.Pool:
-    return await asyncpg.create_pool(dsn, min_size=min_size, max_size=max_size, init=_init_connection,
-                                     command_timeout=30)
+async def open_pool(dsn: str, *, min_size: int = 1, max_size: int = 10, wait_seconds: float = 0) -> asyncpg.Pool:
+    """`wait_seconds` > 0: keep trying that long while the server refuses or is starting up, so a
+    process (re)started during a Postgres restart waits for it instead of crashing."""
+    deadline = time.monotonic() + wait_seconds
+    while True:
+        try:
+            return await asyncpg.create_pool(dsn, min_size=min_size, max_size=max_size, init=_init_connection,
+                                             command_timeout=30)
+        except (OSError, asyncpg.CannotConnectNowError, asyncpg.ConnectionDoesNotExistError):
+            if time.monotonic() >= deadline:
+                raise
+            await asyncio.sleep(0.5)
 
 
 def migration_files() -> list[tuple[str, str]]:
