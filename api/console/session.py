@@ -67,8 +67,13 @@ def remember_csrf(request: Request, response) -> None:
         _set_cookie(request, response, CSRF_COOKIE, new)
 
 
-def _set_cookie(request: Request, response, name: str, value: str) -> None:
-    response.set_cookie(name, value, max_age=SESSION_SECONDS, path="/console", httponly=True, samesite="strict",
+# The token cookie is also sent to the payload codec, so a Temporal UI on the same site (localhost,
+# any port) with "include cross-origin credentials" decodes payloads for whoever signed in here.
+TOKEN_PATHS = ("/console", "/codec")
+
+
+def _set_cookie(request: Request, response, name: str, value: str, path: str = "/console") -> None:
+    response.set_cookie(name, value, max_age=SESSION_SECONDS, path=path, httponly=True, samesite="strict",
                         secure=request.url.scheme == "https")
 
 
@@ -113,7 +118,8 @@ async def login(request: Request):
         return render(request, "login.html", status_code=401 if token else 422, next=target, roles=ROLES,
                       error=message, principal=None)
     response = redirect(target)
-    _set_cookie(request, response, TOKEN_COOKIE, token)
+    for path in TOKEN_PATHS:
+        _set_cookie(request, response, TOKEN_COOKIE, token, path)
     # A fresh CSRF token per sign-in: one planted before sign-in is worth nothing after it.
     _set_cookie(request, response, CSRF_COOKIE, secrets.token_urlsafe(24))
     return response
@@ -124,6 +130,6 @@ async def logout(request: Request):
     form = await read_form(request)
     check_csrf(request, form)
     response = redirect("/console/login?signed_out=1")
-    for name in (TOKEN_COOKIE, CSRF_COOKIE):
-        response.delete_cookie(name, path="/console", httponly=True, samesite="strict")
+    for name, path in [(CSRF_COOKIE, "/console"), *((TOKEN_COOKIE, p) for p in TOKEN_PATHS)]:
+        response.delete_cookie(name, path=path, httponly=True, samesite="strict")
     return response

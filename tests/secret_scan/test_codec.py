@@ -224,6 +224,21 @@ async def test_codec_endpoint_decodes_history_payloads_for_a_viewer(encrypted_ru
         assert (await api.post("/codec/decode", json=body, headers=_bearer("tok-nobody"))).status_code == 401
 
 
+async def test_a_console_sign_in_lets_the_temporal_ui_decode_with_its_cookie(codec_api, key_file):
+    # The Temporal UI with "include cross-origin credentials" sends the browser's cookies for /codec.
+    from tests.console.conftest import sign_in
+    settings = Settings(payload_key_ref=f"file:{key_file}")
+    plain = {"payloads": [{"metadata": {"encoding": base64.b64encode(b"json/plain").decode()},
+                           "data": base64.b64encode(b'"hello"').decode()}]}
+    async with codec_api(settings) as api:
+        sealed = (await api.post("/codec/encode", json=plain, headers=_bearer("tok-olga"))).json()
+        assert (await api.post("/codec/decode", json=sealed, headers={"Origin": UI})).status_code == 401
+        await sign_in(api, "tok-vic")
+        r = await api.post("/codec/decode", json=sealed, headers={"Origin": UI})
+        assert r.status_code == 200 and r.json() == plain
+        assert r.headers["access-control-allow-credentials"] == "true"
+
+
 async def test_codec_endpoint_encodes_for_operators_only(codec_api, key_file):
     settings = Settings(payload_key_ref=f"file:{key_file}")
     plain = {"payloads": [{"metadata": {"encoding": base64.b64encode(b"json/plain").decode()},
