@@ -105,7 +105,8 @@ class ChaosReport(BaseModel):
             f"endpoints           {self.endpoints}",
             f"duration            {self.duration_seconds:.1f} s (settle {self.settle_seconds:.1f} s, "
             f"teardown {self.teardown_seconds:.1f} s)",
-            f"worker              {self.worker_kills} SIGKILLs, {self.worker_restarts_survived} restarts survived",
+            f"worker              {self.worker_kills} SIGKILLs, {self.worker_restarts_survived} restarts survived "
+            f"({len(self.worker_crashes)} after exiting by itself)",
             f"postgres restarts   {self.postgres_restarts}",
             f"hub 429s answered   {self.hub_rate_limited_answers}",
             f"cluster faults      {self.cluster_faults_injected or 'none'}",
@@ -684,8 +685,8 @@ async def _tear_down(bed: _Bed, names: list[str], endpoints: list[str], statuses
              if statuses.get(name) is None or statuses[name].stage != "failed"]
     calls += [("DELETE", f"/v1/endpoints/{ep}", (202, 404, 409)) for ep in endpoints]
     rng.shuffle(calls)
-    for method, path, ok in calls:
-        await _call(bed, method, path, _OPERATOR, ok=ok)
+    # All at once, as many clients would: each waits only until its workflow has accepted the delete.
+    await asyncio.gather(*(_call(bed, method, path, _OPERATOR, ok=ok) for method, path, ok in calls))
 
 
 async def _wait_all_closed(bed: _Bed, timeout: float) -> list[str]:
