@@ -4,6 +4,7 @@ keep the gateway's routes equal to them. The gateway client is built from settin
 
 from __future__ import annotations
 
+import asyncio
 import time
 
 import asyncpg
@@ -75,11 +76,12 @@ class EndpointActivities:
                from deployments d join workloads w on w.id = d.workload_id
                where d.workload_id = any($1::text[]) and d.state = 'serving' and d.frontend_url is not null
                order by d.workload_id, d.cluster""", params.workloads)
-        backends = []
         async with httpx.AsyncClient(timeout=3) as http:
-            for r in rows:
-                if not await _lists(http, r["frontend_url"], r["served"]):
-                    continue
+            # Probed together: one slow frontend must not hold the whole pass past its timeout.
+            listed = await asyncio.gather(*(_lists(http, r["frontend_url"], r["served"]) for r in rows))
+        backends = []
+        for r, lists in zip(rows, listed):
+            if lists:
                 backends.append(Backend(
                     id=f"{r['cluster']}/{r['workload_id']}", cluster=r["cluster"], workload_id=r["workload_id"],
                     url=r["frontend_url"], weight=0 if r["workload_id"] in params.draining else max(1, r["replicas"]),

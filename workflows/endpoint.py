@@ -22,7 +22,9 @@ with workflow.unsafe.imports_passed_through():
     from wingsmith.gateway import EndpointRoutes
 
 STAGE = SearchAttributeKey.for_keyword("WingsmithStage")
-_IO = dict(start_to_close_timeout=timedelta(seconds=60),
+# Each call is a database read, a few probes or one gateway call: short, so a worker that dies
+# mid-call is written off in seconds and the next pass runs elsewhere (60 s held routes stale).
+_IO = dict(start_to_close_timeout=timedelta(seconds=20),
            retry_policy=RetryPolicy(initial_interval=timedelta(seconds=1), maximum_interval=timedelta(seconds=30)))
 
 
@@ -153,7 +155,7 @@ class EndpointWorkflow:
                 EndpointActivities.wait_drained,
                 DrainInput(name=self.params.name, backend_ids=ids, grace_seconds=self.params.drain_grace_seconds),
                 start_to_close_timeout=timedelta(seconds=self.params.drain_grace_seconds + 60),
-                heartbeat_timeout=timedelta(seconds=30))
+                heartbeat_timeout=timedelta(seconds=10))
         self.state.workloads = [w for w in self.state.workloads if w not in draining]
         self.state.draining = [w for w in self.state.draining if w not in draining]
         await self._reconcile()

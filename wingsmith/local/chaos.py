@@ -484,12 +484,11 @@ async def _run(bed: _Bed) -> ChaosReport:
 
         t_down = time.monotonic()
         await _tear_down(bed, names, endpoints, statuses, chaos.rng)
-        chaos.stopped.set()
-        await asyncio.gather(*tasks, return_exceptions=True)
-        if not bed.worker.alive():
-            bed.worker.start()
+        # The worker keeps being killed while the teardowns run.
         report.lost += await _wait_all_closed(bed, c.settle_timeout)
         report.teardown_seconds = time.monotonic() - t_down
+        chaos.stopped.set()
+        await asyncio.gather(*tasks, return_exceptions=True)
         chaos.set_cluster_faults(False)
         report.lost += await _check_empty(bed, names, endpoints)
         await _count_history(bed, report)
