@@ -32,9 +32,10 @@ _KUBE_RETRY = RetryPolicy(initial_interval=timedelta(seconds=1), maximum_interva
 # A worker that dies mid-activity is noticed when its heartbeats stop: long waits heartbeat every
 # poll, so a short timeout lets another worker take over within seconds instead of minutes.
 _HEARTBEAT = timedelta(seconds=15)
-# Registry writes take milliseconds: a worker that dies mid-write is written off after 10 s, not 30.
+# Registry writes take milliseconds: a worker that dies mid-write is written off after 10 s, and
+# while Postgres restarts they retry every few seconds, not every half minute.
 _DB = dict(start_to_close_timeout=timedelta(seconds=10),
-           retry_policy=RetryPolicy(initial_interval=timedelta(seconds=1), maximum_interval=timedelta(seconds=30)))
+           retry_policy=RetryPolicy(initial_interval=timedelta(seconds=1), maximum_interval=timedelta(seconds=5)))
 
 
 class ClusterRolloutInput(BaseModel):

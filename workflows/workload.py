@@ -30,9 +30,10 @@ MODEL = SearchAttributeKey.for_keyword("WingsmithModel")
 WORKLOAD = SearchAttributeKey.for_keyword("WingsmithWorkload")
 CLUSTERS = SearchAttributeKey.for_keyword_list("WingsmithCluster")
 
-# Registry writes take milliseconds: a worker that dies mid-write is written off after 10 s, not 30.
+# Registry writes take milliseconds: a worker that dies mid-write is written off after 10 s, and
+# while Postgres restarts they retry every few seconds, not every half minute.
 _DB = dict(start_to_close_timeout=timedelta(seconds=10),
-           retry_policy=RetryPolicy(initial_interval=timedelta(seconds=1), maximum_interval=timedelta(seconds=30)))
+           retry_policy=RetryPolicy(initial_interval=timedelta(seconds=1), maximum_interval=timedelta(seconds=5)))
 
 
 class _Unplaceable(Exception):
