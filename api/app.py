@@ -36,7 +36,7 @@ async def _lifespan(app: FastAPI):
     if app.state.db is None and settings.database_url:
         from wingsmith.store.db import open_pool
         try:
-            owned_pool = app.state.db = await open_pool(settings.database_url)
+            owned_pool = app.state.db = await open_pool(settings.database_url, wait_seconds=20)
         except (OSError, asyncpg.PostgresError) as exc:
             log.warning("database not reachable at start; /readyz will say so", error=str(exc))
     if app.state.temporal is None and settings.temporal_address:

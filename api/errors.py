@@ -11,7 +11,8 @@ from __future__ import annotations
 from http import HTTPStatus
 from typing import Any
 
-from asyncpg.exceptions import CharacterNotInRepertoireError, UntranslatableCharacterError
+from asyncpg.exceptions import (CharacterNotInRepertoireError, InterfaceError, OperatorInterventionError,
+                                PostgresConnectionError, UntranslatableCharacterError)
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
@@ -91,6 +92,16 @@ def install_error_handlers(app: FastAPI) -> None:
         return JSONResponse(error_body("invalid_text", "a text value in this request contains a character "
                                        "the registry cannot store (NUL, \\u0000); remove it and retry"),
                             status_code=422)
+
+    @app.exception_handler(ConnectionError)
+    @app.exception_handler(PostgresConnectionError)
+    @app.exception_handler(OperatorInterventionError)
+    @app.exception_handler(InterfaceError)
+    async def _registry_unreachable(_req: Request, _exc: Exception):
+        # Postgres restarting or away: nothing was changed, and the same request will work again.
+        return JSONResponse(error_body("unavailable", "the registry (PostgreSQL) cannot be reached right now; "
+                                       "nothing was changed, retry in a few seconds"),
+                            status_code=503, headers={"Retry-After": "2"})
 
     @app.exception_handler(RequestValidationError)
     async def _validation_error(_req: Request, exc: RequestValidationError):

@@ -73,6 +73,9 @@ def artifact_handle(client: Client, artifact: str) -> WorkflowHandle:
     return client.get_workflow_handle_for(ArtifactWorkflow.run, f"artifact/{artifact}")
 
 
+DRAIN_ANSWER_MARGIN_SECONDS = 60
+
+
 async def create_workload(client: Client, settings: Settings, *, plan, requested_by: str, repo_id: str):
     """Start the workload's workflow; repeating it with the same workload id returns the running one."""
     from wingsmith.workload_state import WorkloadWorkflowInput
@@ -80,7 +83,10 @@ async def create_workload(client: Client, settings: Settings, *, plan, requested
 
     params = WorkloadWorkflowInput(plan=plan, requested_by=requested_by, kube_task_queue=settings.kube_task_queue,
                                    ready_deadline_seconds=settings.ready_deadline_seconds,
-                                   poll_seconds=settings.rollout_poll_seconds)
+                                   poll_seconds=settings.rollout_poll_seconds,
+                                   # Each endpoint drains for up to the grace and then says so; the margin
+                                   # covers its reconcile pass, so a slow endpoint is waited for, a gone one not.
+                                   drain_grace_seconds=settings.drain_grace_seconds + DRAIN_ANSWER_MARGIN_SECONDS)
     return await client.start_workflow(
         WorkloadWorkflow.run, params, id=f"workload/{plan.workload_id}", task_queue=settings.task_queue,
         id_conflict_policy=WorkflowIDConflictPolicy.USE_EXISTING,

@@ -56,7 +56,8 @@ async def run(settings: Settings) -> None:
     deps = WorkerDeps(settings=settings)
     if settings.database_url:
         from wingsmith.store.db import migrate, open_pool
-        deps.db = await open_pool(settings.database_url)
+        # A worker (re)started while Postgres restarts waits for it rather than dying in a loop.
+        deps.db = await open_pool(settings.database_url, wait_seconds=60)
         await migrate(deps.db)
     workers = build_workers(client, deps, task_queue=settings.task_queue, kube_task_queue=settings.kube_task_queue)
     stop = asyncio.Event()

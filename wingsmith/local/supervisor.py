@@ -190,8 +190,14 @@ def _start_backing_services(plane: Plane) -> dict[str, str]:
         env["TEMPORAL_ADDRESS"] = s.temporal_address
         _say(f"temporal: using TEMPORAL_ADDRESS={s.temporal_address} (external)")
     else:
+        # With encrypted payloads the UI decodes through the API's codec. `localhost`, like the UI's own
+        # address, keeps the console's sign-in cookie same-site, so the UI can send it along.
+        codec = f"http://localhost:{s.api_port}/codec" if s.payload_key_ref else None
         server = TemporalDevServer(port=s.temporal_port, ui_port=s.temporal_ui_port, db_file=home / "temporal.db",
-                                   log_file=home / "logs" / "temporal.log").start()
+                                   log_file=home / "logs" / "temporal.log", codec_endpoint=codec).start()
+        if codec:
+            _say(f"temporal: the UI decodes payloads through {codec} (sign in at "
+                 f"http://localhost:{s.api_port}/console first)")
         plane.servers.append(server)
         env["TEMPORAL_ADDRESS"] = server.address
         env["WINGSMITH_TEMPORAL_UI_URL"] = f"http://localhost:{s.temporal_ui_port}"

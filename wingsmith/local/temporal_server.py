@@ -53,8 +53,10 @@ def dev_server_command(*, port: int, ui_port: int | None, db_file: Path | None,
 
 
 class TemporalDevServer:
-    def __init__(self, *, port: int, ui_port: int | None, db_file: Path | None, log_file: Path):
+    def __init__(self, *, port: int, ui_port: int | None, db_file: Path | None, log_file: Path,
+                 codec_endpoint: str | None = None):
         self.port, self.ui_port, self.db_file, self.log_file = port, ui_port, db_file, log_file
+        self.codec_endpoint = codec_endpoint
         self.process: subprocess.Popen | None = None
 
     @property
@@ -67,7 +69,8 @@ class TemporalDevServer:
             self.db_file.parent.mkdir(parents=True, exist_ok=True)
         log = open(self.log_file, "ab")
         self.process = subprocess.Popen(
-            dev_server_command(port=self.port, ui_port=self.ui_port, db_file=self.db_file),
+            dev_server_command(port=self.port, ui_port=self.ui_port, db_file=self.db_file,
+                               codec_endpoint=self.codec_endpoint),
             stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True)
         log.close()
         wait_for_port("127.0.0.1", self.port, timeout, self.process, "temporal dev server")
