@@ -18,7 +18,7 @@ from temporalio import activity
 from temporalio.exceptions import ApplicationError, CancelledError
 
 from wingsmith.dynamo.readiness import (evaluate_readiness, find_pod_failure, pods_ready,
-                                        ready_deadline_seconds)
+                                        ready_deadline_seconds, unschedulable_pods)
 from wingsmith.dynamo.render import RenderError, render_dgd
 from wingsmith.dynamo.rollout_spec import RolloutSpec
 from wingsmith.kube import DgdClient, KubeconfigRef, KubeError, new_api_client
@@ -45,6 +45,9 @@ class WaitReadyInput(BaseModel):
     weight_bytes: int | None = Field(default=None, ge=0, description="scales the deadline")
     deadline_seconds: float | None = Field(default=None, gt=0, description="overrides the scaled deadline")
     poll_seconds: float = Field(default=5.0, gt=0)
+    unschedulable_grace_seconds: float = Field(
+        default=120, ge=0, description="how long a pod may find no node before the cluster is given up on "
+                                       "(a cluster autoscaler may add one meanwhile)")
 
 
 class WaitReadyOutput(BaseModel):
@@ -147,6 +150,7 @@ class RolloutActivities:
         deadline = input.deadline_seconds or ready_deadline_seconds(input.weight_bytes)
         where = f"{input.namespace}/{input.name}"
         polls, last_error = 0, None
+        unschedulable_since: dict[str, float] = {}  # pod → when this attempt first saw it find no node
         with self._client(input.kubeconfig) as kube:
             while True:
                 polls += 1
@@ -185,6 +189,16 @@ class RolloutActivities:
                     if failure is not None:
                         raise ApplicationError(f"{where} will not become ready: {failure.describe()}",
                                                type=failure.type, non_retryable=True)
+                    now = time.monotonic()
+                    stuck = unschedulable_pods(pods)
+                    unschedulable_since = {pod: unschedulable_since.get(pod, now) for pod in stuck}
+                    for pod, since in sorted(unschedulable_since.items()):
+                        if now - since >= input.unschedulable_grace_seconds:
+                            # Another deployment took the GPUs placement counted on: the workload
+                            # places these replicas elsewhere rather than waiting hours for them.
+                            raise ApplicationError(
+                                f"{where} cannot be scheduled: pod {pod} found no node for {now - since:.0f}s: "
+                                f"{stuck[pod]}", type="Unschedulable", non_retryable=True)
                 progress = {
                     "started_at": started, "polls": polls, "waited_seconds": round(waited, 1),
                     "deadline_seconds": deadline,

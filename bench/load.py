@@ -82,7 +82,8 @@ def start_plane(root: Path) -> Plane:
     env.update(DATABASE_URL=pg.dsn(), TEMPORAL_ADDRESS=temporal.address, WINGSMITH_HOME=str(root / "home"),
                WINGSMITH_HF_ENDPOINT=hub.url, WINGSMITH_HF_TOKEN_REF="WINGSMITH_BENCH_HF_TOKEN",
                WINGSMITH_AUTH_TOKENS=json.dumps(TOKENS), WINGSMITH_API_PORT=str(api_port),
-               WINGSMITH_ROLLOUT_POLL_SECONDS="0.1", WINGSMITH_LOG_LEVEL="WARNING", WINGSMITH_LOG_FORMAT="json")
+               WINGSMITH_ROLLOUT_POLL_SECONDS="0.1", WINGSMITH_UNSCHEDULABLE_GRACE_SECONDS="10",
+               WINGSMITH_LOG_LEVEL="WARNING", WINGSMITH_LOG_FORMAT="json")
     plane = Plane(root, hub, temporal, pg, f"http://127.0.0.1:{api_port}", env)
 
     def child(name: str, *cmd: str) -> subprocess.Popen:

@@ -84,6 +84,7 @@ async def create_workload(client: Client, settings: Settings, *, plan, requested
     params = WorkloadWorkflowInput(plan=plan, requested_by=requested_by, kube_task_queue=settings.kube_task_queue,
                                    ready_deadline_seconds=settings.ready_deadline_seconds,
                                    poll_seconds=settings.rollout_poll_seconds,
+                                   unschedulable_grace_seconds=settings.unschedulable_grace_seconds,
                                    # Each endpoint drains for up to the grace and then says so; the margin
                                    # covers its reconcile pass, so a slow endpoint is waited for, a gone one not.
                                    drain_grace_seconds=settings.drain_grace_seconds + DRAIN_ANSWER_MARGIN_SECONDS)

@@ -72,6 +72,8 @@ class Settings(BaseSettings):
     hf_token_secret: str | None = "hf-token"
     ready_deadline_seconds: float | None = Field(default=None, description="override the size-scaled deadline")
     rollout_poll_seconds: float = 2.0
+    # A worker pod that finds no node this long gives its cluster up (its replicas are placed elsewhere).
+    unschedulable_grace_seconds: float = Field(default=120, ge=0)
 
     # The gateway that gives endpoints one model name: the embedded router ("local") or Envoy AI Gateway.
     gateway: str = Field(default="local", pattern="^(local|envoy)$")

@@ -37,6 +37,7 @@ class WorkloadWorkflowInput(BaseModel):
     kube_task_queue: str
     ready_deadline_seconds: float | None = None
     poll_seconds: float = 2.0
+    unschedulable_grace_seconds: float = 120
     drain_grace_seconds: int = 300
     resume: WorkloadState | None = None  # set when continuing as new
 

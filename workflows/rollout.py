@@ -26,7 +26,7 @@ with workflow.unsafe.imports_passed_through():
 # Failures no retry can fix; everything else retries with backoff.
 _FINAL = ["InvalidRollout", "SchemaRejected", "Forbidden", "Unauthorized", "BadRequest", "PodCrashLooping",
           "ImagePullFailed", "OutOfMemory", "DeploymentFailed", "DeploymentSuperseded", "DeploymentMissing",
-          "ReadyDeadlineExceeded", "KubeconfigMissing", "KubeconfigInvalid"]
+          "ReadyDeadlineExceeded", "Unschedulable", "KubeconfigMissing", "KubeconfigInvalid"]
 _KUBE_RETRY = RetryPolicy(initial_interval=timedelta(seconds=1), maximum_interval=timedelta(seconds=30),
                           non_retryable_error_types=_FINAL)
 # A worker that dies mid-activity is noticed when its heartbeats stop: long waits heartbeat every
@@ -49,6 +49,7 @@ class ClusterRolloutInput(BaseModel):
     kube_task_queue: str
     ready_deadline_seconds: float | None = None
     poll_seconds: float = 2.0
+    unschedulable_grace_seconds: float = 120
 
 
 class ClusterRolloutResult(BaseModel):
@@ -92,7 +93,8 @@ class ClusterRolloutWorkflow:
                 RolloutActivities.wait_ready, WaitReadyInput(
                     kubeconfig=params.kubeconfig, name=name, namespace=params.namespace,
                     generation=applied.generation, weight_bytes=params.weight_bytes,
-                    deadline_seconds=params.ready_deadline_seconds, poll_seconds=params.poll_seconds),
+                    deadline_seconds=params.ready_deadline_seconds, poll_seconds=params.poll_seconds,
+                    unschedulable_grace_seconds=params.unschedulable_grace_seconds),
                 start_to_close_timeout=timedelta(hours=7), heartbeat_timeout=_HEARTBEAT, **kube)
             self.step = "probing the frontend"
             probe = await workflow.execute_activity_method(

@@ -216,19 +216,14 @@ class WorkloadWorkflow:
         mode = "delete" if replicas == 0 else "apply"
         state.state = "deleting" if mode == "delete" else "rolling_out"
         try:
-            result: ClusterRolloutResult = await workflow.execute_child_workflow(
-                ClusterRolloutWorkflow.run, self._rollout_input(target, replicas, mode),
-                id=f"workload/{self.plan.workload_id}/cluster/{name}", task_queue=workflow.info().task_queue,
-                static_summary=f"{mode} {self.plan.workload_id} on {name} ({replicas} replicas)",
-                search_attributes=TypedSearchAttributes([
-                    SearchAttributePair(WORKLOAD, self.plan.workload_id), SearchAttributePair(CLUSTERS, [name]),
-                    SearchAttributePair(STAGE, "rollout")]))
+            result = await self._cluster_rollout(target, replicas, mode)
         except ChildWorkflowError as err:
-            cause = err.cause
-            state.state, state.error = "failed", getattr(cause, "message", None) or str(err)
+            state.state, state.error = "failed", _cause(err)
             if name not in self.state.excluded:
                 self.state.excluded.append(name)
             self._event(f"{name} failed: {state.error}")
+            if mode == "apply" and workflow.patched("remove-failed-cluster-dgd"):
+                await self._remove_failed(target)
             return name, replicas
         if mode == "delete":
             del self.state.clusters[name]
@@ -240,12 +235,36 @@ class WorkloadWorkflow:
         await self._notify_subscribers()
         return name, 0
 
+    async def _cluster_rollout(self, target: ClusterTarget, replicas: int, mode: str) -> ClusterRolloutResult:
+        name = target.info.name
+        return await workflow.execute_child_workflow(
+            ClusterRolloutWorkflow.run, self._rollout_input(target, replicas, mode),
+            id=f"workload/{self.plan.workload_id}/cluster/{name}", task_queue=workflow.info().task_queue,
+            static_summary=f"{mode} {self.plan.workload_id} on {name} ({replicas} replicas)",
+            search_attributes=TypedSearchAttributes([
+                SearchAttributePair(WORKLOAD, self.plan.workload_id), SearchAttributePair(CLUSTERS, [name]),
+                SearchAttributePair(STAGE, "rollout")]))
+
+    async def _remove_failed(self, target: ClusterTarget) -> None:
+        """A failed deployment is not left running: crash-looping pods hold their GPUs, and pods that
+        found no node would take one later for replicas now placed elsewhere."""
+        name = target.info.name
+        try:
+            await self._cluster_rollout(target, 0, "delete")
+        except ChildWorkflowError as err:
+            self._event(f"{name}: the failed deployment could not be removed now ({_cause(err)}); "
+                        f"it is removed with the workload")
+            return
+        self.state.clusters[name].dgd_name = None
+        self._event(f"{name}: the failed deployment was removed")
+
     def _rollout_input(self, target: ClusterTarget, replicas: int, mode: str) -> ClusterRolloutInput:
         return ClusterRolloutInput(
             mode=mode, workload_id=self.plan.workload_id, cluster=target.info.name, kubeconfig=target.kubeconfig,
             namespace=self.plan.namespace, spec=self.plan.rollout_spec(target.info.name, replicas) if replicas else None,
             weight_bytes=self.plan.weight_bytes, kube_task_queue=self.params.kube_task_queue,
-            ready_deadline_seconds=self.params.ready_deadline_seconds, poll_seconds=self.params.poll_seconds)
+            ready_deadline_seconds=self.params.ready_deadline_seconds, poll_seconds=self.params.poll_seconds,
+            unschedulable_grace_seconds=self.params.unschedulable_grace_seconds)
 
     # --- teardown and rollback ------------------------------------------------------------------------
 
@@ -349,6 +368,10 @@ class WorkloadWorkflow:
     def _event(self, text: str) -> None:
         self.state.events.append(f"{workflow.now().isoformat(timespec='seconds')} {text}")
         self.state.events = self.state.events[-100:]
+
+
+def _cause(err: ChildWorkflowError) -> str:
+    return getattr(err.cause, "message", None) or str(err)
 
 
 def start_search_attributes(params: WorkloadWorkflowInput, repo_id: str) -> TypedSearchAttributes:

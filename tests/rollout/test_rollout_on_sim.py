@@ -106,6 +106,26 @@ def test_never_ready_hits_the_deadline_and_heartbeats_progress(sim, faults, kube
     delete(env, acts, kubeconfig, applied.name)
 
 
+def test_pods_that_find_no_node_give_the_cluster_up_after_the_grace(sim, faults, kubeconfig, workload_id,
+                                                                    acts, env):
+    # sim-east has 4 nodes of 8 H200: a fifth 8-GPU worker fits nowhere, as when another deployment
+    # took the GPUs that placement counted on.
+    spec = small_spec(workload_id=workload_id,
+                      worker=WorkerPool(args=["--tensor-parallel-size", "8"], gpus_per_node=8, replicas=5))
+    applied = apply(env, acts, kubeconfig, spec)
+    started = time.monotonic()
+    with pytest.raises(ApplicationError) as info:
+        wait(env, acts, kubeconfig, applied, deadline_seconds=60, unschedulable_grace_seconds=1.0)
+    assert time.monotonic() - started < 10
+    assert info.value.type == "Unschedulable" and info.value.non_retryable
+    assert "Insufficient nvidia.com/gpu" in str(info.value) and "found no node for" in str(info.value)
+    delete(env, acts, kubeconfig, applied.name)
+    # A pod that waits for a node only briefly is not given up on: the deployment becomes ready.
+    first = apply(env, acts, kubeconfig, small_spec(workload_id=workload_id + "-fits"))
+    assert wait(env, acts, kubeconfig, first, unschedulable_grace_seconds=5.0).state == "successful"
+    delete(env, acts, kubeconfig, first.name)
+
+
 @pytest.mark.parametrize("rates", [{"api_error_rate": 0.3}, {"api_error_rate": 0.3, "conflict_rate": 0.3}])
 def test_with_flaky_api_calls_the_rollout_still_converges(sim, faults, kubeconfig, workload_id, acts, env, rates):
     faults.update({**rates, "seed": 7})

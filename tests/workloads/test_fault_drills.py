@@ -31,7 +31,9 @@ async def test_a_cluster_that_never_becomes_ready_gets_its_replicas_replaced(api
         serving = {c["cluster"]: c["replicas"] for c in live["clusters"] if c["state"] == "serving"}
         assert serving == {"sim-west": 2}
         assert any("sim-east failed" in e and "ReadyDeadlineExceeded" in e for e in live["events"]), live["events"]
-        # The failed cluster's DGD is not left behind once the workload goes.
+        # The failed cluster's DGD is removed while the workload serves on: it would hold GPUs.
+        assert any("sim-east: the failed deployment was removed" in e for e in live["events"]), live["events"]
+        assert set(dgds(clusters, "drill-replace")) == {"sim-west"}
         await api.delete("/v1/workloads/drill-replace", headers=as_("tok-olga"))
         await _until_stage(api, "drill-replace", {"deleted"}, timeout=60)
     assert dgds(clusters, "drill-replace") == {}

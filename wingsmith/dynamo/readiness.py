@@ -109,6 +109,18 @@ def _container_failure(pod: str, cs: dict[str, Any]) -> PodFailure | None:
     return None
 
 
+def unschedulable_pods(pods: list[dict[str, Any]]) -> dict[str, str]:
+    """Pods the scheduler found no node for, with its reason as `kubectl describe` shows it. Passing
+    for a moment when several deployments race for the last free GPUs; lasting when they lost."""
+    found = {}
+    for pod in pods:
+        for cond in (pod.get("status") or {}).get("conditions") or []:
+            if cond.get("type") == "PodScheduled" and cond.get("status") == "False" \
+                    and cond.get("reason") == "Unschedulable":
+                found[(pod.get("metadata") or {}).get("name", "?")] = _short(cond.get("message")) or "no node fits"
+    return found
+
+
 def pods_ready(pods: list[dict[str, Any]]) -> tuple[int, int]:
     """(ready, total) pods, for progress reports."""
     ready = sum(
