@@ -47,6 +47,9 @@ TOKENS = {OPERATOR: {"name": "ops", "roles": ["operator", "viewer"]},
 JOURNEY_MODELS = ["openai/gpt-oss-120b", "openai/gpt-oss-20b", "meta-llama/Llama-3.3-70B-Instruct"]
 
 
+JOURNEY_TIMEOUT = 300  # seconds; a journey slower than this is a finding, not a figure
+
+
 def pct(samples: list[float], q: float) -> float:
     ordered = sorted(samples)
     return ordered[min(len(ordered) - 1, int(round(q / 100 * (len(ordered) - 1))))]
@@ -186,35 +189,42 @@ async def bench_reviews(plane: Plane, http: httpx.AsyncClient, rounds: int) -> s
     return line("review update", samples, wall)
 
 
-async def journey(plane: Plane, http: httpx.AsyncClient, repo: str) -> tuple[str, str]:
+async def journey(plane: Plane, http: httpx.AsyncClient, repo: str, gpus: int) -> tuple[str, str]:
     artifact = await new_draft(plane, http, repo)
     await approve(plane, http, artifact)
     name = f"load-{uuid.uuid4().hex[:10]}"
     r = await http.post("/v1/workloads", headers=plane.headers(OPERATOR),
-                        json={"artifact_id": artifact, "name": name, "hardware": "h200", "layout": "single_node_tp"})
+                        json={"artifact_id": artifact, "name": name, "hardware": "h200", "layout": "single_node_tp",
+                              "gpus": gpus})
     if r.status_code != 202:
         raise RuntimeError(f"workload for {artifact}: {r.status_code} {r.text}")
+    give_up = time.monotonic() + JOURNEY_TIMEOUT
     while True:
         got = (await http.get(f"/v1/workloads/{name}", headers=plane.headers(OPERATOR))).json()
         stage = (got.get("live") or {}).get("stage") or got.get("state")
         if stage == "serving":
             return artifact, name
+        if time.monotonic() > give_up:
+            raise RuntimeError(f"{name} not serving after {JOURNEY_TIMEOUT} s: {got}")
         if stage in ("failed", "rolled_back", "deleted"):
             raise RuntimeError(f"{name}: {stage}: {got}")
         await asyncio.sleep(0.05)
 
 
-async def deployable(plane: Plane, http: httpx.AsyncClient) -> list[str]:
-    """The journey models that a dry run accepts on one H200 node (the others are reported)."""
-    found = []
+async def deployable(plane: Plane, http: httpx.AsyncClient) -> dict[str, int]:
+    """The journey models a dry run accepts on H200, each with the fewest GPUs it fits on (so the
+    journeys fit the simulated clusters together); the others are reported."""
+    found = {}
     for repo in JOURNEY_MODELS:
         artifact = await new_draft(plane, http, repo)
         await approve(plane, http, artifact)
-        r = await http.post("/v1/workloads", headers=plane.headers(OPERATOR),
-                            json={"artifact_id": artifact, "hardware": "h200", "layout": "single_node_tp",
-                                  "dry_run": True})
-        if r.status_code == 200 or r.status_code == 202:
-            found.append(repo)
+        for gpus in (1, 2, 4, 8):
+            r = await http.post("/v1/workloads", headers=plane.headers(OPERATOR),
+                                json={"artifact_id": artifact, "hardware": "h200", "layout": "single_node_tp",
+                                      "gpus": gpus, "dry_run": True})
+            if r.status_code in (200, 202):
+                found[repo] = gpus
+                break
         else:
             print(f"  (journey leaves out {repo}: {r.json()['error']['message'][:100]})")
     return found
@@ -254,17 +264,15 @@ async def bench_journey(plane: Plane, http: httpx.AsyncClient, journeys: int) ->
     models = await deployable(plane, http)
     if not models:
         raise RuntimeError("no journey model fits one H200 node")
-    per_model = [models[i % len(models)] for i in range(journeys)]
-    queues: dict[str, list[str]] = {m: [] for m in models}
-    for m in per_model:
-        queues[m].append(m)
+    names = list(models)
+    rounds = {m: sum(1 for i in range(journeys) if names[i % len(names)] == m) for m in names}
     latencies: list[float] = []
     done: list[tuple[str, str]] = []
 
     async def lane(repo: str) -> None:  # one repository's journeys, one after another
-        for _ in queues[repo]:
+        for _ in range(rounds[repo]):
             t = time.perf_counter()
-            done.append(await journey(plane, http, repo))
+            done.append(await journey(plane, http, repo, models[repo]))
             latencies.append(time.perf_counter() - t)
     t0 = time.perf_counter()
     await asyncio.gather(*(lane(m) for m in models))
@@ -273,7 +281,8 @@ async def bench_journey(plane: Plane, http: httpx.AsyncClient, journeys: int) ->
     activities = await activities_per_journey(client, done[0][1], done[0][0])
     base = await baseline(plane, journeys, len(models), activities)
     return [
-        f"journey          {journeys} journeys on {len(models)} models ({', '.join(models)}), {len(models)} at a time",
+        f"journey          {journeys} journeys on {len(models)} models "
+        f"({', '.join(f'{m} on {g} H200' for m, g in models.items())}), {len(models)} at a time",
         f"  plane          {journeys / wall * 60:8.1f} artifacts registered+approved+serving per minute; "
         f"p50 {statistics.median(latencies):.2f} s, max {max(latencies):.2f} s per journey",
         f"  bare Temporal  {journeys / base * 60:8.1f} workflows of {activities} no-op activities per minute",
