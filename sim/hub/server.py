@@ -137,8 +137,7 @@ class _Handler(BaseHTTPRequestHandler):
             "sha": commit, "private": model["private"], "gated": gated, "disabled": model["disabled"],
             "pipeline_tag": model["pipeline_tag"], "library_name": model["library_name"], "tags": model["tags"],
             "cardData": model["cardData"], "createdAt": model["createdAt"], "lastModified": model["lastModified"],
-            "config": {k: v for k, v in json.loads(_file(model, "config.json")["content"]).items()
-                       if k in ("architectures", "model_type", "quantization_config")},
+            "config": _config_summary(_file(model, "config.json")["content"]),
             "siblings": [_sibling(f, blobs) for f in model["files"]],
             "spaces": [], "usedStorage": sum(f["size"] for f in model["files"]),
         }
@@ -298,6 +297,18 @@ class HubServerHandle:
 
     def __exit__(self, *_exc) -> None:
         self.stop()
+
+
+def _config_summary(content: str) -> dict:
+    """The few config.json keys the Hub copies into model info. A config that is not a JSON object is
+    served as a file all the same (the Hub does not validate it); model info then carries none."""
+    try:
+        config = json.loads(content)
+    except ValueError:
+        return {}
+    if not isinstance(config, dict):
+        return {}
+    return {k: v for k, v in config.items() if k in ("architectures", "model_type", "quantization_config")}
 
 
 def start_hub_server(port: int = 0, snapshot: Path | str | dict | None = None, faults: Faults | None = None,

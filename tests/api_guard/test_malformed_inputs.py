@@ -18,7 +18,6 @@ import pytest
 import pytest_asyncio
 from pydantic import ValidationError
 
-import wingsmith.hub.resolver as resolver_module
 from api.app import create_app
 from api.auth import TokenTable
 from sim.hub import start_hub_server
@@ -32,6 +31,12 @@ WRONG_FIELDS = [
     ("acme/layers-as-words", {"num_hidden_layers": "thirty-six"}, ["num_hidden_layers", "thirty-six"]),
     ("acme/no-layers", {"num_hidden_layers": None}, ["num_hidden_layers"]),
     ("acme/negative-layers", {"num_hidden_layers": -3}, ["num_hidden_layers", "positive"]),
+]
+
+# (repo, the whole config.json, words the refusal must carry)
+BROKEN_FILES = [
+    ("acme/config-not-json", "{not json", ["config.json is not valid JSON", "line 1 column 2"]),
+    ("acme/config-a-list", '["a", "list"]', ["config.json is not a JSON object"]),
 ]
 
 
@@ -52,6 +57,8 @@ def broken_hub():
     config = json.loads(next(f for f in base["files"] if f["path"] == "config.json")["content"])
     for repo, change, _ in WRONG_FIELDS:
         snapshot["models"][repo] = _with_config(base, repo, json.dumps({**config, **change}))
+    for repo, text, _ in BROKEN_FILES:
+        snapshot["models"][repo] = _with_config(base, repo, text)
     handle = start_hub_server(snapshot=snapshot)
     yield handle
     handle.stop()
@@ -83,28 +90,13 @@ async def test_config_field_of_the_wrong_kind_is_named_in_the_sizing(resolve_api
     assert any(all(w in warning for w in words) for warning in sizing["warnings"])
 
 
-@pytest.mark.parametrize("text, words", [
-    ("{not json", ["config.json is not valid JSON", "line 1 column 2"]),
-    ('["a", "list"]', ["config.json is not a JSON object"]),
-])
-async def test_config_json_that_is_not_an_object_is_refused(resolve_api, monkeypatch, tmp_path, text, words):
-    # The offline Hub reads each model's config.json itself and so cannot hold a broken one; the Hub's
-    # file download is swapped for one that hands back broken bytes for config.json only.
-    real = resolver_module.hf_hub_download
-
-    def download(repo_id, filename, **kwargs):
-        if filename != "config.json":
-            return real(repo_id, filename, **kwargs)
-        path = tmp_path / "config.json"
-        path.write_text(text)
-        return str(path)
-
-    monkeypatch.setattr(resolver_module, "hf_hub_download", download)
-    r = await _resolve(resolve_api, BASE)
+@pytest.mark.parametrize("repo, text, words", BROKEN_FILES, ids=[b[0] for b in BROKEN_FILES])
+async def test_config_json_that_is_not_an_object_is_refused(resolve_api, repo, text, words):
+    r = await _resolve(resolve_api, repo)
     assert r.status_code == 422, r.text
     error = r.json()["error"]
     assert error["code"] == "not_a_model" and all(w in error["message"] for w in words), error
-    assert error["details"]["repo_id"] == BASE and error["details"]["retryable"] is False
+    assert error["details"]["repo_id"] == repo and error["details"]["retryable"] is False
 
 
 # --- settings -----------------------------------------------------------------------------------------
