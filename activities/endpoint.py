@@ -24,6 +24,7 @@ class ObserveInput(BaseModel):
     name: str
     workloads: list[str]
     draining: list[str] = []
+    draining_backends: list[str] = []  # "<cluster>/<workload>": one cluster of a workload scaling away
 
 
 class SetRoutesInput(BaseModel):
@@ -82,9 +83,11 @@ class EndpointActivities:
         backends = []
         for r, lists in zip(rows, listed):
             if lists:
+                backend_id = f"{r['cluster']}/{r['workload_id']}"
+                leaving = r["workload_id"] in params.draining or backend_id in params.draining_backends
                 backends.append(Backend(
-                    id=f"{r['cluster']}/{r['workload_id']}", cluster=r["cluster"], workload_id=r["workload_id"],
-                    url=r["frontend_url"], weight=0 if r["workload_id"] in params.draining else max(1, r["replicas"]),
+                    id=backend_id, cluster=r["cluster"], workload_id=r["workload_id"],
+                    url=r["frontend_url"], weight=0 if leaving else max(1, r["replicas"]),
                     served_model=r["served"] if r["served"] != params.name else None))
         return EndpointRoutes(model_name=params.name, backends=backends)
 

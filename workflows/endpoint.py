@@ -31,6 +31,9 @@ _IO = dict(start_to_close_timeout=timedelta(seconds=20),
 class EndpointState(BaseModel):
     workloads: list[str]
     draining: list[str] = Field(default_factory=list)
+    # One cluster of a workload scaling away: weight 0 until its deployment is gone.
+    draining_backends: list[str] = Field(default_factory=list)
+    drained_backends: list[str] = Field(default_factory=list, description="told to their workload already")
     routes: EndpointRoutes | None = None
     stage: str = "starting"
     passes: int = 0
@@ -100,6 +103,20 @@ class EndpointWorkflow:
             self.state.draining.append(workload_id)
         self.dirty = True
 
+    @workflow.signal
+    def backend_leaving(self, backend_id: str) -> None:
+        """A workload is about to remove one cluster's deployment (`<cluster>/<workload>`)."""
+        if backend_id.split("/", 1)[-1] in self.state.workloads and backend_id not in self.state.draining_backends:
+            self.state.draining_backends.append(backend_id)
+        self.dirty = True
+
+    @workflow.signal
+    def backend_gone(self, backend_id: str) -> None:
+        for held in (self.state.draining_backends, self.state.drained_backends):
+            if backend_id in held:
+                held.remove(backend_id)
+        self.dirty = True
+
     @workflow.update
     async def set_workloads(self, request: SetWorkloads) -> EndpointStatus:
         me = workflow.info().workflow_id
@@ -135,16 +152,37 @@ class EndpointWorkflow:
 
     async def _reconcile(self) -> None:
         routes = await workflow.execute_activity_method(EndpointActivities.observe, ObserveInput(
-            name=self.params.name, workloads=self.state.workloads, draining=self.state.draining), **_IO)
+            name=self.params.name, workloads=self.state.workloads, draining=self.state.draining,
+            draining_backends=self.state.draining_backends), **_IO)
         await workflow.execute_activity_method(EndpointActivities.set_routes, SetRoutesInput(routes=routes), **_IO)
         if routes != self.state.routes:
             self.state.routes = routes
             self.state.passes += 1
             await self._record("serving" if routes.serving else "waiting")
 
+    async def _finish_backend_drains(self) -> None:
+        """Clusters a workload scales away from: wait for their in-flight requests (bounded), then let
+        the workload remove them. They keep weight 0 until it says they are gone."""
+        leaving = [b for b in self.state.draining_backends if b not in self.state.drained_backends]
+        if not leaving:
+            return
+        routed = {b.id for b in (self.state.routes.backends if self.state.routes else [])}
+        if routed & set(leaving):
+            await workflow.execute_activity_method(
+                EndpointActivities.wait_drained,
+                DrainInput(name=self.params.name, backend_ids=sorted(routed & set(leaving)),
+                           grace_seconds=self.params.drain_grace_seconds),
+                start_to_close_timeout=timedelta(seconds=self.params.drain_grace_seconds + 60),
+                heartbeat_timeout=timedelta(seconds=10))
+        me = workflow.info().workflow_id
+        for backend_id in leaving:
+            self.state.drained_backends.append(backend_id)
+            await self._tell(backend_id.split("/", 1)[-1], "backend_drained", f"{me}|{backend_id}")
+
     async def _finish_drains(self) -> None:
         """Draining workloads: wait for their in-flight requests (bounded), then drop them and let
         each workload know it may tear its deployments down."""
+        await self._finish_backend_drains()
         if not self.state.draining:
             return
         me = workflow.info().workflow_id

@@ -50,6 +50,7 @@ class WorkloadWorkflow:
         self.lock = asyncio.Lock()
         self.deleting = False
         self.drained: set[str] = set()
+        self.backends_drained: set[str] = set()
         self.delete_by = "unknown"
 
     # --- lifecycle ------------------------------------------------------------------------------
@@ -129,6 +130,11 @@ class WorkloadWorkflow:
     def drained(self, endpoint_workflow_id: str) -> None:
         self.drained.add(endpoint_workflow_id)
 
+    @workflow.signal
+    def backend_drained(self, endpoint_and_backend: str) -> None:
+        """`<endpoint workflow id>|<cluster>/<workload>`: that endpoint no longer routes there."""
+        self.backends_drained.add(endpoint_and_backend)
+
     @workflow.query
     def status(self) -> WorkloadStatus:
         return WorkloadStatus(workload_id=self.plan.workload_id, stage=self.state.stage, replicas=self._replicas(),
@@ -142,7 +148,16 @@ class WorkloadWorkflow:
         """Place or remove replicas until `target` serve, re-placing what a failed cluster held."""
         current = self._replicas()
         if target < current:
-            await self._apply(self._shrink(target))
+            desired = self._shrink(target)
+            leaving = sorted(name for name, n in desired.items() if n == 0)
+            drain = bool(leaving) and workflow.patched("drain-before-scale-down")
+            if drain:
+                await self._drain_clusters(leaving)
+            await self._apply(desired)
+            if drain:
+                for name in leaving:
+                    for wid in list(self.state.subscribers):
+                        await self._signal(wid, "backend_gone", self._backend_id(name))
             return
         missing = target - current
         canary = initial
@@ -290,6 +305,26 @@ class WorkloadWorkflow:
                                           timeout=timedelta(seconds=self.params.drain_grace_seconds))
         except asyncio.TimeoutError:
             self._event("endpoints did not confirm draining within the grace period; deleting anyway")
+
+    def _backend_id(self, cluster: str) -> str:
+        return f"{cluster}/{self.plan.workload_id}"  # as endpoints name a deployment they route to
+
+    async def _drain_clusters(self, clusters: list[str]) -> None:
+        """Endpoints stop sending new requests to these clusters and let in-flight ones finish before
+        the scale-down removes their deployments (as a delete drains the whole workload)."""
+        waiting = set()
+        for wid in list(self.state.subscribers):
+            for name in clusters:
+                if await self._signal(wid, "backend_leaving", self._backend_id(name)):
+                    waiting.add(f"{wid}|{self._backend_id(name)}")
+        try:
+            await workflow.wait_condition(lambda: waiting <= self.backends_drained,
+                                          timeout=timedelta(seconds=self.params.drain_grace_seconds))
+            if waiting:
+                self._event(f"endpoints drained {', '.join(clusters)}")
+        except asyncio.TimeoutError:
+            self._event(f"endpoints did not confirm draining {', '.join(clusters)} in time; removing anyway")
+        self.backends_drained -= waiting
 
     async def _delete_everywhere(self) -> None:
         targets = await self._targets()

@@ -50,14 +50,35 @@ async def test_one_model_name_over_two_clusters(api, deps, temporal_client, clus
         endpoint = await wait_until(recorded, what="the endpoint's registry row")
         assert len(endpoint["health"]["backends"]) == 2 and len(endpoint["routes"]) == 2
 
+        # Scaling down to one cluster drains the leaving cluster (weight 0, in-flight requests finish)
+        # before its DGD goes, and the route keeps the other one.
+        r = await api.patch("/v1/workloads/kimi-ep", headers=as_("tok-olga"), json={"replicas": 1})
+        assert r.status_code == 200, r.text
+        events = r.json()["events"]
+        drained = next(i for i, e in enumerate(events) if "endpoints drained" in e)
+        leaving = events[drained].rsplit(" ", 1)[-1]
+        removed = next(i for i, e in enumerate(events) if f"{leaving} removed" in e)
+        assert drained < removed, events
+        assert set(dgds(clusters, "kimi-ep")) == {"sim-east", "sim-west"} - {leaving}
+
+        async def one_backend():
+            route = gateway.client.get_route("kimi-k3")
+            return route if route and [b.cluster for b in route.backends] == sorted(
+                {"sim-east", "sim-west"} - {leaving}) and route.backends[0].weight == 1 else None
+        await wait_until(one_backend, timeout=30, what="the leaving cluster gone from the routes")
+        raw = client.chat.completions.with_raw_response.create(
+            model="kimi-k3", messages=[{"role": "user", "content": "still there?"}])
+        assert raw.headers["x-wingsmith-backend"].split("/")[0] != leaving
 
         # Deleting the workload drains and removes its routes before any DGD goes.
+        before_delete = await pg_pool.fetchval("select coalesce(max(id), 0) from events")
         r = await api.delete("/v1/workloads/kimi-ep", headers=as_("tok-olga"))
         assert r.status_code == 202
         await _until_stage(api, "kimi-ep", {"deleted"}, timeout=60)
         assert dgds(clusters, "kimi-ep") == {}
         assert gateway.client.get_route("kimi-k3") is None
-        events = await pg_pool.fetch("select kind, at from events where subject in ('kimi-ep', 'kimi-k3') order by id")
+        events = await pg_pool.fetch("select kind, at from events where subject in ('kimi-ep', 'kimi-k3') and id > $1"
+                                     " order by id", before_delete)
         kinds = [e["kind"] for e in events]
         routes_gone = max(i for i, k in enumerate(kinds) if k.startswith("endpoint_"))
         first_delete = min(i for i, k in enumerate(kinds) if k == "deployment_deleted")
@@ -69,4 +90,7 @@ async def test_one_model_name_over_two_clusters(api, deps, temporal_client, clus
         await handle.result()
         assert gateway.client.get_route("kimi-k3") is None
         if os.environ.get("WINGSMITH_RECORD_HISTORIES") == "1":
-            save_history("endpoint_drain_delete", handle.id, await history_json(handle))
+            # (endpoint_drain_delete.json is kept as recorded before per-cluster draining existed.)
+            save_history("endpoint_scale_down_and_delete", handle.id, await history_json(handle))
+            workload = temporal_client.get_workflow_handle("workload/kimi-ep")
+            save_history("workload_drained_scale_down", workload.id, await history_json(workload))
