@@ -73,9 +73,14 @@ class ClusterRolloutWorkflow:
         kube = dict(task_queue=params.kube_task_queue, retry_policy=_KUBE_RETRY)
         if params.mode == "delete":
             self.step = "deleting"
-            await workflow.execute_activity_method(
-                RolloutActivities.delete, DeleteInput(kubeconfig=params.kubeconfig, name=name, namespace=params.namespace),
-                start_to_close_timeout=timedelta(minutes=20), heartbeat_timeout=_HEARTBEAT, **kube)
+            try:
+                await workflow.execute_activity_method(
+                    RolloutActivities.delete,
+                    DeleteInput(kubeconfig=params.kubeconfig, name=name, namespace=params.namespace),
+                    start_to_close_timeout=timedelta(minutes=20), heartbeat_timeout=_HEARTBEAT, **kube)
+            except ActivityError as err:
+                kind, message = _kind_and_message(err)
+                raise ApplicationError(f"{params.cluster}: {kind}: {message}", type=kind, non_retryable=True) from None
             await self._record(params, name, "deleted", 0)
             return ClusterRolloutResult(cluster=params.cluster, dgd_name=name, namespace=params.namespace,
                                         state="deleted")
@@ -104,9 +109,7 @@ class ClusterRolloutWorkflow:
                     poll_seconds=params.poll_seconds),
                 start_to_close_timeout=timedelta(minutes=12), heartbeat_timeout=_HEARTBEAT, **kube)
         except ActivityError as err:
-            cause = err.cause
-            kind = cause.type if isinstance(cause, ApplicationError) and cause.type else "RolloutFailed"
-            message = cause.message if isinstance(cause, ApplicationError) else str(err)
+            kind, message = _kind_and_message(err)
             await self._record(params, name, "failed", replicas, {"cause": f"{kind}: {message}"})
             raise ApplicationError(f"{params.cluster}: {kind}: {message}", type=kind, non_retryable=True) from None
         self.step = "serving"
@@ -125,3 +128,11 @@ class ClusterRolloutWorkflow:
             workload_id=params.workload_id, cluster=params.cluster, dgd_name=name, namespace=params.namespace,
             replicas=replicas, state=state, frontend_url=frontend_url, detail=detail or {},
             source=info.workflow_id, step=f"{info.run_id}:{state}"), **_DB)
+
+
+def _kind_and_message(err: ActivityError) -> tuple[str, str]:
+    """The activity's own error type and words, which the workload shows as the cluster's cause."""
+    cause = err.cause
+    if isinstance(cause, ApplicationError):
+        return cause.type or "RolloutFailed", cause.message
+    return "RolloutFailed", str(cause or err)

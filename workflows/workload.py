@@ -288,6 +288,8 @@ class WorkloadWorkflow:
         await self._record("deleting", "deleting", {"by": self.delete_by})
         await self._drain_endpoints()
         await self._delete_everywhere()
+        if self.state.clusters and workflow.patched("retry-leftover-deletes"):
+            await self._retry_leftover_deletes()
         self._set_stage("deleted")
         await self._record("deleted", "deleted", {"by": self.delete_by})
 
@@ -331,6 +333,24 @@ class WorkloadWorkflow:
         names = sorted(self.state.clusters)
         await asyncio.gather(*(self._roll_out(targets[n], 0) for n in names if n in targets),
                              return_exceptions=True)
+
+    async def _retry_leftover_deletes(self) -> None:
+        """Like a Kubernetes finalizer: "deleted" means no DGD is left. A cluster that refuses the
+        delete (access revoked, API down) is retried with backoff, its error in the events, until the
+        cause is fixed; a cluster no longer registered cannot be reached, so its DGD is reported left."""
+        wait = max(5.0, self.params.poll_seconds * 10)
+        while self.state.clusters:
+            registered = await self._targets()
+            for name in sorted(set(self.state.clusters) - set(registered)):
+                self._event(f"{name} is no longer registered: its deployment, if any, is left there")
+                del self.state.clusters[name]
+            if not self.state.clusters:
+                return
+            errors = "; ".join(f"{n}: {c.error or 'not removed'}" for n, c in sorted(self.state.clusters.items()))
+            self._event(f"deployments left ({errors}); retrying in {wait:.0f}s")
+            await workflow.sleep(timedelta(seconds=wait))
+            wait = min(wait * 2, 300.0)
+            await self._delete_everywhere()
 
     async def _roll_back(self, cause: str, reraise: BaseException | None = None) -> WorkloadStatus:
         """The saga's compensation: remove every DGD this workload applied, then fail with the cause.

@@ -102,3 +102,35 @@ async def test_worker_killed_mid_rollout_finishes_with_one_dgd_per_cluster(api, 
         if worker.poll() is None:
             worker.terminate()
             worker.wait(30)
+
+
+async def test_a_delete_the_cluster_refuses_is_retried_until_no_dgd_is_left(api, deps, temporal_client, clusters,
+                                                                           approved_kimi):
+    async with running_worker(temporal_client, deps):
+        r = await api.post("/v1/workloads", json=_body(approved_kimi, "drill-leftover", replicas=1),
+                           headers=as_("tok-olga"))
+        assert r.status_code == 202, r.text
+        live = await _until_stage(api, "drill-leftover", {"serving"}, timeout=60)
+        [cluster] = [c["cluster"] for c in live["clusters"]]
+        # The plane loses its access to the clusters (tokens revoked) just before the delete.
+        kubeconfig = clusters.kubeconfig_path
+        good = kubeconfig.read_text()
+        revoked = good
+        for name in clusters.names:
+            revoked = revoked.replace(clusters.cluster(name).token, "revoked-token")
+        kubeconfig.write_text(revoked)
+        try:
+            assert (await api.delete("/v1/workloads/drill-leftover", headers=as_("tok-olga"))).status_code == 202
+
+            async def left():
+                got = (await api.get("/v1/workloads/drill-leftover", headers=as_("tok-vic"))).json()["live"]
+                return got if any("deployments left" in e for e in got["events"]) else None
+            live = await wait_until(left, timeout=30, what="the refused delete reported")
+            assert live["stage"] == "deleting", live
+            assert any("Unauthorized" in e for e in live["events"]), live["events"]
+            assert set(dgds(clusters, "drill-leftover")) == {cluster}, "the DGD is still there, and said so"
+        finally:
+            kubeconfig.write_text(good)
+        # Access restored: the next retry removes it, and only then is the workload deleted.
+        await _until_stage(api, "drill-leftover", {"deleted"}, timeout=40)
+    assert dgds(clusters, "drill-leftover") == {}
