@@ -20,5 +20,6 @@ def test_a_small_chaos_run_loses_nothing(tmp_path):
     # The faults really happened: otherwise the run proves nothing.
     assert report.worker_kills == 1 and report.worker_restarts_survived == 1
     assert report.postgres_restarts == 1
+    assert report.scaled == 1  # up to 2 and back, the scale-down draining at its endpoint
     assert report.hub_rate_limited_answers == 3
     assert report.cluster_faults_injected.get("api_error", 0) > 0

@@ -1,6 +1,7 @@
 """The chaos run: many workloads and endpoints across the three simulated clusters while the worker
 is SIGKILLed and restarted at random, the clusters answer some calls with 500s and latency, the Hub
-rate-limits, and Postgres is restarted once. Afterwards it checks what must hold whatever happened:
+rate-limits, and Postgres is restarted once; every fifth workload is then scaled to 2 replicas and back
+under the same faults. Afterwards it checks what must hold whatever happened:
 
 - every workload is serving, or failed with a cause — as the registry says and as its workflow says;
 - exactly one DGD per (workload, cluster) that serves it, and none for anything else;
@@ -66,6 +67,9 @@ class ChaosConfig(BaseModel):
     poll_seconds: float = 0.3
     ready_deadline_seconds: float = 90
     drain_grace_seconds: int = 2
+    # Every n-th workload is scaled to 2 replicas and back to 1 under the faults (0: none), so
+    # scale-ups place anew and scale-downs drain a cluster at its endpoint before its DGD goes.
+    scale_every: int = Field(5, ge=0)
     settle_timeout: float = 900
     root: Path | None = None
     verbose: bool = True
@@ -77,6 +81,7 @@ class ChaosReport(BaseModel):
     failed: int = 0
     failures: dict[str, str] = Field(default_factory=dict, description="workload → cause")
     endpoints: int = 0
+    scaled: int = Field(0, description="workloads scaled up and back down under the faults")
     duration_seconds: float = 0.0
     settle_seconds: float = 0.0
     teardown_seconds: float = 0.0
@@ -103,6 +108,7 @@ class ChaosReport(BaseModel):
         out = [
             f"workloads           {self.workloads} ({self.serving} serving, {self.failed} failed with a cause)",
             f"endpoints           {self.endpoints}",
+            f"scaled 1 → 2 → 1    {self.scaled}",
             f"duration            {self.duration_seconds:.1f} s (settle {self.settle_seconds:.1f} s, "
             f"teardown {self.teardown_seconds:.1f} s)",
             f"worker              {self.worker_kills} SIGKILLs, {self.worker_restarts_survived} restarts survived "
@@ -481,6 +487,13 @@ async def _run(bed: _Bed) -> ChaosReport:
                 report.lost.append(f"workload {name}: still {st.stage} after {c.settle_timeout:.0f}s")
         _say(c, f"settled: {report.serving} serving, {report.failed} failed; checking")
         report.lost += await _check_settled(bed, statuses, dict(zip(endpoints, groups)))
+        scaled = await _scale_round_trip(bed, [n for n in names if statuses[n] and statuses[n].stage == "serving"])
+        if scaled:
+            report.scaled = len(scaled)
+            statuses.update(await _settle(bed, scaled, c.settle_timeout))
+            report.lost += [f"workload {n}: {statuses[n].stage if statuses[n] else 'no answer'} after scaling"
+                            for n in scaled if not statuses[n] or statuses[n].stage != "serving"]
+            report.lost += await _check_settled(bed, statuses, dict(zip(endpoints, groups)))
 
         t_down = time.monotonic()
         await _tear_down(bed, names, endpoints, statuses, chaos.rng)
@@ -660,6 +673,20 @@ async def _check_settled(bed: _Bed, statuses: dict[str, Any], endpoints: dict[st
         await asyncio.sleep(1)
     return lost + problems + await _chat_through_gateway(bed, [ep for ep, group in endpoints.items()
                                                                if any(w in group for w, _ in serving)])
+
+
+async def _scale_round_trip(bed: _Bed, serving: list[str]) -> list[str]:
+    """Every `scale_every`-th serving workload to 2 replicas and back to 1, all at once, while the
+    worker is killed and the clusters fail calls. A scale is by value, so a retried call is harmless."""
+    every = bed.config.scale_every
+    chosen = serving[::every] if every else []
+    if not chosen:
+        return []
+    _say(bed.config, f"scaling {len(chosen)} workloads to 2 replicas and back to 1")
+    for replicas in (2, 1):
+        await asyncio.gather(*(_call(bed, "PATCH", f"/v1/workloads/{name}", _OPERATOR, what=f"scale {name}",
+                                     json_body={"replicas": replicas}) for name in chosen))
+    return chosen
 
 
 async def _chat_through_gateway(bed: _Bed, endpoints: list[str]) -> list[str]:
