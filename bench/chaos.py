@@ -1,7 +1,8 @@
 """The chaos run at full size: 30 workloads (and an endpoint per three) across the three simulated
 clusters while the worker is SIGKILLed and restarted at random, the clusters answer 500s, 409s and
 latency, the Hub answers 429s during registration, and Postgres is restarted once mid-run; six of
-the workloads are scaled to 2 replicas and back while the faults go on. Then
+the workloads are scaled to 2 replicas and back while the faults go on, and one more workload
+that cannot be placed must fail with its cause. Then
 every invariant is checked and everything is deleted (see wingsmith/local/chaos.py).
 
     .venv/bin/python bench/chaos.py [--workloads 30] [--seed N] [--keep DIR]

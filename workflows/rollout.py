@@ -91,7 +91,9 @@ class ClusterRolloutWorkflow:
             self.step = "applying"
             applied = await workflow.execute_activity_method(
                 RolloutActivities.apply, ApplyInput(kubeconfig=params.kubeconfig, spec=params.spec),
-                start_to_close_timeout=timedelta(seconds=60), **kube)
+                # One server-side apply (and the adapter's few retries): seconds. It does not heartbeat,
+                # so this is how long a killed worker holds it; the apply is idempotent and retried.
+                start_to_close_timeout=timedelta(seconds=20), **kube)
             await self._record(params, name, "applied", replicas, {"generation": applied.generation})
             self.step = "waiting until ready"
             await workflow.execute_activity_method(

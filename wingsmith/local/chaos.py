@@ -1,7 +1,8 @@
 """The chaos run: many workloads and endpoints across the three simulated clusters while the worker
 is SIGKILLed and restarted at random, the clusters answer some calls with 500s and latency, the Hub
 rate-limits, and Postgres is restarted once; every fifth workload is then scaled to 2 replicas and back
-under the same faults. Afterwards it checks what must hold whatever happened:
+under the same faults, and one workload that cannot be placed is expected to fail. Afterwards it
+checks what must hold whatever happened:
 
 - every workload is serving, or failed with a cause — as the registry says and as its workflow says;
 - exactly one DGD per (workload, cluster) that serves it, and none for anything else;
@@ -70,6 +71,9 @@ class ChaosConfig(BaseModel):
     # Every n-th workload is scaled to 2 replicas and back to 1 under the faults (0: none), so
     # scale-ups place anew and scale-downs drain a cluster at its endpoint before its DGD goes.
     scale_every: int = Field(5, ge=0)
+    # One more workload that cannot be placed (H200 asked, only the GB200 cluster allowed): it must
+    # end failed with its cause and leave nothing behind, however the faults fall.
+    doomed: bool = True
     settle_timeout: float = 900
     root: Path | None = None
     verbose: bool = True
@@ -460,6 +464,15 @@ async def _run(bed: _Bed) -> ChaosReport:
         groups = [names[i:i + c.workloads_per_endpoint] for i in range(0, len(names), c.workloads_per_endpoint)]
         endpoints = [f"chaos-ep-{i:02d}" for i in range(len(groups))]
         report.endpoints = len(endpoints)
+        if c.doomed:
+            # H200 replicas allowed only on the GB200 cluster: valid to ask, impossible to place, so the
+            # workflow must roll back and fail with a cause, under the same faults as the rest.
+            await _call(bed, "POST", "/v1/workloads", _OPERATOR, what="create chaos-doomed", json_body={
+                "artifact_id": artifacts[c.models[0]], "hardware": "h200", "layout": "single_node_tp",
+                "replicas": 1, "gpus": 1, "name": "chaos-doomed",
+                "constraints": {"allowed_clusters": ["sim-nvl"]}})
+            names.append("chaos-doomed")
+            report.workloads += 1
         # Postgres goes away while rollouts and endpoint passes are in flight.
         postgres = asyncio.create_task(chaos.restart_postgres(after=chaos.rng.uniform(3.0, 8.0)))
         tasks.append(postgres)
