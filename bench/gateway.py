@@ -18,7 +18,6 @@ from __future__ import annotations
 import argparse
 import os
 import signal
-import socket
 import statistics
 import subprocess
 import sys
@@ -28,20 +27,12 @@ import time
 from pathlib import Path
 
 import httpx
+from stats import pct  # bench/stats.py (scripts run with bench/ on the path)
+
+from wingsmith.local.postgres import free_port
 
 MODEL = "kimi-k3"
 BODY = {"model": MODEL, "messages": [{"role": "user", "content": "Say hello"}]}
-
-
-def pct(samples: list[float], q: float) -> float:
-    ordered = sorted(samples)
-    return ordered[min(len(ordered) - 1, int(round(q / 100 * (len(ordered) - 1))))]
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def wait_http(url: str, timeout: float = 20) -> None:

@@ -38,6 +38,7 @@ import httpx
 from sim.hub import shipped_models, start_hub_server
 from wingsmith.local.postgres import LocalPostgres, free_port
 from wingsmith.local.temporal_server import TemporalDevServer, stop_process, wait_for_port
+from stats import pct  # bench/stats.py (scripts run with bench/ on the path)
 
 OPERATOR, REVIEWER = "bench-operator", "bench-reviewer"
 TOKENS = {OPERATOR: {"name": "ops", "roles": ["operator", "viewer"]},
@@ -48,11 +49,6 @@ JOURNEY_MODELS = ["openai/gpt-oss-120b", "openai/gpt-oss-20b", "meta-llama/Llama
 
 
 JOURNEY_TIMEOUT = 300  # seconds; a journey slower than this is a finding, not a figure
-
-
-def pct(samples: list[float], q: float) -> float:
-    ordered = sorted(samples)
-    return ordered[min(len(ordered) - 1, int(round(q / 100 * (len(ordered) - 1))))]
 
 
 def line(name: str, samples: list[float], wall: float) -> str:

@@ -17,11 +17,7 @@ from pathlib import Path
 
 from sim.hub import shipped_models, start_hub_server
 from wingsmith.hub import Resolver
-
-
-def pct(samples: list[float], q: float) -> float:
-    ordered = sorted(samples)
-    return ordered[min(len(ordered) - 1, int(round(q / 100 * (len(ordered) - 1))))]
+from stats import pct  # bench/stats.py (scripts run with bench/ on the path)
 
 
 def report(name: str, samples: list[float]) -> None:

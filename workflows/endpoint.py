@@ -106,7 +106,7 @@ class EndpointWorkflow:
     @workflow.signal
     def backend_leaving(self, backend_id: str) -> None:
         """A workload is about to remove one cluster's deployment (`<cluster>/<workload>`)."""
-        if backend_id.split("/", 1)[-1] in self.state.workloads and backend_id not in self.state.draining_backends:
+        if _workload_of(backend_id) in self.state.workloads and backend_id not in self.state.draining_backends:
             self.state.draining_backends.append(backend_id)
         self.dirty = True
 
@@ -177,7 +177,7 @@ class EndpointWorkflow:
         me = workflow.info().workflow_id
         for backend_id in leaving:
             self.state.drained_backends.append(backend_id)
-            await self._tell(backend_id.split("/", 1)[-1], "backend_drained", f"{me}|{backend_id}")
+            await self._tell(_workload_of(backend_id), "backend_drained", f"{me}|{backend_id}")
 
     async def _finish_drains(self) -> None:
         """Draining workloads: wait for their in-flight requests (bounded), then drop them and let
@@ -234,3 +234,8 @@ class EndpointWorkflow:
         self.state.stage = stage
         workflow.upsert_search_attributes([STAGE.value_set(stage)])
         return True
+
+
+def _workload_of(backend_id: str) -> str:
+    """Backends are named `<cluster>/<workload>` (see EndpointActivities.observe)."""
+    return backend_id.split("/", 1)[-1]
