@@ -16,8 +16,11 @@ from temporalio.client import Client
 
 from api.auth import TokenTable, local_admin_tokens
 from api.errors import install_error_handlers
+from api.metrics import RequestMetrics
+from api.metrics import router as metrics_router
 from wingsmith.config import Settings, get_settings
 from wingsmith.logs import configure_logging, get_logger
+from wingsmith.tracing import configure_tracing, instrument_fastapi
 
 ROUTE_MODULES = ["health", "recipes", "resolve", "artifacts", "clusters", "workloads", "endpoints", "console", "codec"]
 
@@ -56,6 +59,7 @@ def create_app(settings: Settings | None = None, *, tokens: TokenTable | None = 
                db: asyncpg.Pool | None = None, temporal: Client | None = None) -> FastAPI:
     settings = settings or get_settings()
     configure_logging(settings.log_level, settings.log_format)
+    configure_tracing("wingsmith-api")
     app = FastAPI(title="Wingsmith", version="0.1.0", lifespan=_lifespan,
                   description="Hugging Face model → multi-cluster NVIDIA Dynamo endpoint, "
                               "driven by Temporal, with a person in the loop.")
@@ -66,4 +70,8 @@ def create_app(settings: Settings | None = None, *, tokens: TokenTable | None = 
     install_error_handlers(app)
     for name in ROUTE_MODULES:
         app.include_router(importlib.import_module(f"api.routes.{name}").router)
+    if settings.api_metrics:
+        app.include_router(metrics_router)
+    app.add_middleware(RequestMetrics)
+    instrument_fastapi(app)
     return app

@@ -93,6 +93,14 @@ class Settings(BaseSettings):
     # References to previous keys, comma-separated: they only decrypt, so a key can be rotated.
     payload_old_key_refs: Annotated[list[str], NoDecode] = Field(default_factory=list)
 
+    # Observability (README "Observability"): the worker's one scrape port, and where the Temporal SDK's
+    # own Prometheus endpoint binds on loopback (0: any free port) for the worker to pass it through.
+    worker_metrics_port: int = Field(default=9464, ge=0, le=65535)
+    worker_metrics_host: str = "127.0.0.1"
+    worker_sdk_metrics_port: int = Field(default=0, ge=0, le=65535)
+    # The API's /metrics has no token, like every Prometheus exporter; false turns it off.
+    api_metrics: bool = True
+
     log_level: str = "INFO"
     log_format: str = Field(default="auto", description="json, console, or auto (console on a TTY)")
 

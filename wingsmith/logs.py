@@ -27,6 +27,7 @@ def configure_logging(level: str = "INFO", fmt: str = "auto") -> None:
         structlog.stdlib.add_logger_name,
         structlog.processors.TimeStamper(fmt="iso", utc=True),
         _temporal_extras,
+        _trace_ids,
     ]
     renderer = structlog.dev.ConsoleRenderer() if use_console else structlog.processors.JSONRenderer()
     structlog.configure(
@@ -64,6 +65,15 @@ def _temporal_extras(_logger, _name, event_dict):
         event_dict.setdefault("activity_id", act.get("activity_id"))
         event_dict.setdefault("activity_type", act.get("activity_type"))
         event_dict.setdefault("workflow_id", act.get("workflow_id"))
+    return event_dict
+
+
+def _trace_ids(_logger, _name, event_dict):
+    """The OpenTelemetry trace and span of the line, so one journey's lines can be found together
+    (and opened in a tracing backend when traces are exported)."""
+    from wingsmith.tracing import current_trace_ids
+    for key, value in current_trace_ids().items():
+        event_dict.setdefault(key, value)
     return event_dict
 
 

@@ -9,14 +9,18 @@ import asyncio
 
 from temporalio.client import Client
 from temporalio.envconfig import ClientConfigProfile
+from temporalio.runtime import Runtime
 
 from wingsmith.codec import data_converter
 from wingsmith.config import Settings
+from wingsmith.tracing import temporal_interceptors
 
 
-async def connect(settings: Settings, *, address: str | None = None, wait_seconds: float = 30) -> Client:
+async def connect(settings: Settings, *, address: str | None = None, wait_seconds: float = 30,
+                  runtime: Runtime | None = None) -> Client:
     """Connect, waiting up to `wait_seconds` for a server that is starting: a fresh dev server
-    listens before its frontend reports healthy."""
+    listens before its frontend reports healthy. Every client traces (wingsmith/tracing.py), and so
+    does every worker built on one; `runtime` carries the worker's metrics exporter."""
     profile = ClientConfigProfile.load()
     kwargs = profile.to_client_connect_config()
     kwargs["target_host"] = address or settings.temporal_address or kwargs.get("target_host") \
@@ -26,7 +30,8 @@ async def connect(settings: Settings, *, address: str | None = None, wait_second
     deadline = asyncio.get_running_loop().time() + wait_seconds
     while True:
         try:
-            return await Client.connect(**kwargs, data_converter=converter)
+            return await Client.connect(**kwargs, data_converter=converter, interceptors=temporal_interceptors(),
+                                        runtime=runtime)
         except RuntimeError as exc:
             if "not healthy" not in str(exc) or asyncio.get_running_loop().time() > deadline:
                 raise

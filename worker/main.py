@@ -15,6 +15,8 @@ from temporalio.worker import Worker
 from wingsmith.config import KUBE_TASK_QUEUE, TASK_QUEUE, Settings, get_settings
 from wingsmith.logs import configure_logging, get_logger
 from wingsmith.temporal import connect
+from wingsmith.tracing import configure_tracing
+from worker.metrics import DomainMetrics, metrics_runtime, serve_metrics
 from worker.registry import WorkerDeps, kube_activities, main_activities, workflows
 
 log = get_logger("wingsmith.worker")
@@ -24,7 +26,7 @@ def build_workers(client, deps: WorkerDeps, *, task_queue: str = TASK_QUEUE,
                   kube_task_queue: str = KUBE_TASK_QUEUE, max_threads: int = 16) -> list[Worker]:
     """Two workers sharing a client: orchestration + light activities, and blocking Kubernetes I/O
     on its own queue (and thread pool) so a slow cluster cannot starve everything else."""
-    common = dict(graceful_shutdown_timeout=timedelta(seconds=10))
+    common = dict(graceful_shutdown_timeout=timedelta(seconds=10), interceptors=[DomainMetrics(deps.db)])
     main = Worker(client, task_queue=task_queue, workflows=workflows(), activities=main_activities(deps),
                   activity_executor=ThreadPoolExecutor(max_threads, thread_name_prefix="wingsmith-act"),
                   **common)
@@ -52,7 +54,10 @@ async def running_in_process(client, deps: WorkerDeps, *, task_queue: str | None
 
 
 async def run(settings: Settings) -> None:
-    client = await connect(settings)
+    configure_tracing("wingsmith-worker")
+    runtime, sdk_metrics_url = metrics_runtime(settings)
+    metrics_server = serve_metrics(settings, sdk_metrics_url)
+    client = await connect(settings, runtime=runtime)
     deps = WorkerDeps(settings=settings)
     if settings.database_url:
         from wingsmith.store.db import migrate, open_pool
@@ -75,6 +80,8 @@ async def run(settings: Settings) -> None:
     await asyncio.gather(*(w.shutdown() for w in workers), return_exceptions=True)
     if deps.db is not None:
         await deps.db.close()
+    if metrics_server is not None:
+        metrics_server.shutdown()
 
 
 def main() -> None:

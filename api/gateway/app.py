@@ -4,6 +4,7 @@
     /v1/chat/completions, /v1/completions  proxied to one of the endpoint's backends, by weight
     /admin/routes[/{model}]                GET / PUT / DELETE, bearer token (read per call from a reference)
     /healthz
+    /metrics                               Prometheus (api/gateway/metrics.py)
 
 A request that fails before any byte reached the client (connection refused, timeout, a 5xx or
 404 answer, a stream that broke before its first byte) is retried once on another backend, and
@@ -30,6 +31,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
+from api.gateway.metrics import GatewayMetrics
 from api.gateway.table import BackendState, RouteTable, log
 from wingsmith.gateway.routes import EndpointRoutes
 from wingsmith.secrets import SecretUnavailable, read_secret_ref
@@ -57,6 +59,7 @@ def create_gateway_app(*, state_dir: Path | None = None, admin_token_ref: str | 
                        read_timeout: float = 600.0) -> Starlette:
     """`state_dir` None keeps routes in memory only; `admin_token_ref` None refuses every admin call."""
     table = RouteTable(state_dir, first_probe_after=first_probe_after)
+    metrics = GatewayMetrics(table, BACKEND_HEADER)
     created = int(time.time())
     clients: dict[str, httpx.AsyncClient] = {}
 
@@ -88,6 +91,7 @@ def create_gateway_app(*, state_dir: Path | None = None, admin_token_ref: str | 
                                 "missing_model", "model")
         if table.get(name) is None:
             return _unknown_model(name)
+        request.state.endpoint = name
         headers = {k: v for k in _FORWARD_REQUEST_HEADERS if (v := request.headers.get(k))}
         tried: set[str] = set()
         failures: list[str] = []
@@ -96,6 +100,8 @@ def create_gateway_app(*, state_dir: Path | None = None, admin_token_ref: str | 
             state = table.pick(name, exclude=tried)
             if state is None:
                 break
+            if tried:
+                metrics.retried(name)
             tried.add(state.backend.id)
             if held is not None:
                 await _release(held[0], held[2])
@@ -279,13 +285,15 @@ def create_gateway_app(*, state_dir: Path | None = None, admin_token_ref: str | 
     app = Starlette(routes=[
         Route("/v1/models", models, methods=["GET"]),
         Route("/v1/models/{model:path}", model, methods=["GET"]),
-        Route("/v1/chat/completions", completions, methods=["POST"]),
-        Route("/v1/completions", completions, methods=["POST"]),
+        Route("/v1/chat/completions", metrics.observed(completions), methods=["POST"]),
+        Route("/v1/completions", metrics.observed(completions), methods=["POST"]),
         Route("/admin/routes", admin_list, methods=["GET"]),
         Route("/admin/routes/{model:path}", admin_route, methods=["GET", "PUT", "DELETE"]),
         Route("/healthz", healthz, methods=["GET"]),
+        Route("/metrics", metrics.page, methods=["GET"]),
     ], exception_handlers={HTTPException: not_found}, lifespan=lifespan)
     app.state.table = table
+    app.state.metrics = metrics
     return app
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -46,6 +47,7 @@ class RouteTable:
         self._endpoints: dict[str, Endpoint] = {}
         self._file = state_dir / STATE_FILE if state_dir else None
         self.first_probe_after = first_probe_after
+        self.cooldown_listeners: list[Callable[[BackendState], None]] = []  # e.g. the metrics' counter
         if self._file and self._file.exists():
             self._load()
 
@@ -122,6 +124,8 @@ class RouteTable:
             state.cooling_since = now
             state.next_probe = now + self.first_probe_after
             log.warning("gateway backend cooling down", backend=state.backend.id, reason=reason)
+            for listener in self.cooldown_listeners:
+                listener(state)
 
     def recovered(self, state: BackendState) -> None:
         if state.cooling:

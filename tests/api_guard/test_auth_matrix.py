@@ -36,6 +36,7 @@ ACCESS: dict[tuple[str, str], str] = {
     ("GET", "/redoc"): PUBLIC,
     ("GET", "/healthz"): PUBLIC,
     ("GET", "/readyz"): PUBLIC,
+    ("GET", "/metrics"): PUBLIC,  # Prometheus scrapes carry no token; counts by route template only
     ("GET", "/v1/recipes"): "viewer",
     ("GET", "/v1/recipes/{org}/{name}"): "viewer",
     ("GET", "/v1/artifacts/resolve"): "viewer",
