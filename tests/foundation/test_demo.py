@@ -9,6 +9,7 @@ import sys
 import pytest
 
 from tests.foundation.test_up import Up
+from tests.observability.scrape import check_plane_after_demo
 
 pytestmark = pytest.mark.slow
 
@@ -27,5 +28,10 @@ def test_demo_runs_the_journey_on_a_fresh_plane(tmp_path):
         assert "approved by local-reviewer" in out
         assert "sim-east serving" in out and "sim-west serving" in out
         assert "answered by sim-" in out and "Hello from kimi-k3" in out
+        # Every process exports what the journey did (the metrics families: tests/observability/scrape.py).
+        up_out = up.out.read_text()
+        assert f"worker http://127.0.0.1:{up.ports['metrics']}/metrics" in up_out, up_out
+        check_plane_after_demo(up.api, f"http://127.0.0.1:{up.ports['metrics']}",
+                               f"http://127.0.0.1:{up.ports['gateway']}", "kimi-k3")
     finally:
         assert up.stop() == 0

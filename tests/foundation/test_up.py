@@ -25,7 +25,7 @@ pytestmark = pytest.mark.slow
 class Up:
     def __init__(self, home: Path):
         self.home = home
-        self.ports = {k: free_port() for k in ("api", "temporal", "ui", "pg", "hub", "sim", "gateway")}
+        self.ports = {k: free_port() for k in ("api", "temporal", "ui", "pg", "hub", "sim", "gateway", "metrics")}
         self.env = {k: v for k, v in os.environ.items()
                     if k not in ("DATABASE_URL", "TEMPORAL_ADDRESS", "WINGSMITH_AUTH_TOKENS")}
         self.env.update(WINGSMITH_HOME=str(home), WINGSMITH_API_PORT=str(self.ports["api"]),
@@ -35,6 +35,7 @@ class Up:
                         WINGSMITH_OFFLINE_HUB_PORT=str(self.ports["hub"]),
                         WINGSMITH_SIMULATED_CLUSTERS_PORT=str(self.ports["sim"]),
                         WINGSMITH_GATEWAY_PORT=str(self.ports["gateway"]),
+                        WINGSMITH_WORKER_METRICS_PORT=str(self.ports["metrics"]),
                         WINGSMITH_API_URL=f"http://127.0.0.1:{self.ports['api']}",
                         WINGSMITH_GATEWAY_URL=f"http://127.0.0.1:{self.ports['gateway']}")
         self.proc: subprocess.Popen | None = None

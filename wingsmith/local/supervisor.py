@@ -291,6 +291,8 @@ def _print_banner(plane: Plane, api_url: str, env: dict[str, str]) -> None:
         f"  Postgres    {env['DATABASE_URL']}",
         *( [f"  Gateway     {env['WINGSMITH_GATEWAY_URL']}/v1   (one model name per endpoint)"]
            if "WINGSMITH_GATEWAY_URL" in env else []),
+        f"  Metrics     {api_url}/metrics, worker http://{s.worker_metrics_host}:{s.worker_metrics_port}/metrics"
+        + (f", gateway {env['WINGSMITH_GATEWAY_URL']}/metrics" if "WINGSMITH_GATEWAY_URL" in env else ""),
         f"  Token       {token_note}",
         f"  Logs        {plane.home / 'logs'}",
         "Ctrl-C stops everything.",
