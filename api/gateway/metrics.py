@@ -41,7 +41,8 @@ class GatewayMetrics:
         self.table = table
         self.backend_header = backend_header
         self.registry = CollectorRegistry(auto_describe=True)
-        self.requests = Counter("wingsmith_gateway_requests", "Requests answered, by endpoint, backend and status code.",
+        self.requests = Counter("wingsmith_gateway_requests",
+                                "Requests answered, by endpoint, backend and status code.",
                                 ["endpoint", "backend", "code"], registry=self.registry)
         self.duration = Histogram("wingsmith_gateway_request_duration_seconds",
                                   "From the request's arrival to the last byte relayed.", ["endpoint", "backend"],

@@ -26,7 +26,8 @@ WORKER_FAMILIES = {"wingsmith_artifacts_registered", "wingsmith_artifacts_decide
                    "wingsmith_worker_sdk_metrics_up"}
 GATEWAY_FAMILIES = {"wingsmith_gateway_requests", "wingsmith_gateway_request_duration_seconds",
                     "wingsmith_gateway_time_to_first_byte_seconds", "wingsmith_gateway_in_flight_requests",
-                    "wingsmith_gateway_cooldowns", "wingsmith_gateway_retries", "wingsmith_gateway_backend_cooling_down"}
+                    "wingsmith_gateway_cooldowns", "wingsmith_gateway_retries",
+                    "wingsmith_gateway_backend_cooling_down"}
 
 
 def check_plane_after_demo(api: str, worker: str, gateway: str, endpoint: str) -> None:
