@@ -20,6 +20,7 @@ from api.console.workloads import workload_path
 from api.deps import DbDep, SettingsDep
 from api.routes import endpoints as endpoints_api
 from wingsmith.gateway import Backend, BackendStatus
+from wingsmith.gateway.traffic import BackendTraffic, read_traffic
 
 router = APIRouter(route_class=ConsoleRoute)
 
@@ -44,8 +45,10 @@ class BackendRow(BaseModel):
     health_words: str
     draining_until: datetime | None
     in_flight: int | None
-    requests: int | None
+    requests: int | None  # from the gateway's Prometheus metrics (wingsmith.gateway.traffic)
     failures: int | None
+    p50_ms: float | None
+    p99_ms: float | None
     last_error: str | None
     served_model: str | None
 
@@ -63,8 +66,14 @@ def health_of(backend: Backend, status: BackendStatus | None) -> str:
     return "healthy" if status.healthy else "unhealthy"
 
 
-def backend_rows(recorded: list[dict[str, Any]], health: dict[str, Any] | None) -> list[BackendRow]:
-    """The gateway's own routes when it answered (what it does now), else the routes the plane recorded."""
+def _ms(seconds: float | None) -> float | None:
+    return None if seconds is None else round(seconds * 1000, 1)
+
+
+def backend_rows(recorded: list[dict[str, Any]], health: dict[str, Any] | None,
+                 traffic: dict[str, BackendTraffic] | None = None) -> list[BackendRow]:
+    """The gateway's own routes when it answered (what it does now), else the routes the plane recorded.
+    Request counts and latencies are the gateway's metrics, the numbers Prometheus scrapes."""
     routes = (health or {}).get("routes", {}).get("backends") if health else None
     backends = [Backend.model_validate(b) for b in (routes if routes is not None else recorded)]
     statuses = {s["id"]: BackendStatus.model_validate(s) for s in (health or {}).get("backends", [])}
@@ -72,13 +81,16 @@ def backend_rows(recorded: list[dict[str, Any]], health: dict[str, Any] | None) 
     rows = []
     for b in backends:
         status = statuses.get(b.id)
+        seen = traffic.get(b.id, BackendTraffic(requests=0, failures=0, p50_seconds=None, p99_seconds=None)) \
+            if traffic is not None else None
         health_word = health_of(b, status)
         rows.append(BackendRow(
             id=b.id, cluster=b.cluster, workload_id=b.workload_id, url=b.url, weight=b.weight,
             share=round(100 * b.weight / total, 1) if total else None, health=health_word,
             health_words=HEALTH_WORDS[health_word], draining_until=b.draining_until,
-            in_flight=status.in_flight if status else None, requests=status.requests if status else None,
-            failures=status.failures if status else None, last_error=status.last_error if status else None,
+            in_flight=status.in_flight if status else None, requests=seen.requests if seen else None,
+            failures=seen.failures if seen else None, p50_ms=_ms(seen.p50_seconds) if seen else None,
+            p99_ms=_ms(seen.p99_seconds) if seen else None, last_error=status.last_error if status else None,
             served_model=b.served_model))
     return rows
 
@@ -110,7 +122,8 @@ async def endpoint_list(request: Request, principal: ConsoleViewer, db: DbDep):
 @router.get("/endpoints/{name}")
 async def endpoint_page(request: Request, name: str, principal: ConsoleViewer, db: DbDep, settings: SettingsDep):
     e = await endpoints_api.get_endpoint(name, principal, db, settings, request)
-    backends = backend_rows(e.get("routes") or [], e.get("health"))
+    traffic = await read_traffic(settings.gateway_url, name) if settings.gateway == "local" else None
+    backends = backend_rows(e.get("routes") or [], e.get("health"), traffic)
     base = gateway_base(settings.gateway_url)
     served_as = sorted({b.served_model for b in backends if b.served_model and b.served_model != name})
     return render(request, "endpoint.html", principal=principal, e=e, backends=backends, base_url=base,

@@ -9,6 +9,8 @@ import re
 import subprocess
 from html import unescape
 
+import httpx
+
 from api.console.endpoints import backend_rows, health_of
 from tests.console.conftest import browser_for, sign_in
 from tests.console.test_public_pages import commands, rows
@@ -18,6 +20,7 @@ from tests.support import running_worker, wait_until
 from tests.workloads.conftest import as_
 from tests.workloads.test_workload_journey import _until_stage
 from wingsmith.gateway import Backend, BackendStatus
+from wingsmith.gateway.traffic import BackendTraffic, parse_traffic
 
 WL, MODEL = "kimi-ep-console", "kimi-k3-console"
 
@@ -71,15 +74,19 @@ async def test_endpoint_pages_show_backends_weights_health_and_a_working_curl(
             routes = {b["id"]: b for b in endpoint["health"]["routes"]["backends"]}
             assert set(shown) == set(routes) and len(shown) == 2
             assert {b["cluster"] for b in routes.values()} == {"sim-east", "sim-west"}
+            # Counts and latencies are the gateway's Prometheus numbers, read the way Prometheus does.
+            async with httpx.AsyncClient() as http:
+                traffic = parse_traffic((await http.get(f"{gateway.url}/metrics")).text, MODEL)
             answered = 0
             for status in endpoint["health"]["backends"]:
                 text, route = shown[status["id"]], routes[status["id"]]
                 assert route["cluster"] in text and route["workload_id"] in text and route["url"] in text
                 assert f"weight {route['weight']} (50.0% of new requests)" in text
                 assert "healthy" in text and "unhealthy" not in text
-                if status["requests"]:
-                    assert f"{status['requests']} answered" in text
-                    answered += status["requests"]
+                seen = traffic.get(status["id"])
+                if seen is not None:
+                    assert f"{seen.requests} answered" in text and "p50 " in text and "p99 " in text
+                    answered += seen.requests
             assert answered >= 1, "the curl's request is counted on the page"
 
             await api.delete(f"/v1/workloads/{WL}", headers=as_("tok-olga"))
@@ -117,8 +124,10 @@ def test_backend_rows_use_the_gateways_routes_when_it_answers_else_the_recorded_
     west = {**east, "id": "sim-west/kimi-ep-console-sim-west", "cluster": "sim-west", "weight": 1}
     health = {"routes": {"model_name": "kimi-k3", "backends": [east, west]},
               "backends": [_status(weight=3, requests=7).model_dump(), _status(id=west["id"]).model_dump()]}
-    got = backend_rows([east], health)
-    assert [(r.cluster, r.share, r.health, r.requests) for r in got] == [("sim-east", 75.0, "healthy", 7),
-                                                                         ("sim-west", 25.0, "healthy", None)]
+    traffic = {east["id"]: BackendTraffic(requests=7, failures=1, p50_seconds=0.012, p99_seconds=0.2)}
+    got = backend_rows([east], health, traffic)
+    assert [(r.cluster, r.share, r.health, r.requests, r.p50_ms) for r in got] == [
+        ("sim-east", 75.0, "healthy", 7, 12.0), ("sim-west", 25.0, "healthy", 0, None)]
+    assert [r.requests for r in backend_rows([east], health)] == [None, None]  # no metrics: not reported
     fallback = backend_rows([east], None)
     assert [(r.cluster, r.share, r.health) for r in fallback] == [("sim-east", 100.0, "unknown")]
