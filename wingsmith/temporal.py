@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 
 from temporalio.client import Client
+from temporalio.common import HeaderCodecBehavior
 from temporalio.envconfig import ClientConfigProfile
 from temporalio.runtime import Runtime
 
@@ -27,11 +28,13 @@ async def connect(settings: Settings, *, address: str | None = None, wait_second
         or f"127.0.0.1:{settings.temporal_port}"
     kwargs.setdefault("namespace", settings.temporal_namespace)
     converter = data_converter(settings)
+    # The tracing interceptor's header (a trace context) is a payload too: encrypted like the rest.
+    headers = HeaderCodecBehavior.CODEC if converter.payload_codec else HeaderCodecBehavior.NO_CODEC
     deadline = asyncio.get_running_loop().time() + wait_seconds
     while True:
         try:
             return await Client.connect(**kwargs, data_converter=converter, interceptors=temporal_interceptors(),
-                                        runtime=runtime)
+                                        runtime=runtime, header_codec_behavior=headers)
         except RuntimeError as exc:
             if "not healthy" not in str(exc) or asyncio.get_running_loop().time() > deadline:
                 raise
