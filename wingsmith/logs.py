@@ -68,7 +68,7 @@ def _temporal_extras(_logger, _name, event_dict):
     return event_dict
 
 
-def _trace_ids(_logger, _name, event_dict):
+def _trace_ids(_logger: object, _name: str, event_dict: dict) -> dict:
     """The OpenTelemetry trace and span of the line, so one journey's lines can be found together
     (and opened in a tracing backend when traces are exported)."""
     from wingsmith.tracing import current_trace_ids
