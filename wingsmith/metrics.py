@@ -94,22 +94,26 @@ class ScrapedMetrics(Collector):
     Temporal SDK's own runtime metrics (a Rust exporter on a loopback port) on its one scrape port.
     `<prefix>_up` says whether that exporter answered this scrape."""
 
-    def __init__(self, url: str, up_name: str, timeout: float = 2.0):
-        self.url = url
+    def __init__(self, up_name: str, url: str | None = None, timeout: float = 2.0):
         self.up_name = up_name
+        self.url = url  # None until the exporter is known: reported as down
         self.timeout = timeout
 
     def describe(self) -> Iterable[Metric]:
         return []  # the families are whatever the other exporter has; no scrape at registration
 
     def collect(self) -> Iterable[Metric]:
-        try:
-            with urllib.request.urlopen(self.url, timeout=self.timeout) as resp:  # noqa: S310 - our own loopback URL
-                text = resp.read().decode()
-            families = list(text_string_to_metric_families(text))
-        except (OSError, ValueError):
-            families, up = [], 0
-        else:
-            up = 1
-        yield GaugeMetricFamily(self.up_name, f"1 when {self.url} answered this scrape.", value=up)
+        families, up = [], 0
+        if self.url is not None:
+            try:
+                with urllib.request.urlopen(self.url, timeout=self.timeout) as resp:  # noqa: S310 - our own URL
+                    families, up = list(text_string_to_metric_families(resp.read().decode())), 1
+            except (OSError, ValueError):
+                pass
+        yield GaugeMetricFamily(self.up_name, "1 when the other exporter answered this scrape.", value=up)
         yield from families
+
+
+# The Temporal SDK's own exporter, re-exposed on the worker's port once the worker sets its URL.
+SDK_METRICS = ScrapedMetrics("wingsmith_worker_sdk_metrics_up")
+WORKER_REGISTRY.register(SDK_METRICS)

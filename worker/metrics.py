@@ -47,9 +47,7 @@ def metrics_runtime(settings: Settings) -> tuple[Runtime, str]:
 
 def serve_metrics(settings: Settings, sdk_url: str | None) -> Any | None:
     """Serve the worker's registry (plus the SDK's families from `sdk_url`) until the process exits."""
-    if sdk_url is not None and not getattr(serve_metrics, "_passthrough", False):
-        metrics.WORKER_REGISTRY.register(metrics.ScrapedMetrics(sdk_url, "wingsmith_worker_sdk_metrics_up"))
-        serve_metrics._passthrough = True  # type: ignore[attr-defined]
+    metrics.SDK_METRICS.url = sdk_url
     try:
         server, _thread = start_http_server(settings.worker_metrics_port, addr=settings.worker_metrics_host,
                                             registry=metrics.WORKER_REGISTRY)
