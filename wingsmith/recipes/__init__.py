@@ -2,8 +2,16 @@
 Hugging Face id finds its recipe, the evidence a draft carries, the tested `vllm serve` command for
 a choice, and the `--max-num-seqs` default from Dynamo's aggregated recipes."""
 
-from wingsmith.recipes.catalog import (CatalogVersionExists, ImportReport, build_catalog, load_catalog,
-                                       load_catalog_version, read_catalog, store_catalog_version, write_catalog)
+from wingsmith.recipes.catalog import (
+                                       CatalogVersionExists,
+                                       ImportReport,
+                                       build_catalog,
+                                       load_catalog,
+                                       load_catalog_version,
+                                       read_catalog,
+                                       store_catalog_version,
+                                       write_catalog,
+)
 from wingsmith.recipes.command import NodeCommand, ServeCommand, serve_command
 from wingsmith.recipes.concurrency import MaxNumSeqsDefault, dynamo_entries, max_num_seqs_default
 from wingsmith.recipes.evidence import Evidence, evidence_for

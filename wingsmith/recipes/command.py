@@ -11,10 +11,31 @@ from __future__ import annotations
 
 from pydantic import BaseModel
 
-from wingsmith.recipes.models import (Catalog, HardwareProfile, Override, PdRole, Recipe, RecipeMatch,
-                                      Strategy, StrategyOverride, Variant)
-from wingsmith.recipes.rules import (InvalidChoice, exclusions, feature_gated, hardware_status, is_opt_in,
-                                     layout_allowed, minimum_gpus, pick, pinned_tp, profile_for)
+from wingsmith.recipes.models import (
+    Catalog,
+    HardwareProfile,
+    Override,
+    PdRole,
+    Recipe,
+    RecipeMatch,
+    Strategy,
+    StrategyOverride,
+    Variant,
+)
+from wingsmith.recipes.rules import (
+    InvalidChoice,
+    exclusions,
+    feature_gated,
+    feature_unsupported,
+    hardware_status,
+    is_opt_in,
+    layout_allowed,
+    minimum_gpus,
+    pick,
+    pinned_tp,
+    precision_problem,
+    profile_for,
+)
 
 HEAD_ADDRESS = "$HEAD_NODE_IP"
 
@@ -130,6 +151,11 @@ def _choose_features(recipe: Recipe, variant_name: str, variant: Variant, profil
                 raise InvalidChoice(f"feature {name} is not available with layout {layout} "
                                     f"(only {', '.join(feature.strategies or [])})")
             continue
+        if feature_unsupported(feature, profile.id):
+            if wanted:
+                raise InvalidChoice(f"feature {name} is unsupported on {profile.id}")
+            notes.append(f"{name} left off: unsupported on {profile.id}")
+            continue
         mode = explicit.get(name)
         if feature.modes:
             mode = mode or variant.default_modes.get(name) or feature.default_mode or next(iter(feature.modes))
@@ -181,11 +207,47 @@ def _int_for(value: int | dict[str, int] | None, profile: HardwareProfile) -> in
     return value
 
 
+def recipe_image(recipe: Recipe) -> str | None:
+    """The recipe's own runtime image: its one image, else the newest CUDA build it names."""
+    if not recipe.docker_images:
+        return None
+    if "default" in recipe.docker_images:
+        return recipe.docker_images["default"]
+    return recipe.docker_images[max(recipe.docker_images)]
+
+
+class _Parts:
+    """What every deployment type builds its commands from: the merged args and env of the recipe,
+    variant, layout, hardware and features, in upstream's order."""
+
+    def __init__(self, recipe: Recipe, variant: str, var: Variant, profile: HardwareProfile, strategy: Strategy,
+                 so: StrategyOverride | None, status: str, chosen: dict[str, str | None], notes: list[str]):
+        hw_blocks = _hardware_blocks(recipe, so, var, profile)
+        self.feat_args, self.feat_env = _feature_parts(recipe, chosen, profile)
+        self.head = recipe.base_args + var.args + strategy.args
+        self.head_env = _merge_env(recipe.base_env, var.env, strategy.env)
+        self.tail = (so.args if so else []) + [a for b in hw_blocks for a in b.args]
+        self.tail_env = _merge_env(so.env if so else {}, *(b.env for b in hw_blocks))
+        self.model = var.model_id or recipe.model_id
+        image = next((b.docker_image for b in reversed(hw_blocks) if b.docker_image), var.docker_image)
+        self.common = dict(recipe=recipe.path, model=self.model, variant=variant, hardware=profile.id,
+                           hardware_status=status, layout=strategy.name, features=chosen,
+                           gpus_per_node=profile.gpu_count, docker_image=image or recipe_image(recipe), notes=notes)
+
+    def build(self, role: str, rank: int, sizes: list[str], role_args: list[str], role_env: dict,
+              node_args: list[str]) -> NodeCommand:
+        args = dedupe_args(self.head + sizes + self.tail + role_args + self.feat_args + node_args)
+        env = _merge_env(self.head_env, self.tail_env, role_env, self.feat_env)
+        return NodeCommand(role=role, node_rank=rank, args=args, env=env, argv=["vllm", "serve", self.model, *args])
+
+
 def serve_command(recipe: Recipe | RecipeMatch, variant: str, hardware: str, layout: str,
                   features: list[str] | tuple[str, ...] = (), *, gpus: int | None = None,
                   catalog: Catalog | None = None) -> ServeCommand:
     """`features` names features to enable (`name` or `name:mode`); `-name` turns off one that is on
-    by default. `gpus` defaults to the smallest count the layout allows on that hardware."""
+    by default. `gpus` defaults to the shape the recipe tests: the TP size it pins for the layout,
+    variant or card, else one whole node (upstream sets TP to the node's GPU count), else the
+    layout's node minimum."""
     if isinstance(recipe, RecipeMatch):
         recipe = recipe.recipe
     if catalog is None:
@@ -200,6 +262,8 @@ def serve_command(recipe: Recipe | RecipeMatch, variant: str, hardware: str, lay
         raise InvalidChoice(f"{recipe.path} is marked unsupported on {profile.id}")
     if var.supported_hardware is not None and profile.id not in var.supported_hardware:
         raise InvalidChoice(f"variant {variant} runs only on {', '.join(var.supported_hardware)}")
+    if problem := precision_problem(recipe, var, profile.id):
+        raise InvalidChoice(f"variant {variant}: {problem}")
     strategy = catalog.strategies.get(layout)
     if strategy is None:
         raise InvalidChoice(f"unknown layout {layout!r}; layouts: {', '.join(catalog.strategies)}")
@@ -208,48 +272,49 @@ def serve_command(recipe: Recipe | RecipeMatch, variant: str, hardware: str, lay
         raise InvalidChoice(reason)
     chosen, notes = _choose_features(recipe, variant, var, profile, layout, list(features))
     so = recipe.strategy_overrides.get(layout)
-    gpn = profile.gpu_count
     floor = minimum_gpus(recipe, strategy, profile.id)
-    model = var.model_id or recipe.model_id
-    hw_blocks = _hardware_blocks(recipe, so, var, profile)
-    feat_args, feat_env = _feature_parts(recipe, chosen, profile)
-
-    head = recipe.base_args + var.args + strategy.args
-    head_env = _merge_env(recipe.base_env, var.env, strategy.env)
-    tail = (so.args if so else []) + [a for b in hw_blocks for a in b.args]
-    tail_env = _merge_env(so.env if so else {}, *(b.env for b in hw_blocks))
-    image = next((b.docker_image for b in reversed(hw_blocks) if b.docker_image), var.docker_image)
-
-    def build(role: str, rank: int, sizes: list[str], role_args: list[str], role_env: dict, node_args: list[str]):
-        args = dedupe_args(head + sizes + tail + role_args + feat_args + node_args)
-        env = _merge_env(head_env, tail_env, role_env, feat_env)
-        return NodeCommand(role=role, node_rank=rank, args=args, env=env, argv=["vllm", "serve", model, *args])
-
-    def common(**sizes) -> dict:
-        return dict(recipe=recipe.path, model=model, variant=variant, hardware=profile.id, hardware_status=status,
-                    layout=layout, features=chosen, gpus_per_node=gpn, docker_image=image, notes=notes, **sizes)
-
+    parts = _Parts(recipe, variant, var, profile, strategy, so, status, chosen, notes)
     if strategy.deploy_type == "pd_cluster":
-        return _pd_command(recipe, strategy, so, profile, floor, build, common, gpus)
-
+        return _pd_command(recipe, strategy, so, profile, floor, parts, gpus)
     if strategy.deploy_type == "single_node":
-        pinned = pinned_tp(recipe, layout, profile) or var.tp
-        count = gpus or pinned or gpn
-        if floor > gpn:
-            raise InvalidChoice(f"{layout} needs at least {floor} GPUs and a {profile.id} node has {gpn}")
-        if pinned and pinned > gpn:
-            raise InvalidChoice(f"the recipe pins {layout} to TP {pinned} and a {profile.id} node has {gpn} GPUs")
-        if count > gpn:
-            raise InvalidChoice(f"{layout} runs on one node: at most {gpn} GPUs on {profile.id}, asked for {count}")
-        if count < floor:
-            raise InvalidChoice(f"{layout} needs at least {floor} GPUs on {profile.id}, asked for {count}")
-        sizes = [strategy.parallel_flag, str(count)]
-        cmd = build("serve", 0, sizes, [], {}, [])
-        dp = count if strategy.parallel_flag == "--data-parallel-size" else 1
-        return ServeCommand(**common(gpus=count, nodes=1, tensor_parallel_size=count if dp == 1 else 1,
-                                     data_parallel_size=dp), args=cmd.args, env=cmd.env, commands=[cmd])
+        return _single_node_command(strategy, profile, floor, pinned_tp(recipe, layout, profile, var), parts, gpus)
+    return _multi_node_command(strategy, profile, floor, parts, gpus)
 
-    # multi-node
+
+def _single_node_command(strategy: Strategy, profile: HardwareProfile, floor: int, pinned: int | None,
+                         parts: _Parts, gpus: int | None) -> ServeCommand:
+    gpn, layout = profile.gpu_count, strategy.name
+    count = gpus or pinned or gpn
+    if floor > gpn:
+        raise InvalidChoice(f"{layout} needs at least {floor} GPUs and a {profile.id} node has {gpn}")
+    if pinned and pinned > gpn:
+        raise InvalidChoice(f"the recipe pins {layout} to TP {pinned} and a {profile.id} node has {gpn} GPUs")
+    if count > gpn:
+        raise InvalidChoice(f"{layout} runs on one node: at most {gpn} GPUs on {profile.id}, asked for {count}")
+    if count < floor:
+        raise InvalidChoice(f"{layout} needs at least {floor} GPUs on {profile.id}, asked for {count}")
+    cmd = parts.build("serve", 0, [strategy.parallel_flag, str(count)], [], {}, [])
+    dp = count if strategy.parallel_flag == "--data-parallel-size" else 1
+    return ServeCommand(**parts.common, gpus=count, nodes=1, tensor_parallel_size=count if dp == 1 else 1,
+                        data_parallel_size=dp, args=cmd.args, env=cmd.env, commands=[cmd])
+
+
+def _multi_node_sizes(strategy: Strategy, count: int, gpn: int) -> tuple[int, int, int, list[str]]:
+    """(tp, pp, dp, size flags) of a multi-node layout over `count` GPUs."""
+    nodes = count // gpn
+    if strategy.parallelism == "tp_pp":
+        return gpn, nodes, 1, ["--tensor-parallel-size", str(gpn), "--pipeline-parallel-size", str(nodes)]
+    if strategy.parallelism == "tp_dp":
+        return gpn, 1, nodes, ["--tensor-parallel-size", str(gpn), "--data-parallel-size", str(nodes),
+                               "--data-parallel-size-local", "1"]
+    if strategy.parallel_flag == "--data-parallel-size":
+        return 1, 1, count, ["--data-parallel-size", str(count), "--data-parallel-size-local", str(gpn)]
+    return count, 1, 1, [strategy.parallel_flag, str(count)]
+
+
+def _multi_node_command(strategy: Strategy, profile: HardwareProfile, floor: int, parts: _Parts,
+                        gpus: int | None) -> ServeCommand:
+    gpn, layout = profile.gpu_count, strategy.name
     if not profile.scalable:
         raise InvalidChoice(f"{profile.id} cannot be joined into a multi-node deployment")
     count = gpus or max(-(-floor // gpn) * gpn, 2 * gpn)
@@ -258,18 +323,7 @@ def serve_command(recipe: Recipe | RecipeMatch, variant: str, hardware: str, lay
     if count % gpn:
         raise InvalidChoice(f"{layout} uses whole nodes: {count} GPUs is not a multiple of {gpn} per {profile.id} node")
     nodes = count // gpn
-    tp, pp, dp = count, 1, 1
-    if strategy.parallelism == "tp_pp":
-        tp, pp = gpn, nodes
-        sizes = ["--tensor-parallel-size", str(tp), "--pipeline-parallel-size", str(pp)]
-    elif strategy.parallelism == "tp_dp":
-        tp, dp = gpn, nodes
-        sizes = ["--tensor-parallel-size", str(tp), "--data-parallel-size", str(dp), "--data-parallel-size-local", "1"]
-    elif strategy.parallel_flag == "--data-parallel-size":
-        tp, dp = 1, count
-        sizes = ["--data-parallel-size", str(dp), "--data-parallel-size-local", str(gpn)]
-    else:
-        sizes = [strategy.parallel_flag, str(tp)]
+    tp, pp, dp, sizes = _multi_node_sizes(strategy, count, gpn)
     commands = []
     for rank in range(nodes):
         if dp > 1:
@@ -279,14 +333,14 @@ def serve_command(recipe: Recipe | RecipeMatch, variant: str, hardware: str, lay
             node = ["--nnodes", str(nodes), "--node-rank", str(rank), "--master-addr", HEAD_ADDRESS]
         if rank:
             node.append("--headless")
-        commands.append(build("serve", rank, sizes, [], {}, node))
-    shared = build("serve", 0, sizes, [], {}, [])
-    return ServeCommand(**common(gpus=count, nodes=nodes, tensor_parallel_size=tp, pipeline_parallel_size=pp,
-                                 data_parallel_size=dp), args=shared.args, env=shared.env, commands=commands)
+        commands.append(parts.build("serve", rank, sizes, [], {}, node))
+    shared = parts.build("serve", 0, sizes, [], {}, [])
+    return ServeCommand(**parts.common, gpus=count, nodes=nodes, tensor_parallel_size=tp, pipeline_parallel_size=pp,
+                        data_parallel_size=dp, args=shared.args, env=shared.env, commands=commands)
 
 
 def _pd_command(recipe: Recipe, strategy: Strategy, so: StrategyOverride | None, profile: HardwareProfile,
-                floor: int, build, common, gpus: int | None) -> ServeCommand:
+                floor: int, parts: _Parts, gpus: int | None) -> ServeCommand:
     gpn = profile.gpu_count
     if not profile.scalable:
         raise InvalidChoice(f"{profile.id} cannot be joined into a prefill/decode cluster")
@@ -327,11 +381,11 @@ def _pd_command(recipe: Recipe, strategy: Strategy, so: StrategyOverride | None,
                 if rank:
                     node.append("--headless")
             env = {k: (v.replace(f"${role.upper()}_NODE_1", f"${role.upper()}_NODE_{rank + 1}")) for k, v in role_env.items()}
-            commands.append(build(role, rank, sizes, role_args, env, node))
+            commands.append(parts.build(role, rank, sizes, role_args, env, node))
     if gpus is not None and gpus != total:
         raise InvalidChoice(f"pd_cluster's prefill and decode pools take {total} GPUs on {profile.id}, not {gpus}")
     if total < floor:
         raise InvalidChoice(f"pd_cluster needs at least {floor} GPUs on {profile.id}; its pools take {total}")
     first = commands[0]
-    return ServeCommand(**common(gpus=total, nodes=total // gpn, tensor_parallel_size=decode_sizes[0],
-                                 data_parallel_size=decode_sizes[1]), args=first.args, env=first.env, commands=commands)
+    return ServeCommand(**parts.common, gpus=total, nodes=total // gpn, tensor_parallel_size=decode_sizes[0],
+                        data_parallel_size=decode_sizes[1], args=first.args, env=first.env, commands=commands)

@@ -8,10 +8,9 @@ from typing import Literal
 from pydantic import BaseModel
 
 from wingsmith.hardware import HARDWARE, NVIDIA_HARDWARE
-from wingsmith.recipes.models import Catalog, Recipe, RecipeMatch
 from wingsmith.recipes.command import serve_command
-from wingsmith.recipes.rules import (InvalidChoice, exclusions, hardware_status, is_opt_in, layout_allowed,
-                                     minimum_gpus)
+from wingsmith.recipes.models import Catalog, Recipe, RecipeMatch
+from wingsmith.recipes.rules import InvalidChoice, exclusions, hardware_status, is_opt_in, layout_allowed, minimum_gpus
 
 
 class VariantEvidence(BaseModel, frozen=True):

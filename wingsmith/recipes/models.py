@@ -7,7 +7,7 @@ upstream's rules, but every field here is something the plane reads.
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -33,6 +33,8 @@ class FeatureMode(_Fact):
 
 class Feature(_Fact):
     args: list[str] = []
+    # Feature-level support per card (`{rtx_5090: unsupported}`): never built into a command there.
+    hardware: dict[str, str] = {}
     env: dict[str, str] = {}
     strategies: list[str] | None = None  # None: every layout
     # Upstream rule: a feature's hardware override *replaces* its args on that hardware.
@@ -53,7 +55,7 @@ class Variant(_Fact):
     env: dict[str, str] = {}
     hardware_overrides: dict[str, Override] = {}
     supported_hardware: list[str] | None = None
-    tp: int | None = None
+    tp: int | dict[str, int] | None = None  # one size, or per card ({b200: 2, h200: 4})
     default_modes: dict[str, str] = {}
 
 
@@ -75,6 +77,8 @@ class StrategyOverride(_Fact):
     router: dict[str, int | str] = {}
     prefill: PdRole | None = None
     decode: PdRole | None = None
+    # Upstream's per-pool serving modes of a disaggregated layout, kept as stated.
+    pool_modes: dict[str, Any] = {}
 
 
 class Strategy(_Fact):
@@ -129,7 +133,18 @@ class Recipe(_Fact):
     default_strategy: str | None = None
     hardware_overrides: dict[str, Override] = {}
     strategy_overrides: dict[str, StrategyOverride] = {}
+    # Runtime image(s) the recipe names: {"default": image} or upstream's per-CUDA map (cu129, cu130).
+    docker_images: dict[str, str] = {}
+    # precision -> card -> status ("supported" for a listed card, else as stated upstream).
+    precision_hardware: dict[str, dict[str, str]] = {}
+    # vLLM-Omni recipes (`task: omni`, an `omni:` block) serve through vllm-omni and have no layouts.
+    omni: bool = False
     source_path: str
+
+    @property
+    def default_variant(self) -> str:
+        """`default` when upstream has it; else the first variant that imported."""
+        return "default" if "default" in self.variants else next(iter(self.variants))
 
 
 class MaxConcurrency(_Fact):
@@ -140,7 +155,9 @@ class MaxConcurrency(_Fact):
 
 class DynamoWorker(_Fact):
     name: str
-    role: Literal["aggregated", "prefill", "decode"]
+    role: Literal["aggregated", "prefill", "decode", "encode"]
+    card: str | None = None
+    card_label: str | None = None
     gpus: int | None = None
     nodes: int = 1
     replicas: int = 1
@@ -152,6 +169,9 @@ class DynamoEntry(_Fact):
     source_path: str
     model: str = Field(description="the model directory under recipes/")
     model_ids: list[str] = Field(description="HF ids the workers load or serve as")
+    model_name: str = Field(default="", description="the name the entry serves its model as")
+    model_name_source: str = Field(default="recipe folder", description="where model_name came from: a flag "
+                                   "(--model, --model-path, --served-model-name), an env var, or the recipe folder")
     backend: Literal["vllm", "sglang", "trtllm"]
     mode: Literal["aggregated", "disaggregated"]
     card: str | None = Field(description="hardware id (wingsmith.hardware) or None if not stated")
@@ -179,7 +199,7 @@ class Catalog(_Fact):
     hardware: dict[str, HardwareProfile]
     dynamo: list[DynamoEntry]
 
-    def find(self, hf_id: str) -> "RecipeMatch | None":
+    def find(self, hf_id: str) -> RecipeMatch | None:
         from wingsmith.recipes.catalog import find_recipe
         return find_recipe(self, hf_id)
 

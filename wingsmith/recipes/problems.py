@@ -2,18 +2,56 @@
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable
+from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel, ValidationError
+
+T = TypeVar("T")
 
 
 class ImportProblem(BaseModel, frozen=True):
     file: str
     field: str
     reason: str
+    # file: nothing of the file was used; part: that field was dropped and the rest kept;
+    # warning: kept, but a reviewer should know (e.g. a flag the shell would mangle).
+    scope: Literal["file", "part", "warning"] = "file"
 
     def __str__(self) -> str:
         return f"{self.file}: {self.field}: {self.reason}"
+
+
+class PartProblems:
+    """Collects the parts of one file that were dropped, so one bad field never costs the file."""
+
+    def __init__(self, file: str):
+        self.file = file
+        self.problems: list[ImportProblem] = []
+
+    def note(self, field: str, reason: str, scope: Literal["part", "warning"] = "part") -> None:
+        self.problems.append(ImportProblem(file=self.file, field=field, reason=reason, scope=scope))
+
+    def keep(self, read: Callable[[], T], default: T) -> T:
+        """read(), or `default` with the dropped field noted when it raises BadField."""
+        try:
+            return read()
+        except BadField as exc:
+            self.note(exc.field, exc.reason)
+            return default
+
+    def each(self, value: Any, field: str, read: Callable[[str, Any, str], T]) -> dict[str, T]:
+        """read(key, item, field path) for every entry of a mapping, dropping only the bad entries."""
+        out: dict[str, T] = {}
+        for key, item in self.keep(lambda: mapping(value, field), {}).items():
+            try:
+                out[str(key)] = read(str(key), item, f"{field}.{key}")
+            except BadField as exc:
+                self.note(exc.field, exc.reason)
+            except ValidationError as exc:
+                bad = from_validation_error(exc, f"{field}.{key}")
+                self.note(bad.field, bad.reason)
+        return out
 
 
 class BadField(ValueError):

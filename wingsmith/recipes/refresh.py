@@ -13,8 +13,13 @@ from pathlib import Path
 import httpx
 from pydantic import BaseModel
 
-from wingsmith.recipes.catalog import (CatalogVersionExists, ImportReport, build_catalog, read_catalog,
-                                       store_catalog_version)
+from wingsmith.recipes.catalog import (
+    CatalogVersionExists,
+    ImportReport,
+    build_catalog,
+    read_catalog,
+    store_catalog_version,
+)
 from wingsmith.recipes.models import Catalog, SourceStamp
 
 GITHUB_API = "https://api.github.com"

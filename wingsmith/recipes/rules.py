@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import TypeVar
 
-from wingsmith.recipes.models import Catalog, Feature, HardwareProfile, Recipe, Strategy
+from wingsmith.recipes.models import Catalog, Feature, HardwareProfile, Recipe, Strategy, Variant
 
 T = TypeVar("T")
 
@@ -82,10 +82,50 @@ def feature_gated(feature: Feature, layout: str) -> bool:
     return feature.strategies is not None and layout not in feature.strategies
 
 
-def pinned_tp(recipe: Recipe, layout: str, profile: HardwareProfile) -> int | None:
-    """A tensor-parallel size the recipe fixes for a layout (per card, or for all cards)."""
+def _for_card(value: int | dict[str, int] | None, profile: HardwareProfile) -> int | None:
+    if isinstance(value, dict):
+        for key in (*hardware_keys(profile), "default"):
+            if key in value:
+                return value[key]
+        return None
+    return value
+
+
+def _args_tp(args: list[str]) -> int | None:
+    """A `--tensor-parallel-size N` (or `-tp N`) the variant's own args set: the size upstream tested."""
+    found = None
+    for i, token in enumerate(args):
+        name, eq, value = token.partition("=")
+        if name in ("--tensor-parallel-size", "-tp"):
+            raw = value if eq else (args[i + 1] if i + 1 < len(args) else "")
+            found = int(raw) if raw.isdigit() else found
+    return found
+
+
+def pinned_tp(recipe: Recipe, layout: str, profile: HardwareProfile, variant: Variant | None = None) -> int | None:
+    """The tensor-parallel size the recipe tests for a layout on a card: its strategy override's
+    size (per card, or for all cards), else the variant's `tp` (per card or one size), else a
+    `--tensor-parallel-size` in the variant's own args."""
     override = recipe.strategy_overrides.get(layout)
-    tp = override.tp if override else None
-    if isinstance(tp, dict):
-        return tp.get(profile.id, tp.get("default"))
+    tp = _for_card(override.tp if override else None, profile)
+    if tp is None and variant is not None:
+        tp = _for_card(variant.tp, profile) or _args_tp(variant.args)
     return tp
+
+
+def feature_unsupported(feature: Feature, hardware_id: str) -> bool:
+    return feature.hardware.get(hardware_id) == "unsupported"
+
+
+def precision_problem(recipe: Recipe, variant: Variant, hardware_id: str) -> str | None:
+    """Why the recipe's `precision_hardware` rules a variant's precision out on a card, if it does."""
+    support = recipe.precision_hardware.get(variant.precision)
+    if not support:
+        return None
+    status = support.get(hardware_id)
+    if status == "unsupported" or (status is None and "supported" in support.values()
+                                   and "unsupported" not in support.values()):
+        cards = sorted(h for h, v in support.items() if v != "unsupported")
+        return (f"{variant.precision} runs only on {', '.join(cards)} (precision_hardware)" if cards
+                else f"{variant.precision} is unsupported on {hardware_id} (precision_hardware)")
+    return None

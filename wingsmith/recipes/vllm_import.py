@@ -10,10 +10,26 @@ from typing import Any
 import yaml
 from pydantic import ValidationError
 
-from wingsmith.recipes.models import (Feature, FeatureMode, HardwareProfile, Override, PdRole,
-                                      Recipe, Strategy, StrategyOverride, Variant)
-from wingsmith.recipes.problems import (BadField, ImportProblem, from_validation_error, mapping,
-                                        str_list, str_map)
+from wingsmith.recipes.models import (
+    Feature,
+    FeatureMode,
+    HardwareProfile,
+    Override,
+    PdRole,
+    Recipe,
+    Strategy,
+    StrategyOverride,
+    Variant,
+)
+from wingsmith.recipes.problems import (
+    BadField,
+    ImportProblem,
+    PartProblems,
+    from_validation_error,
+    mapping,
+    str_list,
+    str_map,
+)
 
 
 def _load_yaml(path: Path) -> Any:
@@ -51,16 +67,34 @@ def _feature(value: Any, field: str) -> Feature:
             hardware_overrides=_arg_overrides(m.get("hardware_overrides"), f"{field}.modes.{name}.hardware_overrides"),
             variants=str_list(m["variants"], f"{field}.modes.{name}.variants") if "variants" in m else None,
             hardware=str_map(m.get("hardware"), f"{field}.modes.{name}.hardware"))
-    if not modes and "args" not in block:
-        raise BadField(f"{field}.args", "missing (a feature needs args or modes)")
+    hw_args = _arg_overrides(block.get("hardware_overrides"), f"{field}.hardware_overrides")
+    # A feature may carry its args only per vendor (hardware_overrides.nvidia/amd): on other cards
+    # it adds nothing.
+    if not modes and "args" not in block and not hw_args:
+        raise BadField(f"{field}.args", "missing (a feature needs args, hardware_overrides args or modes)")
     default_mode = block.get("default_mode")
     if default_mode is not None and default_mode not in modes:
         raise BadField(f"{field}.default_mode", f"{default_mode!r} is not one of its modes")
     return Feature(args=str_list(block.get("args"), f"{field}.args"),
                    env=str_map(block.get("env"), f"{field}.env"),
+                   hardware=str_map(block.get("hardware"), f"{field}.hardware"),
                    strategies=str_list(block["strategies"], f"{field}.strategies") if "strategies" in block else None,
-                   hardware_overrides=_arg_overrides(block.get("hardware_overrides"), f"{field}.hardware_overrides"),
-                   modes=modes, default_mode=default_mode)
+                   hardware_overrides=hw_args, modes=modes, default_mode=default_mode)
+
+
+def _tp(value: Any, field: str) -> int | dict[str, int] | None:
+    """A tensor-parallel size: one whole number, or a per-card map ({b200: 2, h200: 4})."""
+    if value is None:
+        return None
+    if isinstance(value, dict):
+        return {str(k): _positive(v, f"{field}.{k}") for k, v in value.items()}
+    return _positive(value, field)
+
+
+def _positive(value: Any, field: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise BadField(field, f"expected a positive whole number, got {value!r}")
+    return value
 
 
 def _estimate_flags(text: str) -> dict[str, bool]:
@@ -109,7 +143,7 @@ def _variant(name: str, value: Any, field: str, estimate_comment: bool) -> Varia
         hardware_overrides=_overrides(block.get("hardware_overrides"), f"{field}.hardware_overrides"),
         supported_hardware=str_list(block["supported_hardware"], f"{field}.supported_hardware")
         if "supported_hardware" in block else None,
-        tp=block.get("tp"), default_modes=str_map(block.get("default_modes"), f"{field}.default_modes"))
+        tp=_tp(block.get("tp"), f"{field}.tp"), default_modes=str_map(block.get("default_modes"), f"{field}.default_modes"))
 
 
 def _pd_role(value: Any, field: str) -> PdRole | None:
@@ -129,63 +163,100 @@ def _strategy_override(value: Any, field: str) -> StrategyOverride:
     env = {**str_map(block.get("env"), f"{field}.env"), **str_map(block.get("extra_env"), f"{field}.extra_env")}
     return StrategyOverride(args=args, env=env,
                             hardware_overrides=_overrides(block.get("hardware_overrides"), f"{field}.hardware_overrides"),
-                            tp=block.get("tp"), router=mapping(block.get("router"), f"{field}.router"),
+                            tp=_tp(block.get("tp"), f"{field}.tp"),
+                            router=mapping(block.get("router"), f"{field}.router"),
                             prefill=_pd_role(block.get("prefill"), f"{field}.prefill"),
-                            decode=_pd_role(block.get("decode"), f"{field}.decode"))
+                            decode=_pd_role(block.get("decode"), f"{field}.decode"),
+                            pool_modes=mapping(block.get("pool_modes"), f"{field}.pool_modes"))
 
 
-def read_recipe(path: Path, root: Path) -> Recipe:
-    """One `models/<org>/<repo>.yaml`; raises BadField naming the field that is wrong."""
+def _docker_images(value: Any, field: str) -> dict[str, str]:
+    """`model.docker_image`: one image, or upstream's map of images per CUDA build."""
+    if value is None:
+        return {}
+    if isinstance(value, str):
+        return {"default": value}
+    return str_map(value, field)
+
+
+def _precision_hardware(key: str, value: Any, field: str) -> dict[str, str]:
+    if isinstance(value, list):
+        return {card: "supported" for card in str_list(value, field)}
+    return str_map(value, field)
+
+
+def _is_omni(doc: dict, meta: dict) -> bool:
+    tasks = meta.get("tasks") if isinstance(meta.get("tasks"), list) else []
+    return "omni" in doc or "omni" in tasks
+
+
+def read_recipe(path: Path, root: Path, parts: PartProblems | None = None) -> Recipe:
+    """One `models/<org>/<repo>.yaml`. A bad field drops that part (noted in `parts` with its field
+    path) and keeps the rest; only a file that is not a YAML mapping, or has no usable variant,
+    raises BadField."""
+    parts = parts or PartProblems(path.relative_to(root).as_posix())
     text = path.read_text()
-    data = _load_yaml(path)
-    doc = mapping(data, "(document)", required=True)
-    meta = mapping(doc.get("meta"), "meta", required=True)
-    model = mapping(doc.get("model"), "model", required=True)
-    if not isinstance(model.get("model_id"), str) or "/" not in model["model_id"]:
-        raise BadField("model.model_id", "missing or not an org/name id")
-    variants_raw = mapping(doc.get("variants"), "variants", required=True)
-    if "default" not in variants_raw:
-        raise BadField("variants.default", "missing (every recipe has a default variant)")
+    doc = mapping(_load_yaml(path), "(document)", required=True)
+    meta = parts.keep(lambda: mapping(doc.get("meta"), "meta", required=True), {})
+    model = parts.keep(lambda: mapping(doc.get("model"), "model", required=True), {})
+    rel = path.relative_to(root / "models").with_suffix("").as_posix()
+    model_id = model.get("model_id")
+    if not isinstance(model_id, str) or "/" not in model_id:
+        parts.note("model.model_id", f"missing or not an org/name id; using the recipe path {rel}")
+        model_id = rel
     estimates = _estimate_flags(text)
-    features = {str(k): _feature(v, f"features.{k}") for k, v in mapping(doc.get("features"), "features").items()}
-    opt_in = str_list(doc.get("opt_in_features"), "opt_in_features")
-    for i, name in enumerate(opt_in):
-        if name not in features:
-            raise BadField(f"opt_in_features[{i}]", f"{name!r} is not a feature of this recipe")
-    strategies = str_list(doc.get("compatible_strategies"), "compatible_strategies")
-    if not strategies:
-        raise BadField("compatible_strategies", "missing or empty")
-    min_gpus = {}
-    for key, value in mapping(doc.get("strategy_min_gpus"), "strategy_min_gpus").items():
-        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            raise BadField(f"strategy_min_gpus.{key}", f"expected a positive whole number, got {value!r}")
-        min_gpus[str(key)] = value
+    variants = parts.each(doc.get("variants"), "variants",
+                          lambda k, v, f: _variant(k, v, f, estimates.get(k, False)))
+    if not variants:
+        raise BadField("variants", "no usable variant (nothing to size or serve)")
+    if "default" not in variants and "default" not in mapping(doc.get("variants"), "variants"):
+        parts.note("variants.default", f"missing; {next(iter(variants))} stands in as the default")
+    features = parts.each(doc.get("features"), "features", lambda k, v, f: _feature(v, f))
+    opt_in = []
+    for i, name in enumerate(parts.keep(lambda: str_list(doc.get("opt_in_features"), "opt_in_features"), [])):
+        if name in features:
+            opt_in.append(name)
+        else:
+            parts.note(f"opt_in_features[{i}]", f"{name!r} is not a feature of this recipe")
+    omni = _is_omni(doc, meta)
+    strategies = parts.keep(lambda: str_list(doc.get("compatible_strategies"), "compatible_strategies"), [])
+    if not strategies and not omni:
+        parts.note("compatible_strategies", "missing or empty: no layout to serve with", scope="warning")
+    min_gpus = parts.each(doc.get("strategy_min_gpus"), "strategy_min_gpus", lambda k, v, f: _positive(v, f))
     try:
         return Recipe(
-            path=path.relative_to(root / "models").with_suffix("").as_posix(),
-            model_id=model["model_id"], title=str(meta.get("title") or model["model_id"]),
+            path=rel, model_id=model_id, title=str(meta.get("title") or model_id),
             architecture=model.get("architecture"), parameter_count=_opt_str(model.get("parameter_count")),
-            context_length=model.get("context_length"), min_vllm_version=_opt_str(model.get("min_vllm_version")),
-            tasks=str_list(meta.get("tasks"), "meta.tasks"),
-            hardware=str_map(meta.get("hardware"), "meta.hardware"),
-            default_hardware=meta.get("default_hardware"),
-            base_args=str_list(model.get("base_args"), "model.base_args"),
-            base_env=str_map(model.get("base_env"), "model.base_env"),
+            context_length=parts.keep(lambda: _opt_int(model.get("context_length"), "model.context_length"), None),
+            min_vllm_version=_opt_str(model.get("min_vllm_version")),
+            tasks=parts.keep(lambda: str_list(meta.get("tasks"), "meta.tasks"), []),
+            hardware=parts.keep(lambda: str_map(meta.get("hardware"), "meta.hardware"), {}),
+            default_hardware=_opt_str(meta.get("default_hardware")),
+            base_args=parts.keep(lambda: str_list(model.get("base_args"), "model.base_args"), []),
+            base_env=parts.keep(lambda: str_map(model.get("base_env"), "model.base_env"), {}),
             features=features, opt_in_features=opt_in,
-            hardware_opt_in_features={str(k): str_list(v, f"hardware_opt_in_features.{k}") for k, v in
-                                      mapping(doc.get("hardware_opt_in_features"), "hardware_opt_in_features").items()},
-            variants={str(k): _variant(str(k), v, f"variants.{k}", estimates.get(str(k), False))
-                      for k, v in variants_raw.items()},
-            compatible_strategies=strategies,
-            strategy_hardware={str(k): str_map(v, f"strategy_hardware.{k}") for k, v in
-                               mapping(doc.get("strategy_hardware"), "strategy_hardware").items()},
-            strategy_min_gpus=min_gpus, default_strategy=doc.get("default_strategy"),
-            hardware_overrides=_overrides(doc.get("hardware_overrides"), "hardware_overrides"),
-            strategy_overrides={str(k): _strategy_override(v, f"strategy_overrides.{k}") for k, v in
-                                mapping(doc.get("strategy_overrides"), "strategy_overrides").items()},
-            source_path=path.relative_to(root).as_posix())
+            hardware_opt_in_features=parts.each(doc.get("hardware_opt_in_features"), "hardware_opt_in_features",
+                                                lambda k, v, f: str_list(v, f)),
+            variants=variants, compatible_strategies=strategies,
+            strategy_hardware=parts.each(doc.get("strategy_hardware"), "strategy_hardware", lambda k, v, f: str_map(v, f)),
+            strategy_min_gpus=min_gpus, default_strategy=_opt_str(doc.get("default_strategy")),
+            hardware_overrides=parts.each(doc.get("hardware_overrides"), "hardware_overrides",
+                                          lambda k, v, f: _override(v, f)),
+            strategy_overrides=parts.each(doc.get("strategy_overrides"), "strategy_overrides",
+                                          lambda k, v, f: _strategy_override(v, f)),
+            docker_images=parts.keep(lambda: _docker_images(model.get("docker_image"), "model.docker_image"), {}),
+            precision_hardware=parts.each(doc.get("precision_hardware"), "precision_hardware", _precision_hardware),
+            omni=omni, source_path=path.relative_to(root).as_posix())
     except ValidationError as exc:
         raise from_validation_error(exc) from None
+
+
+def _opt_int(value: Any, field: str) -> int | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise BadField(field, f"expected a whole number, got {value!r}")
+    return value
 
 
 def _opt_str(value: Any) -> str | None:
@@ -228,7 +299,7 @@ def read_taxonomy(path: Path) -> dict[str, HardwareProfile]:
 
 def import_vllm(root: Path) -> tuple[dict[str, Recipe], dict[str, Strategy], dict[str, HardwareProfile],
                                      list[ImportProblem]]:
-    """Everything usable in a vLLM recipes snapshot, plus one problem per file that was not."""
+    """Everything usable in a vLLM recipes snapshot, plus one problem per file or part that was not."""
     problems: list[ImportProblem] = []
 
     def attempt(path: Path, read):
@@ -253,22 +324,34 @@ def import_vllm(root: Path) -> tuple[dict[str, Recipe], dict[str, Strategy], dic
             strategies[strategy.name] = strategy
     recipes = {}
     for path in sorted((root / "models").glob("*/*.yaml")):
-        recipe = attempt(path, lambda p: _checked(read_recipe(p, root), strategies, hardware))
+        parts = PartProblems(path.relative_to(root).as_posix())
+        recipe = attempt(path, lambda p: _checked(read_recipe(p, root, parts), strategies, hardware, parts))
+        problems.extend(parts.problems)
         if recipe:
             recipes[recipe.path] = recipe
     return recipes, strategies, hardware, problems
 
 
-def _checked(recipe: Recipe, strategies: dict[str, Strategy], hardware: dict[str, HardwareProfile]) -> Recipe:
-    """Names a recipe refers to must exist in the shared vocabulary, or its evidence would lie."""
+def _checked(recipe: Recipe, strategies: dict[str, Strategy], hardware: dict[str, HardwareProfile],
+             parts: PartProblems) -> Recipe:
+    """Names a recipe refers to must exist in the shared vocabulary, or its evidence would lie: an
+    unknown layout or card is dropped from the recipe (and noted); the rest stays."""
+    update: dict[str, Any] = {}
     if strategies:
+        kept = []
         for i, name in enumerate(recipe.compatible_strategies):
-            if name not in strategies:
-                raise BadField(f"compatible_strategies[{i}]", f"unknown strategy {name!r}")
+            if name in strategies:
+                kept.append(name)
+            else:
+                parts.note(f"compatible_strategies[{i}]", f"unknown strategy {name!r}")
+        update["compatible_strategies"] = kept
         if recipe.default_strategy and recipe.default_strategy not in strategies:
-            raise BadField("default_strategy", f"unknown strategy {recipe.default_strategy!r}")
+            parts.note("default_strategy", f"unknown strategy {recipe.default_strategy!r}")
+            update["default_strategy"] = None
     if hardware:
-        for name in recipe.hardware:
-            if name not in hardware:
-                raise BadField(f"meta.hardware.{name}", "not a hardware profile in taxonomy.yaml")
-    return recipe
+        unknown = [name for name in recipe.hardware if name not in hardware]
+        for name in unknown:
+            parts.note(f"meta.hardware.{name}", "not a hardware profile in taxonomy.yaml: card dropped",
+                       scope="warning")
+        update["hardware"] = {k: v for k, v in recipe.hardware.items() if k not in unknown}
+    return recipe.model_copy(update=update)

@@ -6,6 +6,11 @@ The plane's choices, per layout (`gpus` = GPUs of one replica group, `n` = GPUs 
   the (vocabulary-parallel) embeddings are all split `tp` ways. KV heads are split across ranks
   and replicated once ranks outnumber them; the MLA latent and indexer keys are replicated on every
   rank. Every rank sees every sequence.
+- `single_node_tep`: tensor parallel over 2..n GPUs of one node with expert parallelism. Per GPU
+  this equals TP (attention split `tp` ways, each GPU holds 1/`gpus` of the routed experts). MoE
+  models only.
+- `single_node_dep`: every GPU of one node is a data-parallel rank with expert parallelism across
+  them, placed like `multi_node_dep` within one node. MoE models only.
 - `multi_node_tp`: the same, with `tp` = all GPUs of two or more whole nodes.
 - `multi_node_tep`: tensor parallel over all GPUs of two or more nodes with expert parallelism:
   attention split `tp` ways, each GPU holds 1/`gpus` of the routed experts. Per GPU this equals
@@ -39,10 +44,12 @@ from wingsmith.hardware import Hardware
 from wingsmith.sizing.figures import SizingError
 from wingsmith.sizing.model_config import TextModel
 
-Layout = Literal["single_node_tp", "multi_node_tp", "multi_node_tep", "multi_node_tp_pp",
+Layout = Literal["single_node_tp", "single_node_tep", "single_node_dep", "multi_node_tp", "multi_node_tep", "multi_node_tp_pp",
                  "multi_node_dep", "multi_node_tp_dp", "pd_cluster"]
 LAYOUTS: tuple[str, ...] = Layout.__args__  # type: ignore[attr-defined]
-MOE_ONLY = {"multi_node_tep", "multi_node_dep"}
+MOE_ONLY = {"single_node_tep", "single_node_dep", "multi_node_tep", "multi_node_dep"}
+# Upstream's strategies/: expert-parallel layouts need at least two GPUs to split experts over.
+SINGLE_NODE = {"single_node_tp": 1, "single_node_tep": 2, "single_node_dep": 2}
 
 
 class ParallelPlan(BaseModel, frozen=True):
@@ -87,9 +94,13 @@ def plan(model: TextModel, layout: str, gpus: int, hardware: Hardware) -> Parall
     if layout in MOE_ONLY and not model.is_moe:
         raise InvalidLayout(f"{layout} needs a mixture-of-experts model; {model.model_type} is dense")
     n = hardware.gpus_per_node
-    if layout == "single_node_tp":
+    if layout in SINGLE_NODE:
         if gpus > n:
-            raise InvalidLayout(f"single_node_tp: {gpus} GPUs exceed the {n} of one {hardware.display_name} node")
+            raise InvalidLayout(f"{layout}: {gpus} GPUs exceed the {n} of one {hardware.display_name} node")
+        if gpus < SINGLE_NODE[layout]:
+            raise InvalidLayout(f"{layout}: needs at least {SINGLE_NODE[layout]} GPUs, got {gpus}")
+        if layout == "single_node_dep":
+            return ParallelPlan(layout=layout, gpus=gpus, nodes=1, tp=1, dp=gpus, expert_split=gpus, dense_split=1)
         _check_tp(model, gpus, layout)
         return ParallelPlan(layout=layout, gpus=gpus, nodes=1, tp=gpus, expert_split=gpus, dense_split=gpus)
     if layout == "pd_cluster":
@@ -128,8 +139,8 @@ def plan(model: TextModel, layout: str, gpus: int, hardware: Hardware) -> Parall
 def candidate_gpu_counts(layout: str, hardware: Hardware, max_nodes: int = 64) -> list[int]:
     """GPU counts the layout can take on this hardware, smallest first."""
     n = hardware.gpus_per_node
-    if layout == "single_node_tp":
-        return list(range(1, n + 1))
+    if layout in SINGLE_NODE:
+        return list(range(SINGLE_NODE[layout], n + 1))
     if layout == "pd_cluster":
         pools = list(range(1, n + 1)) + [k * n for k in range(2, max_nodes // 2 + 1)]
         return [2 * pool for pool in pools]

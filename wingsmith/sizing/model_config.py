@@ -76,6 +76,8 @@ class TextModel(BaseModel, frozen=True):
     tie_word_embeddings: bool = False
     quantization: str = "none"  # scheme of the quantized linear weights, see weights.BYTES_PER_PARAMETER
     dense_quantized: bool = False  # whether attention and dense MLPs use that scheme too
+    mtp_layers: int = 0  # multi-token-prediction layers stored beside the decoder layers
+    vision_parameters: int = 0  # a wrapper's vision tower and projector, estimated from its config
 
     def count(self, kind: LayerKind) -> int:
         return sum(1 for k in self.layer_kinds if k == kind)
@@ -205,6 +207,28 @@ def _experts(cfg: dict, n: int, hidden: int) -> tuple[Experts | None, int]:
                    shared=_int(cfg, "n_shared_experts", "num_shared_experts", default=0)), first_dense
 
 
+def _vision_parameters(config: dict) -> int:
+    """Parameters of a wrapper's vision tower (ViT blocks: qkv and output projections plus a two-layer
+    MLP) and the projector into the language model's width. Names differ per family, so read the
+    common spellings; an absent or unreadable tower counts as zero."""
+    vc = config.get("vision_config")
+    if not isinstance(vc, dict):
+        return 0
+    try:
+        layers = _int(vc, "num_hidden_layers", "depth", "vt_num_hidden_layers", "num_layers", required=False)
+        width = _int(vc, "hidden_size", "embed_dim", "vt_hidden_size", "width", required=False)
+        if not layers or not width:
+            return 0
+        inter = _int(vc, "intermediate_size", "vt_intermediate_size", "mlp_dim", default=4 * width)
+        text = _int(vc, "text_hidden_size", "out_hidden_size", required=False) or _int(
+            text_config(config)[0], "hidden_size", required=False) or width
+    except SizingError:
+        return 0
+    merge = vc.get("merge_kernel_size") or vc.get("spatial_merge_size") or 1
+    area = merge[0] * merge[1] if isinstance(merge, list) and len(merge) == 2 else int(merge) ** 2
+    return layers * (4 * width * width + 2 * width * inter) + width * area * text + text * text
+
+
 def read_text_model(config: dict) -> TextModel:
     """Parse a `config.json` (or a wrapper's `text_config`) into the facts sizing uses."""
     cfg, wrapper = text_config(config)
@@ -250,4 +274,6 @@ def read_text_model(config: dict) -> TextModel:
         linear=linear, experts=experts, first_dense_layers=first_dense,
         tie_word_embeddings=bool(cfg.get("tie_word_embeddings", config.get("tie_word_embeddings", False))),
         quantization=quant, dense_quantized=dense_quantized,
+        mtp_layers=_int(cfg, "num_nextn_predict_layers", "mtp_num_hidden_layers", default=0),
+        vision_parameters=_vision_parameters(config),
     )

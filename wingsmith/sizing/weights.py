@@ -23,16 +23,34 @@ FLOOR_WARN_RATIO = 1.25
 BYTES_PER_PARAMETER: dict[str, float] = {
     "none": 2.0, "bf16": 2.0, "bfloat16": 2.0, "fp16": 2.0, "float16": 2.0, "fp32": 4.0,
     "fp8": 1.0 + 4 / (128 * 128), "int8": 1.0 + 2 / 128,
-    "mxfp4": 0.5 + 1 / 32, "nvfp4": 0.5 + 1 / 16, "int4": 0.5 + 2 / 128,
+    "mxfp4": 0.5 + 1 / 32, "nvfp4": 0.5 + 1 / 16, "int4": 0.5 + 2 / 128, "mxfp8": 1.0 + 1 / 32,
+}
+
+# Other names upstream recipes and checkpoints use for the same storage formats. `fp4` in a vLLM
+# recipe is NVIDIA's FP4 checkpoint (nvidia/*-FP4, ModelOpt NVFP4); w4a16/AWQ/GPTQ store 4-bit
+# integer weights, w8a8 8-bit ones; fp8 block/dynamic/channel variants all store one byte a value.
+SCHEME_ALIASES: dict[str, str] = {
+    "fp4": "nvfp4", "modelopt_fp4": "nvfp4", "nvfp4a16": "nvfp4", "w4a4_nvfp4": "nvfp4",
+    "w4a16": "int4", "w4a8": "int4", "awq": "int4", "gptq": "int4", "int4_awq": "int4", "int4_gptq": "int4",
+    "compressed_tensors_w4a16": "int4", "w8a8": "int8", "w8a16": "int8", "int8_w8a8": "int8",
+    "fp8_block": "fp8", "fp8_dynamic": "fp8", "fp8_channel": "fp8", "fp8_e4m3": "fp8", "w8a8_fp8": "fp8",
+    "fbgemm_fp8": "fp8", "modelopt_fp8": "fp8", "e4m3": "fp8",
 }
 
 
+def known_scheme(scheme: str) -> str | None:
+    """The storage format a precision name stands for, or None when the plane does not know it."""
+    key = scheme.strip().lower().replace("-", "_").replace(" ", "_")
+    key = SCHEME_ALIASES.get(key, key)
+    return key if key in BYTES_PER_PARAMETER else None
+
+
 def bytes_per_parameter(scheme: str) -> float:
-    try:
-        return BYTES_PER_PARAMETER[scheme.lower()]
-    except KeyError:
+    key = known_scheme(scheme)
+    if key is None:
         raise SizingError(f"unknown quantization scheme {scheme!r}; known: "
-                          f"{', '.join(sorted(BYTES_PER_PARAMETER))}") from None
+                          f"{', '.join(sorted({*BYTES_PER_PARAMETER, *SCHEME_ALIASES}))}")
+    return BYTES_PER_PARAMETER[key]
 
 
 def weights_floor(weight_bytes: int) -> int:
@@ -157,7 +175,9 @@ def split_weights(model: TextModel, weight_bytes: int) -> WeightSplit:
 def estimate_parameters(model: TextModel) -> dict[str, int]:
     """Parameter counts from the config's shapes, for when no checkpoint bytes are known.
 
-    Norms and biases are left out (well under 0.1%); vision towers of wrappers too.
+    Norms and biases are left out (well under 0.1%). Multi-token-prediction layers
+    (`num_nextn_predict_layers`) ship in the checkpoint as extra decoder layers, each with its own
+    copies of the embeddings and output head; a wrapper's vision tower is counted from its config.
     """
     h, n = model.hidden_size, model.num_layers
     attention_layers = n - model.count("linear")
@@ -186,8 +206,20 @@ def estimate_parameters(model: TextModel) -> dict[str, int]:
     else:
         mlp = n * 3 * h * model.intermediate_size
     embeddings = model.vocab_size * h * (1 if model.tie_word_embeddings else 2)
+    if model.mtp_layers:
+        # Each MTP layer: one more decoder layer of the last kind (MoE where the model is), the
+        # projection joining embedding and hidden state (2h × h), and its own embedding and head.
+        per_layer_attention = attention // max(attention_layers, 1)
+        attention += model.mtp_layers * (per_layer_attention + 2 * h * h)
+        if model.experts:
+            e = model.experts
+            experts += model.mtp_layers * e.count * 3 * e.expert_hidden * e.intermediate
+            mlp += model.mtp_layers * (e.shared * 3 * h * e.intermediate + h * e.count)
+        else:
+            mlp += model.mtp_layers * 3 * h * model.intermediate_size
+        embeddings += model.mtp_layers * 2 * model.vocab_size * h
     return {"attention": attention, "linear_attention": linear, "dense_mlp": mlp,
-            "experts": experts, "embeddings": embeddings}
+            "experts": experts, "embeddings": embeddings, "vision": model.vision_parameters}
 
 
 def estimate_weight_bytes(model: TextModel) -> WeightBytes:
@@ -198,10 +230,10 @@ def estimate_weight_bytes(model: TextModel) -> WeightBytes:
     dense_per = quantized if model.dense_quantized else model.dtype_bytes
     linear_part = params["attention"] + params["linear_attention"] + params["dense_mlp"]
     value = round(params["experts"] * quantized + linear_part * dense_per
-                  + params["embeddings"] * model.dtype_bytes)
+                  + (params["embeddings"] + params["vision"]) * model.dtype_bytes)
     return WeightBytes(bytes=value, method="estimated_from_config",
                        source=f"estimated from the config's shapes ({model.quantization})",
                        figure=figure(value, "B", "experts × quantized bytes + attention and dense MLP ×"
-                                     " dense bytes + embeddings × dtype bytes",
+                                     " dense bytes + (embeddings + vision tower) × dtype bytes",
                                      **params, quantized_bytes_per_parameter=quantized,
                                      dense_bytes_per_parameter=dense_per, dtype_bytes=model.dtype_bytes))
