@@ -26,6 +26,7 @@ class SizingTarget(BaseModel):
 class VariantSizing(BaseModel):
     variant: str
     checkpoint: str
+    target: SizingTarget | None = Field(default=None, description="the shape this variant was sized on")
     weight: WeightBytes | None = None
     report: SizingReport | None = None
     note: str | None = Field(default=None, description="why this variant could not be sized, if so")
@@ -44,17 +45,24 @@ class DraftContent(BaseModel):
                           features=[f.name for f in self.evidence.features] if self.evidence else [])
 
 
-def sizing_target(evidence: Evidence | None) -> SizingTarget:
-    """The recipe's default layout on its first verified, placeable card, at the layout's minimum."""
+def sizing_target(evidence: Evidence | None, variant: str | None = None) -> SizingTarget:
+    """The recipe's default layout on its first verified, placeable card, on the GPU count the
+    recipe tests for the variant there (the count `serve_command` builds; never the layout's bare
+    minimum of one GPU)."""
     if evidence is not None:
-        layout = next((l for l in evidence.layouts if l.name == evidence.default_layout), None)
+        variant = variant or evidence.default_variant
+        layout = next((entry for entry in evidence.layouts if entry.name == evidence.default_layout), None)
         cards = [h for h in evidence.hardware if h.placeable and h.status == "verified"]
         preferred = sorted(cards, key=lambda h: (h.id != evidence.default_hardware, h.id))
         for card in preferred:
-            if layout is not None and card.id in layout.allowed:
-                gpus = layout.minimum_gpus.get(card.id) or card.gpus_per_node or 8
-                return SizingTarget(hardware=card.id, layout=layout.name, gpus=gpus,
-                                    reason=f"the recipe's default layout on verified {card.display_name}")
+            if layout is None or card.id not in layout.allowed:
+                continue
+            shape = next((s for s in evidence.tested_shapes if s.variant == variant and s.hardware == card.id), None)
+            if shape is None:
+                continue  # the variant does not run on this card
+            return SizingTarget(hardware=card.id, layout=layout.name, gpus=shape.gpus,
+                                reason=f"the recipe's default layout on verified {card.display_name}, "
+                                       f"{shape.gpus} GPU(s) on {shape.nodes} node(s) as the recipe runs it")
     hw, layout_name, gpus = _FALLBACK_TARGET
     return SizingTarget(hardware=hw, layout=layout_name, gpus=gpus,
                         reason="no verified NVIDIA hardware in a recipe; sized for one 8-GPU H200 node")
@@ -72,7 +80,8 @@ def build_draft_content(proposal: ArtifactProposal, evidence: Evidence | None,
         sizing.append(_size(proposal, "default", proposal.repo_id, None, False, target, own=True))
     for v in variants:
         own = v.checkpoint.lower() == proposal.repo_id.lower()
-        sizing.append(_size(proposal, v.name, v.checkpoint, v.vram_minimum_gb, v.is_estimate, target, own=own,
+        variant_target = sizing_target(evidence, v.name)
+        sizing.append(_size(proposal, v.name, v.checkpoint, v.vram_minimum_gb, v.is_estimate, variant_target, own=own,
                             precision=v.precision, resolved=resolved_checkpoints.get(v.checkpoint.lower())))
     warnings = [w for s in sizing if s.report for w in s.report.warnings]
     warnings += [f"{s.variant}: {s.note}" for s in sizing if s.note]
@@ -95,6 +104,6 @@ def _size(proposal: ArtifactProposal, variant: str, checkpoint: str, floor: floa
         report = size_model(proposal.config, weight.bytes, weight.source, variant=variant,
                             published_floor_gb=floor, published_is_estimate=estimate, hardware=target.hardware,
                             layout=target.layout, gpus=target.gpus)
-        return VariantSizing(variant=variant, checkpoint=checkpoint, weight=weight, report=report)
+        return VariantSizing(variant=variant, checkpoint=checkpoint, target=target, weight=weight, report=report)
     except (SizingError, ValueError) as exc:
-        return VariantSizing(variant=variant, checkpoint=checkpoint, note=str(exc))
+        return VariantSizing(variant=variant, checkpoint=checkpoint, target=target, note=str(exc))

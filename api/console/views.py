@@ -180,7 +180,7 @@ def published_variant_rows(evidence: Evidence) -> list[VariantRow]:
 
 def default_choice(evidence: Evidence, hardware: str | None = None, layout: str | None = None) -> CommandChoice:
     """The recipe's default layout on its default (else first placeable, else first) allowed card."""
-    layout = layout or evidence.default_layout
+    layout = layout or evidence.default_layout or ""  # "": an omni recipe has no layout; the command view says so
     if hardware is None:
         entry = next((l for l in evidence.layouts if l.name == layout), None)
         allowed = entry.allowed if entry else []

@@ -75,7 +75,8 @@ def build_catalog(vllm_dir: Path, dynamo_dir: Path, *, vllm_source: SourceStamp 
 
 
 def catalog_json(catalog: Catalog) -> str:
-    return json.dumps(catalog.model_dump(mode="json"), indent=1, sort_keys=True) + "\n"
+    # Not key-sorted: variants, features and modes keep upstream's order (recipes are sorted at build).
+    return json.dumps(catalog.model_dump(mode="json"), indent=1) + "\n"
 
 
 def write_catalog(catalog: Catalog, path: Path) -> None:

@@ -24,6 +24,16 @@ class VariantEvidence(BaseModel, frozen=True):
     matched: bool = False
 
 
+class TestedShape(BaseModel, frozen=True):
+    """The GPU count a variant runs on with the default layout on one card, as its recipe tests it
+    (the TP it pins, else the whole node upstream sets TP to): the same count `serve_command` builds."""
+    variant: str
+    hardware: str
+    layout: str
+    gpus: int
+    nodes: int
+
+
 class LayoutEvidence(BaseModel, frozen=True):
     name: str
     default: bool
@@ -60,6 +70,7 @@ class FeatureEvidence(BaseModel, frozen=True):
     args: list[str]
     env: dict[str, str]
     hardware_overrides: dict[str, list[str]]  # replaces args on that hardware
+    unsupported_on: list[str] = []  # cards the feature is never built for
     strategies: list[str] | None  # None: every layout
     modes: dict[str, FeatureModeEvidence]
     default_mode: str | None
@@ -85,8 +96,12 @@ class Evidence(BaseModel, frozen=True):
     min_vllm_version: str | None
     default_variant: str
     variants: list[VariantEvidence]
-    default_layout: str
+    default_layout: str | None  # None: no layout (vLLM-Omni recipes, or none that imported)
     layouts: list[LayoutEvidence]
+    tested_shapes: list[TestedShape] = []
+    omni: bool = False
+    docker_images: dict[str, str] = {}
+    precision_hardware: dict[str, dict[str, str]] = {}
     default_hardware: str | None
     hardware: list[HardwareEvidence]
     features: list[FeatureEvidence]
@@ -132,7 +147,9 @@ def evidence_for(match_or_recipe: RecipeMatch | Recipe, catalog: Catalog | None 
     names = list(recipe.compatible_strategies) + [
         s for s, grants in recipe.strategy_hardware.items()
         if s not in recipe.compatible_strategies and "supported" in grants.values()]
-    default_layout = recipe.default_strategy or ("single_node_tp" if "single_node_tp" in names else names[0])
+    default_layout = recipe.default_strategy or ("single_node_tp" if "single_node_tp" in names
+                                                  else names[0] if names else None)
+    default_variant = recipe.default_variant
     layouts = []
     for name in names:
         strategy = catalog.strategies.get(name)
@@ -144,7 +161,7 @@ def evidence_for(match_or_recipe: RecipeMatch | Recipe, catalog: Catalog | None 
             if ok:
                 # Offered only if the command for it can be built: one set of rules for both views.
                 try:
-                    serve_command(recipe, "default", hw, name, [], catalog=catalog)
+                    serve_command(recipe, default_variant, hw, name, [], catalog=catalog)
                 except InvalidChoice as exc:
                     ok, why = False, str(exc)
             floor = minimum_gpus(recipe, strategy, hw)
@@ -165,6 +182,7 @@ def evidence_for(match_or_recipe: RecipeMatch | Recipe, catalog: Catalog | None 
             opt_in_on=sorted(hw for hw in recipe.hardware_opt_in_features
                              if name not in recipe.opt_in_features and is_opt_in(recipe, name, hw)),
             args=feature.args, env=feature.env, hardware_overrides=feature.hardware_overrides,
+            unsupported_on=sorted(h for h, v in feature.hardware.items() if v == "unsupported"),
             strategies=feature.strategies,
             modes={m: FeatureModeEvidence(args=spec.args, variants=spec.variants,
                                           hardware_overrides=spec.hardware_overrides,
@@ -177,7 +195,9 @@ def evidence_for(match_or_recipe: RecipeMatch | Recipe, catalog: Catalog | None 
     return Evidence(
         catalog_version=catalog.version, recipe=recipe.path, model_id=recipe.model_id, matched_variant=matched,
         matched_by=matched_by, architecture=recipe.architecture, parameter_count=recipe.parameter_count,
-        context_length=recipe.context_length, min_vllm_version=recipe.min_vllm_version, default_variant="default",
+        context_length=recipe.context_length, min_vllm_version=recipe.min_vllm_version,
+        default_variant=default_variant, tested_shapes=_tested_shapes(catalog, recipe, default_layout, layouts),
+        omni=recipe.omni, docker_images=recipe.docker_images, precision_hardware=recipe.precision_hardware,
         variants=[VariantEvidence(name=n, precision=v.precision, label=v.label, checkpoint=v.model_id or recipe.model_id,
                                   vram_minimum_gb=v.vram_minimum_gb, is_estimate=v.is_estimate,
                                   supported_hardware=v.supported_hardware, matched=n == matched)
@@ -188,3 +208,20 @@ def evidence_for(match_or_recipe: RecipeMatch | Recipe, catalog: Catalog | None 
                     strategies={n: link for n in names if n in catalog.strategies
                                 and (link := _link(repo, commit, catalog.strategies[n].source_path))},
                     repository=repo, commit=commit))
+
+
+def _tested_shapes(catalog: Catalog, recipe: Recipe, layout: str | None,
+                   layouts: list[LayoutEvidence]) -> list[TestedShape]:
+    """Each variant's GPU count on every card its default layout is offered on: what serve_command
+    builds when no count is asked for, so the draft, `size --gpus` and the command agree."""
+    offered = next((entry.allowed for entry in layouts if entry.name == layout), [])
+    shapes = []
+    for name in recipe.variants:
+        for hw in offered:
+            try:
+                command = serve_command(recipe, name, hw, layout or "", [], catalog=catalog)
+            except InvalidChoice:
+                continue  # this variant does not run there (e.g. supported_hardware)
+            shapes.append(TestedShape(variant=name, hardware=hw, layout=command.layout, gpus=command.gpus,
+                                      nodes=command.nodes))
+    return shapes
