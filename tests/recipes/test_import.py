@@ -46,7 +46,7 @@ def test_catalog_holds_facts_not_prose(catalog):
     assert "## Overview" not in text
 
 
-def test_broken_recipe_is_reported_with_file_and_field_while_the_rest_import(snapshot_copy):
+def test_bad_parts_are_dropped_with_file_and_field_and_the_rest_of_each_recipe_imports(snapshot_copy):
     vllm, dynamo = snapshot_copy
     k3 = vllm / "models/moonshotai/Kimi-K3.yaml"
     doc = yaml.safe_load(k3.read_text())
@@ -71,8 +71,16 @@ def test_broken_recipe_is_reported_with_file_and_field_while_the_rest_import(sna
     assert "single_node_warp" in problems["models/Qwen/Qwen3-32B.yaml"].reason
     assert problems["dynamo:recipes/qwen3-32b/vllm/agg-round-robin/deploy.yaml"].field == "spec.components"
     assert len(report.problems) == 4
-    assert len(catalog.recipes) == 22 - 3
-    assert "openai/gpt-oss-120b" in catalog.recipes and "moonshotai/Kimi-K3" not in catalog.recipes
+    scopes = {p.file: p.scope for p in report.problems}
+    assert scopes["models/moonshotai/Kimi-K3.yaml"] == scopes["models/Qwen/Qwen3-32B.yaml"] == "part"
+    assert scopes["models/openai/gpt-oss-20b.yaml"] == "file"
+    # Only the file that is not YAML is lost; the others keep everything but the bad part.
+    assert len(catalog.recipes) == 22 - 1
+    assert "openai/gpt-oss-20b" not in catalog.recipes
+    k3 = catalog.recipes["moonshotai/Kimi-K3"]
+    assert "nvfp4" not in k3.variants and "default" in k3.variants
+    assert "single_node_warp" not in catalog.recipes["Qwen/Qwen3-32B"].compatible_strategies
+    assert catalog.recipes["Qwen/Qwen3-32B"].compatible_strategies
     assert len(catalog.dynamo) == 10
 
 
@@ -99,7 +107,9 @@ def test_import_command_prints_counts_and_problems(snapshot_copy, tmp_path, caps
     code = _run_cli(["recipes", "import", "--vllm", str(vllm), "--dynamo", str(dynamo), "--out", str(out)])
     captured = capsys.readouterr()
     assert code == 0
-    assert "imported 21 vLLM recipes" in captured.out and "11 Dynamo entries from 11 deploy.yaml files" in captured.out
+    assert "imported 21 of 22 vLLM recipe files" in captured.out
+    assert "11 Dynamo entries from 11 DynamoGraphDeployment manifests" in captured.out
+    assert "1 file(s) skipped whole, 0 part(s) dropped" in captured.out
     assert "skipped models/openai/gpt-oss-20b.yaml: field (document)" in captured.err
     assert read_catalog(out).recipes.keys() >= {"moonshotai/Kimi-K3"}
     assert _run_cli(["recipes", "import", "--vllm", str(vllm), "--dynamo", str(dynamo), "--out", str(out),

@@ -18,9 +18,11 @@ def register(subparsers) -> None:
 
     imp = sub.add_parser("import", help="build the catalog from local upstream snapshots")
     imp.add_argument("--vllm", required=True, type=Path, help="vLLM recipes snapshot (models/, strategies/, taxonomy.yaml)")
-    imp.add_argument("--dynamo", required=True, type=Path, help="NVIDIA Dynamo snapshot (recipes/**/deploy.yaml)")
-    imp.add_argument("--out", type=Path, default=SHIPPED_CATALOG, help="where to write (default: the shipped catalog)")
-    imp.add_argument("--strict", action="store_true", help="exit 1 if any file could not be used")
+    imp.add_argument("--dynamo", required=True, type=Path,
+                     help="NVIDIA Dynamo snapshot (every recipes/**/*.yaml holding a DynamoGraphDeployment)")
+    imp.add_argument("--out", "--catalog", dest="out", type=Path, default=SHIPPED_CATALOG,
+                     help="where to write (default: the shipped catalog)")
+    imp.add_argument("--strict", action="store_true", help="exit 1 if any file or part could not be used")
     imp.set_defaults(func=_import)
 
     ref = sub.add_parser("refresh", help="fetch newer upstream snapshots (pinned to a commit) as a new catalog version")
@@ -39,7 +41,8 @@ def register(subparsers) -> None:
     show.add_argument("--variant", help="variant (default: the one the id matched)")
     show.add_argument("--feature", action="append", default=[], help="enable a feature (name or name:mode); "
                       "-name turns off a default one. Repeatable.")
-    show.add_argument("--gpus", type=int, help="GPU count (default: the layout's minimum)")
+    show.add_argument("--gpus", type=int, help="GPU count (default: the shape the recipe tests)")
+    show.add_argument("--catalog", type=Path, default=None, help="a catalog file (default: the shipped catalog)")
     show.add_argument("--json", action="store_true", help="print JSON")
     show.set_defaults(func=_show)
 
@@ -51,11 +54,15 @@ def _import(args: argparse.Namespace) -> int:
             return 2
     catalog, report = build_catalog(args.vllm, args.dynamo)
     write_catalog(catalog, args.out)
-    print(f"imported {report.recipes} vLLM recipes, {report.strategies} layouts, {report.hardware_profiles} "
-          f"hardware profiles and {report.dynamo_entries} Dynamo entries from {report.dynamo_files} deploy.yaml files")
+    print(f"imported {report.recipes} of {report.recipe_files} vLLM recipe files, {report.strategies} layouts, "
+          f"{report.hardware_profiles} hardware profiles and {report.dynamo_entries} Dynamo entries from "
+          f"{report.dynamo_files} DynamoGraphDeployment manifests")
+    counts = {scope: sum(1 for p in report.problems if p.scope == scope) for scope in ("file", "part", "warning")}
+    print(f"{counts['file']} file(s) skipped whole, {counts['part']} part(s) dropped, {counts['warning']} warning(s)")
     print(f"catalog version {catalog.version} written to {args.out}")
     for problem in report.problems:
-        print(f"skipped {problem.file}: field {problem.field}: {problem.reason}", file=sys.stderr)
+        verb = {"file": "skipped", "part": "dropped part of", "warning": "warning in"}[problem.scope]
+        print(f"{verb} {problem.file}: field {problem.field}: {problem.reason}", file=sys.stderr)
     return 1 if args.strict and report.problems else 0
 
 
@@ -79,9 +86,29 @@ def _refresh(args: argparse.Namespace) -> int:
     return 0
 
 
+def _catalog(path: Path | None):
+    from wingsmith.recipes.catalog import read_catalog
+    return load_catalog() if path is None else read_catalog(path)
+
+
+def floor_warning(command, floor_gb: float, precision: str, per_gpu_gb: float | None) -> str | None:
+    """A warning when the chosen card × GPUs holds less memory than the variant's published floor."""
+    if per_gpu_gb is None:
+        return None
+    have = per_gpu_gb * command.gpus
+    if have >= floor_gb:
+        return None
+    return (f"{command.gpus} × {command.hardware} hold {have:g} GB, below variant {command.variant}'s floor of "
+            f"{floor_gb:g} GB ({precision}): the weights alone will not fit")
+
+
 def _show(args: argparse.Namespace) -> int:
     from wingsmith.recipes import InvalidChoice, dynamo_entries, evidence_for, serve_command
-    catalog = load_catalog()
+    try:
+        catalog = _catalog(args.catalog)
+    except (OSError, ValueError) as exc:
+        print(f"cannot read --catalog {args.catalog}: {exc}", file=sys.stderr)
+        return 2
     match = catalog.find(args.model)
     if match is None:
         print(f"no recipe for {args.model} in catalog {catalog.version}", file=sys.stderr)
@@ -92,12 +119,17 @@ def _show(args: argparse.Namespace) -> int:
     if args.hardware:
         try:
             command = serve_command(match, args.variant or match.variant, args.hardware,
-                                    args.layout or evidence.default_layout, args.feature, gpus=args.gpus,
+                                    args.layout or evidence.default_layout or "", args.feature, gpus=args.gpus,
                                     catalog=catalog)
         except InvalidChoice as exc:
             print(f"invalid choice: {exc}", file=sys.stderr)
             return 1
         out["command"] = command.model_dump(mode="json")
+        variant = match.recipe.variants[command.variant]
+        card = next((h for h in evidence.hardware if h.id == command.hardware), None)
+        warning = floor_warning(command, variant.vram_minimum_gb, variant.precision,
+                                card.memory_gb_per_gpu if card else None)
+        out["warnings"] = [warning] if warning else []
     if args.json:
         print(json.dumps(out, indent=2))
         return 0
@@ -121,4 +153,6 @@ def _show(args: argparse.Namespace) -> int:
         for node in c.commands:
             env = " ".join(f"{k}={shlex.quote(v)}" for k, v in node.env.items())
             print(f"    [{node.role} {node.node_rank}] {env} {shlex.join(node.argv)}")
+        for warning in out["warnings"]:
+            print(f"  warning: {warning}")
     return 0

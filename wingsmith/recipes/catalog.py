@@ -26,6 +26,7 @@ _REPO = re.compile(r"https://github\.com/[\w.-]+/[\w.-]+")
 
 
 class ImportReport(BaseModel):
+    recipe_files: int = 0
     recipes: int
     strategies: int
     hardware_profiles: int
@@ -68,7 +69,8 @@ def build_catalog(vllm_dir: Path, dynamo_dir: Path, *, vllm_source: SourceStamp 
         "dynamo": [e.model_dump(mode="json") for e in entries],
     }
     body["version"] = catalog_version(body)
-    report = ImportReport(recipes=len(recipes), strategies=len(strategies), hardware_profiles=len(hardware),
+    recipe_files = len(list((Path(vllm_dir) / "models").glob("*/*.yaml")))
+    report = ImportReport(recipe_files=recipe_files, recipes=len(recipes), strategies=len(strategies), hardware_profiles=len(hardware),
                           dynamo_files=dyn_files, dynamo_entries=len(entries),
                           problems=problems + [p.model_copy(update={"file": f"dynamo:{p.file}"}) for p in dyn_problems])
     return Catalog.model_validate(body), report

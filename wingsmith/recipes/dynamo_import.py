@@ -1,8 +1,13 @@
-"""Read NVIDIA Dynamo recipes (`recipes/<model>/<backend>/<mode>/deploy.yaml`) into catalog entries.
+"""Read NVIDIA Dynamo recipes (every `recipes/**/*.yaml` that holds a DynamoGraphDeployment) into
+catalog entries.
 
-A deploy.yaml may hold several YAML documents (ConfigMaps, ComputeDomains) before or after the
-DynamoGraphDeployment; both the v1alpha1 (`services` map) and v1beta1 (`components` list) shapes
-occur. Worker arguments may be an argv list or one shell script string."""
+A manifest may hold several YAML documents (ConfigMaps, ComputeDomains) before or after the
+DynamoGraphDeployment; both the v1alpha1 (`services` map, `envs`) and v1beta1 (`components` list,
+`env`) shapes occur. Worker arguments may be an argv list or one shell script string, and may name
+their values through the container's env (`--tensor-parallel-size "${TENSOR_PARALLEL_SIZE}"`).
+Engines read settings from files too: TensorRT-LLM's `--extra-engine-args` and SGLang's `--config`,
+usually mounted from a ConfigMap in the same manifest. Kustomize bases are full manifests; the
+patches overlays apply are partial ones and are noted, not read as entries."""
 
 from __future__ import annotations
 
@@ -15,12 +20,21 @@ import yaml
 
 from wingsmith.hardware import HARDWARE, hardware_for_product_label
 from wingsmith.recipes.models import DynamoEntry, DynamoWorker, MaxConcurrency
-from wingsmith.recipes.problems import BadField, ImportProblem
+from wingsmith.recipes.problems import BadField, ImportProblem, PartProblems
 
-_BACKENDS = {"vllm": "vllm", "sglang": "sglang", "trtllm": "trtllm", "tensorrtllm": "trtllm"}
+_BACKENDS = {"vllm": "vllm", "sglang": "sglang", "trtllm": "trtllm", "tensorrtllm": "trtllm", "tensorrt_llm": "trtllm"}
 # The engine setting that caps concurrent sequences, per backend.
 CONCURRENCY_SETTING = {"vllm": "--max-num-seqs", "sglang": "--max-running-requests", "trtllm": "max_batch_size"}
 _PRODUCT_KEY = "nvidia.com/gpu.product"
+# Flags (and config-file keys) per backend for the tensor-parallel size and the concurrency cap.
+_TP_FLAGS = ("--tensor-parallel-size", "--tp", "--tp-size", "--tp_size")
+_CAP_FLAGS = {"vllm": ("--max-num-seqs",), "sglang": ("--max-running-requests",),
+              "trtllm": ("--max-batch-size", "--max_batch_size")}
+_TP_KEYS = ("tensor_parallel_size", "tensor-parallel-size", "tp_size", "tp-size", "tp")
+_CAP_KEYS = {"vllm": ("max_num_seqs", "max-num-seqs"), "sglang": ("max_running_requests", "max-running-requests"),
+             "trtllm": ("max_batch_size", "max-batch-size")}
+# Env vars upstream manifests name the served model with, most specific first.
+_MODEL_ENV = ("SERVED_MODEL_NAME", "MODEL_NAME", "MODEL_PATH", "MODEL", "HF_MODEL_ID", "MODEL_ID")
 
 
 def _argv(container: dict) -> list[str]:
@@ -52,7 +66,7 @@ def flag_value(argv: list[str], *flags: str) -> str | None:
 
 def _env(container: dict) -> dict[str, str]:
     return {e["name"]: str(e["value"]) for e in container.get("env") or []
-            if isinstance(e, dict) and "name" in e and "value" in e}
+            if isinstance(e, dict) and "name" in e and e.get("value") is not None}
 
 
 def _expand(value: str | None, env: dict[str, str]) -> str | None:
@@ -99,26 +113,37 @@ class _Component:
     def role(self) -> str | None:
         if self.kind in ("frontend", "epp", "planner", "router"):
             return None
-        if "prefill" in (self.sub or self.kind or ""):
-            return "prefill"
-        if "decode" in (self.sub or self.kind or ""):
-            return "decode"
+        # Names are not roles: aggregated graphs often call their worker "VllmDecodeWorker". Only an
+        # encoder is recognised by name, since upstream gives it no sub-component type of its own.
+        said = f"{self.sub or ''} {self.kind or ''}"
+        if "encode" in said or "encode" in self.name.lower():
+            return "encode"
+        for role in ("prefill", "decode"):
+            if role in said:
+                return role
         return "worker" if self.kind in ("worker", "main", "") else None
+
+
+def _main_container(containers: list[dict]) -> dict:
+    return next((c for c in containers if c.get("name") == "main"), containers[0] if containers else {})
 
 
 def _components(dgd: dict) -> list[_Component]:
     spec = dgd.get("spec") or {}
     out = []
-    if isinstance(spec.get("components"), list):  # v1beta1
+    if isinstance(spec.get("components"), list):  # v1beta1: graph-wide env in spec.env
+        graph_env = list(spec.get("env") or [])
         for i, comp in enumerate(spec["components"]):
             pod = ((comp.get("podTemplate") or {}).get("spec")) or {}
-            containers = pod.get("containers") or [{}]
-            main = next((c for c in containers if c.get("name") == "main"), containers[0])
+            main = dict(_main_container(pod.get("containers") or []))
+            main["env"] = graph_env + list(comp.get("env") or []) + list(main.get("env") or [])
             limits = ((main.get("resources") or {}).get("limits") or {})
-            out.append(_Component(comp.get("name", f"#{i}"), comp.get("type", ""), comp.get("subComponentType"),
-                                  comp.get("replicas"), (comp.get("multinode") or {}).get("nodeCount"),
-                                  limits.get("nvidia.com/gpu"), main, pod, f"spec.components[{i}]"))
-    elif isinstance(spec.get("services"), dict):  # v1alpha1
+            gpus = limits.get("nvidia.com/gpu", ((comp.get("resources") or {}).get("limits") or {}).get("gpu"))
+            out.append(_Component(comp.get("name", f"#{i}"), comp.get("type", comp.get("componentType", "")),
+                                  comp.get("subComponentType"), comp.get("replicas"),
+                                  (comp.get("multinode") or {}).get("nodeCount"), gpus, main, pod,
+                                  f"spec.components[{i}]"))
+    elif isinstance(spec.get("services"), dict):  # v1alpha1: graph-wide env in spec.envs
         for name, svc in spec["services"].items():
             extra = svc.get("extraPodSpec") or {}
             limits = ((svc.get("resources") or {}).get("limits") or {})
@@ -132,107 +157,233 @@ def _components(dgd: dict) -> list[_Component]:
     return out
 
 
-def _engine_config(argv: list[str], config_maps: dict[str, Any]) -> dict:
-    """TensorRT-LLM reads its engine settings from a file, usually mounted from a ConfigMap."""
-    path = flag_value(argv, "--extra-engine-args", "--extra-engine-args-path")
+def _config_file(path: str | None, comp: _Component, config_maps: dict[str, dict[str, str]]) -> dict:
+    """A config file an engine flag points at, read from the ConfigMap mounted there (by volume and
+    mount path), else from any ConfigMap in the manifest holding a key of that file name. An inline
+    YAML mapping in place of a path (given through env) is read as is."""
     if not path:
         return {}
-    value = config_maps.get(Path(path).name)
-    if isinstance(value, str):
-        try:
-            parsed = yaml.safe_load(value)
-        except yaml.YAMLError:
-            return {}
-        return parsed if isinstance(parsed, dict) else {}
-    return {}
-
-
-def read_deploy(path: Path, root: Path) -> list[DynamoEntry]:
-    rel = path.relative_to(root).as_posix()
+    text = None
+    if "\n" in path or (":" in path and not path.startswith("/")):
+        text = path
+    else:
+        volumes = {v.get("name"): (v.get("configMap") or {}).get("name") for v in comp.pod_spec.get("volumes") or []
+                   if isinstance(v, dict)}
+        for mount in comp.container.get("volumeMounts") or []:
+            where = str(mount.get("mountPath", "")).rstrip("/")
+            data = config_maps.get(volumes.get(mount.get("name")) or "")
+            if data is None or not where:
+                continue
+            if mount.get("subPath") and path == where:
+                text = data.get(mount["subPath"])
+            elif path.startswith(where + "/"):
+                text = data.get(path[len(where) + 1:])
+            if text is not None:
+                break
+        if text is None:
+            text = next((d[Path(path).name] for d in config_maps.values() if Path(path).name in d), None)
+    if not isinstance(text, str):
+        return {}
     try:
-        docs = [d for d in yaml.safe_load_all(path.read_text()) if d is not None]
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        raise BadField(f"line {mark.line + 1}" if mark else "(document)", "not valid YAML") from None
-    config_maps: dict[str, Any] = {}
+        parsed = yaml.safe_load(text)
+    except yaml.YAMLError:
+        return {}
+    return parsed if isinstance(parsed, dict) else {}
+
+
+def _first_key(config: dict, keys: tuple[str, ...]) -> Any:
+    return next((config[k] for k in keys if config.get(k) is not None), None)
+
+
+def _leading_space_tokens(container: dict) -> list[str]:
+    """List-form args the container receives with leading whitespace (a folded scalar's doing):
+    the engine sees `' --flag'`, not `--flag`."""
+    command = [str(c) for c in container.get("command") or []]
+    if any(c in ("-c", "-lc") for c in command):
+        return []
+    args = [str(a) for a in container.get("args") or []]
+    return [a for a in command + args if a != a.lstrip() and a.strip()]
+
+
+def _worker(comp: _Component, backend: str, config_maps: dict[str, dict[str, str]], parts: PartProblems,
+            rel: str) -> tuple[DynamoWorker, list[str], str | None, list[str], bool]:
+    """The worker, the model names it states (and where the first came from), its card labels, and
+    whether it runs in an engine's disaggregation mode."""
+    env = _env(comp.container)
+    argv = [_expand(t, env) or t for t in _argv(comp.container)]
+    for token in _leading_space_tokens(comp.container):
+        parts.note(f"{comp.field}.args", f"{token!r} starts with whitespace (a folded scalar?): the engine "
+                   "receives it as is, not as a flag; read here as if trimmed", scope="warning")
+    argv = [t.strip() for t in argv]
+    names: list[str] = []
+    source = None
+    for flag in ("--model", "--model-path", "--served-model-name"):
+        value = flag_value(argv, flag)
+        if value and "/" in value and not value.startswith(("/", "$")) and value not in names:
+            names.append(value)
+            source = source or flag
+    for key in _MODEL_ENV:
+        value = env.get(key)
+        if value and "/" in value and not value.startswith("/") and value not in names:
+            names.append(value)
+            source = source or f"env {key}"
+    setting = CONCURRENCY_SETTING[backend]
+    config = _config_file(flag_value(argv, "--extra-engine-args", "--extra-engine-args-path", "--config"),
+                          comp, config_maps)
+    tp = flag_value(argv, *_TP_FLAGS)
+    cap = flag_value(argv, *_CAP_FLAGS[backend])
+    if tp is None:
+        tp = _first_key(config, _TP_KEYS)
+    if cap is None:
+        cap = _first_key(config, _CAP_KEYS[backend])
+    labels = _product_labels(comp.pod_spec)
+    card = hardware_for_product_label(labels[0]) if labels else None
+    mode = flag_value(argv, "--disaggregation-mode")
+    role = comp.role
+    if mode in ("prefill", "decode") and role in ("worker", None):
+        role = mode
+    worker = DynamoWorker(
+        name=comp.name, role="aggregated" if role == "worker" else role, gpus=comp.gpus, nodes=comp.nodes,
+        replicas=comp.replicas, card=card.id if card else None, card_label=labels[0] if labels else None,
+        tensor_parallel_size=_int(tp, f"{comp.field}.args.tensor-parallel-size"),
+        max_concurrency=MaxConcurrency(setting=setting, value=_int(cap, f"{comp.field}.args.{setting}")))
+    return worker, names, source, labels, mode in ("prefill", "decode")
+
+
+def _card_from_dirs(parts: tuple[str, ...]) -> str | None:
+    for part in reversed(parts):
+        tokens = re.split(r"[-_.]", part.lower())
+        hit = next((t for t in tokens if t in HARDWARE), None)
+        if hit:
+            return hit
+    return None
+
+
+def read_deploy(path: Path, root: Path, parts: PartProblems | None = None) -> list[DynamoEntry]:
+    rel = path.relative_to(root).as_posix()
+    parts = parts or PartProblems(rel)
+    docs = _documents(path)
+    config_maps: dict[str, dict[str, str]] = {}
     for doc in docs:
         if isinstance(doc, dict) and doc.get("kind") == "ConfigMap":
-            config_maps.update(doc.get("data") or {})
+            name = str((doc.get("metadata") or {}).get("name") or f"#{len(config_maps)}")
+            config_maps[name] = {str(k): str(v) for k, v in (doc.get("data") or {}).items()}
     dgds = [d for d in docs if isinstance(d, dict) and d.get("kind") == "DynamoGraphDeployment"]
     if not dgds:
         raise BadField("kind", "no DynamoGraphDeployment document in the file")
-    parts = path.relative_to(root / "recipes").parts[:-1]
-    backend_dir = next((p for p in parts if p in _BACKENDS), None)
+    dirs = path.relative_to(root / "recipes").parts[:-1]
+    backend_dir = next((p for p in dirs if p in _BACKENDS), None)
+    folder = "/".join(dirs[:dirs.index(backend_dir)]) if backend_dir else (dirs[0] if dirs else path.stem)
     entries = []
-    for dgd in dgds:
-        framework = (dgd.get("spec") or {}).get("backendFramework") or backend_dir
+    for i, dgd in enumerate(dgds):
+        where = f"(document {i + 1})" if len(dgds) > 1 else ""
+        framework = (dgd.get("spec") or {}).get("backendFramework") or backend_dir or _backend_from_commands(dgd)
         backend = _BACKENDS.get(str(framework).lower()) if framework else None
         if backend is None:
-            raise BadField("spec.backendFramework", f"unknown backend {framework!r} and none in the directory name")
+            parts.note(f"{where}spec.backendFramework", f"unknown backend {framework!r} and none in the "
+                       "directory name or worker command: graph skipped")
+            continue
         workers = [c for c in _components(dgd) if c.role]
         if not workers:
-            raise BadField("spec.components", "no worker component")
-        setting = CONCURRENCY_SETTING[backend]
-        model_ids: list[str] = []
-        built: list[DynamoWorker] = []
-        labels: list[str] = []
+            raise BadField(f"{where}spec.components", "no worker component")
+        built, model_ids, labels, source, split = [], [], [], None, False
         for comp in workers:
-            argv, env = _argv(comp.container), _env(comp.container)
-            for flag in ("--model", "--model-path", "--served-model-name"):
-                value = _expand(flag_value(argv, flag), env)
-                if value and "/" in value and not value.startswith(("/", "$")) and value not in model_ids:
-                    model_ids.append(value)
-            if env.get("SERVED_MODEL_NAME") and env["SERVED_MODEL_NAME"] not in model_ids:
-                model_ids.append(env["SERVED_MODEL_NAME"])
-            labels.extend(_product_labels(comp.pod_spec))
-            engine = _engine_config(argv, config_maps)
-            if backend == "trtllm":
-                cap = engine.get("max_batch_size")
-                tp = engine.get("tensor_parallel_size")
-            else:
-                cap = flag_value(argv, setting)
-                tp = flag_value(argv, "--tensor-parallel-size", "--tp", "--tp-size")
-            role = "aggregated" if comp.role == "worker" else comp.role
-            built.append(DynamoWorker(
-                name=comp.name, role=role, gpus=comp.gpus, nodes=comp.nodes, replicas=comp.replicas,
-                tensor_parallel_size=_int(tp, f"{comp.field}.args.tensor-parallel-size"),
-                max_concurrency=MaxConcurrency(setting=setting, value=_int(cap, f"{comp.field}.args.{setting}"))))
-        disaggregated = any(w.role == "prefill" for w in built) or any(p.startswith("disagg") for p in parts)
-        # The serving worker (decode in a disaggregated graph) is the one whose concurrency limits clients.
-        main = next((w for w in built if w.role == "decode"), built[0])
-        card, card_label, card_source = None, None, None
-        if labels:
+            worker, names, named_by, comp_labels, disagg_mode = _worker(comp, backend, config_maps, parts, rel)
+            split = split or disagg_mode
+            built.append(worker)
+            model_ids += [n for n in names if n not in model_ids]
+            source = source or named_by
+            labels += comp_labels
+        # A lone "decode" worker is how v1beta1 graphs spell an aggregated one; a prefill pool or an
+        # engine told --disaggregation-mode (beside an encoder on another card, say) is split serving.
+        disaggregated = (split or any(w.role == "prefill" for w in built)
+                         or any(p.startswith("disagg") for p in dirs) or path.stem.startswith("disagg"))
+        # The serving worker (decode in a disaggregated graph; never an encoder) is the one whose
+        # concurrency limits clients, and whose figures the entry carries.
+        serving = [w for w in built if w.role != "encode"] or built
+        main = next((w for w in serving if w.role == "decode"), serving[0])
+        card, card_label, card_source = main.card, main.card_label, "node selector" if main.card_label else None
+        if card_label is None and labels:
             card_label = labels[0]
             hw = hardware_for_product_label(card_label)
             card, card_source = (hw.id if hw else None), "node selector"
+        if card_label is None:
+            card = _card_from_dirs((*dirs, path.stem))
+            card_source = "directory name" if card else None
+        if model_ids:
+            name, name_source = model_ids[0], source or "--model"
         else:
-            for part in reversed(parts):
-                tokens = re.split(r"[-_]", part.lower())
-                hit = next((t for t in tokens if t in HARDWARE), None)
-                if hit:
-                    card, card_source = hit, "directory name"
-                    break
+            name, name_source = folder, "recipe folder"
         entries.append(DynamoEntry(
-            source_path=rel, model="/".join(parts[:parts.index(backend_dir)]) if backend_dir else parts[0],
-            model_ids=model_ids, backend=backend, mode="disaggregated" if disaggregated else "aggregated",
+            source_path=rel, model=folder, model_ids=model_ids, model_name=name, model_name_source=name_source,
+            backend=backend, mode="disaggregated" if disaggregated else "aggregated",
             card=card, card_label=card_label, card_source=card_source, gpus_per_worker=main.gpus,
             nodes=main.nodes, replicas=main.replicas, tensor_parallel_size=main.tensor_parallel_size,
             max_concurrency=main.max_concurrency, workers=built))
     return entries
 
 
+def _documents(path: Path) -> list[Any]:
+    try:
+        return [d for d in yaml.safe_load_all(path.read_text()) if d is not None]
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        raise BadField(f"line {mark.line + 1}" if mark else "(document)", "not valid YAML") from None
+
+
+def _backend_from_commands(dgd: dict) -> str | None:
+    """`python3 -m dynamo.<backend>` in a worker's command, when nothing else names the backend."""
+    try:
+        comps = _components(dgd)
+    except BadField:
+        return None
+    for comp in comps:
+        for token in _argv(comp.container):
+            if token.startswith("dynamo.") and token[7:] in _BACKENDS:
+                return token[7:]
+    return None
+
+
+def _is_patch(dgd: dict) -> bool:
+    """A kustomize patch: a DGD whose components carry no worker command or resources of their own."""
+    try:
+        comps = _components(dgd)
+    except BadField:
+        return True
+    return not any(c.role and (c.container.get("args") or c.container.get("command") or c.gpus) for c in comps)
+
+
 def import_dynamo(root: Path) -> tuple[list[DynamoEntry], list[ImportProblem], int]:
-    """Entries from every deploy.yaml under recipes/, the problems, and how many files were read."""
+    """Entries from every manifest under recipes/ that holds a DynamoGraphDeployment, the problems
+    (files and parts), and how many such manifests were read."""
     entries: list[DynamoEntry] = []
     problems: list[ImportProblem] = []
-    files = sorted((root / "recipes").rglob("deploy.yaml"))
-    for path in files:
+    manifests = 0
+    for path in sorted((root / "recipes").rglob("*.yaml")):
+        rel = path.relative_to(root).as_posix()
         try:
-            entries.extend(read_deploy(path, root))
+            text = path.read_text()
+        except OSError as exc:
+            problems.append(ImportProblem(file=rel, field="(file)", reason=exc.strerror or str(exc)))
+            continue
+        if "DynamoGraphDeployment" not in text:
+            continue  # perf jobs, model caches, routes: not deployments
+        parts = PartProblems(rel)
+        try:
+            docs = _documents(path)
+            dgds = [d for d in docs if isinstance(d, dict) and d.get("kind") == "DynamoGraphDeployment"]
+            if not dgds:
+                continue  # the name appears only in a comment or a script
+            if all(_is_patch(d) for d in dgds):
+                parts.note("spec", "a kustomize patch (no worker of its own): its base manifest is the entry",
+                           scope="warning")
+            else:
+                manifests += 1
+                entries.extend(read_deploy(path, root, parts))
         except BadField as exc:
-            problems.append(ImportProblem(file=path.relative_to(root).as_posix(), field=exc.field, reason=exc.reason))
+            problems.append(ImportProblem(file=rel, field=exc.field, reason=exc.reason))
         except (AttributeError, TypeError) as exc:
             # A field with the wrong shape somewhere deep in a manifest: still name the file.
-            problems.append(ImportProblem(file=path.relative_to(root).as_posix(), field="(manifest)",
-                                          reason=f"unexpected shape: {exc}"))
-    return entries, problems, len(files)
+            problems.append(ImportProblem(file=rel, field="(manifest)", reason=f"unexpected shape: {exc}"))
+        problems.extend(parts.problems)
+    return entries, problems, manifests
