@@ -349,7 +349,7 @@ def _is_patch(dgd: dict) -> bool:
     try:
         comps = _components(dgd)
     except BadField:
-        return True
+        return False  # not a graph at all: read_deploy says why
     return not any(c.role and (c.container.get("args") or c.container.get("command") or c.gpus) for c in comps)
 
 
