@@ -39,3 +39,27 @@ def snapshot_copy(tmp_path: Path, vllm_dir: Path, dynamo_dir: Path) -> tuple[Pat
     shutil.copy(vllm_dir / "SOURCE.md", vllm / "SOURCE.md")
     shutil.copy(dynamo_dir / "SOURCE.md", dynamo / "SOURCE.md")
     return vllm, dynamo
+
+
+def shared_upstream() -> Path:
+    """Where ../shared/upstream is; the one place these tests learn it (so it can switch to the
+    project-wide locator without touching the tests)."""
+    from tests.conftest import UPSTREAM
+    if not UPSTREAM.is_dir():
+        pytest.fail(f"upstream data not found at {UPSTREAM}: the tests need ../shared beside the project")
+    return UPSTREAM
+
+
+FIXTURES = Path(__file__).with_name("fixtures")
+
+
+@pytest.fixture
+def fixture_trees(tmp_path: Path) -> tuple[Path, Path]:
+    """The project's upstream-shaped fixtures, with upstream's own strategies/ and taxonomy.yaml."""
+    vllm, dynamo = tmp_path / "vllm", tmp_path / "dynamo"
+    shutil.copytree(FIXTURES / "vllm", vllm)
+    shutil.copytree(FIXTURES / "dynamo", dynamo)
+    upstream = shared_upstream() / "vllm-recipes"
+    shutil.copytree(upstream / "strategies", vllm / "strategies")
+    shutil.copy(upstream / "taxonomy.yaml", vllm / "taxonomy.yaml")
+    return vllm, dynamo

@@ -210,7 +210,8 @@ def _worker(comp: _Component, backend: str, config_maps: dict[str, dict[str, str
     """The worker, the model names it states (and where the first came from), its card labels, and
     whether it runs in an engine's disaggregation mode."""
     env = _env(comp.container)
-    argv = [_expand(t, env) or t for t in _argv(comp.container)]
+    raw = _argv(comp.container)
+    argv = [_expand(t, env) or t for t in raw]
     for token in _leading_space_tokens(comp.container):
         parts.note(f"{comp.field}.args", f"{token!r} starts with whitespace (a folded scalar?): the engine "
                    "receives it as is, not as a flag; read here as if trimmed", scope="warning")
@@ -221,7 +222,8 @@ def _worker(comp: _Component, backend: str, config_maps: dict[str, dict[str, str
         value = flag_value(argv, flag)
         if value and "/" in value and not value.startswith(("/", "$")) and value not in names:
             names.append(value)
-            source = source or flag
+            var = re.search(r"\$\{?\(?(\w+)", flag_value(raw, flag) or "")
+            source = source or (f"{flag} from env {var.group(1)}" if var else flag)
     for key in _MODEL_ENV:
         value = env.get(key)
         if value and "/" in value and not value.startswith("/") and value not in names:
