@@ -29,3 +29,8 @@ def weight_bytes(repo: str) -> int:
 
 def shipped_repos() -> list[str]:
     return sorted(str(p.parent.relative_to(HF_CONFIGS)) for p in HF_CONFIGS.glob("*/*/config.json"))
+
+
+def shared_upstream() -> Path:
+    """../shared/upstream: the one place these tests learn where it is."""
+    return HF_CONFIGS.parent

@@ -1,0 +1,62 @@
+"""A draft sizes each variant on the shape its recipe tests, on the offline Hub through the real
+`huggingface_hub` client: the same GPU count `serve_command` builds and `wingsmith size --gpus` checks."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from sim.hub import start_hub_server
+from wingsmith.cli.main import build_parser
+from wingsmith.hub import Resolver
+from wingsmith.proposals import with_evidence_and_sizing
+from wingsmith.recipes import load_catalog, serve_command
+
+from .conftest import shared_upstream
+
+
+@pytest.fixture(scope="module")
+def hub_url():
+    handle = start_hub_server(grants={})
+    yield handle.url
+    handle.stop()
+
+
+@pytest.fixture(scope="module")
+def deepseek_v3(hub_url, tmp_path_factory):
+    resolver = Resolver(hub_url, None, tmp_path_factory.mktemp("hf-cache"))
+    return with_evidence_and_sizing(resolver.resolve("deepseek-ai/DeepSeek-V3"))
+
+
+def test_deepseek_v3_draft_sizes_on_the_recipes_gpu_count(deepseek_v3):
+    sizing = deepseek_v3.sizing
+    catalog = load_catalog()
+    recipe = catalog.recipes["deepseek-ai/DeepSeek-V3"]
+    for entry in sizing["sizing"]:
+        target = entry["target"]
+        command = serve_command(recipe, entry["variant"], target["hardware"], target["layout"], catalog=catalog)
+        assert target["gpus"] == command.gpus == 8  # one whole B200 node, never the bare minimum of 1
+        assert entry["report"]["fit"]["gpus"] == 8
+        assert entry["report"]["fit"]["verdict"] == "fits"
+    assert sizing["target"]["gpus"] == 8
+
+
+def test_deepseek_v3_draft_has_no_unknown_quantization_warning(deepseek_v3):
+    sizing = deepseek_v3.sizing
+    assert not [w for w in sizing["warnings"] if "unknown quantization" in w]
+    fp4 = next(s for s in sizing["sizing"] if s["variant"] == "fp4")
+    assert fp4["note"] is None and fp4["weight"]["figure"]["inputs"]["scheme"] == "fp4"
+
+
+def test_size_cli_at_the_drafts_gpu_count_gives_the_drafts_figures(deepseek_v3, capsys):
+    default = next(s for s in deepseek_v3.sizing["sizing"] if s["variant"] == "default")
+    target, report = default["target"], default["report"]
+    args = build_parser().parse_args([
+        "size", "--config", str(shared_upstream() / "hf-configs/deepseek-ai/DeepSeek-V3/config.json"),
+        "--hardware", target["hardware"], "--layout", target["layout"], "--gpus", str(target["gpus"]),
+        "--weights-bytes", str(report["weights_bytes"]), "--json"])
+    assert args.func(args) == 0
+    cli = json.loads(capsys.readouterr().out)
+    assert cli["fit"]["gpus"] == report["fit"]["gpus"]
+    assert cli["fit"]["headroom_gb"] == report["fit"]["headroom_gb"]

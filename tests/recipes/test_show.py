@@ -1,0 +1,45 @@
+"""`wingsmith recipes show`: the floor warning and `--catalog PATH`."""
+
+from __future__ import annotations
+
+import json
+
+from wingsmith.cli.main import build_parser
+from wingsmith.recipes import build_catalog
+from wingsmith.recipes.catalog import write_catalog
+
+
+def _run(capsys, *argv: str) -> tuple[int, str, str]:
+    args = build_parser().parse_args(["recipes", *argv])
+    code = args.func(args)
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_show_warns_when_card_times_gpus_is_below_the_variant_floor(capsys):
+    code, out, _ = _run(capsys, "show", "deepseek-ai/DeepSeek-V3", "--hardware", "h100")
+    assert code == 0
+    assert "warning: 8 × h100 hold 640 GB, below variant default's floor of 805 GB (fp8)" in out
+    code, out, _ = _run(capsys, "show", "deepseek-ai/DeepSeek-V3", "--hardware", "h200", "--json")
+    assert code == 0 and json.loads(out)["warnings"] == []
+
+
+def test_show_reads_the_catalog_given(capsys, fixture_trees, tmp_path):
+    catalog, _ = build_catalog(*fixture_trees)
+    path = tmp_path / "fixtures-catalog.json"
+    write_catalog(catalog, path)
+    code, out, _ = _run(capsys, "show", "fixture-lab/Card-Sized-70B", "--catalog", str(path), "--hardware", "h200")
+    assert code == 0
+    assert f"catalog {catalog.version}" in out and "single_node_tp on 4x h200" in out
+    code, _, err = _run(capsys, "show", "fixture-lab/Card-Sized-70B")  # not in the shipped catalog
+    assert code == 1 and "no recipe for fixture-lab/Card-Sized-70B" in err
+    code, _, err = _run(capsys, "show", "x/y", "--catalog", str(tmp_path / "missing.json"))
+    assert code == 2 and "cannot read --catalog" in err
+
+
+def test_import_takes_catalog_as_the_output_path(capsys, fixture_trees, tmp_path):
+    vllm, dynamo = fixture_trees
+    out_path = tmp_path / "built.json"
+    code, out, _ = _run(capsys, "import", "--vllm", str(vllm), "--dynamo", str(dynamo), "--catalog", str(out_path))
+    assert code == 0 and out_path.exists()
+    assert "imported 3 of 3 vLLM recipe files" in out and "from 9 DynamoGraphDeployment manifests" in out
