@@ -52,7 +52,8 @@ def test_omni_recipe_with_empty_compatible_strategies_is_evidence_without_layout
 def test_empty_compatible_strategies_on_a_text_recipe_is_a_warning_not_a_drop(fixture_trees):
     vllm, dynamo = fixture_trees
     path = vllm / "models/fixture-lab/Stray-Card-8B.yaml"
-    path.write_text(path.read_text().replace("compatible_strategies:\n  - single_node_tp\n", "compatible_strategies: []\n"))
+    text = path.read_text().replace("compatible_strategies:\n  - single_node_tp\n", "compatible_strategies: []\n")
+    path.write_text(text)
     catalog, report = build_catalog(vllm, dynamo)
     assert "fixture-lab/Stray-Card-8B" in catalog.recipes
     assert ("warning", "compatible_strategies", "missing or empty: no layout to serve with") in _problems(

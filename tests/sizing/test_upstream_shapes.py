@@ -18,7 +18,8 @@ DSV3 = "deepseek-ai/DeepSeek-V3"
 
 
 def test_every_upstream_strategy_is_a_sizing_layout():
-    names = {yaml.safe_load(p.read_text())["name"] for p in (shared_upstream() / "vllm-recipes/strategies").glob("*.yaml")}
+    folder = shared_upstream() / "vllm-recipes/strategies"
+    names = {yaml.safe_load(p.read_text())["name"] for p in folder.glob("*.yaml")}
     assert {"single_node_tep", "single_node_dep"} <= names
     assert names <= set(LAYOUTS)
 

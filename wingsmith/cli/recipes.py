@@ -17,7 +17,8 @@ def register(subparsers) -> None:
     sub = parser.add_subparsers(dest="recipes_command", metavar="ACTION", required=True)
 
     imp = sub.add_parser("import", help="build the catalog from local upstream snapshots")
-    imp.add_argument("--vllm", required=True, type=Path, help="vLLM recipes snapshot (models/, strategies/, taxonomy.yaml)")
+    imp.add_argument("--vllm", required=True, type=Path,
+                     help="vLLM recipes snapshot (models/, strategies/, taxonomy.yaml)")
     imp.add_argument("--dynamo", required=True, type=Path,
                      help="NVIDIA Dynamo snapshot (every recipes/**/*.yaml holding a DynamoGraphDeployment)")
     imp.add_argument("--out", "--catalog", dest="out", type=Path, default=SHIPPED_CATALOG,
@@ -139,7 +140,8 @@ def _show(args: argparse.Namespace) -> int:
         print(f"  variant {v.name}: {v.precision} {v.checkpoint} floor {v.vram_minimum_gb:g} GB"
               + (" (estimate)" if v.is_estimate else ""))
     for layout in evidence.layouts:
-        print(f"  layout {layout.name}{' (default)' if layout.default else ''}: on {', '.join(layout.allowed) or 'none'}")
+        on = ", ".join(layout.allowed) or "none"
+        print(f"  layout {layout.name}{' (default)' if layout.default else ''}: on {on}")
     for f in evidence.features:
         print(f"  feature {f.name}: {f.default}" + (f", only with {', '.join(f.strategies)}" if f.strategies else "")
               + (f", excludes {', '.join(f.excludes)}" if f.excludes else ""))

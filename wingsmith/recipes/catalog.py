@@ -70,7 +70,8 @@ def build_catalog(vllm_dir: Path, dynamo_dir: Path, *, vllm_source: SourceStamp 
     }
     body["version"] = catalog_version(body)
     recipe_files = len(list((Path(vllm_dir) / "models").glob("*/*.yaml")))
-    report = ImportReport(recipe_files=recipe_files, recipes=len(recipes), strategies=len(strategies), hardware_profiles=len(hardware),
+    report = ImportReport(recipe_files=recipe_files, recipes=len(recipes), strategies=len(strategies),
+                          hardware_profiles=len(hardware),
                           dynamo_files=dyn_files, dynamo_entries=len(entries),
                           problems=problems + [p.model_copy(update={"file": f"dynamo:{p.file}"}) for p in dyn_problems])
     return Catalog.model_validate(body), report

@@ -134,7 +134,8 @@ def _choose_features(recipe: Recipe, variant_name: str, variant: Variant, profil
     for item in requested:
         name, _, mode = item.lstrip("-").partition(":")
         if name not in recipe.features:
-            raise InvalidChoice(f"{recipe.path} has no feature {name!r}; it has: {', '.join(recipe.features) or 'none'}")
+            has = ", ".join(recipe.features) or "none"
+            raise InvalidChoice(f"{recipe.path} has no feature {name!r}; it has: {has}")
         if item.startswith("-"):
             disabled.add(name)
         else:
@@ -377,10 +378,12 @@ def _pd_command(recipe: Recipe, strategy: Strategy, so: StrategyOverride | None,
                     node = ["--data-parallel-start-rank", str(rank * (gpn // (tp or 1))),
                             "--data-parallel-address", f"${role.upper()}_NODE_1"]
                 else:
-                    node = ["--nnodes", str(nodes), "--node-rank", str(rank), "--master-addr", f"${role.upper()}_NODE_1"]
+                    node = ["--nnodes", str(nodes), "--node-rank", str(rank),
+                            "--master-addr", f"${role.upper()}_NODE_1"]
                 if rank:
                     node.append("--headless")
-            env = {k: (v.replace(f"${role.upper()}_NODE_1", f"${role.upper()}_NODE_{rank + 1}")) for k, v in role_env.items()}
+            head, mine = f"${role.upper()}_NODE_1", f"${role.upper()}_NODE_{rank + 1}"
+            env = {k: v.replace(head, mine) for k, v in role_env.items()}
             commands.append(parts.build(role, rank, sizes, role_args, env, node))
     if gpus is not None and gpus != total:
         raise InvalidChoice(f"pd_cluster's prefill and decode pools take {total} GPUs on {profile.id}, not {gpus}")

@@ -148,7 +148,8 @@ def _components(dgd: dict) -> list[_Component]:
             extra = svc.get("extraPodSpec") or {}
             limits = ((svc.get("resources") or {}).get("limits") or {})
             container = dict(extra.get("mainContainer") or {})
-            container["env"] = list(spec.get("envs") or []) + list(svc.get("envs") or []) + list(container.get("env") or [])
+            container["env"] = (list(spec.get("envs") or []) + list(svc.get("envs") or [])
+                                + list(container.get("env") or []))
             out.append(_Component(name, svc.get("componentType", ""), svc.get("subComponentType"), svc.get("replicas"),
                                   (svc.get("multinode") or {}).get("nodeCount"), limits.get("gpu"), container, extra,
                                   f"spec.services.{name}"))

@@ -186,7 +186,8 @@ def evidence_for(match_or_recipe: RecipeMatch | Recipe, catalog: Catalog | None 
             strategies=feature.strategies,
             modes={m: FeatureModeEvidence(args=spec.args, variants=spec.variants,
                                           hardware_overrides=spec.hardware_overrides,
-                                          unsupported_on=sorted(h for h, v in spec.hardware.items() if v == "unsupported"))
+                                          unsupported_on=sorted(h for h, v in spec.hardware.items()
+                                                                if v == "unsupported"))
                    for m, spec in feature.modes.items()},
             default_mode=feature.default_mode,
             excludes=[b if a == name else a for a, b in pairs if name in (a, b)]))
@@ -198,7 +199,8 @@ def evidence_for(match_or_recipe: RecipeMatch | Recipe, catalog: Catalog | None 
         context_length=recipe.context_length, min_vllm_version=recipe.min_vllm_version,
         default_variant=default_variant, tested_shapes=_tested_shapes(catalog, recipe, default_layout, layouts),
         omni=recipe.omni, docker_images=recipe.docker_images, precision_hardware=recipe.precision_hardware,
-        variants=[VariantEvidence(name=n, precision=v.precision, label=v.label, checkpoint=v.model_id or recipe.model_id,
+        variants=[VariantEvidence(name=n, precision=v.precision, label=v.label,
+                                  checkpoint=v.model_id or recipe.model_id,
                                   vram_minimum_gb=v.vram_minimum_gb, is_estimate=v.is_estimate,
                                   supported_hardware=v.supported_hardware, matched=n == matched)
                   for n, v in recipe.variants.items()],

@@ -143,7 +143,8 @@ def _variant(name: str, value: Any, field: str, estimate_comment: bool) -> Varia
         hardware_overrides=_overrides(block.get("hardware_overrides"), f"{field}.hardware_overrides"),
         supported_hardware=str_list(block["supported_hardware"], f"{field}.supported_hardware")
         if "supported_hardware" in block else None,
-        tp=_tp(block.get("tp"), f"{field}.tp"), default_modes=str_map(block.get("default_modes"), f"{field}.default_modes"))
+        tp=_tp(block.get("tp"), f"{field}.tp"),
+        default_modes=str_map(block.get("default_modes"), f"{field}.default_modes"))
 
 
 def _pd_role(value: Any, field: str) -> PdRole | None:
@@ -159,10 +160,12 @@ def _pd_role(value: Any, field: str) -> PdRole | None:
 def _strategy_override(value: Any, field: str) -> StrategyOverride:
     block = mapping(value, field)
     # Upstream spells the same thing two ways (`extra_args`/`vllm_args`, `extra_env`/`env`).
-    args = str_list(block.get("extra_args"), f"{field}.extra_args") + str_list(block.get("vllm_args"), f"{field}.vllm_args")
+    args = (str_list(block.get("extra_args"), f"{field}.extra_args")
+            + str_list(block.get("vllm_args"), f"{field}.vllm_args"))
     env = {**str_map(block.get("env"), f"{field}.env"), **str_map(block.get("extra_env"), f"{field}.extra_env")}
     return StrategyOverride(args=args, env=env,
-                            hardware_overrides=_overrides(block.get("hardware_overrides"), f"{field}.hardware_overrides"),
+                            hardware_overrides=_overrides(block.get("hardware_overrides"),
+                                                          f"{field}.hardware_overrides"),
                             tp=_tp(block.get("tp"), f"{field}.tp"),
                             router=mapping(block.get("router"), f"{field}.router"),
                             prefill=_pd_role(block.get("prefill"), f"{field}.prefill"),
@@ -238,7 +241,8 @@ def read_recipe(path: Path, root: Path, parts: PartProblems | None = None) -> Re
             hardware_opt_in_features=parts.each(doc.get("hardware_opt_in_features"), "hardware_opt_in_features",
                                                 lambda k, v, f: str_list(v, f)),
             variants=variants, compatible_strategies=strategies,
-            strategy_hardware=parts.each(doc.get("strategy_hardware"), "strategy_hardware", lambda k, v, f: str_map(v, f)),
+            strategy_hardware=parts.each(doc.get("strategy_hardware"), "strategy_hardware",
+                                         lambda k, v, f: str_map(v, f)),
             strategy_min_gpus=min_gpus, default_strategy=_opt_str(doc.get("default_strategy")),
             hardware_overrides=parts.each(doc.get("hardware_overrides"), "hardware_overrides",
                                           lambda k, v, f: _override(v, f)),
@@ -308,7 +312,8 @@ def import_vllm(root: Path) -> tuple[dict[str, Recipe], dict[str, Strategy], dic
         except BadField as exc:
             problems.append(ImportProblem(file=path.relative_to(root).as_posix(), field=exc.field, reason=exc.reason))
         except OSError as exc:
-            problems.append(ImportProblem(file=path.relative_to(root).as_posix(), field="(file)", reason=exc.strerror or str(exc)))
+            problems.append(ImportProblem(file=path.relative_to(root).as_posix(), field="(file)",
+                                          reason=exc.strerror or str(exc)))
         return None
 
     hardware: dict[str, HardwareProfile] = {}
@@ -325,7 +330,8 @@ def import_vllm(root: Path) -> tuple[dict[str, Recipe], dict[str, Strategy], dic
     recipes = {}
     for path in sorted((root / "models").glob("*/*.yaml")):
         parts = PartProblems(path.relative_to(root).as_posix())
-        recipe = attempt(path, lambda p: _checked(read_recipe(p, root, parts), strategies, hardware, parts))
+        recipe = attempt(path, lambda p, parts=parts: _checked(read_recipe(p, root, parts), strategies, hardware,
+                                                               parts))
         problems.extend(parts.problems)
         if recipe:
             recipes[recipe.path] = recipe

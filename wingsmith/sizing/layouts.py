@@ -25,8 +25,8 @@ The plane's choices, per layout (`gpus` = GPUs of one replica group, `n` = GPUs 
   nodes (each node serves ceil(concurrency / nodes) sequences); for MoE models vLLM shards the
   routed experts over every DP × TP rank, so experts are split `gpus` ways and the rest per node.
 - `pd_cluster`: the GPUs are split evenly into a prefill pool and a decode pool, each a
-  tensor-parallel replica over half the GPUs (within one node, or whole nodes). The decode pool holds the KV of every running
-  sequence, so it is the one sized; the prefill pool needs no more than that.
+  tensor-parallel replica over half the GPUs (within one node, or whole nodes). The decode pool
+  holds the KV of every running sequence, so it is the one sized; the prefill pool needs no more than that.
 
 A layout is refused (with the reason) when the GPU count cannot form it: partial nodes for the
 multi-node layouts, a TP size that does not divide the attention heads, or the KV heads not
@@ -44,8 +44,8 @@ from wingsmith.hardware import Hardware
 from wingsmith.sizing.figures import SizingError
 from wingsmith.sizing.model_config import TextModel
 
-Layout = Literal["single_node_tp", "single_node_tep", "single_node_dep", "multi_node_tp", "multi_node_tep", "multi_node_tp_pp",
-                 "multi_node_dep", "multi_node_tp_dp", "pd_cluster"]
+Layout = Literal["single_node_tp", "single_node_tep", "single_node_dep", "multi_node_tp", "multi_node_tep",
+                 "multi_node_tp_pp", "multi_node_dep", "multi_node_tp_dp", "pd_cluster"]
 LAYOUTS: tuple[str, ...] = Layout.__args__  # type: ignore[attr-defined]
 MOE_ONLY = {"single_node_tep", "single_node_dep", "multi_node_tep", "multi_node_dep"}
 # Upstream's strategies/: expert-parallel layouts need at least two GPUs to split experts over.
