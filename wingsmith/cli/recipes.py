@@ -147,7 +147,8 @@ def _show(args: argparse.Namespace) -> int:
               + (f", excludes {', '.join(f.excludes)}" if f.excludes else ""))
     for entry in out["dynamo"]:
         mc = entry["max_concurrency"]
-        print(f"  dynamo {entry['source_path']}: {entry['backend']} {entry['mode']} on {entry['card'] or '?'}, "
+        print(f"  dynamo {entry['source_path']}: {entry['model_name']} (named by {entry['model_name_source']}), "
+              f"{entry['backend']} {entry['mode']} on {entry['card'] or '?'}, "
               f"{mc['setting']} {mc['value'] if mc['value'] is not None else 'not set: engine default'}")
     if "command" in out:
         c = command
