@@ -84,7 +84,7 @@ def test_feature_with_only_vendor_args_is_kept_and_applies_per_vendor(fixtures_c
 def test_card_missing_from_taxonomy_drops_only_that_card(built_fixtures):
     catalog, report = built_fixtures
     recipe = catalog.recipes["fixture-lab/Stray-Card-8B"]
-    assert recipe.hardware == {"h200": "verified"}
+    assert recipe.hardware == {"h200": "verified", "mi300x": "verified"}
     assert ("warning", "meta.hardware.quantum_slab_9000",
             "not a hardware profile in taxonomy.yaml: card dropped") in _problems(report, "Stray-Card-8B.yaml")
     assert serve_command(recipe, "default", "h200", "single_node_tp", catalog=catalog).hardware_status == "verified"
@@ -104,6 +104,14 @@ def test_docker_image_map_is_imported_and_used_for_the_runtime_image(fixtures_ca
     command = serve_command(recipe, "default", "h200", "single_node_tp", catalog=fixtures_catalog)
     assert command.docker_image == "vllm/vllm-openai:cardsized-cu130"  # the newest CUDA build it names
     assert evidence_for(recipe, fixtures_catalog).docker_images == recipe.docker_images
+    assert serve_command(recipe, "default", "mi300x", "single_node_tp", catalog=fixtures_catalog).docker_image is None
+
+
+def test_docker_image_map_keyed_by_brand_picks_the_cards_brand(fixtures_catalog):
+    recipe = fixtures_catalog.recipes["fixture-lab/Stray-Card-8B"]
+    nvidia = serve_command(recipe, "default", "h200", "single_node_tp", catalog=fixtures_catalog)
+    amd = serve_command(recipe, "default", "mi300x", "single_node_tp", catalog=fixtures_catalog)
+    assert (nvidia.docker_image, amd.docker_image) == ("vllm/vllm-openai:straycard", "vllm/vllm-openai-rocm:straycard")
 
 
 def test_feature_unsupported_on_a_card_is_never_built_there(fixtures_catalog):

@@ -208,13 +208,20 @@ def _int_for(value: int | dict[str, int] | None, profile: HardwareProfile) -> in
     return value
 
 
-def recipe_image(recipe: Recipe) -> str | None:
-    """The recipe's own runtime image: its one image, else the newest CUDA build it names."""
-    if not recipe.docker_images:
+def recipe_image(recipe: Recipe, profile: HardwareProfile) -> str | None:
+    """The recipe's own runtime image for a card: upstream keys its map by card, generation or brand
+    (`nvidia`/`amd`) or by CUDA build (`cu129`/`cu130`). The most specific hardware key wins, then a
+    single image, then the newest CUDA build (on NVIDIA cards only)."""
+    images = recipe.docker_images
+    if not images:
         return None
-    if "default" in recipe.docker_images:
-        return recipe.docker_images["default"]
-    return recipe.docker_images[max(recipe.docker_images)]
+    _, image = pick(images, profile)
+    if image is not None:
+        return image
+    if "default" in images:
+        return images["default"]
+    cuda = sorted(k for k in images if k.startswith("cu"))
+    return images[cuda[-1]] if cuda and profile.brand.lower() == "nvidia" else None
 
 
 class _Parts:
@@ -233,7 +240,7 @@ class _Parts:
         image = next((b.docker_image for b in reversed(hw_blocks) if b.docker_image), var.docker_image)
         self.common = dict(recipe=recipe.path, model=self.model, variant=variant, hardware=profile.id,
                            hardware_status=status, layout=strategy.name, features=chosen,
-                           gpus_per_node=profile.gpu_count, docker_image=image or recipe_image(recipe), notes=notes)
+                           gpus_per_node=profile.gpu_count, docker_image=image or recipe_image(recipe, profile), notes=notes)
 
     def build(self, role: str, rank: int, sizes: list[str], role_args: list[str], role_env: dict,
               node_args: list[str]) -> NodeCommand:
