@@ -240,7 +240,8 @@ class _Parts:
         image = next((b.docker_image for b in reversed(hw_blocks) if b.docker_image), var.docker_image)
         self.common = dict(recipe=recipe.path, model=self.model, variant=variant, hardware=profile.id,
                            hardware_status=status, layout=strategy.name, features=chosen,
-                           gpus_per_node=profile.gpu_count, docker_image=image or recipe_image(recipe, profile), notes=notes)
+                           gpus_per_node=profile.gpu_count, docker_image=image or recipe_image(recipe, profile),
+                           notes=notes)
 
     def build(self, role: str, rank: int, sizes: list[str], role_args: list[str], role_env: dict,
               node_args: list[str]) -> NodeCommand:
