@@ -64,8 +64,13 @@ def sizing_target(evidence: Evidence | None, variant: str | None = None) -> Sizi
                                 reason=f"the recipe's default layout on verified {card.display_name}, "
                                        f"{shape.gpus} GPU(s) on {shape.nodes} node(s) as the recipe runs it")
     hw, layout_name, gpus = _FALLBACK_TARGET
-    return SizingTarget(hardware=hw, layout=layout_name, gpus=gpus,
-                        reason="no verified NVIDIA hardware in a recipe; sized for one 8-GPU H200 node")
+    if evidence is None:
+        why = "no recipe"
+    elif evidence.default_layout is None:
+        why = "the recipe has no layout (vLLM-Omni)" if evidence.omni else "the recipe has no layout"
+    else:
+        why = f"variant {variant} runs on no verified placeable card of the recipe"
+    return SizingTarget(hardware=hw, layout=layout_name, gpus=gpus, reason=f"{why}; sized for one 8-GPU H200 node")
 
 
 def build_draft_content(proposal: ArtifactProposal, evidence: Evidence | None,

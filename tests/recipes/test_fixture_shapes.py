@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from wingsmith.drafts import sizing_target
 from wingsmith.recipes import InvalidChoice, build_catalog, evidence_for, serve_command
 from wingsmith.recipes.models import Catalog, DynamoEntry
 
@@ -69,6 +70,22 @@ def test_variant_tp_per_card_sizes_the_command_and_the_tested_shape(fixtures_cat
     assert on_h200.args[on_h200.args.index("--tensor-parallel-size") + 1] == "4"
     shapes = {(s.variant, s.hardware): s.gpus for s in evidence_for(recipe, fixtures_catalog).tested_shapes}
     assert shapes[("default", "h200")] == 4 and shapes[("default", "b200")] == 2
+
+
+def test_tp_in_a_variants_own_args_is_the_tested_shape(fixtures_catalog):
+    recipe = fixtures_catalog.recipes["fixture-lab/Stray-Card-8B"]
+    command = serve_command(recipe, "default", "h200", "single_node_tp", catalog=fixtures_catalog)
+    assert command.gpus == 2 and command.args.count("--tensor-parallel-size") == 1
+    assert command.args[command.args.index("--tensor-parallel-size") + 1] == "2"
+    evidence = evidence_for(recipe, fixtures_catalog)
+    assert sizing_target(evidence, "default").gpus == 2
+
+
+def test_omni_recipe_draft_target_says_why_it_falls_back(fixtures_catalog):
+    evidence = evidence_for(fixtures_catalog.recipes["fixture-lab/Omni-Voice-7B"], fixtures_catalog)
+    target = sizing_target(evidence, "default")
+    assert (target.hardware, target.gpus) == ("h200", 8)
+    assert target.reason == "the recipe has no layout (vLLM-Omni); sized for one 8-GPU H200 node"
 
 
 def test_feature_with_only_vendor_args_is_kept_and_applies_per_vendor(fixtures_catalog):
@@ -157,7 +174,7 @@ def test_upstream_order_of_variants_and_features_survives_the_catalog_file(fixtu
 
 def test_every_manifest_holding_a_graph_is_read_and_patches_are_noted(built_fixtures):
     catalog, report = built_fixtures
-    assert report.dynamo_files == 9
+    assert report.dynamo_files == 10
     paths = {e.source_path for e in catalog.dynamo}
     assert "recipes/fixture-moe/vllm/agg-h200/kustomize/base/deploy.yaml" in paths
     assert {"recipes/fixture-moe/vllm/agg-b200/deploy-8gpu.yaml",
@@ -221,6 +238,15 @@ def test_flag_with_a_leading_space_is_a_warning_naming_the_manifest(built_fixtur
     assert len(warnings) == 1 and warnings[0][0] == "warning"
     assert warnings[0][1] == "spec.services.VllmWorker.args" and "' --max-num-seqs'" in warnings[0][2]
     assert _entry(catalog, "fixture-moe/vllm/agg-folded/deploy.yaml").max_concurrency.value == 96
+
+
+def test_folded_script_whose_line_continuations_glue_spaces_to_flags_is_a_warning(built_fixtures):
+    catalog, report = built_fixtures
+    warnings = _problems(report, "fixture-moe/vllm/agg-folded-script/deploy.yaml")
+    assert [w[2].split(" starts")[0] for w in warnings] == ["' --tensor-parallel-size'", "' --max-num-seqs'"]
+    assert {w[0] for w in warnings} == {"warning"}
+    entry = _entry(catalog, "fixture-moe/vllm/agg-folded-script/deploy.yaml")
+    assert (entry.tensor_parallel_size, entry.max_concurrency.value) == (8, 72)
 
 
 @pytest.mark.parametrize("path, name, source", [

@@ -196,16 +196,6 @@ def _first_key(config: dict, keys: tuple[str, ...]) -> Any:
     return next((config[k] for k in keys if config.get(k) is not None), None)
 
 
-def _leading_space_tokens(container: dict) -> list[str]:
-    """List-form args the container receives with leading whitespace (a folded scalar's doing):
-    the engine sees `' --flag'`, not `--flag`."""
-    command = [str(c) for c in container.get("command") or []]
-    if any(c in ("-c", "-lc") for c in command):
-        return []
-    args = [str(a) for a in container.get("args") or []]
-    return [a for a in command + args if a != a.lstrip() and a.strip()]
-
-
 def _worker(comp: _Component, backend: str, config_maps: dict[str, dict[str, str]], parts: PartProblems,
             rel: str) -> tuple[DynamoWorker, list[str], str | None, list[str], bool]:
     """The worker, the model names it states (and where the first came from), its card labels, and
@@ -213,9 +203,13 @@ def _worker(comp: _Component, backend: str, config_maps: dict[str, dict[str, str
     env = _env(comp.container)
     raw = _argv(comp.container)
     argv = [_expand(t, env) or t for t in raw]
-    for token in _leading_space_tokens(comp.container):
-        parts.note(f"{comp.field}.args", f"{token!r} starts with whitespace (a folded scalar?): the engine "
-                   "receives it as is, not as a flag; read here as if trimmed", scope="warning")
+    # A token with leading whitespace is one the shell or the engine would mangle: an args item from a
+    # folded scalar with an indentation indicator, or a folded script whose `\` line continuations
+    # became `\ ` (an escaped space glued to the next flag). The engine would not see that flag.
+    for token in raw:
+        if token != token.lstrip() and token.strip():
+            parts.note(f"{comp.field}.args", f"{token!r} starts with whitespace (a folded scalar?): the engine "
+                       "receives it as is, not as a flag; read here as if trimmed", scope="warning")
     argv = [t.strip() for t in argv]
     names: list[str] = []
     source = None
