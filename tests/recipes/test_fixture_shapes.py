@@ -174,7 +174,7 @@ def test_upstream_order_of_variants_and_features_survives_the_catalog_file(fixtu
 
 def test_every_manifest_holding_a_graph_is_read_and_patches_are_noted(built_fixtures):
     catalog, report = built_fixtures
-    assert report.dynamo_files == 10
+    assert report.dynamo_files == 11
     paths = {e.source_path for e in catalog.dynamo}
     assert "recipes/fixture-moe/vllm/agg-h200/kustomize/base/deploy.yaml" in paths
     assert {"recipes/fixture-moe/vllm/agg-b200/deploy-8gpu.yaml",
@@ -191,6 +191,14 @@ def test_alternative_manifests_per_gpu_count_are_separate_entries(fixtures_catal
     assert (eight.tensor_parallel_size, eight.nodes, eight.max_concurrency.value) == (8, 1, 256)
     assert (sixteen.tensor_parallel_size, sixteen.nodes, sixteen.max_concurrency.value) == (16, 2, 512)
     assert eight.card == sixteen.card == "b200"
+
+
+def test_workers_named_for_their_roles_form_a_disaggregated_graph(fixtures_catalog):
+    entry = _entry(fixtures_catalog, "fixture-moe/vllm/disagg/deploy_hopper_16gpu.yaml")
+    assert entry.mode == "disaggregated"
+    assert [(w.name, w.role) for w in entry.workers] == [("decode", "decode"), ("prefill", "prefill")]
+    assert (entry.gpus_per_worker, entry.max_concurrency.value) == (8, 640)
+    assert (entry.model_name, entry.model_name_source) == ("fixture-lab/Fixture-MoE-200B", "--served-model-name")
 
 
 def test_v1beta1_spec_env_names_the_model_and_env_expands_every_flag(fixtures_catalog):

@@ -108,17 +108,23 @@ class _Component:
         self.nodes = _int(nodes, f"{field}.multinode.nodeCount") or 1
         self.gpus = _int(gpus, f"{field}.resources.limits.gpu")
         self.container, self.pod_spec = container, pod_spec
+        self.kind_role: str | None = None  # a role read from the name, set by the caller
+
+    def named_role(self) -> str:
+        """The role a worker's name gives (`prefill:`, `EncodeWorker`). Only trusted beside other
+        workers: upstream's single aggregated workers are called VllmDecodeWorker or even
+        VllmPrefillWorker."""
+        name = self.name.lower()
+        return next((role for role in ("encode", "prefill", "decode") if role in name), "worker")
 
     @property
     def role(self) -> str | None:
         if self.kind in ("frontend", "epp", "planner", "router"):
             return None
-        # Names are not roles: aggregated graphs often call their worker "VllmDecodeWorker". Only an
-        # encoder is recognised by name, since upstream gives it no sub-component type of its own.
+        # The sub-component type (v1alpha1) or type (v1beta1) says the role. A lone decode worker is
+        # still an aggregated graph: the caller decides that from whether a prefill pool exists.
         said = f"{self.sub or ''} {self.kind or ''}"
-        if "encode" in said or "encode" in self.name.lower():
-            return "encode"
-        for role in ("prefill", "decode"):
+        for role in ("encode", "prefill", "decode"):
             if role in said:
                 return role
         return "worker" if self.kind in ("worker", "main", "") else None
@@ -235,8 +241,8 @@ def _worker(comp: _Component, backend: str, config_maps: dict[str, dict[str, str
         cap = _first_key(config, _CAP_KEYS[backend])
     labels = _product_labels(comp.pod_spec)
     card = hardware_for_product_label(labels[0]) if labels else None
-    mode = flag_value(argv, "--disaggregation-mode")
-    role = comp.role
+    mode = flag_value(argv, "--disaggregation-mode") or ("prefill" if "--is-prefill-worker" in argv else None)
+    role = comp.kind_role or comp.role
     if mode in ("prefill", "decode") and role in ("worker", None):
         role = mode
     worker = DynamoWorker(
@@ -283,6 +289,10 @@ def read_deploy(path: Path, root: Path, parts: PartProblems | None = None) -> li
         workers = [c for c in _components(dgd) if c.role]
         if not workers:
             raise BadField(f"{where}spec.components", "no worker component")
+        if len(workers) > 1:
+            for comp in workers:
+                if comp.role == "worker":
+                    comp.kind_role = comp.named_role()
         built, model_ids, labels, source, split = [], [], [], None, False
         for comp in workers:
             worker, names, named_by, comp_labels, disagg_mode = _worker(comp, backend, config_maps, parts, rel)
