@@ -13,6 +13,7 @@ from pydantic import BaseModel
 
 from wingsmith.recipes.models import (
     Catalog,
+    Feature,
     HardwareProfile,
     Override,
     PdRole,
@@ -126,9 +127,8 @@ def _hardware_blocks(recipe: Recipe, so: StrategyOverride | None, variant: Varia
     return blocks
 
 
-def _choose_features(recipe: Recipe, variant_name: str, variant: Variant, profile: HardwareProfile,
-                     layout: str, requested: list[str]) -> tuple[dict[str, str | None], list[str]]:
-    notes: list[str] = []
+def _requested(recipe: Recipe, requested: list[str]) -> tuple[dict[str, str | None], set[str]]:
+    """`name` / `name:mode` to enable, `-name` to switch off: (enabled with their modes, disabled)."""
     explicit: dict[str, str | None] = {}
     disabled: set[str] = set()
     for item in requested:
@@ -140,41 +140,57 @@ def _choose_features(recipe: Recipe, variant_name: str, variant: Variant, profil
             disabled.add(name)
         else:
             explicit[name] = mode or None
+    return explicit, disabled
+
+
+def _unavailable(name: str, feature: Feature, profile: HardwareProfile, layout: str) -> str | None:
+    """Why a feature cannot be built with this layout or on this card, if it cannot."""
+    if feature_gated(feature, layout):
+        return f"feature {name} is not available with layout {layout} (only {', '.join(feature.strategies or [])})"
+    if feature_unsupported(feature, profile.id):
+        return f"feature {name} is unsupported on {profile.id}"
+    return None
+
+
+def _mode(name: str, feature: Feature, asked: str | None, variant_name: str, variant: Variant,
+          profile: HardwareProfile) -> tuple[str | None, str | None]:
+    """(the mode to build, or why this variant or card rules the feature's mode out)."""
+    if not feature.modes:
+        if asked:
+            raise InvalidChoice(f"feature {name} has no modes")
+        return None, None
+    mode = asked or variant.default_modes.get(name) or feature.default_mode or next(iter(feature.modes))
+    if mode not in feature.modes:
+        raise InvalidChoice(f"feature {name} has no mode {mode!r}; modes: {', '.join(feature.modes)}")
+    spec = feature.modes[mode]
+    if spec.variants is not None and variant_name not in spec.variants:
+        return mode, f"mode {mode} of {name} needs variant {' or '.join(spec.variants)}"
+    if spec.hardware.get(profile.id) == "unsupported":
+        return mode, f"mode {mode} of {name} is unsupported on {profile.id}"
+    return mode, None
+
+
+def _choose_features(recipe: Recipe, variant_name: str, variant: Variant, profile: HardwareProfile,
+                     layout: str, requested: list[str]) -> tuple[dict[str, str | None], list[str]]:
+    """The features to build and their modes: asked-for ones must be buildable (else InvalidChoice);
+    default ones that are not are left off with a note."""
+    notes: list[str] = []
+    explicit, disabled = _requested(recipe, requested)
     chosen: dict[str, str | None] = {}
     for name, feature in recipe.features.items():
-        if name in disabled:
-            continue
         wanted = name in explicit
-        if not wanted and is_opt_in(recipe, name, profile.id):
+        if name in disabled or (not wanted and is_opt_in(recipe, name, profile.id)):
             continue
-        if feature_gated(feature, layout):
+        problem = _unavailable(name, feature, profile, layout)
+        mode = None
+        if problem is None:
+            mode, problem = _mode(name, feature, explicit.get(name), variant_name, variant, profile)
+        if problem:
             if wanted:
-                raise InvalidChoice(f"feature {name} is not available with layout {layout} "
-                                    f"(only {', '.join(feature.strategies or [])})")
+                raise InvalidChoice(problem)
+            if not feature_gated(feature, layout):  # a layout gate is by design, not worth a note
+                notes.append(f"{name} left off: {problem.removeprefix(f'feature {name} is ')}")
             continue
-        if feature_unsupported(feature, profile.id):
-            if wanted:
-                raise InvalidChoice(f"feature {name} is unsupported on {profile.id}")
-            notes.append(f"{name} left off: unsupported on {profile.id}")
-            continue
-        mode = explicit.get(name)
-        if feature.modes:
-            mode = mode or variant.default_modes.get(name) or feature.default_mode or next(iter(feature.modes))
-            if mode not in feature.modes:
-                raise InvalidChoice(f"feature {name} has no mode {mode!r}; modes: {', '.join(feature.modes)}")
-            spec = feature.modes[mode]
-            problem = None
-            if spec.variants is not None and variant_name not in spec.variants:
-                problem = f"mode {mode} of {name} needs variant {' or '.join(spec.variants)}"
-            elif spec.hardware.get(profile.id) == "unsupported":
-                problem = f"mode {mode} of {name} is unsupported on {profile.id}"
-            if problem:
-                if wanted:
-                    raise InvalidChoice(problem)
-                notes.append(f"{name} left off: {problem}")
-                continue
-        elif mode:
-            raise InvalidChoice(f"feature {name} has no modes")
         chosen[name] = mode
     for a, b in exclusions(recipe):
         if a in chosen and b in chosen:
