@@ -10,6 +10,8 @@ import sys
 from pathlib import Path
 
 from wingsmith.recipes.catalog import SHIPPED_CATALOG, build_catalog, load_catalog, write_catalog
+from wingsmith.recipes.command import ServeCommand
+from wingsmith.recipes.models import Catalog
 
 
 def register(subparsers) -> None:
@@ -87,12 +89,12 @@ def _refresh(args: argparse.Namespace) -> int:
     return 0
 
 
-def _catalog(path: Path | None):
+def _catalog(path: Path | None) -> Catalog:
     from wingsmith.recipes.catalog import read_catalog
     return load_catalog() if path is None else read_catalog(path)
 
 
-def floor_warning(command, floor_gb: float, precision: str, per_gpu_gb: float | None) -> str | None:
+def floor_warning(command: ServeCommand, floor_gb: float, precision: str, per_gpu_gb: float | None) -> str | None:
     """A warning when the chosen card × GPUs holds less memory than the variant's published floor."""
     if per_gpu_gb is None:
         return None

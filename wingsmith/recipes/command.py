@@ -9,6 +9,8 @@ same order. Multi-node layouts get one command per node."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from pydantic import BaseModel
 
 from wingsmith.recipes.models import (
@@ -254,7 +256,7 @@ class _Parts:
         self.tail_env = _merge_env(so.env if so else {}, *(b.env for b in hw_blocks))
         self.model = var.model_id or recipe.model_id
         image = next((b.docker_image for b in reversed(hw_blocks) if b.docker_image), var.docker_image)
-        self.common = dict(recipe=recipe.path, model=self.model, variant=variant, hardware=profile.id,
+        self.common: dict[str, Any] = dict(recipe=recipe.path, model=self.model, variant=variant, hardware=profile.id,
                            hardware_status=status, layout=strategy.name, features=chosen,
                            gpus_per_node=profile.gpu_count, docker_image=image or recipe_image(recipe, profile),
                            notes=notes)

@@ -43,7 +43,8 @@ class PartProblems:
     def each(self, value: Any, field: str, read: Callable[[str, Any, str], T]) -> dict[str, T]:
         """read(key, item, field path) for every entry of a mapping, dropping only the bad entries."""
         out: dict[str, T] = {}
-        for key, item in self.keep(lambda: mapping(value, field), {}).items():
+        empty: dict[Any, Any] = {}
+        for key, item in self.keep(lambda: mapping(value, field), empty).items():
             try:
                 out[str(key)] = read(str(key), item, f"{field}.{key}")
             except BadField as exc:
@@ -69,7 +70,7 @@ def from_validation_error(exc: ValidationError, prefix: str = "") -> BadField:
 
 # Small readers that name the field when upstream data has the wrong shape.
 
-def mapping(value: Any, field: str, *, required: bool = False) -> dict:
+def mapping(value: Any, field: str, *, required: bool = False) -> dict[Any, Any]:
     if value is None and not required:
         return {}
     if not isinstance(value, dict):

@@ -188,9 +188,9 @@ def _precision_hardware(key: str, value: Any, field: str) -> dict[str, str]:
     return str_map(value, field)
 
 
-def _is_omni(doc: dict, meta: dict) -> bool:
-    tasks = meta.get("tasks") if isinstance(meta.get("tasks"), list) else []
-    return "omni" in doc or "omni" in tasks
+def _is_omni(doc: dict[str, Any], meta: dict[str, Any]) -> bool:
+    tasks = meta.get("tasks")
+    return "omni" in doc or (isinstance(tasks, list) and "omni" in tasks)
 
 
 def read_recipe(path: Path, root: Path, parts: PartProblems | None = None) -> Recipe:
@@ -200,8 +200,10 @@ def read_recipe(path: Path, root: Path, parts: PartProblems | None = None) -> Re
     parts = parts or PartProblems(path.relative_to(root).as_posix())
     text = path.read_text()
     doc = mapping(_load_yaml(path), "(document)", required=True)
-    meta = parts.keep(lambda: mapping(doc.get("meta"), "meta", required=True), {})
-    model = parts.keep(lambda: mapping(doc.get("model"), "model", required=True), {})
+    empty: dict[str, Any] = {}
+    no_names: list[str] = []
+    meta = parts.keep(lambda: mapping(doc.get("meta"), "meta", required=True), empty)
+    model = parts.keep(lambda: mapping(doc.get("model"), "model", required=True), empty)
     rel = path.relative_to(root / "models").with_suffix("").as_posix()
     model_id = model.get("model_id")
     if not isinstance(model_id, str) or "/" not in model_id:
@@ -216,13 +218,13 @@ def read_recipe(path: Path, root: Path, parts: PartProblems | None = None) -> Re
         parts.note("variants.default", f"missing; {next(iter(variants))} stands in as the default")
     features = parts.each(doc.get("features"), "features", lambda k, v, f: _feature(v, f))
     opt_in = []
-    for i, name in enumerate(parts.keep(lambda: str_list(doc.get("opt_in_features"), "opt_in_features"), [])):
+    for i, name in enumerate(parts.keep(lambda: str_list(doc.get("opt_in_features"), "opt_in_features"), no_names)):
         if name in features:
             opt_in.append(name)
         else:
             parts.note(f"opt_in_features[{i}]", f"{name!r} is not a feature of this recipe")
     omni = _is_omni(doc, meta)
-    strategies = parts.keep(lambda: str_list(doc.get("compatible_strategies"), "compatible_strategies"), [])
+    strategies = parts.keep(lambda: str_list(doc.get("compatible_strategies"), "compatible_strategies"), no_names)
     if not strategies and not omni:
         parts.note("compatible_strategies", "missing or empty: no layout to serve with", scope="warning")
     min_gpus = parts.each(doc.get("strategy_min_gpus"), "strategy_min_gpus", lambda k, v, f: _positive(v, f))

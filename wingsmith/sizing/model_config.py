@@ -219,7 +219,7 @@ def _vision_parameters(config: dict) -> int:
         width = _int(vc, "hidden_size", "embed_dim", "vt_hidden_size", "width", required=False)
         if not layers or not width:
             return 0
-        inter = _int(vc, "intermediate_size", "vt_intermediate_size", "mlp_dim", default=4 * width)
+        inter = _int(vc, "intermediate_size", "vt_intermediate_size", "mlp_dim", required=False) or 4 * width
         text = _int(vc, "text_hidden_size", "out_hidden_size", required=False) or _int(
             text_config(config)[0], "hidden_size", required=False) or width
     except SizingError:
@@ -274,6 +274,6 @@ def read_text_model(config: dict) -> TextModel:
         linear=linear, experts=experts, first_dense_layers=first_dense,
         tie_word_embeddings=bool(cfg.get("tie_word_embeddings", config.get("tie_word_embeddings", False))),
         quantization=quant, dense_quantized=dense_quantized,
-        mtp_layers=_int(cfg, "num_nextn_predict_layers", "mtp_num_hidden_layers", default=0),
+        mtp_layers=_int(cfg, "num_nextn_predict_layers", "mtp_num_hidden_layers", default=0) or 0,
         vision_parameters=_vision_parameters(config),
     )
