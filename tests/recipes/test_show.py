@@ -43,3 +43,13 @@ def test_import_takes_catalog_as_the_output_path(capsys, fixture_trees, tmp_path
     code, out, _ = _run(capsys, "import", "--vllm", str(vllm), "--dynamo", str(dynamo), "--catalog", str(out_path))
     assert code == 0 and out_path.exists()
     assert "imported 3 of 3 vLLM recipe files" in out and "from 11 DynamoGraphDeployment manifests" in out
+
+
+def test_show_says_an_omni_recipe_has_no_command(capsys, fixture_trees, tmp_path):
+    catalog, _ = build_catalog(*fixture_trees)
+    path = tmp_path / "fixtures-catalog.json"
+    write_catalog(catalog, path)
+    code, _, err = _run(capsys, "show", "fixture-lab/Omni-Voice-7B", "--catalog", str(path), "--hardware", "h200")
+    assert code == 1 and "is a vLLM-Omni recipe with no layout" in err
+    code, out, _ = _run(capsys, "show", "fixture-lab/Omni-Voice-7B", "--catalog", str(path))
+    assert code == 0 and "variant default: bf16" in out

@@ -119,6 +119,11 @@ def _show(args: argparse.Namespace) -> int:
     evidence = evidence_for(match, catalog)
     out: dict = {"evidence": evidence.model_dump(mode="json"),
                  "dynamo": [e.model_dump(mode="json") for e in dynamo_entries(args.model, catalog)]}
+    if args.hardware and not (args.layout or evidence.default_layout):
+        kind = "a vLLM-Omni recipe" if evidence.omni else "a recipe"
+        print(f"invalid choice: {evidence.recipe} is {kind} with no layout; there is no vllm serve command to build",
+              file=sys.stderr)
+        return 1
     if args.hardware:
         try:
             command = serve_command(match, args.variant or match.variant, args.hardware,
