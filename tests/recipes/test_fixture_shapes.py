@@ -145,19 +145,38 @@ def test_feature_unsupported_on_a_card_is_never_built_there(fixtures_catalog):
     assert feature.unsupported_on == ["rtx_5090"]
 
 
-def test_precision_hardware_is_imported_and_enforced(fixtures_catalog):
+def test_fp4_needs_blackwell_unless_the_variants_precision_hardware_widens_it(fixtures_catalog):
     recipe = fixtures_catalog.recipes["fixture-lab/Card-Sized-70B"]
-    assert recipe.precision_hardware == {"nvfp4": {"b200": "supported"}}
+    assert recipe.variants["nvfp4"].precision_hardware == {}
+    assert recipe.variants["nvfp4_dequant"].precision_hardware == {"brand": ["nvidia"],
+                                                                   "generation": ["hopper", "blackwell"]}
     assert serve_command(recipe, "nvfp4", "b200", "single_node_tp", catalog=fixtures_catalog).variant == "nvfp4"
-    with pytest.raises(InvalidChoice, match="nvfp4 runs only on b200"):
+    with pytest.raises(InvalidChoice, match="nvfp4 needs blackwell, not hopper"):
         serve_command(recipe, "nvfp4", "h200", "single_node_tp", catalog=fixtures_catalog)
+    widened = serve_command(recipe, "nvfp4_dequant", "h200", "single_node_tp", catalog=fixtures_catalog)
+    assert widened.model == "fixture-lab/Card-Sized-70B-NVFP4-A16"
+    with pytest.raises(InvalidChoice, match="needs nvidia hardware"):
+        serve_command(recipe, "nvfp4_dequant", "mi300x", "single_node_tp", catalog=fixtures_catalog)
     shapes = {(s.variant, s.hardware) for s in evidence_for(recipe, fixtures_catalog).tested_shapes}
-    assert ("nvfp4", "b200") in shapes and ("nvfp4", "h200") not in shapes
+    assert ("nvfp4", "b200") in shapes and ("nvfp4", "h200") not in shapes and ("nvfp4_dequant", "h200") in shapes
 
 
 def test_strategy_override_pool_modes_are_imported(fixtures_catalog):
     override = fixtures_catalog.recipes["fixture-lab/Card-Sized-70B"].strategy_overrides["pd_cluster"]
-    assert override.pool_modes == {"prefill": "throughput", "decode": "latency"}
+    assert override.pool_modes == ["tp"]
+
+
+def test_strategy_min_gpus_per_card_per_layout_and_as_a_bare_number(fixtures_catalog):
+    from wingsmith.recipes.rules import minimum_gpus
+    card_sized = fixtures_catalog.recipes["fixture-lab/Card-Sized-70B"]
+    assert card_sized.strategy_min_gpus == {"pd_cluster": 4, "mi300x": {"single_node_tp": 8}}
+    tp = fixtures_catalog.strategies["single_node_tp"]
+    assert minimum_gpus(card_sized, tp, "mi300x") == 8 and minimum_gpus(card_sized, tp, "h200") == 1
+    stray = fixtures_catalog.recipes["fixture-lab/Stray-Card-8B"]
+    assert stray.strategy_min_gpus == {"default": 2}
+    assert minimum_gpus(stray, tp, "h200") == 2
+    with pytest.raises(InvalidChoice, match="needs at least 2 GPUs"):
+        serve_command(stray, "default", "h200", "single_node_tp", gpus=1, catalog=fixtures_catalog)
 
 
 def test_upstream_order_of_variants_and_features_survives_the_catalog_file(fixtures_catalog, tmp_path):
@@ -165,7 +184,7 @@ def test_upstream_order_of_variants_and_features_survives_the_catalog_file(fixtu
     path = tmp_path / "catalog.json"
     write_catalog(fixtures_catalog, path)
     recipe = read_catalog(path).recipes["fixture-lab/Card-Sized-70B"]
-    assert list(recipe.variants) == ["nvfp4", "default"]
+    assert list(recipe.variants) == ["nvfp4", "nvfp4_dequant", "default"]
     assert list(recipe.features) == ["vendor_kernels", "speculative", "reasoning"]
     assert recipe.default_variant == "default"
 

@@ -38,6 +38,7 @@ from wingsmith.recipes.rules import (
     pinned_tp,
     precision_problem,
     profile_for,
+    unsupported_on,
 )
 
 HEAD_ADDRESS = "$HEAD_NODE_IP"
@@ -149,7 +150,7 @@ def _unavailable(name: str, feature: Feature, profile: HardwareProfile, layout: 
     """Why a feature cannot be built with this layout or on this card, if it cannot."""
     if feature_gated(feature, layout):
         return f"feature {name} is not available with layout {layout} (only {', '.join(feature.strategies or [])})"
-    if feature_unsupported(feature, profile.id):
+    if feature_unsupported(feature, profile):
         return f"feature {name} is unsupported on {profile.id}"
     return None
 
@@ -167,7 +168,7 @@ def _mode(name: str, feature: Feature, asked: str | None, variant_name: str, var
     spec = feature.modes[mode]
     if spec.variants is not None and variant_name not in spec.variants:
         return mode, f"mode {mode} of {name} needs variant {' or '.join(spec.variants)}"
-    if spec.hardware.get(profile.id) == "unsupported":
+    if unsupported_on(spec.hardware, profile):
         return mode, f"mode {mode} of {name} is unsupported on {profile.id}"
     return mode, None
 
@@ -289,17 +290,17 @@ def serve_command(recipe: Recipe | RecipeMatch, variant: str, hardware: str, lay
         raise InvalidChoice(f"{recipe.path} is marked unsupported on {profile.id}")
     if var.supported_hardware is not None and profile.id not in var.supported_hardware:
         raise InvalidChoice(f"variant {variant} runs only on {', '.join(var.supported_hardware)}")
-    if problem := precision_problem(recipe, var, profile.id):
+    if problem := precision_problem(var, profile):
         raise InvalidChoice(f"variant {variant}: {problem}")
     strategy = catalog.strategies.get(layout)
     if strategy is None:
         raise InvalidChoice(f"unknown layout {layout!r}; layouts: {', '.join(catalog.strategies)}")
-    allowed, reason = layout_allowed(recipe, strategy, profile.id)
+    allowed, reason = layout_allowed(recipe, strategy, profile.id, profile)
     if not allowed:
         raise InvalidChoice(reason)
     chosen, notes = _choose_features(recipe, variant, var, profile, layout, list(features))
     so = recipe.strategy_overrides.get(layout)
-    floor = minimum_gpus(recipe, strategy, profile.id)
+    floor = minimum_gpus(recipe, strategy, profile.id, profile)
     parts = _Parts(recipe, variant, var, profile, strategy, so, status, chosen, notes)
     if strategy.deploy_type == "pd_cluster":
         return _pd_command(recipe, strategy, so, profile, floor, parts, gpus)

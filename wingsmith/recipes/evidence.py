@@ -21,6 +21,7 @@ class VariantEvidence(BaseModel, frozen=True):
     vram_minimum_gb: float
     is_estimate: bool
     supported_hardware: list[str] | None = None
+    precision_hardware: dict[str, list[str]] = {}
     matched: bool = False
 
 
@@ -101,7 +102,6 @@ class Evidence(BaseModel, frozen=True):
     tested_shapes: list[TestedShape] = []
     omni: bool = False
     docker_images: dict[str, str] = {}
-    precision_hardware: dict[str, dict[str, str]] = {}
     default_hardware: str | None
     hardware: list[HardwareEvidence]
     features: list[FeatureEvidence]
@@ -157,14 +157,14 @@ def evidence_for(match_or_recipe: RecipeMatch | Recipe, catalog: Catalog | None 
             continue
         allowed, denied, floors = [], {}, {}
         for hw in stated:
-            ok, why = layout_allowed(recipe, strategy, hw)
+            ok, why = layout_allowed(recipe, strategy, hw, catalog.hardware.get(hw))
             if ok:
                 # Offered only if the command for it can be built: one set of rules for both views.
                 try:
                     serve_command(recipe, default_variant, hw, name, [], catalog=catalog)
                 except InvalidChoice as exc:
                     ok, why = False, str(exc)
-            floor = minimum_gpus(recipe, strategy, hw)
+            floor = minimum_gpus(recipe, strategy, hw, catalog.hardware.get(hw))
             if ok:
                 allowed.append(hw)
                 floors[hw] = floor
@@ -198,11 +198,12 @@ def evidence_for(match_or_recipe: RecipeMatch | Recipe, catalog: Catalog | None 
         matched_by=matched_by, architecture=recipe.architecture, parameter_count=recipe.parameter_count,
         context_length=recipe.context_length, min_vllm_version=recipe.min_vllm_version,
         default_variant=default_variant, tested_shapes=_tested_shapes(catalog, recipe, default_layout, layouts),
-        omni=recipe.omni, docker_images=recipe.docker_images, precision_hardware=recipe.precision_hardware,
+        omni=recipe.omni, docker_images=recipe.docker_images,
         variants=[VariantEvidence(name=n, precision=v.precision, label=v.label,
                                   checkpoint=v.model_id or recipe.model_id,
                                   vram_minimum_gb=v.vram_minimum_gb, is_estimate=v.is_estimate,
-                                  supported_hardware=v.supported_hardware, matched=n == matched)
+                                  supported_hardware=v.supported_hardware, precision_hardware=v.precision_hardware,
+                                  matched=n == matched)
                   for n, v in recipe.variants.items()],
         default_layout=default_layout, layouts=layouts, default_hardware=recipe.default_hardware,
         hardware=hardware, features=features, exclusions=pairs,

@@ -7,7 +7,7 @@ upstream's rules, but every field here is something the plane reads.
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -55,6 +55,9 @@ class Variant(_Fact):
     env: dict[str, str] = {}
     hardware_overrides: dict[str, Override] = {}
     supported_hardware: list[str] | None = None
+    # Widens the hardware a precision implies (NVFP4/FP4: Blackwell): {brand?, generation?}, each a
+    # name or a list, e.g. NVFP4 weights vLLM dequantizes on Hopper.
+    precision_hardware: dict[str, list[str]] = {}
     tp: int | dict[str, int] | None = None  # one size, or per card ({b200: 2, h200: 4})
     default_modes: dict[str, str] = {}
 
@@ -77,8 +80,8 @@ class StrategyOverride(_Fact):
     router: dict[str, int | str] = {}
     prefill: PdRole | None = None
     decode: PdRole | None = None
-    # Upstream's per-pool serving modes of a disaggregated layout, kept as stated.
-    pool_modes: dict[str, Any] = {}
+    # pd_cluster only: the parallelism modes (tp/tep/dep) its prefill and decode pools may take.
+    pool_modes: list[str] = []
 
 
 class Strategy(_Fact):
@@ -129,14 +132,14 @@ class Recipe(_Fact):
     variants: dict[str, Variant]
     compatible_strategies: list[str]
     strategy_hardware: dict[str, dict[str, str]] = {}
-    strategy_min_gpus: dict[str, int] = {}
+    # Per layout ({multi_node_dep: 16}), "default" for a bare number, and per exact card id either
+    # one floor for every layout (h100: 32) or per layout (h100: {multi_node_dep: 32}).
+    strategy_min_gpus: dict[str, int | dict[str, int]] = {}
     default_strategy: str | None = None
     hardware_overrides: dict[str, Override] = {}
     strategy_overrides: dict[str, StrategyOverride] = {}
     # Runtime image(s) the recipe names: {"default": image} or upstream's per-CUDA map (cu129, cu130).
     docker_images: dict[str, str] = {}
-    # precision -> card -> status ("supported" for a listed card, else as stated upstream).
-    precision_hardware: dict[str, dict[str, str]] = {}
     # vLLM-Omni recipes (`task: omni`, an `omni:` block) serve through vllm-omni and have no layouts.
     omni: bool = False
     source_path: str

@@ -45,9 +45,18 @@ def hardware_status(recipe: Recipe, hardware_id: str) -> str:
     return "not_stated" if value is None else value
 
 
-def layout_allowed(recipe: Recipe, strategy: Strategy, hardware_id: str) -> tuple[bool, str]:
+def _grant(recipe: Recipe, strategy: str, hardware_id: str, profile: HardwareProfile | None) -> str | None:
+    """The recipe's strategy_hardware word for a layout on a card: exact id > generation > brand >
+    `default`, the first key present wins."""
+    grants = recipe.strategy_hardware.get(strategy, {})
+    keys = [*hardware_keys(profile), "default"] if profile else [hardware_id, "default"]
+    return next((grants[k] for k in keys if k in grants), None)
+
+
+def layout_allowed(recipe: Recipe, strategy: Strategy, hardware_id: str,
+                   profile: HardwareProfile | None = None) -> tuple[bool, str]:
     """Whether a layout is offered on a card: compatible strategies, then per-hardware opt-in/out."""
-    grant = recipe.strategy_hardware.get(strategy.name, {}).get(hardware_id)
+    grant = _grant(recipe, strategy.name, hardware_id, profile)
     listed = strategy.name in recipe.compatible_strategies
     if grant == "unsupported":
         return False, f"the recipe marks {strategy.name} unsupported on {hardware_id}"
@@ -60,14 +69,19 @@ def layout_allowed(recipe: Recipe, strategy: Strategy, hardware_id: str) -> tupl
     return True, "listed in compatible_strategies" if listed else f"opted in for {hardware_id}"
 
 
-def minimum_gpus(recipe: Recipe, strategy: Strategy, hardware_id: str) -> int:
-    # A hardware key in strategy_min_gpus raises the floor of every layout on that card. An explicit
-    # per-card grant is the recipe's own validated shape, so the layout's generic floor yields to it.
-    # pd_cluster pools are sized by the recipe's own per-role node counts, not by a GPU picker.
-    granted = (recipe.strategy_hardware.get(strategy.name, {}).get(hardware_id) == "supported"
+def minimum_gpus(recipe: Recipe, strategy: Strategy, hardware_id: str,
+                 profile: HardwareProfile | None = None) -> int:
+    # A card key in strategy_min_gpus raises the floor of every layout on that card (or of the layouts
+    # it names); the highest floor wins. An explicit per-card grant is the recipe's own validated
+    # shape, so the layout's generic floor yields to it. pd_cluster pools are sized by the recipe's
+    # own per-role node counts, not by a GPU picker.
+    granted = (_grant(recipe, strategy.name, hardware_id, profile) == "supported"
                or strategy.deploy_type == "pd_cluster")
-    return max(1 if granted else strategy.min_gpus, recipe.strategy_min_gpus.get(strategy.name, 1),
-               recipe.strategy_min_gpus.get(hardware_id, 1))
+    floors = recipe.strategy_min_gpus
+    card = floors.get(hardware_id, 1)
+    card_floor = card.get(strategy.name, 1) if isinstance(card, dict) else card
+    layout_floor = floors.get(strategy.name, floors.get("default", 1))
+    return max(1 if granted else strategy.min_gpus, layout_floor if isinstance(layout_floor, int) else 1, card_floor)
 
 
 def is_opt_in(recipe: Recipe, feature: str, hardware_id: str) -> bool:
@@ -113,19 +127,31 @@ def pinned_tp(recipe: Recipe, layout: str, profile: HardwareProfile, variant: Va
     return tp
 
 
-def feature_unsupported(feature: Feature, hardware_id: str) -> bool:
-    return feature.hardware.get(hardware_id) == "unsupported"
+def unsupported_on(support: dict[str, str], profile: HardwareProfile) -> bool:
+    """A feature's or mode's tri-state `hardware:` map, keyed by card id or generation (or brand)."""
+    return any(support.get(key) == "unsupported" for key in hardware_keys(profile))
 
 
-def precision_problem(recipe: Recipe, variant: Variant, hardware_id: str) -> str | None:
-    """Why the recipe's `precision_hardware` rules a variant's precision out on a card, if it does."""
-    support = recipe.precision_hardware.get(variant.precision)
-    if not support:
+def feature_unsupported(feature: Feature, profile: HardwareProfile) -> bool:
+    return unsupported_on(feature.hardware, profile)
+
+
+# Upstream: FP4 storage formats need Blackwell unless a variant's precision_hardware widens that.
+PRECISION_HARDWARE: dict[str, dict[str, list[str]]] = {
+    "nvfp4": {"brand": ["nvidia"], "generation": ["blackwell"]},
+    "fp4": {"brand": ["nvidia"], "generation": ["blackwell"]},
+}
+
+
+def precision_problem(variant: Variant, profile: HardwareProfile) -> str | None:
+    """Why a variant's precision cannot run on a card, if it cannot: the hardware its storage format
+    implies (FP4: NVIDIA Blackwell), as widened by the variant's own `precision_hardware`."""
+    rule = variant.precision_hardware or PRECISION_HARDWARE.get(variant.precision.lower())
+    if not rule:
         return None
-    status = support.get(hardware_id)
-    if status == "unsupported" or (status is None and "supported" in support.values()
-                                   and "unsupported" not in support.values()):
-        cards = sorted(h for h, v in support.items() if v != "unsupported")
-        return (f"{variant.precision} runs only on {', '.join(cards)} (precision_hardware)" if cards
-                else f"{variant.precision} is unsupported on {hardware_id} (precision_hardware)")
+    brands, generations = rule.get("brand"), rule.get("generation")
+    if brands and profile.brand.lower() not in brands:
+        return f"{variant.precision} needs {' or '.join(brands)} hardware, not {profile.brand}"
+    if generations and profile.generation.lower() not in generations:
+        return f"{variant.precision} needs {' or '.join(generations)}, not {profile.generation} ({profile.id})"
     return None

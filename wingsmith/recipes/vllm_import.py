@@ -144,6 +144,7 @@ def _variant(name: str, value: Any, field: str, estimate_comment: bool) -> Varia
         supported_hardware=str_list(block["supported_hardware"], f"{field}.supported_hardware")
         if "supported_hardware" in block else None,
         tp=_tp(block.get("tp"), f"{field}.tp"),
+        precision_hardware=_precision_hardware(block.get("precision_hardware"), f"{field}.precision_hardware"),
         default_modes=str_map(block.get("default_modes"), f"{field}.default_modes"))
 
 
@@ -170,7 +171,7 @@ def _strategy_override(value: Any, field: str) -> StrategyOverride:
                             router=mapping(block.get("router"), f"{field}.router"),
                             prefill=_pd_role(block.get("prefill"), f"{field}.prefill"),
                             decode=_pd_role(block.get("decode"), f"{field}.decode"),
-                            pool_modes=mapping(block.get("pool_modes"), f"{field}.pool_modes"))
+                            pool_modes=str_list(block.get("pool_modes"), f"{field}.pool_modes"))
 
 
 def _docker_images(value: Any, field: str) -> dict[str, str]:
@@ -182,10 +183,28 @@ def _docker_images(value: Any, field: str) -> dict[str, str]:
     return str_map(value, field)
 
 
-def _precision_hardware(key: str, value: Any, field: str) -> dict[str, str]:
-    if isinstance(value, list):
-        return {card: "supported" for card in str_list(value, field)}
-    return str_map(value, field)
+def _precision_hardware(value: Any, field: str) -> dict[str, list[str]]:
+    """A variant's `precision_hardware: {brand?, generation?}`, each one name or a list."""
+    out = {}
+    for key, item in mapping(value, field).items():
+        if key not in ("brand", "generation"):
+            raise BadField(f"{field}.{key}", "expected brand or generation")
+        out[str(key)] = [str(v).lower() for v in (item if isinstance(item, list) else [item])]
+    return out
+
+
+def _min_gpus(value: Any, field: str) -> dict[str, int | dict[str, int]]:
+    """`strategy_min_gpus`: a bare number (every layout), or a map of layout or card id to a floor, a
+    card id possibly mapping to per-layout floors."""
+    if not isinstance(value, dict):
+        return {} if value is None else {"default": _positive(value, field)}
+    out: dict[str, int | dict[str, int]] = {}
+    for key, item in value.items():
+        if isinstance(item, dict):
+            out[str(key)] = {str(k): _positive(v, f"{field}.{key}.{k}") for k, v in item.items()}
+        else:
+            out[str(key)] = _positive(item, f"{field}.{key}")
+    return out
 
 
 def _is_omni(doc: dict[str, Any], meta: dict[str, Any]) -> bool:
@@ -227,7 +246,7 @@ def read_recipe(path: Path, root: Path, parts: PartProblems | None = None) -> Re
     strategies = parts.keep(lambda: str_list(doc.get("compatible_strategies"), "compatible_strategies"), no_names)
     if not strategies and not omni:
         parts.note("compatible_strategies", "missing or empty: no layout to serve with", scope="warning")
-    min_gpus = parts.each(doc.get("strategy_min_gpus"), "strategy_min_gpus", lambda k, v, f: _positive(v, f))
+    min_gpus = parts.keep(lambda: _min_gpus(doc.get("strategy_min_gpus"), "strategy_min_gpus"), {})
     try:
         return Recipe(
             path=rel, model_id=model_id, title=str(meta.get("title") or model_id),
@@ -251,7 +270,6 @@ def read_recipe(path: Path, root: Path, parts: PartProblems | None = None) -> Re
             strategy_overrides=parts.each(doc.get("strategy_overrides"), "strategy_overrides",
                                           lambda k, v, f: _strategy_override(v, f)),
             docker_images=parts.keep(lambda: _docker_images(model.get("docker_image"), "model.docker_image"), {}),
-            precision_hardware=parts.each(doc.get("precision_hardware"), "precision_hardware", _precision_hardware),
             omni=omni, source_path=path.relative_to(root).as_posix())
     except ValidationError as exc:
         raise from_validation_error(exc) from None
