@@ -14,9 +14,7 @@ from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
 from wingsmith.config import Settings
-from wingsmith.gateway import (Backend, EndpointRoutes, EnvoyGatewayClient, GatewayClient, GatewayError,
-                               LocalGatewayClient, RouteStatus)
-from wingsmith.kube import KubeconfigRef
+from wingsmith.gateway import Backend, EndpointRoutes, GatewayClient, GatewayError, RouteStatus, gateway_client
 from wingsmith.store.artifacts import record_event
 
 
@@ -44,19 +42,6 @@ class EndpointRecord(BaseModel):
     workflow_id: str
     routes: list[dict]
     step: str
-
-
-def gateway_client(settings: Settings) -> GatewayClient:
-    if settings.gateway == "envoy":
-        if not settings.gateway_kubeconfig:
-            raise ApplicationError("WINGSMITH_GATEWAY_KUBECONFIG is not set for the envoy gateway",
-                                   type="GatewayNotConfigured", non_retryable=True)
-        return EnvoyGatewayClient(KubeconfigRef(path=settings.gateway_kubeconfig, context=settings.gateway_context),
-                                  namespace=settings.gateway_namespace, gateway_name=settings.gateway_name)
-    if not settings.gateway_admin_token_ref:
-        raise ApplicationError("WINGSMITH_GATEWAY_ADMIN_TOKEN_REF is not set for the local gateway",
-                               type="GatewayNotConfigured", non_retryable=True)
-    return LocalGatewayClient(settings.gateway_url, settings.gateway_admin_token_ref)
 
 
 def _failure(err: GatewayError) -> ApplicationError:

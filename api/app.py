@@ -14,7 +14,8 @@ import asyncpg
 from fastapi import FastAPI
 from temporalio.client import Client
 
-from api.auth import TokenTable, local_admin_tokens
+from api.auth import TokenTable
+from wingsmith.local.tokens import local_admin_tokens
 from api.errors import install_error_handlers
 from api.metrics import RequestMetrics
 from api.metrics import router as metrics_router

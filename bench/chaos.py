@@ -3,7 +3,7 @@ clusters while the worker is SIGKILLed and restarted at random, the clusters ans
 latency, the Hub answers 429s during registration, and Postgres is restarted once mid-run; six of
 the workloads are scaled to 2 replicas and back while the faults go on, and one more workload
 that cannot be placed must fail with its cause. Then
-every invariant is checked and everything is deleted (see wingsmith/local/chaos.py).
+every invariant is checked and everything is deleted (see tests/chaos/harness.py).
 
     .venv/bin/python bench/chaos.py [--workloads 30] [--seed N] [--keep DIR]
 
@@ -17,7 +17,8 @@ import os
 import sys
 from pathlib import Path
 
-from wingsmith.local.chaos import ChaosConfig, run_chaos
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the harness lives with the tests
+from tests.chaos.harness import ChaosConfig, run_chaos  # noqa: E402
 
 
 def main() -> int:

@@ -18,7 +18,7 @@ from api.deps import DbDep, SettingsDep, TemporalDep
 from api.errors import ApiError
 from api.routes.resolve import hub_error_to_api, resolver_for
 from wingsmith.artifacts import ArtifactStatus
-from wingsmith.client import artifact_handle, register_artifact
+from workflows.starter import artifact_handle, register_artifact
 from wingsmith.hub import HubError, InvalidSource, parse_source
 from wingsmith.review import HTTP_STATUS, ReviewDecision, ReviewRequest
 from wingsmith.store import artifacts as store

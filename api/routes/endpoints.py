@@ -10,12 +10,11 @@ from starlette.concurrency import run_in_threadpool
 from temporalio.client import WorkflowUpdateFailedError, WorkflowUpdateStage
 from temporalio.service import RPCError, RPCStatusCode
 
-from activities.endpoint import gateway_client
 from api.auth import Operator, Viewer
 from api.deps import DbDep, SettingsDep, TemporalDep
 from api.errors import ApiError
-from wingsmith.client import create_endpoint, endpoint_handle
-from wingsmith.gateway import GatewayError
+from workflows.starter import create_endpoint, endpoint_handle
+from wingsmith.gateway import GatewayError, gateway_client
 from wingsmith.temporal import workflow_ui_url
 from workflows.endpoint import EndpointWorkflow
 

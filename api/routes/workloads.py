@@ -15,7 +15,7 @@ from api.auth import Operator, Viewer
 from api.deps import DbDep, SettingsDep, TemporalDep
 from api.errors import ApiError
 from api.routes.clusters import DryRunRequest, dry_run
-from wingsmith.client import create_workload, workload_handle
+from workflows.starter import create_workload, workload_handle
 from wingsmith.dynamo import render_dgd
 from wingsmith.recipes import load_catalog
 from wingsmith.store import workloads as store

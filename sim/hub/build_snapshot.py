@@ -5,7 +5,7 @@
 
 Everything derived is deterministic: the commit sha is a hash of the repo id and its config bytes;
 the shard list splits the published weight total into equal shards (the last one takes the rest).
-Where `meta.json` has no published total, the total is estimated from the config and the snapshot
+Where `meta.json` has no published total, the total comes from `DERIVED_TOTALS` and the snapshot
 says so (`weight_total_kind: derived`)."""
 
 from __future__ import annotations
@@ -15,11 +15,17 @@ import hashlib
 import json
 from pathlib import Path
 
-from wingsmith.hub import weights
-
 DEFAULT_UPSTREAM = Path(__file__).resolve().parents[3] / "shared" / "upstream" / "hf-configs"
 DEFAULT_OUT = Path(__file__).with_name("snapshot.json")
 SNAPSHOT_DATE = "2026-11-30T00:00:00.000Z"
+
+# Weight totals for repositories whose upstream snapshot publishes none, with how they were derived
+# (estimated from each config's parameter counts at the checkpoint's precision). The stand-in keeps
+# its own figures rather than calling the product's estimator, so the two stay independent.
+DERIVED_TOTALS: dict[str, tuple[int, str]] = {
+    "openai/gpt-oss-120b": (65190326400, "estimated from config (116,829,149,760 parameters, mxfp4 4-bit on experts)"),
+    "openai/gpt-oss-20b": (13751514240, "estimated from config (20,914,754,880 parameters, mxfp4 4-bit on experts)"),
+}
 
 # Hub card facts per repository, as the model pages state them (licence, gating, task). Shard
 # counts follow the creators' repositories where known; otherwise ~5 GB shards.
@@ -83,9 +89,11 @@ def build_model(repo_id: str, config_text: str, meta: dict) -> dict:
             # closest published figure.
             total = json.loads((DEFAULT_UPSTREAM / "deepseek-ai/DeepSeek-V3/meta.json").read_text())["total_size_bytes"]
             kind, note = "derived", "DeepSeek-V3's published file total (identical architecture and parameter counts)"
+        elif repo_id in DERIVED_TOTALS:
+            total, how = DERIVED_TOTALS[repo_id]
+            kind, note = "derived", how + "; the upstream snapshot has no total"
         else:
-            estimate = weights.estimate_from_config(config)
-            total, kind, note = estimate.bytes, "derived", estimate.note + "; the upstream snapshot has no total"
+            raise SystemExit(f"{repo_id}: the upstream snapshot has no weight total; add one to DERIVED_TOTALS")
     shards = card.get("shards") or max(1, round(total / GIB5))
     files = [inline_file(".gitattributes", "*.safetensors filter=lfs diff=lfs merge=lfs -text\n"),
              inline_file("config.json", config_text)]

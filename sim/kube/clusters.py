@@ -28,7 +28,18 @@ from sim.kube.operator import FRONTEND_URL_ANNOTATION, SimulatedOperator
 from sim.kube.resources import CORE_TYPES, crd_dir, load_crds
 from sim.kube.server import build_app
 from sim.kube.store import ClusterStore, WriteOptions
-from wingsmith.hardware import get_hardware, product_label_for
+
+# The node shapes the stand-in clusters offer, as NVIDIA's GPU feature discovery labels them. The
+# stand-in keeps its own table (it imports nothing of the product), so a product mistake in mapping
+# labels to cards shows up against it instead of being mirrored by it.
+NODE_SHAPES: dict[str, tuple[str, int]] = {  # card id -> (nvidia.com/gpu.product, GPUs per node)
+    "h100": ("NVIDIA-H100", 8),
+    "h200": ("NVIDIA-H200", 8),
+    "b200": ("NVIDIA-B200", 8),
+    "b300": ("NVIDIA-B300", 8),
+    "gb200": ("NVIDIA-GB200", 4),
+    "gb300": ("NVIDIA-GB300", 4),
+}
 
 
 class NodePool(BaseModel):
@@ -40,9 +51,11 @@ class NodePool(BaseModel):
 
     @classmethod
     def of(cls, hardware_id: str, count: int, arch: str = "amd64") -> NodePool:
-        card = get_hardware(hardware_id)
-        return cls(name=card.id, count=count, gpus_per_node=card.gpus_per_node,
-                   gpu_product=product_label_for(hardware_id), arch=arch)
+        try:
+            product, gpus = NODE_SHAPES[hardware_id.lower()]
+        except KeyError:
+            raise ValueError(f"no simulated node shape for {hardware_id!r}; known: {', '.join(NODE_SHAPES)}") from None
+        return cls(name=hardware_id.lower(), count=count, gpus_per_node=gpus, gpu_product=product, arch=arch)
 
 
 class ClusterSpec(BaseModel):

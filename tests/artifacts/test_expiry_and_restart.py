@@ -12,7 +12,7 @@ import uuid
 from tests.artifacts.conftest import KIMI
 from tests.support import running_worker, wait_until
 from wingsmith.artifacts import ArtifactWorkflowInput, ReviewPolicy
-from wingsmith.client import artifact_handle, register_artifact
+from workflows.starter import artifact_handle, register_artifact
 from wingsmith.review import ReviewRequest
 from workflows.artifact import ArtifactWorkflow, start_search_attributes
 

@@ -9,7 +9,7 @@ from temporalio.client import WorkflowExecutionStatus
 
 from tests.artifacts.conftest import HF_TOKEN, KIMI, as_
 from tests.support import history_json, running_worker, save_history, wait_until
-from wingsmith.client import artifact_handle
+from workflows.starter import artifact_handle
 from workflows.artifact import ArtifactWorkflow
 
 RECORD = os.environ.get("WINGSMITH_RECORD_HISTORIES") == "1"

@@ -5,7 +5,7 @@ share the session's)."""
 
 from __future__ import annotations
 
-from wingsmith.local.chaos import ChaosConfig, run_chaos
+from tests.chaos.harness import ChaosConfig, run_chaos
 
 
 def test_a_small_chaos_run_loses_nothing(tmp_path):

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from wingsmith.local.chaos import dgd_problems, registry_problems, route_problems, serving_pairs
+from tests.chaos.harness import dgd_problems, registry_problems, route_problems, serving_pairs
 from wingsmith.workload_state import ClusterState, WorkloadStatus
 
 

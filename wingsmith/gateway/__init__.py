@@ -6,9 +6,10 @@ router in `api.gateway`) or `EnvoyGatewayClient` (Envoy AI Gateway resources on 
 """
 
 from wingsmith.gateway.client import GatewayClient, GatewayError
+from wingsmith.gateway.configured import gateway_client
 from wingsmith.gateway.envoy import EnvoyGatewayClient, render_envoy_resources
 from wingsmith.gateway.local import LocalGatewayClient
 from wingsmith.gateway.routes import Backend, BackendStatus, EndpointRoutes, RouteStatus
 
 __all__ = ["Backend", "BackendStatus", "EndpointRoutes", "EnvoyGatewayClient", "GatewayClient", "GatewayError",
-           "LocalGatewayClient", "RouteStatus", "render_envoy_resources"]
+           "LocalGatewayClient", "RouteStatus", "gateway_client", "render_envoy_resources"]

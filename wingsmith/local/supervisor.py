@@ -120,7 +120,7 @@ def run_up(*, offline_hub: bool = False, simulated_clusters: bool = True, settin
 
     plane = Plane(settings=settings, offline_hub=offline_hub, simulated_clusters=simulated_clusters)
     if not settings.auth_tokens:
-        from api.auth import local_admin_tokens
+        from wingsmith.local.tokens import local_admin_tokens
         local_admin_tokens(settings.tokens_file)
     try:
         env_extra = _start_backing_services(plane)

@@ -1,5 +1,6 @@
-"""Start and drive Wingsmith workflows from Python: the API, the CLI and your own programs use the
-same functions, so a retried request starts nothing twice (USE_EXISTING on the deterministic id)."""
+"""Start and drive Wingsmith workflows from Python (the samples' `starter.py`): the API, the CLI and
+your own programs use the same functions, so a retried request starts nothing twice (USE_EXISTING
+on the deterministic id)."""
 
 from __future__ import annotations
 
@@ -9,9 +10,17 @@ from temporalio.common import WorkflowIDConflictPolicy, WorkflowIDReusePolicy
 from temporalio.exceptions import WorkflowAlreadyStartedError
 from temporalio.service import RPCError, RPCStatusCode
 
-from wingsmith.artifacts import ArtifactWorkflowInput, ReviewPolicy, artifact_id, artifact_workflow_id
+from wingsmith.artifacts import ArtifactOutcome, ArtifactWorkflowInput, ReviewPolicy, artifact_id
 from wingsmith.config import Settings
 from wingsmith.hub.source import ModelSource, parse_source
+from wingsmith.workload_state import WorkloadStatus, WorkloadWorkflowInput
+from wingsmith.workloads import WorkloadPlan
+from workflows.artifact import ArtifactWorkflow
+from workflows.artifact import start_search_attributes as artifact_search_attributes
+from workflows.endpoint import EndpointStatus, EndpointWorkflow, EndpointWorkflowInput
+from workflows.ids import artifact_workflow_id, artifact_workflow_id_of, endpoint_workflow_id, workload_workflow_id
+from workflows.workload import WorkloadWorkflow
+from workflows.workload import start_search_attributes as workload_search_attributes
 
 
 class StartedArtifact(BaseModel):
@@ -33,8 +42,6 @@ async def register_artifact(client: Client, settings: Settings, *, source: str |
                             policy: ReviewPolicy | None = None) -> StartedArtifact:
     """Start the artifact's workflow for a source already resolved to `sha`. Starting it again while
     it runs, or after it ended with a decision, returns the same artifact; a failed one may restart."""
-    from workflows.artifact import ArtifactWorkflow, start_search_attributes
-
     src = parse_source(source) if isinstance(source, str) else source
     params = ArtifactWorkflowInput(repo_id=src.repo_id, revision=src.revision, sha=sha, requested_by=requested_by,
                                    policy=policy or review_policy(settings))
@@ -46,7 +53,7 @@ async def register_artifact(client: Client, settings: Settings, *, source: str |
                 ArtifactWorkflow.run, params, id=wf_id, task_queue=task_queue or settings.task_queue,
                 id_conflict_policy=WorkflowIDConflictPolicy.USE_EXISTING,
                 id_reuse_policy=WorkflowIDReusePolicy.ALLOW_DUPLICATE_FAILED_ONLY,
-                search_attributes=start_search_attributes(params),
+                search_attributes=artifact_search_attributes(params),
                 static_summary=f"Review {src.repo_id}@{sha[:12]}",
                 static_details=(f"Draft for {src.repo_id} at {sha} (asked as {src.revision}), "
                                 f"requested by {requested_by}."))
@@ -68,19 +75,16 @@ async def _exists(client: Client, workflow_id: str) -> bool:
                                WorkflowExecutionStatus.TIMED_OUT, WorkflowExecutionStatus.CANCELED)
 
 
-def artifact_handle(client: Client, artifact: str) -> WorkflowHandle:
-    from workflows.artifact import ArtifactWorkflow
-    return client.get_workflow_handle_for(ArtifactWorkflow.run, f"artifact/{artifact}")
+def artifact_handle(client: Client, artifact: str) -> WorkflowHandle[ArtifactWorkflow, ArtifactOutcome]:
+    return client.get_workflow_handle_for(ArtifactWorkflow.run, artifact_workflow_id_of(artifact))
 
 
 DRAIN_ANSWER_MARGIN_SECONDS = 60
 
 
-async def create_workload(client: Client, settings: Settings, *, plan, requested_by: str, repo_id: str):
+async def create_workload(client: Client, settings: Settings, *, plan: WorkloadPlan, requested_by: str,
+                          repo_id: str) -> WorkflowHandle[WorkloadWorkflow, WorkloadStatus]:
     """Start the workload's workflow; repeating it with the same workload id returns the running one."""
-    from wingsmith.workload_state import WorkloadWorkflowInput
-    from workflows.workload import WorkloadWorkflow, start_search_attributes
-
     params = WorkloadWorkflowInput(plan=plan, requested_by=requested_by, kube_task_queue=settings.kube_task_queue,
                                    ready_deadline_seconds=settings.ready_deadline_seconds,
                                    poll_seconds=settings.rollout_poll_seconds,
@@ -89,33 +93,31 @@ async def create_workload(client: Client, settings: Settings, *, plan, requested
                                    # covers its reconcile pass, so a slow endpoint is waited for, a gone one not.
                                    drain_grace_seconds=settings.drain_grace_seconds + DRAIN_ANSWER_MARGIN_SECONDS)
     return await client.start_workflow(
-        WorkloadWorkflow.run, params, id=f"workload/{plan.workload_id}", task_queue=settings.task_queue,
+        WorkloadWorkflow.run, params, id=workload_workflow_id(plan.workload_id), task_queue=settings.task_queue,
         id_conflict_policy=WorkflowIDConflictPolicy.USE_EXISTING,
         id_reuse_policy=WorkflowIDReusePolicy.REJECT_DUPLICATE,
-        search_attributes=start_search_attributes(params, repo_id),
+        search_attributes=workload_search_attributes(params, repo_id),
         static_summary=f"{plan.workload_id}: {repo_id} on {plan.replicas} × {plan.hardware} {plan.layout}",
         static_details=(f"{plan.served_model_name} from {plan.artifact_id} (draft v{plan.draft_version}), "
-                        f"{plan.gpus_per_replica} GPUs per replica, --max-num-seqs {plan.max_num_seqs or 'engine default'}"
+                        f"{plan.gpus_per_replica} GPUs per replica, "
+                        f"--max-num-seqs {plan.max_num_seqs or 'engine default'}"
                         f" ({plan.max_num_seqs_source}), requested by {requested_by}."))
 
 
-def workload_handle(client: Client, workload_id: str) -> WorkflowHandle:
-    from workflows.workload import WorkloadWorkflow
-    return client.get_workflow_handle_for(WorkloadWorkflow.run, f"workload/{workload_id}")
+def workload_handle(client: Client, workload_id: str) -> WorkflowHandle[WorkloadWorkflow, WorkloadStatus]:
+    return client.get_workflow_handle_for(WorkloadWorkflow.run, workload_workflow_id(workload_id))
 
 
-async def create_endpoint(client: Client, settings: Settings, *, name: str, workloads: list[str]):
+async def create_endpoint(client: Client, settings: Settings, *, name: str,
+                          workloads: list[str]) -> WorkflowHandle[EndpointWorkflow, EndpointStatus]:
     """Start (or return) the endpoint's workflow: one model name routed to its workloads' deployments."""
-    from workflows.endpoint import EndpointWorkflow, EndpointWorkflowInput
-
     return await client.start_workflow(
         EndpointWorkflow.run, EndpointWorkflowInput(name=name, workloads=workloads,
                                                     drain_grace_seconds=settings.drain_grace_seconds),
-        id=f"endpoint/{name}", task_queue=settings.task_queue,
+        id=endpoint_workflow_id(name), task_queue=settings.task_queue,
         id_conflict_policy=WorkflowIDConflictPolicy.USE_EXISTING,
         static_summary=f"Endpoint {name} → {', '.join(workloads)}")
 
 
-def endpoint_handle(client: Client, name: str) -> WorkflowHandle:
-    from workflows.endpoint import EndpointWorkflow
-    return client.get_workflow_handle_for(EndpointWorkflow.run, f"endpoint/{name}")
+def endpoint_handle(client: Client, name: str) -> WorkflowHandle[EndpointWorkflow, EndpointStatus]:
+    return client.get_workflow_handle_for(EndpointWorkflow.run, endpoint_workflow_id(name))

@@ -556,7 +556,7 @@ async def _wait_rows(bed: _Bed, workloads: list[str], timeout: float = 300) -> N
 
 
 async def _status(bed: _Bed, name: str):
-    from wingsmith.client import workload_handle
+    from workflows.starter import workload_handle
     from workflows.workload import WorkloadWorkflow
     try:
         return await workload_handle(bed.client, name).query(WorkloadWorkflow.status,

@@ -1,0 +1,23 @@
+"""The gateway client the settings name, built at call time: its admin token or kubeconfig is a
+reference read then, never passed through a workflow. Used by the endpoint activities and the API."""
+
+from __future__ import annotations
+
+from wingsmith.config import Settings
+from wingsmith.gateway.client import GatewayClient, GatewayError
+from wingsmith.gateway.envoy import EnvoyGatewayClient
+from wingsmith.gateway.local import LocalGatewayClient
+from wingsmith.kube import KubeconfigRef
+
+
+def gateway_client(settings: Settings) -> GatewayClient:
+    if settings.gateway == "envoy":
+        if not settings.gateway_kubeconfig:
+            raise GatewayError("GatewayNotConfigured", "WINGSMITH_GATEWAY_KUBECONFIG is not set for the envoy gateway",
+                               retryable=False)
+        return EnvoyGatewayClient(KubeconfigRef(path=settings.gateway_kubeconfig, context=settings.gateway_context),
+                                  namespace=settings.gateway_namespace, gateway_name=settings.gateway_name)
+    if not settings.gateway_admin_token_ref:
+        raise GatewayError("GatewayNotConfigured", "WINGSMITH_GATEWAY_ADMIN_TOKEN_REF is not set for the local gateway",
+                           retryable=False)
+    return LocalGatewayClient(settings.gateway_url, settings.gateway_admin_token_ref)
