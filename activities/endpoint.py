@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Callable
+from typing import Any
 
 import asyncpg
 import httpx
@@ -14,15 +16,16 @@ from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
 from wingsmith.config import Settings
-from wingsmith.gateway import Backend, EndpointRoutes, GatewayClient, GatewayError, RouteStatus, gateway_client
-from wingsmith.store.artifacts import record_event
+from wingsmith.endpoints import BackendRef, routes_from_deployments
+from wingsmith.gateway import EndpointRoutes, GatewayClient, GatewayError, RouteStatus, gateway_client
+from wingsmith.store import endpoints as store
 
 
 class ObserveInput(BaseModel):
     name: str
     workloads: list[str]
     draining: list[str] = []
-    draining_backends: list[str] = []  # "<cluster>/<workload>": one cluster of a workload scaling away
+    draining_backends: list[BackendRef] = []  # one cluster of a workload scaling away
 
 
 class SetRoutesInput(BaseModel):
@@ -31,7 +34,7 @@ class SetRoutesInput(BaseModel):
 
 class DrainInput(BaseModel):
     name: str
-    backend_ids: list[str]
+    backends: list[BackendRef]
     grace_seconds: float
 
 
@@ -40,7 +43,7 @@ class EndpointRecord(BaseModel):
     workloads: list[str]
     state: str
     workflow_id: str
-    routes: list[dict]
+    routes: list[dict[str, Any]]
     step: str
 
 
@@ -53,33 +56,32 @@ class EndpointActivities:
         self.settings = settings
         self.db = db
 
+    def _pool(self) -> asyncpg.Pool:
+        if self.db is None:
+            raise ApplicationError("the worker has no database configured (DATABASE_URL)", type="NoDatabase")
+        return self.db
+
+    def _gateway(self) -> GatewayClient:
+        try:
+            return gateway_client(self.settings)
+        except GatewayError as err:
+            raise _failure(err) from None
+
     @activity.defn(name="endpoint.observe")
     async def observe(self, params: ObserveInput) -> EndpointRoutes:
         """The backends that may take traffic: deployments recorded as serving whose frontend lists the
         served model name right now. Weights follow replicas; draining workloads get weight 0."""
-        rows = await self.db.fetch(
-            """select d.workload_id, d.cluster, d.replicas, d.frontend_url, w.spec->>'served_model_name' as served
-               from deployments d join workloads w on w.id = d.workload_id
-               where d.workload_id = any($1::text[]) and d.state = 'serving' and d.frontend_url is not null
-               order by d.workload_id, d.cluster""", params.workloads)
+        deployments = await store.serving_deployments(self._pool(), params.workloads)
         async with httpx.AsyncClient(timeout=3) as http:
             # Probed together: one slow frontend must not hold the whole pass past its timeout.
-            listed = await asyncio.gather(*(_lists(http, r["frontend_url"], r["served"]) for r in rows))
-        backends = []
-        for r, lists in zip(rows, listed):
-            if lists:
-                backend_id = f"{r['cluster']}/{r['workload_id']}"
-                leaving = r["workload_id"] in params.draining or backend_id in params.draining_backends
-                backends.append(Backend(
-                    id=backend_id, cluster=r["cluster"], workload_id=r["workload_id"],
-                    url=r["frontend_url"], weight=0 if leaving else max(1, r["replicas"]),
-                    served_model=r["served"] if r["served"] != params.name else None))
-        return EndpointRoutes(model_name=params.name, backends=backends)
+            listing = await asyncio.gather(*(_lists(http, d.frontend_url, d.served_model_name) for d in deployments))
+        return routes_from_deployments(params.name, deployments, list(listing), draining_workloads=params.draining,
+                                       draining_backends=params.draining_backends)
 
     @activity.defn(name="endpoint.set_routes")
     def set_routes(self, params: SetRoutesInput) -> RouteStatus | None:
         """Make the gateway hold exactly these routes; a no-op when it already does."""
-        client = gateway_client(self.settings)
+        client = self._gateway()
         try:
             current = client.get_route(params.routes.model_name)
             if not params.routes.backends:
@@ -98,7 +100,8 @@ class EndpointActivities:
     def wait_drained(self, params: DrainInput) -> bool:
         """Wait until the backends have no request in flight, at most the grace period. Gateways that
         cannot count in-flight requests (Envoy) wait the whole grace period."""
-        client = gateway_client(self.settings)
+        client = self._gateway()
+        wanted = {b.id for b in params.backends}
         deadline = time.monotonic() + params.grace_seconds
         try:
             while time.monotonic() < deadline:
@@ -106,7 +109,7 @@ class EndpointActivities:
                 status = client.status(params.name)
                 if status is None:
                     return True
-                counts = [b.in_flight for b in status.backends if b.id in params.backend_ids]
+                counts = [b.in_flight for b in status.backends if b.id in wanted]
                 if counts and all(c == 0 for c in counts if c is not None) and None not in counts:
                     return True
                 if not counts:
@@ -120,16 +123,10 @@ class EndpointActivities:
 
     @activity.defn(name="endpoint.record")
     async def record(self, r: EndpointRecord) -> None:
-        async with self.db.acquire() as conn, conn.transaction():
-            await conn.execute(
-                """insert into endpoints (name, workloads, state, workflow_id, routes) values ($1, $2, $3, $4, $5)
-                   on conflict (name) do update set workloads = excluded.workloads, state = excluded.state,
-                       routes = excluded.routes, updated_at = now()""",
-                r.name, r.workloads, r.state, r.workflow_id, r.routes)
-            await record_event(conn, source=r.workflow_id, step=r.step, subject=r.name, kind=f"endpoint_{r.state}",
-                               detail={"backends": [b["id"] for b in r.routes]})
+        await store.upsert_endpoint(self._pool(), name=r.name, workloads=r.workloads, state=r.state,
+                                    workflow_id=r.workflow_id, routes=r.routes, step=r.step)
 
-    def all(self) -> list:
+    def all(self) -> list[Callable[..., Any]]:
         return [self.observe, self.set_routes, self.wait_drained, self.record]
 
 

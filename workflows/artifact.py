@@ -8,12 +8,13 @@ review rules are the pure `check_review` shared by the update validator and the 
 
 from __future__ import annotations
 
-import asyncio
 from datetime import datetime, timedelta
 
 from temporalio import workflow
-from temporalio.common import RetryPolicy, SearchAttributeKey, SearchAttributePair, TypedSearchAttributes
+from temporalio.common import RetryPolicy, SearchAttributePair, TypedSearchAttributes
 from temporalio.exceptions import ActivityError, ApplicationError
+
+from workflows.ids import MODEL, SHA, STAGE
 
 with workflow.unsafe.imports_passed_through():
     from activities.artifact import (ArtifactActivities, ArtifactEventInput, ArtifactStateInput, EvidenceInput,
@@ -24,18 +25,16 @@ with workflow.unsafe.imports_passed_through():
     from wingsmith.review import (DraftFacts, RecordedDecision, ReviewRefused, ReviewRequest, ReviewSignal,
                                   SIGNALS_OFF, check_review)
 
-STAGE = SearchAttributeKey.for_keyword("WingsmithStage")
-MODEL = SearchAttributeKey.for_keyword("WingsmithModel")
-SHA = SearchAttributeKey.for_keyword("WingsmithSha")
-
 # Hub errors that no retry can fix (the Hub's own answer, not a transient failure).
 _HUB_FINAL = ["RepoNotFound", "RevisionNotFound", "GatedRepo", "HubTokenUnavailable", "MissingConfig",
               "InvalidSource"]
-_IO = dict(start_to_close_timeout=timedelta(minutes=2),
-           retry_policy=RetryPolicy(initial_interval=timedelta(seconds=1), maximum_interval=timedelta(minutes=1),
-                                    non_retryable_error_types=_HUB_FINAL))
-_DB = dict(start_to_close_timeout=timedelta(seconds=30),
-           retry_policy=RetryPolicy(initial_interval=timedelta(seconds=1), maximum_interval=timedelta(seconds=30)))
+_IO = workflow.ActivityConfig(
+    start_to_close_timeout=timedelta(minutes=2),
+    retry_policy=RetryPolicy(initial_interval=timedelta(seconds=1), maximum_interval=timedelta(minutes=1),
+                             non_retryable_error_types=_HUB_FINAL))
+_DB = workflow.ActivityConfig(
+    start_to_close_timeout=timedelta(seconds=30),
+    retry_policy=RetryPolicy(initial_interval=timedelta(seconds=1), maximum_interval=timedelta(seconds=30)))
 
 
 @workflow.defn
@@ -55,6 +54,8 @@ class ArtifactWorkflow:
     @workflow.run
     async def run(self, params: ArtifactWorkflowInput) -> ArtifactOutcome:
         wf_id = workflow.info().workflow_id
+        # Its own attributes, so an artifact started from user code is found like one the API started.
+        workflow.upsert_search_attributes([pair.key.value_set(pair.value) for pair in search_attributes(params)])
         acts = ArtifactActivities
         try:
             proposal = await workflow.execute_activity_method(
@@ -99,7 +100,7 @@ class ArtifactWorkflow:
                 await workflow.wait_condition(self._settled, timeout=max(timeout, 0.001),
                                               timeout_summary="review deadline or reminder")
                 return
-            except asyncio.TimeoutError:
+            except TimeoutError:
                 pass
             if at == self.deadline:
                 self.decision = RecordedDecision(decision="expire", reviewer="wingsmith", via="timer",
@@ -198,7 +199,10 @@ class ArtifactWorkflow:
         raise ApplicationError(self.failure, type=kind, non_retryable=True)
 
 
+def search_attributes(params: ArtifactWorkflowInput) -> list[SearchAttributePair[str]]:
+    return [SearchAttributePair(STAGE, "resolving"), SearchAttributePair(MODEL, params.repo_id),
+            SearchAttributePair(SHA, params.sha)]
+
+
 def start_search_attributes(params: ArtifactWorkflowInput) -> TypedSearchAttributes:
-    return TypedSearchAttributes([SearchAttributePair(STAGE, "resolving"),
-                                  SearchAttributePair(MODEL, params.repo_id),
-                                  SearchAttributePair(SHA, params.sha)])
+    return TypedSearchAttributes(search_attributes(params))

@@ -9,31 +9,38 @@ between two gateway calls leaves nothing half-done: the next pass finishes it.
 
 from __future__ import annotations
 
-import asyncio
+from collections.abc import Callable
 from datetime import timedelta
+from typing import TypeVar
 
 from pydantic import BaseModel, Field
 from temporalio import workflow
-from temporalio.common import RetryPolicy, SearchAttributeKey
+from temporalio.common import RetryPolicy
 from temporalio.exceptions import ApplicationError
+
+import workflows.workload as workload_workflow  # a module import: the two workflows signal each other
+from workflows.ids import STAGE, workload_workflow_id
 
 with workflow.unsafe.imports_passed_through():
     from activities.endpoint import DrainInput, EndpointActivities, EndpointRecord, ObserveInput, SetRoutesInput
+    from wingsmith.endpoints import BackendDrained, BackendRef, EndpointRef, WorkloadRef
     from wingsmith.gateway import EndpointRoutes
 
-STAGE = SearchAttributeKey.for_keyword("WingsmithStage")
+SignalArg = TypeVar("SignalArg", EndpointRef, BackendDrained)
+
 # Each call is a database read, a few probes or one gateway call: short, so a worker that dies
 # mid-call is written off in seconds and the next pass runs elsewhere (60 s held routes stale).
-_IO = dict(start_to_close_timeout=timedelta(seconds=20),
-           retry_policy=RetryPolicy(initial_interval=timedelta(seconds=1), maximum_interval=timedelta(seconds=30)))
+_IO = workflow.ActivityConfig(
+    start_to_close_timeout=timedelta(seconds=20),
+    retry_policy=RetryPolicy(initial_interval=timedelta(seconds=1), maximum_interval=timedelta(seconds=30)))
 
 
 class EndpointState(BaseModel):
     workloads: list[str]
     draining: list[str] = Field(default_factory=list)
     # One cluster of a workload scaling away: weight 0 until its deployment is gone.
-    draining_backends: list[str] = Field(default_factory=list)
-    drained_backends: list[str] = Field(default_factory=list, description="told to their workload already")
+    draining_backends: list[BackendRef] = Field(default_factory=list)
+    drained_backends: list[BackendRef] = Field(default_factory=list, description="told to their workload already")
     routes: EndpointRoutes | None = None
     stage: str = "starting"
     passes: int = 0
@@ -70,10 +77,11 @@ class EndpointWorkflow:
 
     @workflow.run
     async def run(self, params: EndpointWorkflowInput) -> EndpointStatus:
-        me = workflow.info().workflow_id
+        # Its own attributes, so an endpoint started from user code is found like one the API started.
+        workflow.upsert_search_attributes([STAGE.value_set(self.state.stage)])
         if params.resume is None:
             for wid in self.state.workloads:
-                await self._tell(wid, "subscribe", me)
+                await self._tell(wid, workload_workflow.WorkloadWorkflow.subscribe, self._me())
         while not self.deleting:
             self.dirty = False
             await self._reconcile()
@@ -82,49 +90,48 @@ class EndpointWorkflow:
             try:
                 await workflow.wait_condition(lambda: self.dirty or self.deleting,
                                               timeout=timedelta(seconds=params.resync_seconds))
-            except asyncio.TimeoutError:
+            except TimeoutError:
                 pass  # a periodic pass catches frontends that came or went without a signal
             if workflow.info().is_continue_as_new_suggested() and not self.deleting:
                 await workflow.wait_condition(workflow.all_handlers_finished)
                 workflow.continue_as_new(params.model_copy(update={"resume": self.state}))
-        await self._tear_down(me)
+        await self._tear_down()
         await workflow.wait_condition(workflow.all_handlers_finished)
         return self.status()
 
     # --- signals from workloads, updates from the API ------------------------------------------------
 
     @workflow.signal
-    def workload_changed(self, workload_id: str) -> None:
+    def workload_changed(self, change: WorkloadRef) -> None:
         self.dirty = True
 
     @workflow.signal
-    def workload_deleting(self, workload_id: str) -> None:
-        if workload_id in self.state.workloads and workload_id not in self.state.draining:
-            self.state.draining.append(workload_id)
+    def workload_deleting(self, deleting: WorkloadRef) -> None:
+        if deleting.workload_id in self.state.workloads and deleting.workload_id not in self.state.draining:
+            self.state.draining.append(deleting.workload_id)
         self.dirty = True
 
     @workflow.signal
-    def backend_leaving(self, backend_id: str) -> None:
-        """A workload is about to remove one cluster's deployment (`<cluster>/<workload>`)."""
-        if _workload_of(backend_id) in self.state.workloads and backend_id not in self.state.draining_backends:
-            self.state.draining_backends.append(backend_id)
+    def backend_leaving(self, backend: BackendRef) -> None:
+        """A workload is about to remove one cluster's deployment."""
+        if backend.workload_id in self.state.workloads and backend not in self.state.draining_backends:
+            self.state.draining_backends.append(backend)
         self.dirty = True
 
     @workflow.signal
-    def backend_gone(self, backend_id: str) -> None:
+    def backend_gone(self, backend: BackendRef) -> None:
         for held in (self.state.draining_backends, self.state.drained_backends):
-            if backend_id in held:
-                held.remove(backend_id)
+            if backend in held:
+                held.remove(backend)
         self.dirty = True
 
     @workflow.update
     async def set_workloads(self, request: SetWorkloads) -> EndpointStatus:
-        me = workflow.info().workflow_id
         wanted = list(dict.fromkeys(request.workloads))
         for wid in wanted:
             if wid not in self.state.workloads:
                 self.state.workloads.append(wid)
-                await self._tell(wid, "subscribe", me)
+                await self._tell(wid, workload_workflow.WorkloadWorkflow.subscribe, self._me())
         for wid in self.state.workloads:
             if wid not in wanted and wid not in self.state.draining:
                 self.state.draining.append(wid)  # removed workloads are drained, not cut off
@@ -167,17 +174,12 @@ class EndpointWorkflow:
         if not leaving:
             return
         routed = {b.id for b in (self.state.routes.backends if self.state.routes else [])}
-        if routed & set(leaving):
-            await workflow.execute_activity_method(
-                EndpointActivities.wait_drained,
-                DrainInput(name=self.params.name, backend_ids=sorted(routed & set(leaving)),
-                           grace_seconds=self.params.drain_grace_seconds),
-                start_to_close_timeout=timedelta(seconds=self.params.drain_grace_seconds + 60),
-                heartbeat_timeout=timedelta(seconds=10))
+        await self._wait_drained([b for b in leaving if b.id in routed])
         me = workflow.info().workflow_id
-        for backend_id in leaving:
-            self.state.drained_backends.append(backend_id)
-            await self._tell(_workload_of(backend_id), "backend_drained", f"{me}|{backend_id}")
+        for backend in leaving:
+            self.state.drained_backends.append(backend)
+            await self._tell(backend.workload_id, workload_workflow.WorkloadWorkflow.backend_drained,
+                             BackendDrained(endpoint_workflow_id=me, backend=backend))
 
     async def _finish_drains(self) -> None:
         """Draining workloads: wait for their in-flight requests (bounded), then drop them and let
@@ -185,23 +187,18 @@ class EndpointWorkflow:
         await self._finish_backend_drains()
         if not self.state.draining:
             return
-        me = workflow.info().workflow_id
         draining = list(self.state.draining)
-        ids = [b.id for b in (self.state.routes.backends if self.state.routes else []) if b.workload_id in draining]
-        if ids:
-            await workflow.execute_activity_method(
-                EndpointActivities.wait_drained,
-                DrainInput(name=self.params.name, backend_ids=ids, grace_seconds=self.params.drain_grace_seconds),
-                start_to_close_timeout=timedelta(seconds=self.params.drain_grace_seconds + 60),
-                heartbeat_timeout=timedelta(seconds=10))
+        await self._wait_drained([BackendRef(cluster=b.cluster, workload_id=b.workload_id)
+                                  for b in (self.state.routes.backends if self.state.routes else [])
+                                  if b.workload_id in draining])
         self.state.workloads = [w for w in self.state.workloads if w not in draining]
         self.state.draining = [w for w in self.state.draining if w not in draining]
         await self._reconcile()
         for wid in draining:
-            await self._tell(wid, "drained", me)
-            await self._tell(wid, "unsubscribe", me)
+            await self._tell(wid, workload_workflow.WorkloadWorkflow.drained, self._me())
+            await self._tell(wid, workload_workflow.WorkloadWorkflow.unsubscribe, self._me())
 
-    async def _tear_down(self, me: str) -> None:
+    async def _tear_down(self) -> None:
         self._set_stage("deleting")
         self.state.draining = list(self.state.workloads)
         await self._reconcile()
@@ -214,11 +211,27 @@ class EndpointWorkflow:
 
     # --- helpers -----------------------------------------------------------------------------------
 
-    async def _tell(self, workload_id: str, signal: str, arg: str) -> None:
+    def _me(self) -> EndpointRef:
+        return EndpointRef(endpoint_workflow_id=workflow.info().workflow_id)
+
+    async def _wait_drained(self, backends: list[BackendRef]) -> None:
+        """Until these backends have no request in flight, at most the grace period."""
+        if not backends:
+            return
+        await workflow.execute_activity_method(
+            EndpointActivities.wait_drained,
+            DrainInput(name=self.params.name, backends=backends, grace_seconds=self.params.drain_grace_seconds),
+            start_to_close_timeout=timedelta(seconds=self.params.drain_grace_seconds + 60),
+            heartbeat_timeout=timedelta(seconds=10))
+
+    async def _tell(self, workload_id: str, signal: Callable[[workload_workflow.WorkloadWorkflow, SignalArg], None],
+                    arg: SignalArg) -> None:
+        handle = workflow.get_external_workflow_handle_for(workload_workflow.WorkloadWorkflow.run,
+                                                           workload_workflow_id(workload_id))
         try:
-            await workflow.get_external_workflow_handle(f"workload/{workload_id}").signal(signal, arg)
+            await handle.signal(signal, arg)
         except Exception:  # noqa: BLE001 - a workload that is gone has nothing to hear
-            workflow.logger.info("workload %s did not take the %s signal", workload_id, signal)
+            workflow.logger.info("workload %s did not take the %s signal", workload_id, signal.__name__)
 
     async def _record(self, state: str) -> None:
         info = workflow.info()
@@ -234,8 +247,3 @@ class EndpointWorkflow:
         self.state.stage = stage
         workflow.upsert_search_attributes([STAGE.value_set(stage)])
         return True
-
-
-def _workload_of(backend_id: str) -> str:
-    """Backends are named `<cluster>/<workload>` (see EndpointActivities.observe)."""
-    return backend_id.split("/", 1)[-1]

@@ -9,12 +9,14 @@ frontend's /v1/models until the served name appears; record the deployment. `del
 from __future__ import annotations
 
 from datetime import timedelta
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel
 from temporalio import workflow
 from temporalio.common import RetryPolicy
 from temporalio.exceptions import ActivityError, ApplicationError
+
+from workflows.ids import CLUSTERS, STAGE, WORKLOAD
 
 with workflow.unsafe.imports_passed_through():
     from activities.rollout import (ApplyInput, DeleteInput, ProbeFrontendInput, RolloutActivities,
@@ -34,8 +36,9 @@ _KUBE_RETRY = RetryPolicy(initial_interval=timedelta(seconds=1), maximum_interva
 _HEARTBEAT = timedelta(seconds=15)
 # Registry writes take milliseconds: a worker that dies mid-write is written off after 10 s, and
 # while Postgres restarts they retry every few seconds, not every half minute.
-_DB = dict(start_to_close_timeout=timedelta(seconds=10),
-           retry_policy=RetryPolicy(initial_interval=timedelta(seconds=1), maximum_interval=timedelta(seconds=5)))
+_DB = workflow.ActivityConfig(
+    start_to_close_timeout=timedelta(seconds=10),
+    retry_policy=RetryPolicy(initial_interval=timedelta(seconds=1), maximum_interval=timedelta(seconds=5)))
 
 
 class ClusterRolloutInput(BaseModel):
@@ -70,7 +73,10 @@ class ClusterRolloutWorkflow:
     @workflow.run
     async def run(self, params: ClusterRolloutInput) -> ClusterRolloutResult:
         name = dgd_name(params.workload_id, params.cluster)
-        kube = dict(task_queue=params.kube_task_queue, retry_policy=_KUBE_RETRY)
+        # Its own attributes, so a rollout started from user code is found like one its workload started.
+        workflow.upsert_search_attributes([WORKLOAD.value_set(params.workload_id),
+                                           CLUSTERS.value_set([params.cluster]), STAGE.value_set("rollout")])
+        kube = workflow.ActivityConfig(task_queue=params.kube_task_queue, retry_policy=_KUBE_RETRY)
         if params.mode == "delete":
             self.step = "deleting"
             try:
@@ -124,7 +130,7 @@ class ClusterRolloutWorkflow:
         return self.step
 
     async def _record(self, params: ClusterRolloutInput, name: str, state: str, replicas: int,
-                      detail: dict | None = None, frontend_url: str | None = None) -> None:
+                      detail: dict[str, Any] | None = None, frontend_url: str | None = None) -> None:
         info = workflow.info()
         await workflow.execute_activity_method(WorkloadActivities.record_deployment, DeploymentRecord(
             workload_id=params.workload_id, cluster=params.cluster, dgd_name=name, namespace=params.namespace,

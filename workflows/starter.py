@@ -96,7 +96,7 @@ async def create_workload(client: Client, settings: Settings, *, plan: WorkloadP
         WorkloadWorkflow.run, params, id=workload_workflow_id(plan.workload_id), task_queue=settings.task_queue,
         id_conflict_policy=WorkflowIDConflictPolicy.USE_EXISTING,
         id_reuse_policy=WorkflowIDReusePolicy.REJECT_DUPLICATE,
-        search_attributes=workload_search_attributes(params, repo_id),
+        search_attributes=workload_search_attributes(params),
         static_summary=f"{plan.workload_id}: {repo_id} on {plan.replicas} × {plan.hardware} {plan.layout}",
         static_details=(f"{plan.served_model_name} from {plan.artifact_id} (draft v{plan.draft_version}), "
                         f"{plan.gpus_per_replica} GPUs per replica, "

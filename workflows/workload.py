@@ -10,30 +10,34 @@ saga, shielded from cancellation) and the workflow fails with the cause. Updates
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from datetime import timedelta
+from typing import Any, Literal, TypeVar
 
 from temporalio import workflow
-from temporalio.common import RetryPolicy, SearchAttributeKey, SearchAttributePair, TypedSearchAttributes
+from temporalio.common import RetryPolicy, SearchAttributePair, TypedSearchAttributes
 from temporalio.exceptions import ActivityError, ApplicationError, ChildWorkflowError
+
+import workflows.endpoint as endpoint_workflow  # a module import: the two workflows signal each other
+from workflows.ids import CLUSTERS, MODEL, SHA, STAGE, WORKLOAD, cluster_rollout_workflow_id
+from workflows.rollout import ClusterRolloutInput, ClusterRolloutResult, ClusterRolloutWorkflow
 
 with workflow.unsafe.imports_passed_through():
     from activities.inventory import ReadInventoryInput, read_inventory
     from activities.workload import (ClusterTarget, NoInput, PlaceInput, PlacementRecord, WorkloadActivities,
                                      WorkloadRecord)
-    from wingsmith.placement.models import ClusterInventory, PlacementConstraints
+    from wingsmith.endpoints import BackendDrained, BackendRef, EndpointRef, WorkloadRef
+    from wingsmith.placement.models import ClusterInventory
     from wingsmith.workload_state import (ClusterState, DeleteRequest, ScaleRequest, WorkloadState, WorkloadStatus,
                                           WorkloadWorkflowInput)
-    from workflows.rollout import ClusterRolloutInput, ClusterRolloutResult, ClusterRolloutWorkflow
 
-STAGE = SearchAttributeKey.for_keyword("WingsmithStage")
-MODEL = SearchAttributeKey.for_keyword("WingsmithModel")
-WORKLOAD = SearchAttributeKey.for_keyword("WingsmithWorkload")
-CLUSTERS = SearchAttributeKey.for_keyword_list("WingsmithCluster")
+SignalArg = TypeVar("SignalArg", WorkloadRef, BackendRef)
 
 # Registry writes take milliseconds: a worker that dies mid-write is written off after 10 s, and
 # while Postgres restarts they retry every few seconds, not every half minute.
-_DB = dict(start_to_close_timeout=timedelta(seconds=10),
-           retry_policy=RetryPolicy(initial_interval=timedelta(seconds=1), maximum_interval=timedelta(seconds=5)))
+_DB = workflow.ActivityConfig(
+    start_to_close_timeout=timedelta(seconds=10),
+    retry_policy=RetryPolicy(initial_interval=timedelta(seconds=1), maximum_interval=timedelta(seconds=5)))
 
 
 class _Unplaceable(Exception):
@@ -49,14 +53,18 @@ class WorkloadWorkflow:
         self.state = params.resume or WorkloadState()
         self.lock = asyncio.Lock()
         self.deleting = False
-        self.drained: set[str] = set()
-        self.backends_drained: set[str] = set()
+        self.drained_endpoints: set[str] = set()
+        self.backends_drained: set[tuple[str, BackendRef]] = set()  # (endpoint workflow id, backend)
         self.delete_by = "unknown"
 
     # --- lifecycle ------------------------------------------------------------------------------
 
     @workflow.run
     async def run(self, params: WorkloadWorkflowInput) -> WorkloadStatus:
+        # Its own attributes, so a workload started from user code is found like one the API started.
+        workflow.upsert_search_attributes(
+            [pair.key.value_set(pair.value) for pair in search_attributes(params, self.state.stage)]
+            + ([CLUSTERS.value_set(sorted(self.state.clusters))] if self.state.clusters else []))
         if params.resume is None:
             await self._record("planning", "created", {"replicas": self.plan.replicas})
             try:
@@ -94,8 +102,8 @@ class WorkloadWorkflow:
                 self._event(f"scale to {request.replicas} incomplete: {exc}")
             self.plan = self.plan.model_copy(update={"replicas": self._replicas()})
             self._set_stage("serving")
-            await self._record("serving", f"serving:{self.state.placement_revision}:{workflow.info().get_current_history_length()}",
-                               self._summary())
+            length = workflow.info().get_current_history_length()
+            await self._record("serving", f"serving:{self.state.placement_revision}:{length}", self._summary())
             return self.status()
 
     @scale.validator
@@ -116,24 +124,25 @@ class WorkloadWorkflow:
             raise ApplicationError(f"workload is already {self.state.stage}", type="AlreadyDeleted")
 
     @workflow.signal
-    def subscribe(self, endpoint_workflow_id: str) -> None:
+    def subscribe(self, endpoint: EndpointRef) -> None:
         """An endpoint follows this workload: it is told about changes and drains it before deletion."""
-        if endpoint_workflow_id not in self.state.subscribers:
-            self.state.subscribers.append(endpoint_workflow_id)
+        if endpoint.endpoint_workflow_id not in self.state.subscribers:
+            self.state.subscribers.append(endpoint.endpoint_workflow_id)
 
     @workflow.signal
-    def unsubscribe(self, endpoint_workflow_id: str) -> None:
-        if endpoint_workflow_id in self.state.subscribers:
-            self.state.subscribers.remove(endpoint_workflow_id)
+    def unsubscribe(self, endpoint: EndpointRef) -> None:
+        if endpoint.endpoint_workflow_id in self.state.subscribers:
+            self.state.subscribers.remove(endpoint.endpoint_workflow_id)
 
     @workflow.signal
-    def drained(self, endpoint_workflow_id: str) -> None:
-        self.drained.add(endpoint_workflow_id)
+    def drained(self, endpoint: EndpointRef) -> None:
+        """That endpoint no longer routes to this workload: the delete may go on."""
+        self.drained_endpoints.add(endpoint.endpoint_workflow_id)
 
     @workflow.signal
-    def backend_drained(self, endpoint_and_backend: str) -> None:
-        """`<endpoint workflow id>|<cluster>/<workload>`: that endpoint no longer routes there."""
-        self.backends_drained.add(endpoint_and_backend)
+    def backend_drained(self, drained: BackendDrained) -> None:
+        """That endpoint no longer routes to one of this workload's clusters: the scale-down may go on."""
+        self.backends_drained.add((drained.endpoint_workflow_id, drained.backend))
 
     @workflow.query
     def status(self) -> WorkloadStatus:
@@ -150,14 +159,12 @@ class WorkloadWorkflow:
         if target < current:
             desired = self._shrink(target)
             leaving = sorted(name for name, n in desired.items() if n == 0)
-            drain = bool(leaving) and workflow.patched("drain-before-scale-down")
-            if drain:
+            if leaving:
                 await self._drain_clusters(leaving)
             await self._apply(desired)
-            if drain:
-                for name in leaving:
-                    for wid in list(self.state.subscribers):
-                        await self._signal(wid, "backend_gone", self._backend_id(name))
+            for name in leaving:
+                for wid in list(self.state.subscribers):
+                    await self._signal(wid, endpoint_workflow.EndpointWorkflow.backend_gone, self._backend(name))
             return
         missing = target - current
         canary = initial
@@ -181,7 +188,8 @@ class WorkloadWorkflow:
         targets = await self._targets()
         inventories = await asyncio.gather(*(self._inventory(t) for t in targets.values()))
         c = self.plan.placement.constraints
-        constraints = c.model_copy(update={"denied_clusters": sorted(set(c.denied_clusters) | set(self.state.excluded))})
+        denied = sorted(set(c.denied_clusters) | set(self.state.excluded))
+        constraints = c.model_copy(update={"denied_clusters": denied})
         plan = self.plan.placement.model_copy(update={"replicas": replicas, "constraints": constraints})
         decision = await workflow.execute_activity_method(
             WorkloadActivities.place, PlaceInput(plan=plan, inventories=list(inventories),
@@ -228,7 +236,7 @@ class WorkloadWorkflow:
         """Returns (cluster, replicas lost) — 0 when it serves or was removed as asked."""
         name = target.info.name
         state = self.state.clusters.setdefault(name, ClusterState(cluster=name))
-        mode = "delete" if replicas == 0 else "apply"
+        mode: Literal["apply", "delete"] = "delete" if replicas == 0 else "apply"
         state.state = "deleting" if mode == "delete" else "rolling_out"
         try:
             result = await self._cluster_rollout(target, replicas, mode)
@@ -237,7 +245,7 @@ class WorkloadWorkflow:
             if name not in self.state.excluded:
                 self.state.excluded.append(name)
             self._event(f"{name} failed: {state.error}")
-            if mode == "apply" and workflow.patched("remove-failed-cluster-dgd"):
+            if mode == "apply":
                 await self._remove_failed(target)
             return name, replicas
         if mode == "delete":
@@ -250,11 +258,12 @@ class WorkloadWorkflow:
         await self._notify_subscribers()
         return name, 0
 
-    async def _cluster_rollout(self, target: ClusterTarget, replicas: int, mode: str) -> ClusterRolloutResult:
+    async def _cluster_rollout(self, target: ClusterTarget, replicas: int,
+                               mode: Literal["apply", "delete"]) -> ClusterRolloutResult:
         name = target.info.name
         return await workflow.execute_child_workflow(
             ClusterRolloutWorkflow.run, self._rollout_input(target, replicas, mode),
-            id=f"workload/{self.plan.workload_id}/cluster/{name}", task_queue=workflow.info().task_queue,
+            id=cluster_rollout_workflow_id(self.plan.workload_id, name), task_queue=workflow.info().task_queue,
             static_summary=f"{mode} {self.plan.workload_id} on {name} ({replicas} replicas)",
             search_attributes=TypedSearchAttributes([
                 SearchAttributePair(WORKLOAD, self.plan.workload_id), SearchAttributePair(CLUSTERS, [name]),
@@ -273,10 +282,12 @@ class WorkloadWorkflow:
         self.state.clusters[name].dgd_name = None
         self._event(f"{name}: the failed deployment was removed")
 
-    def _rollout_input(self, target: ClusterTarget, replicas: int, mode: str) -> ClusterRolloutInput:
+    def _rollout_input(self, target: ClusterTarget, replicas: int,
+                       mode: Literal["apply", "delete"]) -> ClusterRolloutInput:
         return ClusterRolloutInput(
             mode=mode, workload_id=self.plan.workload_id, cluster=target.info.name, kubeconfig=target.kubeconfig,
-            namespace=self.plan.namespace, spec=self.plan.rollout_spec(target.info.name, replicas) if replicas else None,
+            namespace=self.plan.namespace,
+            spec=self.plan.rollout_spec(target.info.name, replicas) if replicas else None,
             weight_bytes=self.plan.weight_bytes, kube_task_queue=self.params.kube_task_queue,
             ready_deadline_seconds=self.params.ready_deadline_seconds, poll_seconds=self.params.poll_seconds,
             unschedulable_grace_seconds=self.params.unschedulable_grace_seconds)
@@ -288,7 +299,7 @@ class WorkloadWorkflow:
         await self._record("deleting", "deleting", {"by": self.delete_by})
         await self._drain_endpoints()
         await self._delete_everywhere()
-        if self.state.clusters and workflow.patched("retry-leftover-deletes"):
+        if self.state.clusters:
             await self._retry_leftover_deletes()
         self._set_stage("deleted")
         await self._record("deleted", "deleted", {"by": self.delete_by})
@@ -298,33 +309,36 @@ class WorkloadWorkflow:
         if not self.state.subscribers:
             return
         for wid in list(self.state.subscribers):
-            if not await self._signal(wid, "workload_deleting", self.plan.workload_id):
+            if not await self._signal(wid, endpoint_workflow.EndpointWorkflow.workload_deleting, self._me()):
                 # An endpoint that ended (deleted meanwhile) routes nothing: waiting for it would
                 # hold the teardown for the whole grace period.
-                self.drained.add(wid)
+                self.drained_endpoints.add(wid)
         try:
-            await workflow.wait_condition(lambda: set(self.state.subscribers) <= self.drained,
+            await workflow.wait_condition(lambda: set(self.state.subscribers) <= self.drained_endpoints,
                                           timeout=timedelta(seconds=self.params.drain_grace_seconds))
-        except asyncio.TimeoutError:
+        except TimeoutError:
             self._event("endpoints did not confirm draining within the grace period; deleting anyway")
 
-    def _backend_id(self, cluster: str) -> str:
-        return f"{cluster}/{self.plan.workload_id}"  # as endpoints name a deployment they route to
+    def _backend(self, cluster: str) -> BackendRef:
+        return BackendRef(cluster=cluster, workload_id=self.plan.workload_id)
+
+    def _me(self) -> WorkloadRef:
+        return WorkloadRef(workload_id=self.plan.workload_id)
 
     async def _drain_clusters(self, clusters: list[str]) -> None:
         """Endpoints stop sending new requests to these clusters and let in-flight ones finish before
         the scale-down removes their deployments (as a delete drains the whole workload)."""
-        waiting = set()
+        waiting: set[tuple[str, BackendRef]] = set()
         for wid in list(self.state.subscribers):
             for name in clusters:
-                if await self._signal(wid, "backend_leaving", self._backend_id(name)):
-                    waiting.add(f"{wid}|{self._backend_id(name)}")
+                if await self._signal(wid, endpoint_workflow.EndpointWorkflow.backend_leaving, self._backend(name)):
+                    waiting.add((wid, self._backend(name)))
         try:
             await workflow.wait_condition(lambda: waiting <= self.backends_drained,
                                           timeout=timedelta(seconds=self.params.drain_grace_seconds))
             if waiting:
                 self._event(f"endpoints drained {', '.join(clusters)}")
-        except asyncio.TimeoutError:
+        except TimeoutError:
             self._event(f"endpoints did not confirm draining {', '.join(clusters)} in time; removing anyway")
         self.backends_drained -= waiting
 
@@ -388,10 +402,10 @@ class WorkloadWorkflow:
     def _replicas(self) -> int:
         return sum(c.replicas for c in self.state.clusters.values() if c.state == "serving")
 
-    def _summary(self) -> dict:
+    def _summary(self) -> dict[str, int]:
         return {name: c.replicas for name, c in sorted(self.state.clusters.items()) if c.state == "serving"}
 
-    async def _record(self, state: str, step: str, detail: dict) -> None:
+    async def _record(self, state: str, step: str, detail: dict[str, Any]) -> None:
         info = workflow.info()
         await workflow.execute_activity_method(WorkloadActivities.record_workload, WorkloadRecord(
             workload_id=self.plan.workload_id, artifact_id=self.plan.artifact_id,
@@ -403,11 +417,13 @@ class WorkloadWorkflow:
 
     async def _notify_subscribers(self) -> None:
         for wid in list(self.state.subscribers):
-            await self._signal(wid, "workload_changed", self.plan.workload_id)
+            await self._signal(wid, endpoint_workflow.EndpointWorkflow.workload_changed, self._me())
 
-    async def _signal(self, workflow_id: str, name: str, arg: str) -> bool:
+    async def _signal(self, workflow_id: str, signal: Callable[[endpoint_workflow.EndpointWorkflow, SignalArg], None],
+                      arg: SignalArg) -> bool:
+        handle = workflow.get_external_workflow_handle_for(endpoint_workflow.EndpointWorkflow.run, workflow_id)
         try:
-            await workflow.get_external_workflow_handle(workflow_id).signal(name, arg)
+            await handle.signal(signal, arg)
             return True
         except Exception as exc:  # noqa: BLE001 - an endpoint that is gone no longer needs telling
             self._event(f"could not signal {workflow_id}: {exc}")
@@ -429,6 +445,12 @@ def _cause(err: ChildWorkflowError) -> str:
     return getattr(err.cause, "message", None) or str(err)
 
 
-def start_search_attributes(params: WorkloadWorkflowInput, repo_id: str) -> TypedSearchAttributes:
-    return TypedSearchAttributes([SearchAttributePair(STAGE, "planning"), SearchAttributePair(MODEL, repo_id),
-                                  SearchAttributePair(WORKLOAD, params.plan.workload_id)])
+def search_attributes(params: WorkloadWorkflowInput, stage: str = "planning") -> list[SearchAttributePair[Any]]:
+    """What the workload is found by: its model, the commit, its id and its stage."""
+    repo_id = params.plan.artifact_id.rsplit("@", 1)[0]
+    return [SearchAttributePair(STAGE, stage), SearchAttributePair(MODEL, repo_id),
+            SearchAttributePair(SHA, params.plan.artifact_sha), SearchAttributePair(WORKLOAD, params.plan.workload_id)]
+
+
+def start_search_attributes(params: WorkloadWorkflowInput) -> TypedSearchAttributes:
+    return TypedSearchAttributes(search_attributes(params))

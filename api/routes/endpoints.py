@@ -13,10 +13,11 @@ from temporalio.service import RPCError, RPCStatusCode
 from api.auth import Operator, Viewer
 from api.deps import DbDep, SettingsDep, TemporalDep
 from api.errors import ApiError
-from workflows.starter import create_endpoint, endpoint_handle
 from wingsmith.gateway import GatewayError, gateway_client
+from wingsmith.store import endpoints as endpoint_store
 from wingsmith.temporal import workflow_ui_url
 from workflows.endpoint import EndpointWorkflow
+from workflows.starter import create_endpoint, endpoint_handle
 
 router = APIRouter(prefix="/v1/endpoints", tags=["endpoints"])
 
@@ -30,8 +31,7 @@ class EndpointRequest(BaseModel):
 @router.post("", status_code=202, summary="Create an endpoint (or change its workloads)")
 async def create(body: EndpointRequest, _operator: Operator, db: DbDep, settings: SettingsDep,
                  temporal: TemporalDep) -> dict[str, Any]:
-    known = {r["id"]: r["state"] for r in await db.fetch("select id, state from workloads where id = any($1::text[])",
-                                                          body.workloads)}
+    known = await endpoint_store.workload_states(db, body.workloads)
     missing = [w for w in body.workloads if w not in known]
     if missing:
         raise ApiError(422, f"unknown workload(s): {', '.join(missing)}", code="invalid_endpoint")
@@ -45,17 +45,15 @@ async def create(body: EndpointRequest, _operator: Operator, db: DbDep, settings
 
 @router.get("", summary="List endpoints")
 async def list_endpoints(_viewer: Viewer, db: DbDep):
-    rows = await db.fetch("select name, workloads, state, routes, updated_at from endpoints order by name")
-    return {"endpoints": [dict(r) for r in rows]}
+    return {"endpoints": await endpoint_store.list_endpoints(db)}
 
 
 @router.get("/{name}", summary="An endpoint: backends, weights and health")
 async def get_endpoint(name: str, _viewer: Viewer, db: DbDep, settings: SettingsDep, request: Request):
-    row = await db.fetchrow("select * from endpoints where name = $1", name)
-    if row is None:
+    out = await endpoint_store.get_endpoint(db, name)
+    if out is None:
         raise ApiError(404, f"endpoint {name} not found")
-    out = dict(row)
-    out["workflow_url"] = workflow_ui_url(settings, row["workflow_id"])
+    out["workflow_url"] = workflow_ui_url(settings, out["workflow_id"])
     out["health"] = None
     try:
         def read():

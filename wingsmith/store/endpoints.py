@@ -1,0 +1,50 @@
+"""Registry rows for endpoints, and the serving deployments an endpoint may route to. Keyed writes
+only, so a retried activity writes the same row."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import asyncpg
+
+from wingsmith.endpoints import ServingDeployment
+from wingsmith.store.artifacts import record_event
+
+
+async def serving_deployments(pool: asyncpg.Pool, workload_ids: list[str]) -> list[ServingDeployment]:
+    """Deployments of these workloads recorded as serving with a frontend, by workload and cluster."""
+    rows = await pool.fetch(
+        """select d.workload_id, d.cluster, d.replicas, d.frontend_url, w.spec->>'served_model_name' as served
+           from deployments d join workloads w on w.id = d.workload_id
+           where d.workload_id = any($1::text[]) and d.state = 'serving' and d.frontend_url is not null
+           order by d.workload_id, d.cluster""", workload_ids)
+    return [ServingDeployment(workload_id=r["workload_id"], cluster=r["cluster"], replicas=r["replicas"],
+                              frontend_url=r["frontend_url"], served_model_name=r["served"]) for r in rows]
+
+
+async def upsert_endpoint(pool: asyncpg.Pool, *, name: str, workloads: list[str], state: str, workflow_id: str,
+                          routes: list[dict[str, Any]], step: str) -> None:
+    async with pool.acquire() as conn, conn.transaction():
+        await conn.execute(
+            """insert into endpoints (name, workloads, state, workflow_id, routes) values ($1, $2, $3, $4, $5)
+               on conflict (name) do update set workloads = excluded.workloads, state = excluded.state,
+                   routes = excluded.routes, updated_at = now()""",
+            name, workloads, state, workflow_id, routes)
+        await record_event(conn, source=workflow_id, step=step, subject=name, kind=f"endpoint_{state}",
+                           detail={"backends": [b["id"] for b in routes]})
+
+
+async def list_endpoints(pool: asyncpg.Pool) -> list[dict[str, Any]]:
+    rows = await pool.fetch("select name, workloads, state, routes, updated_at from endpoints order by name")
+    return [dict(r) for r in rows]
+
+
+async def get_endpoint(pool: asyncpg.Pool, name: str) -> dict[str, Any] | None:
+    row = await pool.fetchrow("select * from endpoints where name = $1", name)
+    return dict(row) if row is not None else None
+
+
+async def workload_states(pool: asyncpg.Pool, workload_ids: list[str]) -> dict[str, str]:
+    """The registry state of each of these workloads that exists (an endpoint may only name those)."""
+    rows = await pool.fetch("select id, state from workloads where id = any($1::text[])", workload_ids)
+    return {r["id"]: r["state"] for r in rows}
