@@ -5,9 +5,11 @@ registers them on the server."""
 
 from __future__ import annotations
 
+from temporalio import workflow
 from temporalio.common import SearchAttributeKey
 
-from wingsmith.artifacts import artifact_workflow_id
+with workflow.unsafe.imports_passed_through():  # one copy of the models inside and outside the sandbox
+    from wingsmith.artifacts import artifact_workflow_id
 
 STAGE = SearchAttributeKey.for_keyword("WingsmithStage")
 MODEL = SearchAttributeKey.for_keyword("WingsmithModel")

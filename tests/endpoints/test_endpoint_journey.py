@@ -90,7 +90,6 @@ async def test_one_model_name_over_two_clusters(api, deps, temporal_client, clus
         await handle.result()
         assert gateway.client.get_route("kimi-k3") is None
         if os.environ.get("WINGSMITH_RECORD_HISTORIES") == "1":
-            # (endpoint_drain_delete.json is kept as recorded before per-cluster draining existed.)
             save_history("endpoint_scale_down_and_delete", handle.id, await history_json(handle))
             workload = temporal_client.get_workflow_handle("workload/kimi-ep")
             save_history("workload_drained_scale_down", workload.id, await history_json(workload))
