@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from typing import Any, TypeVar
 
 import httpx
 from pydantic import BaseModel, Field, ValidationError
@@ -117,6 +118,28 @@ def _started_at() -> float:
     return time.time()
 
 
+Polled = TypeVar("Polled")
+
+
+def _poll_until(check: Callable[[int, float], tuple[Polled | None, dict[str, Any]]], *, timeout_seconds: float,
+                poll_seconds: float, timed_out: Callable[[float, dict[str, Any]], ApplicationError]) -> Polled:
+    """Ask `check(attempt, waited)` until it returns a value, heartbeating its progress after each
+    try; past the timeout (counted from the first attempt, so retries share one deadline) raise
+    what `timed_out(waited, progress)` builds. `check` raises to stop early on a final failure."""
+    started = _started_at()
+    attempt = 0
+    while True:
+        attempt += 1
+        waited = time.time() - started
+        done, progress = check(attempt, waited)
+        if done is not None:
+            return done
+        activity.heartbeat({"started_at": started, "waited_seconds": round(waited, 1), **progress})
+        if waited > timeout_seconds:
+            raise timed_out(waited, progress)
+        _pause(poll_seconds)
+
+
 class RolloutActivities:
     def __init__(self, client_factory: ClientFactory = dgd_client_for,
                  http: Callable[[], httpx.Client] = lambda: httpx.Client(timeout=10.0)):
@@ -146,76 +169,66 @@ class RolloutActivities:
 
     @activity.defn(name="rollout.wait_ready")
     def wait_ready(self, input: WaitReadyInput) -> WaitReadyOutput:
-        started = _started_at()
         deadline = input.deadline_seconds or ready_deadline_seconds(input.weight_bytes)
         where = f"{input.namespace}/{input.name}"
-        polls, last_error = 0, None
         unschedulable_since: dict[str, float] = {}  # pod → when this attempt first saw it find no node
-        with self._client(input.kubeconfig) as kube:
-            while True:
-                polls += 1
-                waited = time.time() - started
-                try:
-                    obj = kube.get(input.name, input.namespace)
-                    if obj is None:
-                        raise ApplicationError(f"{where} does not exist", type="DeploymentMissing",
-                                               non_retryable=True)
-                    current = int(obj.get("metadata", {}).get("generation") or 0)
-                    if current > input.generation:
-                        raise ApplicationError(
-                            f"{where} moved to generation {current} while waiting for "
-                            f"{input.generation}", type="DeploymentSuperseded", non_retryable=True)
-                    verdict = evaluate_readiness(obj, input.generation)
-                    pods = kube.pods(input.name, input.namespace)
-                    ready_pods, total_pods = pods_ready(pods)
-                    last_error = None
-                except KubeError as err:
-                    if not err.retryable:
-                        raise _app_error(err) from None
-                    # The adapter already retried; keep polling until the deadline.
-                    last_error = str(err)
-                    verdict = None
-                if verdict is not None:
-                    if verdict.ready:
-                        return WaitReadyOutput(
-                            name=input.name, namespace=input.namespace, generation=input.generation,
-                            state=verdict.state or "", waited_seconds=round(waited, 3), polls=polls,
-                            pods_ready=ready_pods, pods_total=total_pods)
-                    if verdict.failed:
-                        raise ApplicationError(
-                            f"{where} failed to reconcile: {verdict.condition_message or verdict.describe()}",
-                            type="DeploymentFailed", non_retryable=True)
-                    failure = find_pod_failure(pods)
-                    if failure is not None:
-                        raise ApplicationError(f"{where} will not become ready: {failure.describe()}",
-                                               type=failure.type, non_retryable=True)
-                    now = time.monotonic()
-                    stuck = unschedulable_pods(pods)
-                    unschedulable_since = {pod: unschedulable_since.get(pod, now) for pod in stuck}
-                    for pod, since in sorted(unschedulable_since.items()):
-                        if now - since >= input.unschedulable_grace_seconds:
-                            # Another deployment took the GPUs placement counted on: the workload
-                            # places these replicas elsewhere rather than waiting hours for them.
-                            raise ApplicationError(
-                                f"{where} cannot be scheduled: pod {pod} found no node for {now - since:.0f}s: "
-                                f"{stuck[pod]}", type="Unschedulable", non_retryable=True)
-                progress = {
-                    "started_at": started, "polls": polls, "waited_seconds": round(waited, 1),
-                    "deadline_seconds": deadline,
-                    "status": verdict.describe() if verdict else f"unreadable: {last_error}",
-                    "pods": f"{ready_pods}/{total_pods} ready" if verdict else None,
-                }
-                activity.heartbeat(progress)
-                if waited > deadline:
+
+        def check(kube: DgdClient, polls: int, waited: float) -> tuple[WaitReadyOutput | None, dict[str, Any]]:
+            nonlocal unschedulable_since
+            try:
+                obj = kube.get(input.name, input.namespace)
+                if obj is None:
+                    raise ApplicationError(f"{where} does not exist", type="DeploymentMissing", non_retryable=True)
+                current = int(obj.get("metadata", {}).get("generation") or 0)
+                if current > input.generation:
                     raise ApplicationError(
-                        f"{where} not ready after {waited:.0f}s (deadline {deadline:.0f}s): "
-                        f"{progress['status']}; {progress['pods']}",
-                        type="ReadyDeadlineExceeded", non_retryable=True)
-                _pause(input.poll_seconds)
+                        f"{where} moved to generation {current} while waiting for "
+                        f"{input.generation}", type="DeploymentSuperseded", non_retryable=True)
+                verdict = evaluate_readiness(obj, input.generation)
+                pods = kube.pods(input.name, input.namespace)
+                ready_pods, total_pods = pods_ready(pods)
+            except KubeError as err:
+                if not err.retryable:
+                    raise _app_error(err) from None
+                # The adapter already retried; keep polling until the deadline.
+                return None, {"polls": polls, "status": f"unreadable: {err}", "pods": None}
+            if verdict.ready:
+                return WaitReadyOutput(
+                    name=input.name, namespace=input.namespace, generation=input.generation,
+                    state=verdict.state or "", waited_seconds=round(waited, 3), polls=polls,
+                    pods_ready=ready_pods, pods_total=total_pods), {}
+            if verdict.failed:
+                raise ApplicationError(
+                    f"{where} failed to reconcile: {verdict.condition_message or verdict.describe()}",
+                    type="DeploymentFailed", non_retryable=True)
+            failure = find_pod_failure(pods)
+            if failure is not None:
+                raise ApplicationError(f"{where} will not become ready: {failure.describe()}",
+                                       type=failure.type, non_retryable=True)
+            now = time.monotonic()
+            stuck = unschedulable_pods(pods)
+            unschedulable_since = {pod: unschedulable_since.get(pod, now) for pod in stuck}
+            for pod, since in sorted(unschedulable_since.items()):
+                if now - since >= input.unschedulable_grace_seconds:
+                    # Another deployment took the GPUs placement counted on: the workload
+                    # places these replicas elsewhere rather than waiting hours for them.
+                    raise ApplicationError(
+                        f"{where} cannot be scheduled: pod {pod} found no node for {now - since:.0f}s: "
+                        f"{stuck[pod]}", type="Unschedulable", non_retryable=True)
+            return None, {"polls": polls, "deadline_seconds": deadline, "status": verdict.describe(),
+                          "pods": f"{ready_pods}/{total_pods} ready"}
+
+        def timed_out(waited: float, progress: dict[str, Any]) -> ApplicationError:
+            return ApplicationError(f"{where} not ready after {waited:.0f}s (deadline {deadline:.0f}s): "
+                                    f"{progress['status']}; {progress['pods']}",
+                                    type="ReadyDeadlineExceeded", non_retryable=True)
+
+        with self._client(input.kubeconfig) as kube:
+            return _poll_until(lambda polls, waited: check(kube, polls, waited), timeout_seconds=deadline,
+                               poll_seconds=input.poll_seconds, timed_out=timed_out)
 
     @activity.defn(name="rollout.probe_frontend")
     def probe_frontend(self, input: ProbeFrontendInput) -> ProbeFrontendOutput:
-        started = _started_at()
         base = input.url
         if base is None:
             if input.kubeconfig is None or input.name is None:
@@ -227,30 +240,30 @@ class RolloutActivities:
                 except KubeError as err:
                     raise _app_error(err) from None
         url = base.rstrip("/") + "/v1/models"
-        attempts, seen, last = 0, [], "no answer yet"
+
+        def check(http: httpx.Client, attempts: int,
+                  waited: float) -> tuple[ProbeFrontendOutput | None, dict[str, Any]]:
+            try:
+                resp = http.get(url)
+                if resp.status_code != 200:
+                    return None, {"attempts": attempts, "last": f"HTTP {resp.status_code}"}
+                seen = [m.get("id") for m in resp.json().get("data") or [] if isinstance(m, dict)]
+            except (httpx.HTTPError, ValueError) as exc:
+                return None, {"attempts": attempts, "last": type(exc).__name__}
+            if input.served_model_name in seen:
+                return ProbeFrontendOutput(url=base, models=seen, attempts=attempts,
+                                           waited_seconds=round(waited, 3)), {}
+            return None, {"attempts": attempts, "last": f"serving {seen or 'no models'}"}
+
+        def timed_out(_waited: float, progress: dict[str, Any]) -> ApplicationError:
+            return ApplicationError(f"{url} did not list {input.served_model_name!r} within "
+                                    f"{input.timeout_seconds:.0f}s; last answer: {progress['last']}",
+                                    type="FrontendNotServing", non_retryable=True)
+
         with self._http() as http:
-            while True:
-                attempts += 1
-                try:
-                    resp = http.get(url)
-                    if resp.status_code == 200:
-                        seen = [m.get("id") for m in resp.json().get("data") or [] if isinstance(m, dict)]
-                        if input.served_model_name in seen:
-                            return ProbeFrontendOutput(url=base, models=seen, attempts=attempts,
-                                                       waited_seconds=round(time.time() - started, 3))
-                        last = f"serving {seen or 'no models'}"
-                    else:
-                        last = f"HTTP {resp.status_code}"
-                except (httpx.HTTPError, ValueError) as exc:
-                    last = f"{type(exc).__name__}"
-                waited = time.time() - started
-                activity.heartbeat({"started_at": started, "attempts": attempts, "last": last})
-                if waited > input.timeout_seconds:
-                    raise ApplicationError(
-                        f"{url} did not list {input.served_model_name!r} within "
-                        f"{input.timeout_seconds:.0f}s; last answer: {last}",
-                        type="FrontendNotServing", non_retryable=True)
-                _pause(input.poll_seconds)
+            return _poll_until(lambda attempts, waited: check(http, attempts, waited),
+                               timeout_seconds=input.timeout_seconds, poll_seconds=input.poll_seconds,
+                               timed_out=timed_out)
 
     @activity.defn(name="rollout.delete")
     def delete(self, input: DeleteInput) -> DeleteOutput:
