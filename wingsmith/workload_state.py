@@ -39,6 +39,8 @@ class WorkloadWorkflowInput(BaseModel):
     poll_seconds: float = 2.0
     unschedulable_grace_seconds: float = 120
     drain_grace_seconds: int = 300
+    history_limit: int | None = Field(default=None, ge=10, description="tests only: continue as new past this "
+                                      "many events (otherwise when the server suggests it)")
     resume: WorkloadState | None = None  # set when continuing as new
 
 

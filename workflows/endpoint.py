@@ -19,6 +19,7 @@ from temporalio.common import RetryPolicy
 from temporalio.exceptions import ApplicationError
 
 import workflows.workload as workload_workflow  # a module import: the two workflows signal each other
+from workflows.history import time_to_continue_as_new
 from workflows.ids import STAGE, workload_workflow_id
 
 with workflow.unsafe.imports_passed_through():
@@ -51,6 +52,8 @@ class EndpointWorkflowInput(BaseModel):
     workloads: list[str]
     drain_grace_seconds: int = 30
     resync_seconds: int = 30
+    history_limit: int | None = Field(default=None, ge=10, description="tests only: continue as new past this "
+                                      "many events (otherwise when the server suggests it)")
     resume: EndpointState | None = None
 
 
@@ -92,7 +95,7 @@ class EndpointWorkflow:
                                               timeout=timedelta(seconds=params.resync_seconds))
             except TimeoutError:
                 pass  # a periodic pass catches frontends that came or went without a signal
-            if workflow.info().is_continue_as_new_suggested() and not self.deleting:
+            if time_to_continue_as_new(params.history_limit) and not self.deleting:
                 await workflow.wait_condition(workflow.all_handlers_finished)
                 workflow.continue_as_new(params.model_copy(update={"resume": self.state}))
         await self._tear_down()

@@ -19,6 +19,7 @@ from temporalio.common import RetryPolicy, SearchAttributePair, TypedSearchAttri
 from temporalio.exceptions import ActivityError, ApplicationError, ChildWorkflowError
 
 import workflows.endpoint as endpoint_workflow  # a module import: the two workflows signal each other
+from workflows.history import time_to_continue_as_new
 from workflows.ids import CLUSTERS, MODEL, SHA, STAGE, WORKLOAD, cluster_rollout_workflow_id
 from workflows.rollout import ClusterRolloutInput, ClusterRolloutResult, ClusterRolloutWorkflow
 
@@ -77,8 +78,7 @@ class WorkloadWorkflow:
             self._set_stage("serving")
             await self._record("serving", f"serving:{self.state.placement_revision}", self._summary())
         while True:
-            await workflow.wait_condition(
-                lambda: self.deleting or workflow.info().is_continue_as_new_suggested())
+            await workflow.wait_condition(lambda: self.deleting or time_to_continue_as_new(params.history_limit))
             if self.deleting:
                 break
             await workflow.wait_condition(lambda: workflow.all_handlers_finished() and not self.lock.locked())

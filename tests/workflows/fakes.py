@@ -1,0 +1,198 @@
+"""Fake activities registered under the real names (temporalio/samples-python style), so the real
+workflows run on a time-skipping test server against a small in-memory world: clusters with a
+replica capacity, the deployments applied to them, an endpoint's routes, and scripted faults.
+
+Every fake writes what it did to `world.log`, so a test can check the order of effects (a backend's
+route drained before its deployment is deleted, say)."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+from temporalio import activity
+from temporalio.client import Client
+from temporalio.exceptions import ApplicationError
+from temporalio.worker import Worker
+
+from activities.endpoint import DrainInput, EndpointRecord, ObserveInput, SetRoutesInput
+from activities.rollout import (
+    ApplyInput,
+    ApplyOutput,
+    DeleteInput,
+    DeleteOutput,
+    ProbeFrontendInput,
+    ProbeFrontendOutput,
+    WaitReadyInput,
+    WaitReadyOutput,
+)
+from activities.workload import (
+    ClusterTarget,
+    ClusterTargets,
+    DeploymentRecord,
+    NoInput,
+    PlaceInput,
+    PlacementRecord,
+    WorkloadRecord,
+)
+from wingsmith.dynamo import WorkerPool, dgd_name
+from wingsmith.endpoints import ServingDeployment, routes_from_deployments
+from wingsmith.gateway import EndpointRoutes, RouteStatus
+from wingsmith.kube import KubeconfigRef
+from wingsmith.placement.models import ClusterInfo, ClusterInventory, PlacementDecision, PlacementPlan
+from wingsmith.workload_state import WorkloadWorkflowInput
+from wingsmith.workloads import WorkloadPlan
+from worker.registry import workflows
+
+SHA = "a" * 40
+
+
+@dataclass
+class World:
+    capacity: dict[str, int]  # cluster -> replicas it can hold
+    dgds: dict[str, int] = field(default_factory=dict)  # cluster -> replicas of the applied deployment
+    crash_looping: set[str] = field(default_factory=set)  # wait_ready fails there (final)
+    refuse_deletes: dict[str, int] = field(default_factory=dict)  # cluster -> deletes still refused
+    hold_ready: set[str] = field(default_factory=set)  # wait_ready blocks there until cancelled
+    routes: EndpointRoutes | None = None
+    log: list[str] = field(default_factory=list)
+    workload_states: list[str] = field(default_factory=list)
+    _names: dict[str, str] = field(default_factory=dict)  # DGD name -> cluster
+
+    def cluster_of(self, dgd_name: str) -> str:
+        return self._names[dgd_name]
+
+    # --- workload.* -------------------------------------------------------------------------------
+
+    @activity.defn(name="workload.list_clusters")
+    async def list_clusters(self, _: NoInput) -> ClusterTargets:
+        # Manual inventories: the workflow reads no cluster (read_inventory is not called).
+        return ClusterTargets(clusters=[ClusterTarget(
+            info=ClusterInfo(name=name), kubeconfig=KubeconfigRef(path=f"/fake/{name}"),
+            manual_inventory=ClusterInventory(cluster=name, source="manual")) for name in sorted(self.capacity)])
+
+    @activity.defn(name="workload.place")
+    async def place(self, params: PlaceInput) -> PlacementDecision:
+        """Spread over the clusters with room, most room first; denied clusters take nothing."""
+        denied = set(params.plan.constraints.denied_clusters)
+        room = {c: cap - self.dgds.get(c, 0) for c, cap in self.capacity.items() if c not in denied}
+        placed: dict[str, int] = {}
+        for _ in range(params.plan.replicas):
+            free = {c: r - placed.get(c, 0) for c, r in room.items() if r - placed.get(c, 0) > 0}
+            if not free:
+                break
+            best = max(free, key=lambda c: (free[c], -ord(c[-1])))
+            placed[best] = placed.get(best, 0) + 1
+        total = sum(placed.values())
+        unplaced = params.plan.replicas - total
+        summary = f"{total} of {params.plan.replicas} placed" + (f" ({unplaced} found no room)" if unplaced else "")
+        self.log.append(f"place {params.plan.replicas}: {dict(sorted(placed.items()))}")
+        return PlacementDecision(plan=params.plan, replicas=placed, placed=total, unplaced=unplaced,
+                                 summary=summary, clusters=[])
+
+    @activity.defn(name="workload.record")
+    async def record_workload(self, r: WorkloadRecord) -> None:
+        self.workload_states.append(r.state)
+
+    @activity.defn(name="workload.record_placement")
+    async def record_placement(self, r: PlacementRecord) -> None:
+        pass
+
+    @activity.defn(name="workload.record_deployment")
+    async def record_deployment(self, r: DeploymentRecord) -> None:
+        pass
+
+    # --- rollout.* (the kube task queue) ------------------------------------------------------------
+
+    @activity.defn(name="rollout.apply")
+    async def apply(self, params: ApplyInput) -> ApplyOutput:
+        cluster, name = params.spec.cluster, dgd_name(params.spec.workload_id, params.spec.cluster)
+        self._names[name] = cluster
+        self.dgds[cluster] = params.spec.worker.replicas
+        self.log.append(f"apply {cluster} {params.spec.worker.replicas}")
+        return ApplyOutput(name=name, namespace=params.spec.namespace, uid=str(uuid.uuid4()), generation=1,
+                           resource_version="1")
+
+    @activity.defn(name="rollout.wait_ready")
+    async def wait_ready(self, params: WaitReadyInput) -> WaitReadyOutput:
+        cluster = self.cluster_of(params.name)
+        while cluster in self.hold_ready:
+            activity.heartbeat()  # how the cancellation reaches this activity
+            await asyncio.sleep(0.1)
+        if cluster in self.crash_looping:
+            raise ApplicationError(f"{cluster}: pod worker-0 is in CrashLoopBackOff", type="PodCrashLooping",
+                                   non_retryable=True)
+        return WaitReadyOutput(name=params.name, namespace=params.namespace, generation=params.generation,
+                               state="successful", waited_seconds=0, polls=1, pods_ready=1, pods_total=1)
+
+    @activity.defn(name="rollout.probe_frontend")
+    async def probe_frontend(self, params: ProbeFrontendInput) -> ProbeFrontendOutput:
+        cluster = self.cluster_of(params.name or "")
+        return ProbeFrontendOutput(url=f"http://{cluster}.frontend.test", models=[params.served_model_name],
+                                   attempts=1, waited_seconds=0)
+
+    @activity.defn(name="rollout.delete")
+    async def delete(self, params: DeleteInput) -> DeleteOutput:
+        cluster = self.cluster_of(params.name)
+        if self.refuse_deletes.get(cluster, 0) > 0:
+            self.refuse_deletes[cluster] -= 1
+            self.log.append(f"delete {cluster} refused")
+            raise ApplicationError(f"{cluster}: deletecollection is forbidden", type="Forbidden", non_retryable=True)
+        existed = self.dgds.pop(cluster, None) is not None
+        self.log.append(f"delete {cluster}")
+        return DeleteOutput(existed=existed, waited_seconds=0)
+
+    # --- endpoint.* ----------------------------------------------------------------------------------
+
+    @activity.defn(name="endpoint.observe")
+    async def observe(self, params: ObserveInput) -> EndpointRoutes:
+        serving = [ServingDeployment(workload_id=w, cluster=c, replicas=n, frontend_url=f"http://{c}.frontend.test",
+                                     served_model_name=params.name)
+                   for w in params.workloads for c, n in sorted(self.dgds.items())]
+        return routes_from_deployments(params.name, serving, [True] * len(serving),
+                                       draining_workloads=params.draining, draining_backends=params.draining_backends)
+
+    @activity.defn(name="endpoint.set_routes")
+    async def set_routes(self, params: SetRoutesInput) -> RouteStatus | None:
+        if params.routes != self.routes:
+            self.log.append("routes " + " ".join(f"{b.id}={b.weight}" for b in params.routes.backends))
+        self.routes = params.routes
+        return None
+
+    @activity.defn(name="endpoint.wait_drained")
+    async def wait_drained(self, params: DrainInput) -> bool:
+        self.log.append("drained " + " ".join(b.id for b in params.backends))
+        return True
+
+    @activity.defn(name="endpoint.record")
+    async def record_endpoint(self, r: EndpointRecord) -> None:
+        pass
+
+    def activities(self) -> list[Callable[..., Any]]:
+        return [self.list_clusters, self.place, self.record_workload, self.record_placement, self.record_deployment,
+                self.apply, self.wait_ready, self.probe_frontend, self.delete, self.observe, self.set_routes,
+                self.wait_drained, self.record_endpoint]
+
+
+@asynccontextmanager
+async def fake_worker(client: Client, world: World) -> AsyncIterator[str]:
+    """The real workflows and the fake activities on one task queue (also used as the kube queue)."""
+    queue = f"wf-{uuid.uuid4().hex[:8]}"
+    async with Worker(client, task_queue=queue, workflows=workflows(), activities=world.activities()):
+        yield queue
+
+
+def workload_input(queue: str, workload_id: str = "wl", replicas: int = 2, **overrides: Any) -> WorkloadWorkflowInput:
+    """A small workload: one GPU per replica, 'Qwen/Qwen3-8B' served as `qwen`."""
+    plan = WorkloadPlan(
+        workload_id=workload_id, artifact_id=f"Qwen/Qwen3-8B@{SHA}", artifact_sha=SHA, draft_version=1,
+        hf_model_id="Qwen/Qwen3-8B", hf_revision=SHA, served_model_name="qwen", engine="vllm", hardware="h200",
+        layout="single_node_tp", variant="default", features=[], replicas=replicas, gpus_per_replica=1,
+        worker=WorkerPool(args=["--tensor-parallel-size", "1"], gpus_per_node=1), image="vllm:test",
+        namespace="default", placement=PlacementPlan(hardware="h200", gpus_per_node=1, replicas=replicas), fit={})
+    return WorkloadWorkflowInput(plan=plan, requested_by="test", kube_task_queue=queue, poll_seconds=0.1,
+                                 **overrides)
