@@ -247,7 +247,7 @@ class RolloutActivities:
                 resp = http.get(url)
                 if resp.status_code != 200:
                     return None, {"attempts": attempts, "last": f"HTTP {resp.status_code}"}
-                seen = [m.get("id") for m in resp.json().get("data") or [] if isinstance(m, dict)]
+                seen = [str(m["id"]) for m in resp.json().get("data") or [] if isinstance(m, dict) and "id" in m]
             except (httpx.HTTPError, ValueError) as exc:
                 return None, {"attempts": attempts, "last": type(exc).__name__}
             if input.served_model_name in seen:

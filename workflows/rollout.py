@@ -76,14 +76,13 @@ class ClusterRolloutWorkflow:
         # Its own attributes, so a rollout started from user code is found like one its workload started.
         workflow.upsert_search_attributes([WORKLOAD.value_set(params.workload_id),
                                            CLUSTERS.value_set([params.cluster]), STAGE.value_set("rollout")])
-        kube = workflow.ActivityConfig(task_queue=params.kube_task_queue, retry_policy=_KUBE_RETRY)
         if params.mode == "delete":
             self.step = "deleting"
             try:
                 await workflow.execute_activity_method(
                     RolloutActivities.delete,
                     DeleteInput(kubeconfig=params.kubeconfig, name=name, namespace=params.namespace),
-                    start_to_close_timeout=timedelta(minutes=20), heartbeat_timeout=_HEARTBEAT, **kube)
+                    **_kube(params, timedelta(minutes=20), heartbeat=True))
             except ActivityError as err:
                 kind, message = _kind_and_message(err)
                 raise ApplicationError(f"{params.cluster}: {kind}: {message}", type=kind, non_retryable=True) from None
@@ -99,7 +98,7 @@ class ClusterRolloutWorkflow:
                 RolloutActivities.apply, ApplyInput(kubeconfig=params.kubeconfig, spec=params.spec),
                 # One server-side apply (and the adapter's few retries): seconds. It does not heartbeat,
                 # so this is how long a killed worker holds it; the apply is idempotent and retried.
-                start_to_close_timeout=timedelta(seconds=20), **kube)
+                **_kube(params, timedelta(seconds=20), heartbeat=False))
             await self._record(params, name, "applied", replicas, {"generation": applied.generation})
             self.step = "waiting until ready"
             await workflow.execute_activity_method(
@@ -108,14 +107,14 @@ class ClusterRolloutWorkflow:
                     generation=applied.generation, weight_bytes=params.weight_bytes,
                     deadline_seconds=params.ready_deadline_seconds, poll_seconds=params.poll_seconds,
                     unschedulable_grace_seconds=params.unschedulable_grace_seconds),
-                start_to_close_timeout=timedelta(hours=7), heartbeat_timeout=_HEARTBEAT, **kube)
+                **_kube(params, timedelta(hours=7), heartbeat=True))
             self.step = "probing the frontend"
             probe = await workflow.execute_activity_method(
                 RolloutActivities.probe_frontend, ProbeFrontendInput(
                     kubeconfig=params.kubeconfig, name=name, namespace=params.namespace,
                     served_model_name=params.spec.served_model_name, timeout_seconds=600,
                     poll_seconds=params.poll_seconds),
-                start_to_close_timeout=timedelta(minutes=12), heartbeat_timeout=_HEARTBEAT, **kube)
+                **_kube(params, timedelta(minutes=12), heartbeat=True))
         except ActivityError as err:
             kind, message = _kind_and_message(err)
             await self._record(params, name, "failed", replicas, {"cause": f"{kind}: {message}"})
@@ -136,6 +135,15 @@ class ClusterRolloutWorkflow:
             workload_id=params.workload_id, cluster=params.cluster, dgd_name=name, namespace=params.namespace,
             replicas=replicas, state=state, frontend_url=frontend_url, detail=detail or {},
             source=info.workflow_id, step=f"{info.run_id}:{state}"), **_DB)
+
+
+def _kube(params: ClusterRolloutInput, timeout: timedelta, *, heartbeat: bool) -> workflow.ActivityConfig:
+    """Kubernetes calls: on the kube task queue, retried unless final; long waits heartbeat."""
+    config = workflow.ActivityConfig(task_queue=params.kube_task_queue, retry_policy=_KUBE_RETRY,
+                                     start_to_close_timeout=timeout)
+    if heartbeat:
+        config["heartbeat_timeout"] = _HEARTBEAT
+    return config
 
 
 def _kind_and_message(err: ActivityError) -> tuple[str, str]:

@@ -29,8 +29,8 @@ with workflow.unsafe.imports_passed_through():
                                      WorkloadRecord)
     from wingsmith.endpoints import BackendDrained, BackendRef, EndpointRef, WorkloadRef
     from wingsmith.placement.models import ClusterInventory
-    from wingsmith.workload_state import (ClusterState, DeleteRequest, ScaleRequest, WorkloadState, WorkloadStatus,
-                                          WorkloadWorkflowInput)
+    from wingsmith.workload_state import (ClusterState, DeleteRequest, ScaleRequest, Stage, WorkloadState,
+                                          WorkloadStatus, WorkloadWorkflowInput)
 
 SignalArg = TypeVar("SignalArg", WorkloadRef, BackendRef)
 
@@ -429,7 +429,7 @@ class WorkloadWorkflow:
             self._event(f"could not signal {workflow_id}: {exc}")
             return False
 
-    def _set_stage(self, stage: str) -> None:
+    def _set_stage(self, stage: Stage) -> None:
         self.state.stage = stage
         workflow.upsert_search_attributes([STAGE.value_set(stage)])
 

@@ -48,7 +48,7 @@ async def test_an_endpoint_drains_a_backend_before_its_workload_removes_it(time_
         log = world.log
         assert log.index("routes sim-a/wl=0") < log.index("drained sim-a/wl") < log.index("delete sim-a")
         ended = await endpoint.query(EndpointWorkflow.status)
-        assert ended.workloads == [] and not ended.routes.backends
+        assert ended.workloads == [] and ended.routes is not None and not ended.routes.backends
 
         await endpoint.start_update(EndpointWorkflow.delete, wait_for_stage=WorkflowUpdateStage.ACCEPTED)
         assert (await endpoint.result()).stage == "deleted"
