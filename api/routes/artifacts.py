@@ -24,6 +24,7 @@ from wingsmith.review import HTTP_STATUS, ReviewDecision, ReviewRequest
 from wingsmith.store import artifacts as store
 from wingsmith.temporal import workflow_ui_url
 from workflows.artifact import ArtifactWorkflow
+from workflows.ids import artifact_workflow_id_of
 
 router = APIRouter(prefix="/v1/artifacts", tags=["artifacts"])
 
@@ -77,7 +78,7 @@ async def get_artifact(org: str, name_at_sha: str, _viewer: Viewer, db: DbDep, s
     if row is None and live is None:
         raise ApiError(404, f"artifact {artifact} not found")
     out = row or {"id": artifact, "state": live.stage}
-    out["workflow_id"] = f"artifact/{artifact}"
+    out["workflow_id"] = artifact_workflow_id_of(artifact)
     out["workflow_url"] = workflow_ui_url(settings, out["workflow_id"])
     out["live"] = live.model_dump(mode="json") if live else None
     return out

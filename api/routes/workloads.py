@@ -23,6 +23,7 @@ from wingsmith.temporal import workflow_ui_url
 from wingsmith.workload_state import DeleteRequest, ScaleRequest, WorkloadStatus
 from wingsmith.workloads import (InvalidWorkload, WorkloadPlan, WorkloadRequest, approved_artifact_from_row,
                                  plan_workload)
+from workflows.ids import workload_workflow_id
 from workflows.workload import WorkloadWorkflow
 
 router = APIRouter(prefix="/v1/workloads", tags=["workloads"])
@@ -90,7 +91,7 @@ async def get_workload(workload_id: str, _viewer: Viewer, db: DbDep, settings: S
     if row is None and live is None:
         raise ApiError(404, f"workload {workload_id} not found")
     out = row or {"id": workload_id}
-    out["workflow_id"] = f"workload/{workload_id}"
+    out["workflow_id"] = workload_workflow_id(workload_id)
     out["workflow_url"] = workflow_ui_url(settings, out["workflow_id"])
     out["live"] = live.model_dump(mode="json") if live else None
     return out
