@@ -74,7 +74,8 @@ class ArtifactWorkflow:
         for older in saved.superseded_workflows:
             # Best effort: an older draft that already ended needs no telling.
             try:
-                await workflow.get_external_workflow_handle(older).signal("superseded", self.id)
+                await workflow.get_external_workflow_handle_for(ArtifactWorkflow.run, older).signal(
+                    ArtifactWorkflow.superseded, self.id)
             except Exception:  # noqa: BLE001 - the row is already marked superseded
                 pass
         self.draft = content.facts(version)
