@@ -67,6 +67,10 @@ class TokenTable:
                 found = principal
         return found
 
+    def names_with(self, role: str) -> list[str]:
+        """The names of everyone holding `role` (directly or through admin), for the review policy."""
+        return sorted({p.name for p in self._table.values() if p.has(role)})
+
     def __len__(self) -> int:
         return len(self._table)
 

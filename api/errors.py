@@ -8,20 +8,36 @@ into the same shape so a client has exactly one thing to parse.
 
 from __future__ import annotations
 
+import json
 from http import HTTPStatus
 from typing import Any
 
-from asyncpg.exceptions import (CharacterNotInRepertoireError, InterfaceError, OperatorInterventionError,
-                                PostgresConnectionError, UntranslatableCharacterError)
+from asyncpg.exceptions import (
+    CharacterNotInRepertoireError,
+    InterfaceError,
+    OperatorInterventionError,
+    PostgresConnectionError,
+    UntranslatableCharacterError,
+)
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from fastapi.routing import iter_route_contexts
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
+from wingsmith.text import unstorable_reason
+
 _CODES = {400: "bad_request", 401: "unauthenticated", 403: "forbidden", 404: "not_found",
           405: "method_not_allowed", 409: "conflict", 422: "invalid", 429: "rate_limited",
           503: "unavailable"}
+
+
+class ErrorResponse(JSONResponse):
+    """JSON with every non-ASCII character escaped: an error may echo what the caller sent, and a
+    lone surrogate in it cannot be encoded as UTF-8, which would turn a 422 into a 500."""
+
+    def render(self, content: Any) -> bytes:
+        return json.dumps(content, ensure_ascii=True, allow_nan=False, separators=(",", ":")).encode("ascii")
 
 
 class ApiError(Exception):
@@ -70,10 +86,18 @@ def _framework_message(req: Request, exc: StarletteHTTPException) -> str:
     return f"{_phrase(exc.status_code) or 'request refused'}: {asked}"
 
 
+def _problem(err: dict) -> str:
+    # pydantic's own words for a lone surrogate ("unable to parse raw data as a unicode string") do
+    # not say which character is wrong; say it the way wingsmith.text does for NUL.
+    if err.get("type") == "string_unicode":
+        return unstorable_reason("\ud800") or ""
+    return str(err.get("msg"))
+
+
 def install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(ApiError)
     async def _api_error(_req: Request, exc: ApiError):
-        return JSONResponse(error_body(exc.code, exc.message, exc.details), status_code=exc.status,
+        return ErrorResponse(error_body(exc.code, exc.message, exc.details), status_code=exc.status,
                             headers=exc.headers)
 
     @app.exception_handler(StarletteHTTPException)
@@ -81,17 +105,19 @@ def install_error_handlers(app: FastAPI) -> None:
         message = exc.detail if isinstance(exc.detail, str) else ""
         if message in ("", _phrase(exc.status_code)):
             message = _framework_message(req, exc)
-        return JSONResponse(error_body(_CODES.get(exc.status_code, "error"), message),
+        return ErrorResponse(error_body(_CODES.get(exc.status_code, "error"), message),
                             status_code=exc.status_code, headers=getattr(exc, "headers", None))
 
     @app.exception_handler(CharacterNotInRepertoireError)
     @app.exception_handler(UntranslatableCharacterError)
+    @app.exception_handler(UnicodeEncodeError)
     async def _unstorable_text(_req: Request, _exc: Exception):
-        # Postgres text cannot hold NUL (or bytes invalid in UTF-8); any field may carry one, and the
-        # database is the one place that notices for all of them.
-        return JSONResponse(error_body("invalid_text", "a text value in this request contains a character "
-                                       "the registry cannot store (NUL, \\u0000); remove it and retry"),
-                            status_code=422)
+        # Request models refuse such text by field (wingsmith.text); this catches what arrives another
+        # way (a path or query value): Postgres cannot hold NUL, nothing can encode a lone surrogate.
+        return ErrorResponse(error_body("invalid_text", "a text value in this request contains a character "
+                                        "that cannot be stored (NUL \\u0000, or a lone surrogate "
+                                        "\\ud800-\\udfff); remove it and retry"),
+                             status_code=422)
 
     @app.exception_handler(ConnectionError)
     @app.exception_handler(PostgresConnectionError)
@@ -99,13 +125,13 @@ def install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(InterfaceError)
     async def _registry_unreachable(_req: Request, _exc: Exception):
         # Postgres restarting or away: nothing was changed, and the same request will work again.
-        return JSONResponse(error_body("unavailable", "the registry (PostgreSQL) cannot be reached right now; "
+        return ErrorResponse(error_body("unavailable", "the registry (PostgreSQL) cannot be reached right now; "
                                        "nothing was changed, retry in a few seconds"),
                             status_code=503, headers={"Retry-After": "2"})
 
     @app.exception_handler(RequestValidationError)
     async def _validation_error(_req: Request, exc: RequestValidationError):
-        problems = [{"field": ".".join(str(p) for p in err.get("loc", ())), "problem": err.get("msg")}
+        problems = [{"field": ".".join(str(p) for p in err.get("loc", ())), "problem": _problem(err)}
                     for err in exc.errors()]
         summary = "; ".join(f"{p['field']}: {p['problem']}" for p in problems) or "invalid request"
-        return JSONResponse(error_body("invalid", summary, problems), status_code=422)
+        return ErrorResponse(error_body("invalid", summary, problems), status_code=422)

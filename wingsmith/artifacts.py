@@ -27,6 +27,9 @@ class ReviewPolicy(BaseModel):
     remind_before_seconds: list[int] = Field(default_factory=lambda: [24 * 3600, 3600])
     four_eyes: bool = True
     signal_decisions: bool = True
+    # The names a signal may decide under: the plane's approvers (names only, never tokens). A signal
+    # carries no credential, so a name outside this list is refused; so is the registrant's.
+    signal_reviewers: list[str] = Field(default_factory=list)
 
 
 class ArtifactWorkflowInput(BaseModel):

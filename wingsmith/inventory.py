@@ -26,6 +26,7 @@ from pydantic import BaseModel, Field, field_validator, model_validator
 from wingsmith.dynamo.names import LABEL_MANAGED_BY, LABEL_WORKLOAD
 from wingsmith.hardware import get_hardware, hardware_for_product_label
 from wingsmith.placement.models import ClusterInventory, NodePool
+from wingsmith.text import NameText
 
 GPU_RESOURCE = "nvidia.com/gpu"
 GPU_PRODUCT_LABEL = "nvidia.com/gpu.product"
@@ -37,7 +38,7 @@ _FINISHED_PHASES = {"Succeeded", "Failed"}
 # --- manual inventory ---------------------------------------------------------------------------------
 
 class ManualPool(BaseModel, frozen=True):
-    hardware: str = Field(description="hardware id, e.g. h200")
+    hardware: NameText = Field(description="hardware id, e.g. h200")
     gpus_per_node: int | None = Field(default=None, ge=1, le=1024,
                                       description="GPUs per node; default: the card's usual count")
     nodes: int = Field(ge=1)

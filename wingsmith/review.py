@@ -8,7 +8,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from wingsmith.text import SanitizedText, StorableText
+from wingsmith.text import MAX_LIST, CommentText, NameText, SanitizedText, identity_key, same_identity
 
 Decision = Literal["approve", "reject"]
 Via = Literal["api", "signal", "timer"]
@@ -16,14 +16,14 @@ Via = Literal["api", "signal", "timer"]
 
 class Selections(BaseModel):
     """What the approver picks from the evidence: a precision variant and opt-in features."""
-    variant: str | None = None
-    features: list[str] = Field(default_factory=list)
+    variant: NameText | None = None
+    features: list[NameText] = Field(default_factory=list, max_length=MAX_LIST)
 
 
 class ReviewDecision(BaseModel):
     """The body of `POST /v1/artifacts/{id}/review`."""
     decision: Decision
-    comment: StorableText = Field(default="", max_length=4000)
+    comment: CommentText = ""
     draft_version: int = Field(ge=1, description="the draft version the reviewer read")
     selections: Selections = Field(default_factory=Selections)
 
@@ -75,9 +75,10 @@ DECIDED = "AlreadyDecided"
 UNKNOWN_SELECTION = "UnknownSelection"
 SELF_APPROVAL = "SelfApproval"
 SIGNALS_OFF = "SignalDecisionsDisabled"
+UNKNOWN_REVIEWER = "UnknownReviewer"
 
 HTTP_STATUS = {NOT_REVIEWABLE: 409, STALE: 409, DECIDED: 409, UNKNOWN_SELECTION: 422, SELF_APPROVAL: 403,
-               SIGNALS_OFF: 403}
+               SIGNALS_OFF: 403, UNKNOWN_REVIEWER: 403}
 
 
 def check_review(decision: Decision, reviewer: str, draft_version: int, selections: Selections, *,
@@ -90,7 +91,7 @@ def check_review(decision: Decision, reviewer: str, draft_version: int, selectio
     if draft_version != draft.version:
         raise ReviewRefused(STALE, f"draft version {draft_version} is stale; the current draft is "
                                    f"version {draft.version}: read it again before deciding")
-    if decision == "approve" and four_eyes and reviewer == requested_by:
+    if decision == "approve" and four_eyes and same_identity(reviewer, requested_by):
         raise ReviewRefused(SELF_APPROVAL, f"{reviewer} registered this artifact and cannot approve it "
                                            "(four-eyes review is on)")
     if selections.variant is not None and selections.variant not in draft.variants:
@@ -100,3 +101,15 @@ def check_review(decision: Decision, reviewer: str, draft_version: int, selectio
     if unknown:
         raise ReviewRefused(UNKNOWN_SELECTION, f"unknown feature(s) {', '.join(unknown)}; the draft has "
                                                f"{', '.join(draft.features) or 'no features'}")
+
+
+def check_signal_reviewer(reviewer: str, approvers: list[str], *, requested_by: str, four_eyes: bool) -> None:
+    """A signal carries a name, not a credential: anyone with access to Temporal can send any name.
+    So the name must at least be one of the plane's approvers, and (four-eyes) not the registrant's,
+    compared the way people read names (NFKC, trimmed, casefolded: "Ops" and "ops " are "ops")."""
+    if four_eyes and same_identity(reviewer, requested_by):
+        raise ReviewRefused(SELF_APPROVAL, f"{reviewer!r} is the registrant's name; a decision by signal "
+                                           "must come from someone else (four-eyes review is on)")
+    if identity_key(reviewer) not in {identity_key(name) for name in approvers}:
+        raise ReviewRefused(UNKNOWN_REVIEWER, f"{reviewer!r} is not an approver of this plane; a signal's name is "
+                                              "only a claim, so it must name one (or use the review API)")

@@ -15,7 +15,7 @@ from wingsmith.hardware import UnknownHardware, get_hardware
 from wingsmith.placement.models import PlacementConstraints, PlacementPlan
 from wingsmith.recipes import Catalog, InvalidChoice, ServeCommand, max_num_seqs_default, serve_command
 from wingsmith.sizing import SizingError, fit_check
-from wingsmith.text import StorableText
+from wingsmith.text import MAX_LIST, NameText, ServedModelName, SourceText
 
 _NAME = re.compile(r"^[a-z0-9]([-a-z0-9]{0,38}[a-z0-9])?$")
 
@@ -30,18 +30,20 @@ class InvalidWorkload(ValueError):
 
 
 class WorkloadRequest(BaseModel):
-    artifact_id: str = Field(description="<org>/<name>@<sha> of an approved artifact")
-    name: str | None = Field(default=None, description="workload id (DNS label); generated when absent. "
+    artifact_id: SourceText = Field(description="<org>/<name>@<sha> of an approved artifact")
+    name: NameText | None = Field(default=None, description="workload id (DNS label); generated when absent. "
                              "Repeating a create with the same name returns the same workload.")
-    engine: str = "vllm"
-    hardware: str = Field(description="h100, h200, b200, b300, gb200, gb300")
-    layout: str = "single_node_tp"
+    engine: NameText = "vllm"
+    hardware: NameText = Field(description="h100, h200, b200, b300, gb200, gb300")
+    layout: NameText = "single_node_tp"
     replicas: int = Field(default=1, ge=1, le=256)
-    variant: str = "default"
-    features: list[str] = Field(default_factory=list, description="opt-in features to enable")
+    variant: NameText = "default"
+    features: list[NameText] = Field(default_factory=list, max_length=MAX_LIST,
+                                     description="opt-in features to enable")
     gpus: int | None = Field(default=None, ge=1, description="GPUs per replica; default: the layout's minimum")
     constraints: PlacementConstraints = Field(default_factory=PlacementConstraints)
-    served_model_name: StorableText | None = None
+    served_model_name: ServedModelName | None = Field(
+        default=None, description="the model name clients send: letters, digits and . _ : / @ + -, at most 256")
     context: int = Field(default=8192, ge=256, description="context length the fit check uses")
     concurrency: int = Field(default=16, ge=1, description="concurrent sequences the fit check uses")
     dry_run: bool = False

@@ -23,7 +23,7 @@ with workflow.unsafe.imports_passed_through():
     from wingsmith.artifacts import (ArtifactOutcome, ArtifactStatus, ArtifactWorkflowInput, RefusedDecision,
                                      artifact_id)
     from wingsmith.review import (DraftFacts, RecordedDecision, ReviewRefused, ReviewRequest, ReviewSignal,
-                                  SIGNALS_OFF, check_review)
+                                  SIGNALS_OFF, check_review, check_signal_reviewer)
 
 # Hub errors that no retry can fix (the Hub's own answer, not a transient failure).
 _HUB_FINAL = ["RepoNotFound", "RevisionNotFound", "GatedRepo", "HubTokenUnavailable", "MissingConfig",
@@ -155,6 +155,9 @@ class ArtifactWorkflow:
         try:
             if not self.params.policy.signal_decisions:
                 raise ReviewRefused(SIGNALS_OFF, "decisions by signal are turned off; use the review API")
+            policy = self.params.policy
+            check_signal_reviewer(signal.reviewer, policy.signal_reviewers, requested_by=self.params.requested_by,
+                                  four_eyes=policy.four_eyes)
             self._check(decision, signal.reviewer, version, signal)
         except ReviewRefused as refused:
             # A signal cannot be rejected like an update; it is recorded as refused and changes nothing.

@@ -13,16 +13,18 @@ from temporalio.client import WorkflowUpdateFailedError
 from temporalio.exceptions import ApplicationError
 from temporalio.service import RPCError, RPCStatusCode
 
-from api.auth import Approver, Operator, Viewer
+from api.auth import Approver, Operator, TokenTable, Viewer
 from api.deps import DbDep, SettingsDep, TemporalDep
 from api.errors import ApiError
 from api.routes.resolve import hub_error_to_api, resolver_for
-from wingsmith.artifacts import ArtifactStatus
-from workflows.starter import artifact_handle, register_artifact
+from wingsmith.artifacts import ArtifactStatus, ReviewPolicy
+from wingsmith.config import Settings
+from workflows.starter import artifact_handle, register_artifact, review_policy
 from wingsmith.hub import HubError, InvalidSource, parse_source
 from wingsmith.review import HTTP_STATUS, ReviewDecision, ReviewRequest
 from wingsmith.store import artifacts as store
 from wingsmith.temporal import workflow_ui_url
+from wingsmith.text import SourceText
 from workflows.artifact import ArtifactWorkflow
 from workflows.ids import artifact_workflow_id_of
 
@@ -30,7 +32,7 @@ router = APIRouter(prefix="/v1/artifacts", tags=["artifacts"])
 
 
 class RegisterRequest(BaseModel):
-    source: str = Field(description="hf:<org>/<name>[@<revision>], a huggingface.co URL, or <org>/<name>",
+    source: SourceText = Field(description="hf:<org>/<name>[@<revision>], a huggingface.co URL, or <org>/<name>",
                         examples=["hf:moonshotai/Kimi-K3"])
 
 
@@ -45,7 +47,7 @@ class Registered(BaseModel):
 
 @router.post("", status_code=202, response_model=Registered, summary="Register an artifact and start its review")
 async def register(request: Request, body: RegisterRequest, principal: Operator, settings: SettingsDep,
-                   temporal: TemporalDep) -> Registered:
+                   temporal: TemporalDep, db: DbDep) -> Registered:
     try:
         source = parse_source(body.source)
     except InvalidSource as exc:
@@ -56,8 +58,17 @@ async def register(request: Request, body: RegisterRequest, principal: Operator,
         proposal = await run_in_threadpool(resolver_for(request).resolve, source, fresh=True)
     except HubError as exc:
         raise hub_error_to_api(exc) from None
+    # The Hub answers any spelling of a repo id with its canonical one, and that names the artifact:
+    # `hf:OPENAI/GPT-OSS-20b` is the same model as `openai/gpt-oss-20b`, with one workflow and one review.
+    source = source.model_copy(update={"repo_id": proposal.repo_id})
+    decided = await store.decided_artifact(db, proposal.repo_id, proposal.sha)
+    if decided is not None:
+        # Decided already (under this spelling or, before ids were canonical, another): a decision stands.
+        return Registered(id=decided["id"], workflow_id=decided["workflow_id"],
+                          workflow_url=workflow_ui_url(settings, decided["workflow_id"]), sha=decided["sha"],
+                          revision=decided["revision"], started=False)
     started = await register_artifact(temporal, settings, source=source, sha=proposal.sha,
-                                      requested_by=principal.name)
+                                      requested_by=principal.name, policy=review_policy_for(request, settings))
     return Registered(id=started.id, workflow_id=started.workflow_id,
                       workflow_url=workflow_ui_url(settings, started.workflow_id), sha=started.sha,
                       revision=started.revision, started=started.started)
@@ -106,6 +117,13 @@ async def review(org: str, name_at_sha: str, body: ReviewDecision, principal: Ap
                                code="already_decided") from None
             raise ApiError(404, f"artifact {artifact} not found") from None
         raise ApiError(503, f"Temporal could not take the review: {err.message}") from None
+
+
+def review_policy_for(request: Request, settings: Settings) -> ReviewPolicy:
+    """The settings' review policy, plus the names a signal may decide under: the approvers of this
+    plane's token table (names only; the tokens never leave the API)."""
+    tokens: TokenTable = request.app.state.tokens
+    return review_policy(settings).model_copy(update={"signal_reviewers": tokens.names_with("approver")})
 
 
 def _artifact_id(org: str, name_at_sha: str) -> str:

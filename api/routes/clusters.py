@@ -23,6 +23,7 @@ from api.errors import ApiError
 from wingsmith.placement import ClusterInventory, PlacementDecision, PlacementInputError, PlacementPlan, place
 from wingsmith.store import clusters as store
 from wingsmith.store.clusters import ClusterExists, ClusterInUse, ClusterRecord, ClusterSpec
+from wingsmith.text import MAX_LIST, NameText
 
 router = APIRouter(prefix="/v1", tags=["clusters"])
 
@@ -78,7 +79,8 @@ async def uncordon_cluster(name: str, db: DbDep, _who: Admin) -> ClusterRecord:
 
 class DryRunRequest(BaseModel):
     plan: PlacementPlan
-    clusters: list[str] | None = Field(default=None, description="only these registered clusters; default: all")
+    clusters: list[NameText] | None = Field(default=None, max_length=MAX_LIST,
+                                            description="only these registered clusters; default: all")
     inventories: list[ClusterInventory] = Field(
         default_factory=list, description="what-if inventories that replace the clusters' own")
     live: bool = Field(default=True, description="read live inventories of clusters without a manual or "

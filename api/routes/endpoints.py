@@ -16,6 +16,7 @@ from api.errors import ApiError
 from wingsmith.gateway import GatewayError, gateway_client
 from wingsmith.store import endpoints as endpoint_store
 from wingsmith.temporal import workflow_ui_url
+from wingsmith.text import MAX_LIST, NameText
 from workflows.endpoint import EndpointWorkflow
 from workflows.starter import create_endpoint, endpoint_handle
 
@@ -25,7 +26,7 @@ router = APIRouter(prefix="/v1/endpoints", tags=["endpoints"])
 class EndpointRequest(BaseModel):
     name: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9._:@+-]{0,62}$", examples=["kimi-k3"],
                       description="the model name clients send")
-    workloads: list[str] = Field(min_length=1, max_length=64)
+    workloads: list[NameText] = Field(min_length=1, max_length=MAX_LIST)
 
 
 @router.post("", status_code=202, summary="Create an endpoint (or change its workloads)")

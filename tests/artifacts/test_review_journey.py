@@ -122,13 +122,19 @@ async def test_signals_decide_and_refusals_are_recorded(api, deps, temporal_clie
         handle = artifact_handle(temporal_client, reg["id"])
 
         await handle.signal(ArtifactWorkflow.approve, ReviewSignal(reviewer="olga", draft_version=1))  # own draft
+        # The registrant's name however spelled: case, spaces, compatibility forms (NFKC).
+        for spelling in ("Olga", "olga ", " OLGA", "\uff4f\uff4c\uff47\uff41"):
+            await handle.signal(ArtifactWorkflow.approve, ReviewSignal(reviewer=spelling, draft_version=1))
+        # A name that is no approver of the plane (olga's own operator role does not count either).
+        await handle.signal(ArtifactWorkflow.approve, ReviewSignal(reviewer="mallory", draft_version=1))
         await handle.signal(ArtifactWorkflow.approve, ReviewSignal(reviewer="ana", draft_version=7))   # stale
 
         async def refused():
             status = await handle.query(ArtifactWorkflow.status)
-            return status if len(status.refused) == 2 else None
-        status = await wait_until(refused, what="two refused signals")
-        assert [r.kind for r in status.refused] == ["SelfApproval", "StaleDraftVersion"]
+            return status if len(status.refused) == 7 else None
+        status = await wait_until(refused, what="seven refused signals")
+        assert [r.kind for r in status.refused] == ["SelfApproval"] * 5 + ["UnknownReviewer", "StaleDraftVersion"]
+        assert status.refused[1].reviewer == "Olga (via Temporal)"  # the claimed name, as claimed
         assert status.stage == "draft"
 
         await handle.signal(ArtifactWorkflow.approve, ReviewSignal(reviewer="ana", comment="from the UI"))
@@ -137,7 +143,7 @@ async def test_signals_decide_and_refusals_are_recorded(api, deps, temporal_clie
         assert outcome.decision.via == "signal" and outcome.decision.reviewer == "ana (via Temporal)"
         refusals = await pg_pool.fetch("select actor, detail from events where subject = $1 and kind = 'decision_refused'",
                                        reg["id"])
-        assert len(refusals) == 2
+        assert len(refusals) == 7
         if RECORD:
             save_history("artifact_signals", handle.id, await history_json(handle))
 

@@ -14,13 +14,14 @@ from typing import Literal
 from pydantic import BaseModel, Field, field_validator, model_validator
 
 from wingsmith.hardware import get_hardware
+from wingsmith.text import MAX_LIST, CommentText, LabelText, NameText
 
 
 class NodePool(BaseModel, frozen=True):
-    hardware_id: str | None = Field(
+    hardware_id: NameText | None = Field(
         description="plane hardware id (h100, h200, b200, ...); None when the GPU product is not one "
                     "the plane knows")
-    product: str = Field(default="", description="the nodes' `nvidia.com/gpu.product` label, as read")
+    product: NameText = Field(default="", description="the nodes' `nvidia.com/gpu.product` label, as read")
     gpus_per_node: int = Field(ge=1, le=1024, description="allocatable nvidia.com/gpu per node")
     free_gpus: int = Field(ge=0, description="GPUs per node not requested by any running pod")
     nodes: int = Field(ge=1, description="how many nodes look exactly like this")
@@ -33,7 +34,7 @@ class NodePool(BaseModel, frozen=True):
 
 
 class ClusterInventory(BaseModel):
-    cluster: str = Field(min_length=1)
+    cluster: NameText = Field(min_length=1)
     source: Literal["live", "manual"] = "live"
     read_at: datetime | None = None
     pools: list[NodePool] = Field(default_factory=list)
@@ -44,7 +45,7 @@ class ClusterInventory(BaseModel):
                                          description="GPU nodes cordoned or not Ready, left out of pools")
     wingsmith_gpus: int = Field(default=0, ge=0,
                                 description="GPUs held by pods labelled app.kubernetes.io/managed-by=wingsmith")
-    error: str | None = Field(default=None, description="why the inventory could not be read, if it could not")
+    error: CommentText | None = Field(default=None, description="why the inventory could not be read, if it could not")
 
 
 class ClusterInfo(BaseModel, frozen=True):
@@ -56,13 +57,15 @@ class ClusterInfo(BaseModel, frozen=True):
 
 
 class PlacementConstraints(BaseModel, frozen=True):
-    regions: list[str] = Field(default_factory=list, description="allowed regions; empty: any")
-    allowed_clusters: list[str] = Field(default_factory=list, description="only these clusters; empty: any")
-    denied_clusters: list[str] = Field(default_factory=list)
-    required_labels: dict[str, str] = Field(default_factory=dict,
-                                            description="cluster labels a cluster must carry")
-    preferred_labels: dict[str, str] = Field(default_factory=dict,
-                                             description="cluster labels that raise a cluster's score")
+    regions: list[LabelText] = Field(default_factory=list, max_length=MAX_LIST,
+                                     description="allowed regions; empty: any")
+    allowed_clusters: list[NameText] = Field(default_factory=list, max_length=MAX_LIST,
+                                             description="only these clusters; empty: any")
+    denied_clusters: list[NameText] = Field(default_factory=list, max_length=MAX_LIST)
+    required_labels: dict[NameText, LabelText] = Field(default_factory=dict, max_length=MAX_LIST,
+                                                       description="cluster labels a cluster must carry")
+    preferred_labels: dict[NameText, LabelText] = Field(default_factory=dict, max_length=MAX_LIST,
+                                                        description="cluster labels that raise a cluster's score")
     max_replicas_per_cluster: int | None = Field(default=None, ge=1)
     spread: Literal["spread", "pack"] = Field(
         default="spread",
@@ -71,7 +74,7 @@ class PlacementConstraints(BaseModel, frozen=True):
 
 
 class PlacementPlan(BaseModel, frozen=True):
-    hardware: str = Field(description="hardware id, e.g. h200, b200, gb200")
+    hardware: NameText = Field(description="hardware id, e.g. h200, b200, gb200")
     gpus_per_node: int = Field(ge=1, le=1024, description="GPUs one replica uses on each of its nodes")
     nodes_per_replica: int = Field(default=1, ge=1, le=1024)
     replicas: int = Field(ge=1, le=100_000)

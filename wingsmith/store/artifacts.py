@@ -34,14 +34,14 @@ async def save_draft(pool: asyncpg.Pool, *, workflow_id: str, artifact_id: str, 
             """insert into drafts (artifact_id, version, catalog_version, evidence, sizing, warnings)
                values ($1, $2, $3, $4, $5, $6) on conflict (artifact_id, version) do nothing""",
             artifact_id, version, catalog_version, evidence, sizing, warnings)
-        # Only a newer registration of the *same revision name* supersedes: pinning an old sha on
-        # purpose must not retire the branch head.
+        # Only a newer registration of the *same revision name* at *another commit* supersedes, and
+        # only drafts: pinning an old sha on purpose must not retire the branch head, and a decision
+        # (approved, rejected, expired) stands whatever is registered after it.
         rows = await conn.fetch(
-            """update artifacts set superseded_by = $1, updated_at = now(),
-                      state = case when state = 'draft' then 'superseded' else state end
-               where lower(repo_id) = lower($2) and revision = $3 and id <> $1 and superseded_by is null
-                 and $3 !~ '^[0-9a-f]{40}$'
-               returning workflow_id, state""", artifact_id, repo_id, revision)
+            """update artifacts set superseded_by = $1, updated_at = now(), state = 'superseded'
+               where lower(repo_id) = lower($2) and revision = $3 and sha <> $4 and id <> $1
+                 and superseded_by is null and state in ('resolving', 'draft') and $3 !~ '^[0-9a-f]{40}$'
+               returning workflow_id, state""", artifact_id, repo_id, revision, sha)
         await record_event(conn, source=workflow_id, step=f"draft-saved:{version}", subject=artifact_id,
                            kind="draft_saved", actor=requested_by,
                            detail={"version": version, "warnings": len(warnings), "catalog_version": catalog_version})
@@ -76,6 +76,18 @@ async def set_state(pool: asyncpg.Pool, *, workflow_id: str, artifact_id: str, s
             artifact_id, repo_id, revision, sha, state, workflow_id, requested_by)
         await record_event(conn, source=workflow_id, step=step, subject=artifact_id, kind=f"artifact_{state}",
                            detail=detail)
+
+
+DECIDED_STATES = ("approved", "rejected", "expired")
+
+
+async def decided_artifact(pool: asyncpg.Pool, repo_id: str, sha: str) -> dict[str, Any] | None:
+    """The decided artifact of this (repo, commit), in any spelling of the repo id, if there is one."""
+    row = await pool.fetchrow(
+        """select id, workflow_id, sha, revision, state from artifacts
+           where lower(repo_id) = lower($1) and sha = $2 and state = any($3::text[])
+           order by created_at limit 1""", repo_id, sha, list(DECIDED_STATES))
+    return dict(row) if row else None
 
 
 async def list_artifacts(pool: asyncpg.Pool, *, state: str | None = None, model: str | None = None,

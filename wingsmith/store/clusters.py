@@ -18,6 +18,7 @@ from pydantic import BaseModel, Field, field_validator
 from wingsmith.inventory import ManualInventory
 from wingsmith.kube import KubeconfigRef
 from wingsmith.placement.models import ClusterInfo
+from wingsmith.text import MAX_LIST, LabelText, NameText, StorableText
 
 _NAME = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
 _LABEL_KEY = re.compile(r"^([a-z0-9]([-a-z0-9.]*[a-z0-9])?/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$")
@@ -26,14 +27,14 @@ _KUBECONFIG_CONTENT = ("apiVersion", "client-key-data", "client-certificate-data
 
 
 class ClusterSpec(BaseModel):
-    name: str = Field(description="DNS-1123 label: lower-case letters, digits and '-', at most 63")
-    region: str = Field(default="", max_length=63)
-    labels: dict[str, str] = Field(default_factory=dict)
-    kubeconfig: str = Field(min_length=1, max_length=4096,
+    name: NameText = Field(description="DNS-1123 label: lower-case letters, digits and '-', at most 63")
+    region: LabelText = ""
+    labels: dict[NameText, LabelText] = Field(default_factory=dict, max_length=MAX_LIST)
+    kubeconfig: StorableText = Field(min_length=1, max_length=4096,
                             description="path of a kubeconfig file on the worker's machine (a reference: "
                                         "its contents are never stored)")
-    kube_context: str = Field(default="", max_length=253, description="context in that file; empty: current-context")
-    frontend_base_url: str = Field(default="", max_length=2048,
+    kube_context: NameText = Field(default="", description="context in that file; empty: current-context")
+    frontend_base_url: StorableText = Field(default="", max_length=2048,
                                    description="base URL where this cluster's deployment frontends are reachable")
     cordoned: bool = False
     manual_inventory: ManualInventory | None = Field(
