@@ -108,7 +108,10 @@ class WorkloadWorkflow:
 
     @scale.validator
     def _validate_scale(self, request: ScaleRequest) -> None:
-        if self.deleting or self.state.stage in ("deleting", "deleted", "failed"):
+        if self.deleting and self.state.stage not in ("deleted", "failed"):
+            # The stage still shows the work in flight; the reason is the delete queued behind it.
+            raise ApplicationError("a delete of this workload is pending; it cannot be scaled", type="NotScalable")
+        if self.state.stage in ("deleting", "deleted", "failed"):
             raise ApplicationError(f"workload is {self.state.stage}; it cannot be scaled", type="NotScalable")
 
     @workflow.update

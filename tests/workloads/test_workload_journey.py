@@ -62,6 +62,9 @@ async def test_create_scale_delete(api, deps, temporal_client, clusters, approve
 
         r = await api.delete("/v1/workloads/kimi-journey", headers=as_("tok-olga"))
         assert r.status_code == 202
+        # A scale right behind the delete is refused with the real reason, not the stage in flight.
+        r = await api.patch("/v1/workloads/kimi-journey", json={"replicas": 1}, headers=as_("tok-olga"))
+        assert r.status_code == 409 and "a delete of this workload is pending" in r.json()["error"]["message"], r.text
         await _until_stage(api, "kimi-journey", {"deleted"})
         assert dgds(sims, "kimi-journey") == {}
         assert await pg_pool.fetchval("select count(*) from deployments where workload_id = 'kimi-journey'") == 0
