@@ -11,6 +11,7 @@ from pathlib import Path
 import uvicorn
 
 from api.gateway.app import create_gateway_app
+from api.gateway.guard import CLIENT_KEYS_ENV, DEFAULT_MAX_BODY_BYTES, MAX_BODY_ENV
 from wingsmith.logs import configure_logging
 
 TOKEN_REF_ENV = "WINGSMITH_GATEWAY_ADMIN_TOKEN_REF"
@@ -36,13 +37,21 @@ def main(argv: list[str] | None = None) -> int:
                              f"(default: ${TOKEN_REF_ENV}); never the token itself")
     parser.add_argument("--probe-interval", type=float, default=1.0,
                         help="seconds between probes of a backend that is cooling down")
+    parser.add_argument("--max-body-bytes", type=int,
+                        default=int(os.environ.get(MAX_BODY_ENV) or DEFAULT_MAX_BODY_BYTES),
+                        help=f"largest request body accepted; a larger one gets a 413 "
+                             f"(default: ${MAX_BODY_ENV} or 10 MB)")
+    parser.add_argument("--client-keys-ref", default=os.environ.get(CLIENT_KEYS_ENV),
+                        help="env var name or file:<path> of the JSON of model name → SHA-256 digests of its "
+                             f"client API keys (default: ${CLIENT_KEYS_ENV}); unset: endpoints are open")
     parser.add_argument("--log-level", default="INFO")
     args = parser.parse_args(argv)
     configure_logging(args.log_level)
     if not args.admin_token_ref:
         print("warning: no --admin-token-ref: the admin API refuses every call", file=sys.stderr)
     app = create_gateway_app(state_dir=args.state_dir, admin_token_ref=args.admin_token_ref,
-                             probe_interval=args.probe_interval)
+                             probe_interval=args.probe_interval, max_body_bytes=args.max_body_bytes,
+                             client_keys_ref=args.client_keys_ref)
     config = uvicorn.Config(app, log_level="warning", access_log=False, timeout_keep_alive=120)
     uvicorn.Server(config).run(sockets=[listening_socket(args.host, args.port)])
     return 0

@@ -31,6 +31,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
+from api.gateway.guard import DEFAULT_MAX_BODY_BYTES, ClientKeys, Refusal, read_body
 from api.gateway.metrics import GatewayMetrics
 from api.gateway.table import BackendState, RouteTable, log
 from wingsmith.gateway.routes import EndpointRoutes
@@ -56,8 +57,11 @@ def openai_error(status: int, message: str, kind: str, code: str | None = None,
 def create_gateway_app(*, state_dir: Path | None = None, admin_token_ref: str | None = None,
                        probe_interval: float = 1.0, first_probe_after: float = 0.2,
                        probe_timeout: float = 2.0, connect_timeout: float = 3.0,
-                       read_timeout: float = 600.0) -> Starlette:
-    """`state_dir` None keeps routes in memory only; `admin_token_ref` None refuses every admin call."""
+                       read_timeout: float = 600.0, max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
+                       client_keys_ref: str | None = None) -> Starlette:
+    """`state_dir` None keeps routes in memory only; `admin_token_ref` None refuses every admin call;
+    `client_keys_ref` None leaves every endpoint open (see api/gateway/guard.py)."""
+    client_keys = ClientKeys(client_keys_ref)
     table = RouteTable(state_dir, first_probe_after=first_probe_after)
     metrics = GatewayMetrics(table, BACKEND_HEADER)
     created = int(time.time())
@@ -78,7 +82,10 @@ def create_gateway_app(*, state_dir: Path | None = None, admin_token_ref: str | 
         return JSONResponse(_model_card(name, created))
 
     async def completions(request: Request) -> Response:
-        raw = await request.body()
+        try:
+            raw = await read_body(request, max_body_bytes)
+        except Refusal as refusal:
+            return refused_by_door(refusal)
         try:
             body = json.loads(raw)
         except (json.JSONDecodeError, UnicodeDecodeError):
@@ -89,6 +96,10 @@ def create_gateway_app(*, state_dir: Path | None = None, admin_token_ref: str | 
         if not isinstance(name, str) or not name:
             return openai_error(400, "You must provide a model parameter.", "invalid_request_error",
                                 "missing_model", "model")
+        try:
+            client_keys.check(request, name)
+        except Refusal as refusal:
+            return refused_by_door(refusal)
         if table.get(name) is None:
             return _unknown_model(name)
         request.state.endpoint = name
@@ -304,6 +315,13 @@ def _model_card(name: str, created: int) -> dict[str, Any]:
 def _unknown_model(name: str) -> JSONResponse:
     return openai_error(404, f"The model `{name}` does not exist or is not routed by this gateway.",
                         "invalid_request_error", "model_not_found", "model")
+
+
+def refused_by_door(refusal: Refusal) -> JSONResponse:
+    resp = openai_error(refusal.status, refusal.message, refusal.kind, refusal.code)
+    if refusal.status == 401:
+        resp.headers["WWW-Authenticate"] = "Bearer"
+    return resp
 
 
 def _unauthorized(message: str, code: str) -> JSONResponse:

@@ -110,12 +110,12 @@ class ScriptedBackend:
 
 
 class RunningGateway:
-    def __init__(self, state_dir: Path, token_file: Path, probe_interval: float = 0.1):
+    def __init__(self, state_dir: Path, token_file: Path, probe_interval: float = 0.1, **options):
         self.state_dir = state_dir
         self.token_ref = f"file:{token_file}"
         self.token = token_file.read_text().strip()
         self.app = create_gateway_app(state_dir=state_dir, admin_token_ref=self.token_ref,
-                                      probe_interval=probe_interval, first_probe_after=0.1)
+                                      probe_interval=probe_interval, first_probe_after=0.1, **options)
         self.served = Served(self.app)
         self.url = self.served.url
         self.client = LocalGatewayClient(self.url, self.token_ref)
