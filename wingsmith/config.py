@@ -92,6 +92,9 @@ class Settings(BaseSettings):
     payload_key_ref: str | None = None
     # References to previous keys, comma-separated: they only decrypt, so a key can be rotated.
     payload_old_key_refs: Annotated[list[str], NoDecode] = Field(default_factory=list)
+    # Kubeconfig users whose credentials run a program (exec plugins by command base name,
+    # auth-providers by name) that the operator trusts; every other such user is refused.
+    kubeconfig_exec_allow: Annotated[list[str], NoDecode] = Field(default_factory=list)
 
     # Observability (README "Observability"): the worker's one scrape port, and where the Temporal SDK's
     # own Prometheus endpoint binds on loopback (0: any free port) for the worker to pass it through.
@@ -104,7 +107,7 @@ class Settings(BaseSettings):
     log_level: str = "INFO"
     log_format: str = Field(default="auto", description="json, console, or auto (console on a TTY)")
 
-    @field_validator("payload_old_key_refs", mode="before")
+    @field_validator("payload_old_key_refs", "kubeconfig_exec_allow", mode="before")
     @classmethod
     def _comma_separated(cls, value):
         if isinstance(value, str):

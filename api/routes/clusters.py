@@ -13,13 +13,17 @@
 from __future__ import annotations
 
 import asyncio
+from pathlib import Path
 
 from fastapi import APIRouter, Response
 from pydantic import BaseModel, Field
 
 from api.auth import Admin, Viewer
-from api.deps import DbDep
+from api.deps import DbDep, SettingsDep
 from api.errors import ApiError
+from wingsmith.config import Settings
+from wingsmith.kube import KubeError
+from wingsmith.kube.plugins import check_credential_plugins
 from wingsmith.placement import ClusterInventory, PlacementDecision, PlacementInputError, PlacementPlan, place
 from wingsmith.store import clusters as store
 from wingsmith.store.clusters import ClusterExists, ClusterInUse, ClusterRecord, ClusterSpec
@@ -36,7 +40,9 @@ class ClusterList(BaseModel):
 
 
 @router.post("/clusters", status_code=201, response_model=ClusterRecord)
-async def register_cluster(spec: ClusterSpec, db: DbDep, _who: Admin, response: Response) -> ClusterRecord:
+async def register_cluster(spec: ClusterSpec, db: DbDep, _who: Admin, response: Response,
+                           settings: SettingsDep) -> ClusterRecord:
+    _refuse_credential_plugins(spec, settings)
     try:
         record, created = await store.create_cluster(db, spec)
     except ClusterExists as exc:
@@ -137,6 +143,19 @@ async def _read_live(record: ClusterRecord) -> ClusterInventory:
         from wingsmith.kube import KubeError
         message = str(exc) if isinstance(exc, KubeError) else type(exc).__name__
         return ClusterInventory(cluster=record.name, error=message)
+
+
+def _refuse_credential_plugins(spec: ClusterSpec, settings: Settings) -> None:
+    """A kubeconfig whose user runs a program is refused here when the API can read the file; the
+    worker checks again before it builds any client (the file lives on the worker's machine)."""
+    path = Path(spec.kubeconfig).expanduser()
+    if not path.is_file():
+        return
+    try:
+        check_credential_plugins(path, spec.kube_context or None, settings.kubeconfig_exec_allow)
+    except KubeError as exc:
+        code = "kubeconfig_exec_refused" if exc.type == "KubeconfigExecRefused" else "invalid_kubeconfig"
+        raise ApiError(422, exc.message, code=code, details={"field": "kubeconfig"}) from None
 
 
 def _found(name: str, record: ClusterRecord | None) -> ClusterRecord:

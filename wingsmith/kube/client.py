@@ -6,6 +6,7 @@ name), never its contents or credentials; the client is built when an activity r
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from pathlib import Path
 
 from kubernetes import client as k8s
@@ -14,6 +15,7 @@ from kubernetes.config.config_exception import ConfigException
 from pydantic import BaseModel, ConfigDict, Field
 
 from wingsmith.kube.errors import KubeError, classify
+from wingsmith.kube.plugins import check_credential_plugins, exec_allow_from_env, withhold_plugin_output
 
 
 class KubeconfigRef(BaseModel):
@@ -23,11 +25,15 @@ class KubeconfigRef(BaseModel):
     context: str | None = Field(default=None, description="context in it; None uses current-context")
 
 
-def new_api_client(ref: KubeconfigRef) -> k8s.ApiClient:
+def new_api_client(ref: KubeconfigRef, *, exec_allow: Collection[str] | None = None) -> k8s.ApiClient:
+    """A client for the referenced context. Users whose credentials run a program are refused unless
+    allowed (`exec_allow`, default: WINGSMITH_KUBECONFIG_EXEC_ALLOW), before the client sees the file."""
     path = Path(ref.path).expanduser()
     if not path.is_file():
         raise KubeError("KubeconfigMissing", f"kubeconfig file {str(path)!r} does not exist",
                         retryable=False)
+    check_credential_plugins(path, ref.context, exec_allow_from_env() if exec_allow is None else exec_allow)
+    withhold_plugin_output()
     try:
         return k8s_config.new_client_from_config(
             config_file=str(path), context=ref.context, persist_config=False)

@@ -59,7 +59,11 @@ def classify(exc: BaseException, *, doing: str = "") -> KubeError:
             kind, retryable = f"Http{status}", False
         return KubeError(kind, prefix + _api_message(exc), retryable=retryable, status=status)
     if isinstance(exc, ConfigException):
-        return KubeError("KubeconfigInvalid", prefix + str(exc)[:_MESSAGE_LIMIT], retryable=False)
+        text = str(exc)
+        if text.startswith("exec:") or "Stderr:" in text:
+            # A credential plugin's failure carries what the plugin printed, which may be a token.
+            text = "a credential plugin failed (its output is withheld: it may contain credentials)"
+        return KubeError("KubeconfigInvalid", prefix + text[:_MESSAGE_LIMIT], retryable=False)
     if isinstance(exc, (urllib3.exceptions.HTTPError, ConnectionError, TimeoutError, OSError)):
         # The exception text may carry the server address but nothing secret.
         return KubeError("Unreachable", prefix + f"{type(exc).__name__}: {str(exc)[:200]}",
