@@ -23,10 +23,12 @@ class WorkerDeps:
 def workflows() -> list[type]:
     from workflows.artifact import ArtifactWorkflow
     from workflows.endpoint import EndpointWorkflow
+    from workflows.inventory import LiveInventoryWorkflow
     from workflows.ping import PingWorkflow
     from workflows.rollout import ClusterRolloutWorkflow
     from workflows.workload import WorkloadWorkflow
-    return [PingWorkflow, ArtifactWorkflow, WorkloadWorkflow, ClusterRolloutWorkflow, EndpointWorkflow]
+    return [PingWorkflow, ArtifactWorkflow, WorkloadWorkflow, ClusterRolloutWorkflow, EndpointWorkflow,
+            LiveInventoryWorkflow]
 
 
 def main_activities(deps: WorkerDeps) -> list:

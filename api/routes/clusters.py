@@ -7,16 +7,23 @@
 - `POST /v1/clusters/{name}/cordon|uncordon` (admin): a cordoned cluster takes no new replicas.
 - `POST /v1/placements/dry-run` (viewer): the placement decision for a plan, writing nothing. Viewer,
   because it changes nothing and only shows what the registry and clusters already show; it may
-  read clusters' live inventories, which a viewer of the plane may see.
+  read clusters' live inventories, which a viewer of the plane may see. Those reads run in the worker
+  (LiveInventoryWorkflow on the kube task queue): the API process never loads a kubeconfig.
 """
 
 from __future__ import annotations
 
-import asyncio
+import uuid
+from datetime import timedelta
 from pathlib import Path
 
-from fastapi import APIRouter, Response
+from fastapi import APIRouter, Request, Response
 from pydantic import BaseModel, Field
+from temporalio.api.enums.v1 import TaskQueueType
+from temporalio.api.taskqueue.v1 import TaskQueue
+from temporalio.api.workflowservice.v1 import DescribeTaskQueueRequest
+from temporalio.client import Client, WorkflowFailureError
+from temporalio.service import RPCError
 
 from api.auth import Admin, Viewer
 from api.deps import DbDep, SettingsDep
@@ -28,11 +35,12 @@ from wingsmith.placement import ClusterInventory, PlacementDecision, PlacementIn
 from wingsmith.store import clusters as store
 from wingsmith.store.clusters import ClusterExists, ClusterInUse, ClusterRecord, ClusterSpec
 from wingsmith.text import MAX_LIST, NameText
+from workflows.inventory import InventoryTarget, LiveInventoryInput, LiveInventoryWorkflow
 
 router = APIRouter(prefix="/v1", tags=["clusters"])
 
 # A dry run must answer even when a cluster does not: its inventory is then an error, explained.
-LIVE_READ_TIMEOUT_SECONDS = 10.0
+LIVE_READ_TIMEOUT_SECONDS = 20.0
 
 
 class ClusterList(BaseModel):
@@ -99,7 +107,8 @@ class DryRunResponse(BaseModel):
 
 
 @router.post("/placements/dry-run", response_model=DryRunResponse)
-async def dry_run(body: DryRunRequest, db: DbDep, _who: Viewer) -> DryRunResponse:
+async def dry_run(body: DryRunRequest, db: DbDep, _who: Viewer, request: Request,
+                  settings: SettingsDep) -> DryRunResponse:
     records = await store.list_clusters(db)
     if body.clusters is not None:
         known = {r.name for r in records}
@@ -117,7 +126,7 @@ async def dry_run(body: DryRunRequest, db: DbDep, _who: Viewer) -> DryRunRespons
             inventories.append(record.manual_inventory.to_inventory(record.name))
         elif body.live:
             live.append(record)
-    inventories += await asyncio.gather(*(_read_live(r) for r in live))
+    inventories += await live_inventories(getattr(request.app.state, "temporal", None), settings, live)
     try:
         decision = place(body.plan, inventories, [r.info() for r in records])
     except PlacementInputError as exc:
@@ -125,24 +134,44 @@ async def dry_run(body: DryRunRequest, db: DbDep, _who: Viewer) -> DryRunRespons
     return DryRunResponse(decision=decision, inventories=sorted(inventories, key=lambda i: i.cluster))
 
 
-async def _read_live(record: ClusterRecord) -> ClusterInventory:
-    def read() -> ClusterInventory:
-        from wingsmith.inventory import read_inventory
-        from wingsmith.kube import new_api_client
-        api_client = new_api_client(record.kubeconfig_ref())
-        try:
-            return read_inventory(api_client, record.name)
-        finally:
-            api_client.close()
-
+async def live_inventories(temporal: Client | None, settings: Settings,
+                           records: list[ClusterRecord]) -> list[ClusterInventory]:
+    """The clusters' live inventories, read by the worker (LiveInventoryWorkflow), never here: the API
+    process builds no Kubernetes client. Each cluster that cannot be read says why."""
+    if not records:
+        return []
+    missing = await _missing_worker(temporal, settings)
+    if missing:
+        return [ClusterInventory(cluster=r.name, error=missing) for r in records]
+    assert temporal is not None
+    params = LiveInventoryInput(targets=[InventoryTarget(cluster=r.name, kubeconfig=r.kubeconfig_ref())
+                                         for r in records], kube_task_queue=settings.kube_task_queue)
     try:
-        return await asyncio.wait_for(asyncio.to_thread(read), timeout=LIVE_READ_TIMEOUT_SECONDS)
-    except TimeoutError:
-        return ClusterInventory(cluster=record.name, error=f"no answer within {LIVE_READ_TIMEOUT_SECONDS:g}s")
-    except Exception as exc:  # noqa: BLE001 - KubeError messages are already free of credentials
-        from wingsmith.kube import KubeError
-        message = str(exc) if isinstance(exc, KubeError) else type(exc).__name__
-        return ClusterInventory(cluster=record.name, error=message)
+        result = await temporal.execute_workflow(
+            LiveInventoryWorkflow.run, params, id=f"inventory/{uuid.uuid4().hex}", task_queue=settings.task_queue,
+            execution_timeout=timedelta(seconds=LIVE_READ_TIMEOUT_SECONDS),
+            static_summary=f"Live inventory of {', '.join(r.name for r in records)} (placement dry run)")
+    except (WorkflowFailureError, RPCError) as exc:
+        reason = f"no answer from the worker within {LIVE_READ_TIMEOUT_SECONDS:g}s ({type(exc).__name__})"
+        return [ClusterInventory(cluster=r.name, error=reason) for r in records]
+    return result.inventories
+
+
+async def _missing_worker(temporal: Client | None, settings: Settings) -> str | None:
+    """Why no worker can read inventories now, or None. Asked first so a plane without a worker
+    answers at once instead of after the timeout."""
+    if temporal is None:
+        return "Temporal is not reachable; live inventories are read by the worker"
+    for queue, kind, what in ((settings.task_queue, TaskQueueType.TASK_QUEUE_TYPE_WORKFLOW, "workflows"),
+                              (settings.kube_task_queue, TaskQueueType.TASK_QUEUE_TYPE_ACTIVITY, "Kubernetes reads")):
+        try:
+            described = await temporal.workflow_service.describe_task_queue(DescribeTaskQueueRequest(
+                namespace=temporal.namespace, task_queue=TaskQueue(name=queue), task_queue_type=kind))
+        except RPCError as exc:
+            return f"Temporal could not describe task queue {queue}: {exc.message}"
+        if not described.pollers:
+            return f"no worker is polling task queue {queue} ({what}); live inventories are read by the worker"
+    return None
 
 
 def _refuse_credential_plugins(spec: ClusterSpec, settings: Settings) -> None:

@@ -61,7 +61,7 @@ async def create(body: WorkloadRequest, principal: Operator, db: DbDep, settings
         raise ApiError(422, str(exc), code="invalid_workload",
                        details={"field": exc.field, **exc.details}) from None
     if body.dry_run:
-        placed = await dry_run(DryRunRequest(plan=plan.placement), db, principal)
+        placed = await dry_run(DryRunRequest(plan=plan.placement), db, principal, request, settings)
         manifests = {cluster: render_dgd(plan.rollout_spec(cluster, n))
                      for cluster, n in placed.decision.replicas.items()}
         return DryRun(plan=plan, placement=placed.decision.model_dump(mode="json"), manifests=manifests)

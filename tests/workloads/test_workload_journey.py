@@ -93,11 +93,12 @@ async def test_invalid_requests_get_422_and_start_nothing(api, clusters, approve
     assert r.status_code == 403  # approvers do not roll out
 
 
-async def test_dry_run_returns_plan_placement_and_manifests_and_writes_nothing(api, clusters, approved_kimi,
+async def test_dry_run_returns_plan_placement_and_manifests_and_writes_nothing(api, deps, clusters, approved_kimi,
                                                                               pg_pool, temporal_client):
     body = {"artifact_id": approved_kimi, "hardware": "h200", "layout": "multi_node_tp_dp", "replicas": 2,
             "dry_run": True, "name": "kimi-dry"}
-    r = await api.post("/v1/workloads", json=body, headers=as_("tok-olga"))
+    async with running_worker(temporal_client, deps):  # live inventories are read by the worker
+        r = await api.post("/v1/workloads", json=body, headers=as_("tok-olga"))
     assert r.status_code == 202, r.text
     out = r.json()
     assert out["dry_run"] is True and out["placement"]["placed"] == 2
