@@ -42,3 +42,12 @@ def save_history(name: str, workflow_id: str, history: str) -> None:
 
 
 __all__ = ["running_worker", "wait_until", "history_json", "save_history", "unique_queue"]
+
+
+async def wait_for_pollers(client, settings) -> None:
+    """Until the server sees a worker polling both task queues (the API asks before live reads)."""
+    from api.routes.clusters import missing_worker
+
+    async def polled() -> bool:
+        return await missing_worker(client, settings) is None
+    await wait_until(polled, what="the worker's pollers")

@@ -33,7 +33,7 @@ router = APIRouter(prefix="/v1/artifacts", tags=["artifacts"])
 
 class RegisterRequest(BaseModel):
     source: SourceText = Field(description="hf:<org>/<name>[@<revision>], a huggingface.co URL, or <org>/<name>",
-                        examples=["hf:moonshotai/Kimi-K3"])
+                               examples=["hf:moonshotai/Kimi-K3"])
 
 
 class Registered(BaseModel):

@@ -140,7 +140,7 @@ async def live_inventories(temporal: Client | None, settings: Settings,
     process builds no Kubernetes client. Each cluster that cannot be read says why."""
     if not records:
         return []
-    missing = await _missing_worker(temporal, settings)
+    missing = await missing_worker(temporal, settings)
     if missing:
         return [ClusterInventory(cluster=r.name, error=missing) for r in records]
     assert temporal is not None
@@ -157,7 +157,7 @@ async def live_inventories(temporal: Client | None, settings: Settings,
     return result.inventories
 
 
-async def _missing_worker(temporal: Client | None, settings: Settings) -> str | None:
+async def missing_worker(temporal: Client | None, settings: Settings) -> str | None:
     """Why no worker can read inventories now, or None. Asked first so a plane without a worker
     answers at once instead of after the timeout."""
     if temporal is None:

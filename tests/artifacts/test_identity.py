@@ -59,6 +59,13 @@ async def test_another_spelling_at_the_same_commit_does_not_supersede_an_approva
         row = await pg_pool.fetchrow("select state, superseded_by from artifacts where id = $1", first["id"])
         assert dict(row) == {"state": "approved", "superseded_by": None}
 
+        # A workload may name it in any spelling too; its plan carries the canonical id.
+        r = await api.post("/v1/workloads", headers=as_("tok-olga"), json={
+            "artifact_id": first["id"].replace("openai/gpt-oss-20b", "OpenAI/GPT-OSS-20b"), "hardware": "h200",
+            "dry_run": True})
+        assert r.status_code == 202, r.text
+        assert r.json()["plan"]["artifact_id"] == first["id"]
+
 
 async def test_a_decision_made_under_an_old_spelling_stands(api, pg_pool, hub):
     # A row an earlier version of the plane wrote under the spelling the user typed.

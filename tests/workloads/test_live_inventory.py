@@ -8,7 +8,7 @@ import os
 
 from temporalio.client import WorkflowExecutionStatus
 
-from tests.support import history_json, running_worker, save_history
+from tests.support import history_json, running_worker, save_history, wait_for_pollers
 from tests.workloads.conftest import as_
 from wingsmith.store.clusters import ClusterSpec, create_cluster, delete_cluster
 
@@ -27,6 +27,7 @@ async def test_a_viewers_dry_run_reads_live_inventories_through_the_worker(api, 
     await create_cluster(pg_pool, ClusterSpec(name="gone", kubeconfig="/nonexistent/kubeconfig"))
     try:
         async with running_worker(temporal_client, deps):
+            await wait_for_pollers(temporal_client, deps.settings)
             r = await api.post("/v1/placements/dry-run", json={"plan": PLAN}, headers=as_("tok-vic"))
     finally:
         await delete_cluster(pg_pool, "gone")

@@ -8,7 +8,7 @@ import os
 
 import httpx
 
-from tests.support import history_json, running_worker, save_history, wait_until
+from tests.support import history_json, running_worker, save_history, wait_for_pollers, wait_until
 from tests.workloads.conftest import as_, dgds
 
 
@@ -98,6 +98,7 @@ async def test_dry_run_returns_plan_placement_and_manifests_and_writes_nothing(a
     body = {"artifact_id": approved_kimi, "hardware": "h200", "layout": "multi_node_tp_dp", "replicas": 2,
             "dry_run": True, "name": "kimi-dry"}
     async with running_worker(temporal_client, deps):  # live inventories are read by the worker
+        await wait_for_pollers(temporal_client, deps.settings)
         r = await api.post("/v1/workloads", json=body, headers=as_("tok-olga"))
     assert r.status_code == 202, r.text
     out = r.json()
