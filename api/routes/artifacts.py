@@ -19,7 +19,6 @@ from api.errors import ApiError
 from api.routes.resolve import hub_error_to_api, resolver_for
 from wingsmith.artifacts import ArtifactStatus, ReviewPolicy
 from wingsmith.config import Settings
-from workflows.starter import artifact_handle, register_artifact, review_policy
 from wingsmith.hub import HubError, InvalidSource, parse_source
 from wingsmith.review import HTTP_STATUS, ReviewDecision, ReviewRequest
 from wingsmith.store import artifacts as store
@@ -27,6 +26,7 @@ from wingsmith.temporal import workflow_ui_url
 from wingsmith.text import SourceText
 from workflows.artifact import ArtifactWorkflow
 from workflows.ids import artifact_workflow_id_of
+from workflows.starter import artifact_handle, register_artifact, review_policy
 
 router = APIRouter(prefix="/v1/artifacts", tags=["artifacts"])
 
