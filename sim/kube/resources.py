@@ -1,9 +1,11 @@
 """The resource types one simulated cluster serves: a handful of core `v1` kinds and every CRD
-found in the Dynamo CRD directory, each version with its schema."""
+in the CRD directory (by default `sim/kube/crds`, inside the repository: the Dynamo CRDs built by
+`sim.kube.build_crds` and the Envoy AI Gateway kinds), each version with its schema."""
 
 from __future__ import annotations
 
 import functools
+import json
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -14,8 +16,9 @@ import yaml
 from sim.kube.schema import ObjectSchema
 
 CRD_DIR_ENV = "WINGSMITH_SIM_CRD_DIR"
-# The upstream snapshot sits next to the repository on the machines this project is built on.
-_DEFAULT_CRD_DIR = Path(__file__).resolve().parents[3] / "shared/upstream/dynamo/deploy/operator/config/crd/bases"
+# Shipped with the repository, so a fresh clone serves the same CRDs as the team's machines.
+DEFAULT_CRD_DIR = Path(__file__).with_name("crds")
+_CRD_GLOBS = ("*.json", "*.yaml")
 
 
 @dataclass(frozen=True)
@@ -64,25 +67,27 @@ CRD_TYPE = ResourceType("apiextensions.k8s.io", ("v1",), "customresourcedefiniti
 
 def crd_dir(explicit: Path | None = None) -> Path:
     candidates = [explicit] if explicit else [Path(os.environ[CRD_DIR_ENV])] if os.environ.get(CRD_DIR_ENV) else []
-    candidates = candidates or [_DEFAULT_CRD_DIR]
+    candidates = candidates or [DEFAULT_CRD_DIR]
     for candidate in candidates:
-        if candidate.is_dir() and any(candidate.glob("*.yaml")):
+        if candidate.is_dir() and any(path for pattern in _CRD_GLOBS for path in candidate.glob(pattern)):
             return candidate
     raise FileNotFoundError(
-        f"no Dynamo CRD files in {candidates[0]}; pass crd_dir= or set {CRD_DIR_ENV} "
-        "to the directory holding nvidia.com_dynamographdeployments.yaml")
+        f"no CRD files (*.json, *.yaml) in {candidates[0]}; pass crd_dir= or set {CRD_DIR_ENV} "
+        "to a directory holding them (`python -m sim.kube.build_crds` writes the Dynamo ones)")
 
 
 @functools.lru_cache(maxsize=4)
 def load_crds(directory: Path) -> tuple[tuple[dict[str, Any], ResourceType], ...]:
-    """Every CRD in the directory, parsed once per process (the DGD file alone is 1.6 MB)."""
+    """Every CRD in the directory (JSON or YAML), parsed once per process."""
     loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
     out = []
-    for path in sorted(directory.glob("*.yaml")):
+    paths = sorted(path for pattern in _CRD_GLOBS for path in directory.glob(pattern))
+    for path in paths:
         with path.open() as fh:
-            for doc in yaml.load_all(fh, Loader=loader):
-                if doc and doc.get("kind") == "CustomResourceDefinition":
-                    out.append((doc, _crd_type(doc)))
+            docs = [json.load(fh)] if path.suffix == ".json" else list(yaml.load_all(fh, Loader=loader))
+        for doc in docs:
+            if doc and doc.get("kind") == "CustomResourceDefinition":
+                out.append((doc, _crd_type(doc)))
     return tuple(out)
 
 

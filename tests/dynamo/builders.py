@@ -3,18 +3,17 @@
 from __future__ import annotations
 
 import copy
+import json
 from functools import lru_cache
-from pathlib import Path
 from typing import Any
 
 import jsonschema
-import yaml
 
+from sim.kube.resources import DEFAULT_CRD_DIR
 from wingsmith.dynamo import Engine, Layout, RolloutSpec, WorkerPool
 
-UPSTREAM = Path(__file__).resolve().parents[3] / "shared" / "upstream"
-CRD_PATH = (UPSTREAM / "dynamo" / "deploy" / "operator" / "config" / "crd" / "bases"
-            / "nvidia.com_dynamographdeployments.yaml")
+# The DGD CRD as the repository ships it (built from upstream by `python -m sim.kube.build_crds`).
+CRD_PATH = DEFAULT_CRD_DIR / "nvidia.com_dynamographdeployments.json"
 KIMI_K3_WEIGHT_BYTES = 1_560_860_324_864  # hf-configs/moonshotai/Kimi-K3/meta.json
 
 ARTIFACT_SHA = "3f1e0c9a7b5d2e4f6a8c0b1d3e5f7a9c2b4d6e8f"
@@ -24,7 +23,7 @@ IMAGE = "nvcr.io/nvidia/ai-dynamo/vllm-runtime:1.4.0-kimi-k3-dev.1"
 
 @lru_cache(maxsize=1)
 def dgd_schema(strict: bool = True) -> dict[str, Any]:
-    crd = yaml.safe_load(CRD_PATH.read_text())
+    crd = json.loads(CRD_PATH.read_text())
     version = next(v for v in crd["spec"]["versions"] if v["name"] == "v1beta1")
     schema = copy.deepcopy(version["schema"]["openAPIV3Schema"])
     if strict:

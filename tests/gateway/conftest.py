@@ -20,11 +20,11 @@ from starlette.routing import Route
 
 from api.gateway import create_gateway_app
 from sim.kube.clusters import ClusterSpec, SimulatedClusters, default_cluster_specs
-from sim.kube.resources import crd_dir
+from sim.kube.resources import DEFAULT_CRD_DIR
 from wingsmith.gateway import LocalGatewayClient
 
 MODEL = "kimi-k3"
-ENVOY_CRDS = Path(__file__).resolve().parents[2] / "sim/kube/crds"
+ENVOY_CRDS = DEFAULT_CRD_DIR
 
 
 class Served:
@@ -153,13 +153,10 @@ def backends() -> Iterator[list[ScriptedBackend]]:
 
 @pytest.fixture(scope="session")
 def sim(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SimulatedClusters]:
-    """The simulated clusters plus a gateway cluster that also serves the Envoy kinds: the CRD
-    directory is the Dynamo CRDs next to the minimal Envoy CRDs of sim/kube/crds."""
-    crds = tmp_path_factory.mktemp("crds")
-    for path in [*crd_dir().glob("*.yaml"), *ENVOY_CRDS.glob("*.yaml")]:
-        (crds / path.name).symlink_to(path)
+    """The simulated clusters plus a gateway cluster that also serves the Envoy kinds (sim/kube/crds
+    holds the Dynamo CRDs next to the minimal Envoy ones)."""
     specs = [*default_cluster_specs()[:2],
              ClusterSpec(name="sim-gateway", region="us-east", node_pools=[], namespaces=["envoy-ai-gateway"])]
     with SimulatedClusters(specs, home=tmp_path_factory.mktemp("sim"), operator_delay=0.05,
-                           crd_directory=crds) as clusters:
+                           crd_directory=ENVOY_CRDS) as clusters:
         yield clusters
