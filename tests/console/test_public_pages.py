@@ -146,20 +146,19 @@ def test_journey_calls_are_well_formed_shell_with_bodies_the_api_accepts():
     assert workload_body("Qwen/Qwen3.5-397B-A17B", hardware="h200", layout="single_node_tp")["name"] == "qwen3-5-397b-a17b"
 
 
-def test_a_floor_warning_is_highlighted_on_the_draft(upstream_dir):
+def test_a_floor_warning_is_highlighted_on_the_draft():
     """Kimi-K3's own floors only inform (upstream marks its figure an estimate), so the warning is
     checked here: the plane's sizing of the real config with weights a third over the published floor."""
-    import json
-
     from api.console.rendering import templates
     from api.console.views import variant_rows
     from wingsmith.drafts import VariantSizing
     from wingsmith.recipes import evidence_for, load_catalog
+    from tests.upstream import snapshot_config
     from wingsmith.sizing import size_model
 
     catalog = load_catalog()
     evidence = evidence_for(catalog.find("moonshotai/Kimi-K3"), catalog)
-    config = json.loads((upstream_dir / "hf-configs/moonshotai/Kimi-K3/config.json").read_text())
+    config = snapshot_config("moonshotai/Kimi-K3")
     heavy = int(1650e9 / 1.2 * 1.34)  # nvfp4's published floor is 1650 GB and not an estimate
     report = size_model(config, heavy, "test", variant="nvfp4", published_floor_gb=1650, hardware="b300",
                         layout="multi_node_tp", gpus=16)

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 import yaml
 
 from sim.kube.graph import components, served_model_names
+from tests.upstream import require_upstream
 
-RECIPES = Path(__file__).resolve().parents[3] / "shared/upstream/dynamo/recipes"
+RECIPES = require_upstream("dynamo", "recipes")  # upstream tier
 
 
 def _dgd(relative: str) -> dict:

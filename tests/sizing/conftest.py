@@ -2,9 +2,19 @@ from __future__ import annotations
 
 import json
 from functools import cache
-from pathlib import Path
 
-HF_CONFIGS = Path(__file__).resolve().parents[3] / "shared" / "upstream" / "hf-configs"
+import pytest
+
+from tests.upstream import UPSTREAM, require_upstream
+
+# Upstream tier: every published config, from WINGSMITH_UPSTREAM_DIR or ../shared/upstream.
+HF_CONFIGS = UPSTREAM / "hf-configs"
+
+
+@pytest.fixture(autouse=True)
+def _published_configs() -> None:
+    """Skipped with the reason (failed under CI) when the upstream configs are absent."""
+    require_upstream("hf-configs")
 
 
 @cache

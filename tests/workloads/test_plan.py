@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-import json
-
 import pytest
 
-from tests.conftest import UPSTREAM
+from tests.upstream import snapshot_config
 from wingsmith.recipes import evidence_for, load_catalog
 from wingsmith.workloads import ApprovedArtifact, InvalidWorkload, WorkloadRequest, plan_workload
 
@@ -16,7 +14,7 @@ SHA = "a" * 40
 def _artifact(repo: str, config_from: str, weight_bytes: int, state: str = "approved", **extra) -> ApprovedArtifact:
     catalog = load_catalog()
     evidence = evidence_for(catalog.find(repo), catalog).model_dump(mode="json")
-    config = json.loads((UPSTREAM / "hf-configs" / config_from / "config.json").read_text())
+    config = snapshot_config(config_from)
     return ApprovedArtifact(id=f"{repo}@{SHA}", repo_id=repo, sha=SHA, state=state, draft_version=1,
                             evidence=evidence, config=config, weight_bytes=weight_bytes, **extra)
 
