@@ -1,8 +1,7 @@
 """Bearer-token auth. Tokens map to a principal (a name and roles); the principal of a request comes
 from its token only, never from the body, so an approval is always attributed to who sent it.
 
-Roles nest: admin ⊃ approver, operator ⊃ viewer. An approver is not an operator and vice versa:
-the person who approves a draft is not meant to be the one who rolls things out.
+Roles and how they nest are in wingsmith/roles.py.
 """
 
 from __future__ import annotations
@@ -15,14 +14,7 @@ from fastapi import Depends, Request
 from pydantic import BaseModel
 
 from api.errors import ApiError
-
-ROLES = ("viewer", "operator", "approver", "admin")
-_IMPLIED = {
-    "admin": {"admin", "approver", "operator", "viewer"},
-    "approver": {"approver", "viewer"},
-    "operator": {"operator", "viewer"},
-    "viewer": {"viewer"},
-}
+from wingsmith.roles import ROLES, grants
 
 
 class Principal(BaseModel, frozen=True):
@@ -30,7 +22,7 @@ class Principal(BaseModel, frozen=True):
     roles: frozenset[str]
 
     def has(self, role: str) -> bool:
-        return any(role in _IMPLIED.get(r, set()) for r in self.roles)
+        return grants(self.roles, role)
 
 
 class TokenTable:
@@ -40,7 +32,7 @@ class TokenTable:
         self._table = table
 
     @classmethod
-    def from_json(cls, raw: str) -> "TokenTable":
+    def from_json(cls, raw: str) -> TokenTable:
         try:
             data = json.loads(raw)
         except json.JSONDecodeError as exc:

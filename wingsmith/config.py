@@ -11,7 +11,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Annotated
 
-from pydantic import AliasChoices, Field, field_validator
+from pydantic import AliasChoices, Field, field_validator, model_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 TASK_QUEUE = "wingsmith"
@@ -38,7 +38,8 @@ class Settings(BaseSettings):
         default=None, validation_alias=AliasChoices("TEMPORAL_ADDRESS", "WINGSMITH_TEMPORAL_ADDRESS"))
     temporal_namespace: str = Field(
         default="default", validation_alias=AliasChoices("TEMPORAL_NAMESPACE", "WINGSMITH_TEMPORAL_NAMESPACE"))
-    temporal_ui_url: str = "http://localhost:8233"
+    # Unset: http://localhost:<temporal_ui_port>, so moving the port moves every link.
+    temporal_ui_url: str = ""
     task_queue: str = TASK_QUEUE
     kube_task_queue: str = KUBE_TASK_QUEUE
 
@@ -50,6 +51,11 @@ class Settings(BaseSettings):
     offline_hub_port: int = 8090
     simulated_clusters_port: int = 8091
     simulated_operator_delay: float = 2.0
+    # The API the CLI talks to. Unset: the plane `wingsmith up` recorded in $WINGSMITH_HOME/plane.json,
+    # else http://<api_host>:<api_port>.
+    api_url: str | None = None
+    # Clusters the API must see registered before /readyz answers 200 (`wingsmith up` sets its own).
+    expected_clusters: Annotated[list[str], NoDecode] = Field(default_factory=list)
 
     # JSON object {token: {"name": ..., "roles": [...]}}. Unset: `wingsmith up` makes a local admin.
     auth_tokens: str | None = None
@@ -78,7 +84,8 @@ class Settings(BaseSettings):
     # The gateway that gives endpoints one model name: the embedded router ("local") or Envoy AI Gateway.
     gateway: str = Field(default="local", pattern="^(local|envoy)$")
     gateway_port: int = 8080
-    gateway_url: str = "http://127.0.0.1:8080"
+    # Unset: http://127.0.0.1:<gateway_port>, so moving the port moves the URL everywhere.
+    gateway_url: str = ""
     # Reference (env var name or file:<path>) to the local gateway's admin token.
     gateway_admin_token_ref: str | None = None
     gateway_kubeconfig: str | None = Field(default=None, description="envoy: kubeconfig path of the gateway cluster")
@@ -107,12 +114,18 @@ class Settings(BaseSettings):
     log_level: str = "INFO"
     log_format: str = Field(default="auto", description="json, console, or auto (console on a TTY)")
 
-    @field_validator("payload_old_key_refs", "kubeconfig_exec_allow", mode="before")
+    @field_validator("payload_old_key_refs", "kubeconfig_exec_allow", "expected_clusters", mode="before")
     @classmethod
     def _comma_separated(cls, value):
         if isinstance(value, str):
             return [part.strip() for part in value.split(",") if part.strip()]
         return value
+
+    @model_validator(mode="after")
+    def _urls_follow_ports(self) -> Settings:
+        self.temporal_ui_url = self.temporal_ui_url or f"http://localhost:{self.temporal_ui_port}"
+        self.gateway_url = (self.gateway_url or f"http://127.0.0.1:{self.gateway_port}").rstrip("/")
+        return self
 
     @property
     def home_dir(self) -> Path:
@@ -121,6 +134,11 @@ class Settings(BaseSettings):
     @property
     def tokens_file(self) -> Path:
         return self.home_dir / "tokens.json"
+
+    @property
+    def plane_file(self) -> Path:
+        """Where `wingsmith up` records the addresses of the plane it runs (read by every CLI command)."""
+        return self.home_dir / "plane.json"
 
 
 @lru_cache(maxsize=1)

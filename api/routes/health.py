@@ -1,5 +1,6 @@
-"""Liveness and readiness. /healthz: the process answers. /readyz: Postgres and Temporal answer,
-and which of them does not."""
+"""Liveness and readiness. /healthz: the process answers. /readyz: Postgres and Temporal answer and
+the clusters this plane was started with (WINGSMITH_EXPECTED_CLUSTERS, set by `wingsmith up`) are
+registered; the body says which check is still pending."""
 
 from __future__ import annotations
 
@@ -7,6 +8,8 @@ import asyncio
 
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
+
+from wingsmith.store.clusters import list_clusters
 
 router = APIRouter(tags=["health"])
 
@@ -19,6 +22,8 @@ async def healthz() -> dict:
 @router.get("/readyz")
 async def readyz(request: Request):
     checks = {"postgres": await _check_postgres(request), "temporal": await _check_temporal(request)}
+    if request.app.state.settings.expected_clusters:
+        checks["clusters"] = await _check_clusters(request) if checks["postgres"] == "ok" else "unknown (no registry)"
     ready = all(c == "ok" for c in checks.values())
     return JSONResponse({"status": "ready" if ready else "not ready", "checks": checks},
                         status_code=200 if ready else 503)
@@ -56,3 +61,13 @@ async def _check_temporal(request: Request) -> str:
         return "ok"
     except Exception as exc:  # noqa: BLE001
         return f"unreachable: {type(exc).__name__}"
+
+
+async def _check_clusters(request: Request) -> str:
+    expected = request.app.state.settings.expected_clusters
+    try:
+        registered = await asyncio.wait_for(list_clusters(request.app.state.db), timeout=2)
+    except Exception as exc:  # noqa: BLE001
+        return f"unreachable: {type(exc).__name__}"
+    pending = sorted(set(expected) - {c.name for c in registered})
+    return f"pending registration: {', '.join(pending)}" if pending else "ok"

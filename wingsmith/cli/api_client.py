@@ -1,40 +1,50 @@
-"""How CLI commands talk to a running plane: HTTP to the API (`--api`, else WINGSMITH_API_URL, else
-http://127.0.0.1:8000) with the bearer token in WINGSMITH_TOKEN, else the local admin token that
-`wingsmith up` created. Exit codes mean something: 2 invalid, 3 not found, 4 not allowed,
-5 conflict, 1 anything else (unreachable, server error)."""
+"""How CLI commands talk to a running plane: HTTP to its API (found as wingsmith/cli/plane.py says)
+with a bearer token from `token(role)`. Exit codes mean something: 2 invalid, 3 not found,
+4 not allowed, 5 conflict, 1 anything else (unreachable, server error)."""
 
 from __future__ import annotations
 
 import json
 import os
 import sys
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 EXIT = {400: 2, 401: 4, 403: 4, 404: 3, 409: 5, 422: 2}
+API_HELP = "API base URL (default: $WINGSMITH_API_URL, else the plane in $WINGSMITH_HOME/plane.json)"
 
 
 def add_common(parser) -> None:
-    parser.add_argument("--api", default=None, help="API base URL (default: $WINGSMITH_API_URL or http://127.0.0.1:8000)")
+    parser.add_argument("--api", default=None, help=API_HELP)
     parser.add_argument("--json", action="store_true", help="print the API's JSON instead of a table")
 
 
 def token(role: str = "admin") -> str | None:
-    """WINGSMITH_TOKEN, else the first local token holding `role` (`wingsmith up` makes an admin and,
-    for four-eyes review, a separate approver)."""
-    value = os.environ.get("WINGSMITH_TOKEN")
-    if value:
-        return value
+    """The bearer token for a call that needs `role`.
+
+    Explicit tokens first: WINGSMITH_APPROVER_TOKEN for approvals, WINGSMITH_TOKEN for everything
+    (else). Otherwise a principal from the plane's table (WINGSMITH_AUTH_TOKENS, else the local
+    tokens `wingsmith up` made): for approvals, the first approver who is *not* the principal the CLI
+    registers and operates as, so four-eyes review passes with a team table as on a laptop."""
     from wingsmith.config import get_settings
-    try:
-        table = json.loads(get_settings().tokens_file.read_text())
-    except (OSError, ValueError):
-        return None
-    holders = [t for t, e in table.items() if isinstance(e, dict) and role in e.get("roles", ())]
-    return holders[0] if holders else None
+    from wingsmith.local.tokens import holder_with
+
+    if role == "approver" and os.environ.get("WINGSMITH_APPROVER_TOKEN"):
+        return os.environ["WINGSMITH_APPROVER_TOKEN"]
+    if os.environ.get("WINGSMITH_TOKEN"):
+        return os.environ["WINGSMITH_TOKEN"]
+    settings = get_settings()
+    if role != "approver":
+        holder = holder_with(settings, role)
+        return holder.token if holder else None
+    operator = holder_with(settings, "operator")
+    holder = holder_with(settings, "approver", not_named=operator.name if operator else None)
+    return holder.token if holder else None
 
 
 def base_url(args) -> str:
-    return (getattr(args, "api", None) or os.environ.get("WINGSMITH_API_URL") or "http://127.0.0.1:8000").rstrip("/")
+    from wingsmith.cli.plane import api_url
+    return api_url(getattr(args, "api", None))
 
 
 def request(args, method: str, path: str, body: Any = None, *, prog: str, params: dict | None = None,

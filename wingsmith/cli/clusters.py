@@ -1,7 +1,6 @@
 """`wingsmith clusters add|list|show|remove|cordon|uncordon`: the cluster registry, through the API.
 
-Talks HTTP to a running API (`--api`, else WINGSMITH_API_URL, else http://127.0.0.1:8000) with the
-bearer token in WINGSMITH_TOKEN (else the local admin token `wingsmith up` created).
+Talks HTTP to a running API (found as wingsmith/cli/plane.py says) with the token api_client picks.
 """
 
 from __future__ import annotations
@@ -10,12 +9,12 @@ import argparse
 import re
 import sys
 
-from wingsmith.cli.api_client import call
+from wingsmith.cli.api_client import API_HELP, call
 
 
 def register(sub) -> None:
     p = sub.add_parser("clusters", help="register, list, cordon and remove clusters")
-    p.add_argument("--api", default=None, help="API base URL (default: $WINGSMITH_API_URL or http://127.0.0.1:8000)")
+    p.add_argument("--api", default=None, help=API_HELP)
     p.add_argument("--json", action="store_true", help="print the API's JSON instead of a table")
     verbs = p.add_subparsers(dest="verb", metavar="VERB", required=True)
 

@@ -7,15 +7,16 @@ from __future__ import annotations
 import sys
 import time
 
-from wingsmith.cli.api_client import request
+from wingsmith.cli.api_client import API_HELP, request
 
 MODEL = "hf:moonshotai/Kimi-K3"
 
 
 def register(sub) -> None:
     p = sub.add_parser("demo", help="run the Kimi-K3 journey end to end on the local plane")
-    p.add_argument("--api", default=None)
-    p.add_argument("--gateway", default=None, help="gateway base URL (default: $WINGSMITH_GATEWAY_URL or :8080)")
+    p.add_argument("--api", default=None, help=API_HELP)
+    p.add_argument("--gateway", default=None,
+                   help="gateway base URL (default: $WINGSMITH_GATEWAY_URL, else the plane's in plane.json)")
     p.add_argument("--name", default="kimi-k3", help="the endpoint's model name (and the workload's id)")
     p.set_defaults(func=_run)
 
@@ -30,10 +31,9 @@ def _fail(text: str) -> int:
 
 
 def _run(args) -> int:
-    import os
-
     import httpx
 
+    from wingsmith.cli.plane import gateway_url
     from wingsmith.cli.workloads import wait_for_stage
 
     prog = "wingsmith demo"
@@ -58,7 +58,7 @@ def _run(args) -> int:
         time.sleep(0.5)
     print(f"  state {artifact['state']}")
 
-    _step(3, "approve the draft (as the local reviewer: four-eyes review)")
+    _step(3, "approve the draft (as a different principal, an approver: four-eyes review)")
     if artifact["state"] == "draft":
         code, status = request(args, "POST", f"/v1/artifacts/{reg['id']}/review", {
             "decision": "approve", "comment": "demo: floors and layouts checked",
@@ -87,7 +87,7 @@ def _run(args) -> int:
     code, ep = request(args, "POST", "/v1/endpoints", {"name": args.name, "workloads": [created["id"]]}, prog=prog)
     if code:
         return code
-    gateway = (args.gateway or os.environ.get("WINGSMITH_GATEWAY_URL") or "http://127.0.0.1:8080").rstrip("/")
+    gateway = gateway_url(args.gateway)
     for _ in range(60):
         models = httpx.get(f"{gateway}/v1/models", timeout=5).json().get("data", [])
         if args.name in [m["id"] for m in models]:

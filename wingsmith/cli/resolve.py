@@ -1,5 +1,6 @@
 """`wingsmith resolve <source> [--json]`: the artifact proposal for a Hugging Face model, as the API
-gives it. Writes nothing but the Hub file cache."""
+gives it, from the Hub the plane uses (an `--offline-hub` plane's snapshot server; see
+wingsmith/cli/plane.py). Writes nothing but the Hub file cache."""
 
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ def register(sub) -> None:
 
 
 def _run(args) -> int:
+    from wingsmith.cli.plane import hub_endpoint
     from wingsmith.config import get_settings
     from wingsmith.hub import HubError, InvalidSource, Resolver
     from wingsmith.logs import configure_logging
@@ -25,7 +27,7 @@ def _run(args) -> int:
 
     settings = get_settings()
     configure_logging("WARNING", settings.log_format)
-    resolver = Resolver(settings.hf_endpoint, settings.hf_token_ref, settings.home_dir / "hf-cache")
+    resolver = Resolver(hub_endpoint(settings), settings.hf_token_ref, settings.home_dir / "hf-cache")
     try:
         proposal = with_evidence_and_sizing(resolver.resolve(args.source))
     except (InvalidSource, HubError) as exc:

@@ -3,7 +3,8 @@
 Started in dependency order (Postgres, Temporal, simulated Hub and clusters, worker, API) and stopped
 in reverse on Ctrl-C or SIGTERM. Parts pointed elsewhere by `DATABASE_URL` / `TEMPORAL_ADDRESS` are
 not started. The worker is restarted if it dies, so killing it never takes the API down.
-State lives under WINGSMITH_HOME, so a restart keeps the registry and the workflows.
+State lives under WINGSMITH_HOME, so a restart keeps the registry and the workflows; the addresses
+of the running plane go to $WINGSMITH_HOME/plane.json, where every CLI command finds them.
 """
 
 from __future__ import annotations
@@ -21,6 +22,10 @@ from pathlib import Path
 import httpx
 
 from wingsmith.config import Settings, get_settings
+from wingsmith.local.tokens import holder_with, local_admin_tokens
+
+SIMULATED_CLUSTERS = ("sim-east", "sim-west", "sim-nvl")
+LOG_TAIL_LINES = 20
 
 
 @dataclass
@@ -40,13 +45,18 @@ class Child:
             self.process = subprocess.Popen(self.cmd, env=self.env, stdout=log, stderr=subprocess.STDOUT,
                                             stdin=subprocess.DEVNULL, start_new_session=True)
 
+    def died(self, when: str = "") -> str:
+        """Why it stopped, in its own last words: a child that dies at start says why only in its log."""
+        code = self.process.returncode if self.process else None
+        return f"{self.name} exited with {code}{when}; last lines of {self.log_path}:\n{log_tail(self.log_path)}"
+
     def check(self) -> str | None:
         """Restart a dead restartable child (with a short back-off); report what happened."""
         if self.process is None or self.process.poll() is None:
             return None
         code = self.process.returncode
         if not self.restart:
-            return f"{self.name} exited with {code}; see {self.log_path}"
+            return self.died()
         now = time.monotonic()
         if self._next_start == 0.0:
             self._next_start = now + min(2 ** self.restarts, 10) * 0.5
@@ -79,6 +89,14 @@ class Plane:
         env["WINGSMITH_HOME"] = str(self.home)
         env.update(extra)
         return env
+
+
+def log_tail(path: Path, lines: int = LOG_TAIL_LINES) -> str:
+    try:
+        text = path.read_text(errors="replace").rstrip("\n").splitlines()[-lines:]
+    except OSError:
+        return "    (no log)"
+    return "\n".join(f"    {line}" for line in text) or "    (empty log)"
 
 
 def _say(line: str) -> None:
@@ -120,19 +138,22 @@ def run_up(*, offline_hub: bool = False, simulated_clusters: bool = True, settin
 
     plane = Plane(settings=settings, offline_hub=offline_hub, simulated_clusters=simulated_clusters)
     if not settings.auth_tokens:
-        from wingsmith.local.tokens import local_admin_tokens
         local_admin_tokens(settings.tokens_file)
     try:
         env_extra = _start_backing_services(plane)
+        expected = ",".join(SIMULATED_CLUSTERS) if plane.simulated_clusters else ""
         for name, module, restart in (("worker", "worker", True), ("api", "api", False)):
-            child = Child(name=name, cmd=[sys.executable, "-m", module], env=plane.child_env(**env_extra),
+            env = plane.child_env(**env_extra, **({"WINGSMITH_EXPECTED_CLUSTERS": expected} if name == "api" else {}))
+            child = Child(name=name, cmd=[sys.executable, "-m", module], env=env,
                           log_path=home / "logs" / f"{name}.log", restart=restart)
             child.start()
             plane.children.append(child)
         api_url = f"http://{settings.api_host}:{settings.api_port}"
-        _wait_ready(api_url, plane, timeout=60)
+        _wait_ready(api_url, plane, timeout=60, until_clusters=False)
         if plane.simulated_clusters:
             _register_simulated_clusters(plane, api_url)
+            _wait_ready(api_url, plane, timeout=30)
+        write_plane_file(settings, api_url, env_extra)
         _print_banner(plane, api_url, env_extra)
         while not stopping["flag"]:
             for child in plane.children:
@@ -158,9 +179,10 @@ def run_up(*, offline_hub: bool = False, simulated_clusters: bool = True, settin
 
 def _start_backing_services(plane: Plane) -> dict[str, str]:
     """Start (or point at) Postgres and Temporal; returns the env the worker and API need."""
+    import asyncio
+
     from wingsmith.local.postgres import LocalPostgres
     from wingsmith.local.temporal_server import TemporalDevServer
-    import asyncio
     from wingsmith.store.db import migrate, open_pool
 
     s, home = plane.settings, plane.home
@@ -200,7 +222,7 @@ def _start_backing_services(plane: Plane) -> dict[str, str]:
                  f"http://localhost:{s.api_port}/console first)")
         plane.servers.append(server)
         env["TEMPORAL_ADDRESS"] = server.address
-        env["WINGSMITH_TEMPORAL_UI_URL"] = f"http://localhost:{s.temporal_ui_port}"
+        env["WINGSMITH_TEMPORAL_UI_URL"] = s.temporal_ui_url
 
     if plane.offline_hub:
         cmd = [sys.executable, "-m", "sim.hub", "--port", str(s.offline_hub_port)]
@@ -219,7 +241,7 @@ def _start_backing_services(plane: Plane) -> dict[str, str]:
             with os.fdopen(fd, "w") as fh:
                 fh.write(secrets.token_urlsafe(24))
         env["WINGSMITH_GATEWAY_ADMIN_TOKEN_REF"] = f"file:{token_file}"
-        env["WINGSMITH_GATEWAY_URL"] = f"http://127.0.0.1:{s.gateway_port}"
+        env["WINGSMITH_GATEWAY_URL"] = s.gateway_url
         _start_child(plane, "gateway", [sys.executable, "-m", "api.gateway", "--port", str(s.gateway_port),
                                         "--state-dir", str(home / "gateway"),
                                         "--admin-token-ref", f"file:{token_file}"], s.gateway_port)
@@ -236,16 +258,24 @@ def _start_backing_services(plane: Plane) -> dict[str, str]:
 
 
 def _register_simulated_clusters(plane: Plane, api_url: str) -> None:
-    """Register the simulated clusters through the API, as an admin would (repeating it is a no-op)."""
-    from wingsmith.cli.api_client import token
+    """Register the simulated clusters through the API, as an admin of the plane's token table
+    (WINGSMITH_AUTH_TOKENS, else the local tokens) would; repeating it is a no-op."""
+    admin = holder_with(plane.settings, "admin")
+    if admin is None:
+        raise RuntimeError("the token table (WINGSMITH_AUTH_TOKENS) has no admin, so the simulated clusters "
+                           "cannot be registered: add an entry with roles [\"admin\"], or start with "
+                           "--no-simulated-clusters")
     described = json.loads((plane.home / "sim" / "clusters.json").read_text())
-    headers = {"Authorization": f"Bearer {token('admin')}"}
+    headers = {"Authorization": f"Bearer {admin.token}"}
     for name, c in described["clusters"].items():
-        body = {"name": name, "region": c["region"], "kubeconfig": described["kubeconfig"], "kube_context": c["context"],
-                "frontend_base_url": c["frontend_base_url"], "labels": {"simulated": "true"}}
+        body = {"name": name, "region": c["region"], "kubeconfig": described["kubeconfig"],
+                "kube_context": c["context"], "frontend_base_url": c["frontend_base_url"],
+                "labels": {"simulated": "true"}}
         r = httpx.post(f"{api_url}/v1/clusters", json=body, headers=headers, timeout=10)
         if r.status_code not in (200, 201):
             _say(f"clusters: could not register {name}: {r.json().get('error', {}).get('message', r.status_code)}")
+        else:
+            _say(f"clusters: registered {name} (as {admin.name})")
 
 
 def _start_child(plane: Plane, name: str, cmd: list[str], port: int, **env: str) -> Child:
@@ -253,26 +283,46 @@ def _start_child(plane: Plane, name: str, cmd: list[str], port: int, **env: str)
     child = Child(name=name, cmd=cmd, env=plane.child_env(**env), log_path=plane.home / "logs" / f"{name}.log")
     child.start()
     plane.children.append(child)
-    wait_for_port("127.0.0.1", port, 30, child.process, name)
+    try:
+        wait_for_port("127.0.0.1", port, 30, child.process, name)
+    except RuntimeError:
+        raise RuntimeError(child.died(f" before listening on {port}")) from None
     return child
 
 
-def _wait_ready(api_url: str, plane: Plane, timeout: float) -> None:
+def _wait_ready(api_url: str, plane: Plane, timeout: float, *, until_clusters: bool = True) -> None:
+    """Until /readyz says 200, or, with `until_clusters=False`, until only the clusters are pending
+    (they are registered through the API, so it must serve first)."""
     deadline = time.monotonic() + timeout
     last = "no answer"
     while time.monotonic() < deadline:
         for child in plane.children:
             if child.process and child.process.poll() is not None and not child.restart:
-                raise RuntimeError(f"{child.name} exited with {child.process.returncode}; see {child.log_path}")
+                raise RuntimeError(child.died())
         try:
             r = httpx.get(f"{api_url}/readyz", timeout=2)
-            if r.status_code == 200:
+            checks = r.json().get("checks") or {}
+            if r.status_code == 200 or (not until_clusters and all(
+                    v == "ok" for k, v in checks.items() if k != "clusters")):
                 return
-            last = json.dumps(r.json().get("checks"))
+            last = json.dumps(checks)
         except httpx.HTTPError as exc:
             last = type(exc).__name__
         time.sleep(0.3)
     raise TimeoutError(f"the API was not ready within {timeout:.0f}s ({last})")
+
+
+def write_plane_file(settings: Settings, api_url: str, env: dict[str, str]) -> Path:
+    """Where this plane answers, for the CLI: flags and WINGSMITH_API_URL still override it."""
+    plane = {"api_url": api_url, "gateway_url": env.get("WINGSMITH_GATEWAY_URL", settings.gateway_url),
+             "hub_endpoint": env.get("WINGSMITH_HF_ENDPOINT", settings.hf_endpoint),
+             "temporal_address": env.get("TEMPORAL_ADDRESS"), "temporal_namespace": settings.temporal_namespace,
+             "temporal_ui_url": env.get("WINGSMITH_TEMPORAL_UI_URL", settings.temporal_ui_url), "pid": os.getpid()}
+    path = settings.plane_file
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(plane, indent=2) + "\n")
+    tmp.replace(path)
+    return path
 
 
 def _print_banner(plane: Plane, api_url: str, env: dict[str, str]) -> None:
@@ -289,12 +339,14 @@ def _print_banner(plane: Plane, api_url: str, env: dict[str, str]) -> None:
         f"  Temporal    {env.get('TEMPORAL_ADDRESS')}"
         + (f"   (Web UI: {env['WINGSMITH_TEMPORAL_UI_URL']})" if "WINGSMITH_TEMPORAL_UI_URL" in env else ""),
         f"  Postgres    {env['DATABASE_URL']}",
+        f"  Hub         {env.get('WINGSMITH_HF_ENDPOINT', s.hf_endpoint)}",
         *( [f"  Gateway     {env['WINGSMITH_GATEWAY_URL']}/v1   (one model name per endpoint)"]
            if "WINGSMITH_GATEWAY_URL" in env else []),
         f"  Metrics     {api_url}/metrics, worker http://{s.worker_metrics_host}:{s.worker_metrics_port}/metrics"
         + (f", gateway {env['WINGSMITH_GATEWAY_URL']}/metrics" if "WINGSMITH_GATEWAY_URL" in env else ""),
         f"  Token       {token_note}",
         f"  Logs        {plane.home / 'logs'}",
+        f"  CLI         reads {s.plane_file}",
         "Ctrl-C stops everything.",
     ]
     _say("\n".join(lines))
