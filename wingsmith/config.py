@@ -123,8 +123,14 @@ class Settings(BaseSettings):
 
     @model_validator(mode="after")
     def _urls_follow_ports(self) -> Settings:
-        self.temporal_ui_url = self.temporal_ui_url or f"http://localhost:{self.temporal_ui_port}"
-        self.gateway_url = (self.gateway_url or f"http://127.0.0.1:{self.gateway_port}").rstrip("/")
+        derived = {"temporal_ui_url": f"http://localhost:{self.temporal_ui_port}",
+                   "gateway_url": f"http://127.0.0.1:{self.gateway_port}"}
+        for name, default in derived.items():
+            if not getattr(self, name):
+                setattr(self, name, default)
+                self.__pydantic_fields_set__.discard(name)  # derived, not set: the CLI may prefer plane.json
+        if "gateway_url" in self.model_fields_set:
+            self.gateway_url = self.gateway_url.rstrip("/")
         return self
 
     @property
