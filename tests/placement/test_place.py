@@ -70,6 +70,10 @@ def test_more_replicas_than_capacity_are_explained_per_cluster():
     assert "full" in verdict(decision, "b").unplaced_reason
     assert "no h200 nodes" in verdict(decision, "c").unplaced_reason and "b200" in verdict(decision, "c").unplaced_reason
     assert "2 unplaced" in decision.summary
+    # The summary (the workflow's failure, the events, CLI and console) carries every reason itself.
+    for name in ("a", "b", "c"):
+        assert f"{name}: {verdict(decision, name).unplaced_reason}" in decision.summary
+    assert "no h200 nodes (has: b200)" in decision.summary
 
 
 def test_complete_placement_has_no_unplaced_reasons():
