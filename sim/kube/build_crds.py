@@ -13,13 +13,16 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
 from pathlib import Path
 from typing import Any
 
 import yaml
 
-DEFAULT_UPSTREAM = Path(__file__).resolve().parents[3] / "shared" / "upstream" / "dynamo"
+# The team's snapshot beside the repository, or WINGSMITH_UPSTREAM_DIR (as for the tests' upstream tier).
+DEFAULT_UPSTREAM = Path(os.environ.get("WINGSMITH_UPSTREAM_DIR") or Path(__file__).resolve().parents[3] / "shared"
+                        / "upstream") / "dynamo"
 CRD_SUBDIR = "deploy/operator/config/crd/bases"
 DEFAULT_OUT = Path(__file__).with_name("crds")
 SOURCE_ANNOTATION = "wingsmith.dev/source"
