@@ -24,7 +24,6 @@ import httpx
 from wingsmith.config import Settings, get_settings
 from wingsmith.local.tokens import holder_with, local_admin_tokens
 
-SIMULATED_CLUSTERS = ("sim-east", "sim-west", "sim-nvl")
 LOG_TAIL_LINES = 20
 
 
@@ -141,7 +140,8 @@ def run_up(*, offline_hub: bool = False, simulated_clusters: bool = True, settin
         local_admin_tokens(settings.tokens_file)
     try:
         env_extra = _start_backing_services(plane)
-        expected = ",".join(SIMULATED_CLUSTERS) if plane.simulated_clusters else ""
+        # /readyz waits for the clusters this `up` started, as the emulator describes them.
+        expected = ",".join(_simulated_clusters(plane)) if plane.simulated_clusters else ""
         for name, module, restart in (("worker", "worker", True), ("api", "api", False)):
             env = plane.child_env(**env_extra, **({"WINGSMITH_EXPECTED_CLUSTERS": expected} if name == "api" else {}))
             child = Child(name=name, cmd=[sys.executable, "-m", module], env=env,
@@ -265,7 +265,7 @@ def _register_simulated_clusters(plane: Plane, api_url: str) -> None:
         raise RuntimeError("the token table (WINGSMITH_AUTH_TOKENS) has no admin, so the simulated clusters "
                            "cannot be registered: add an entry with roles [\"admin\"], or start with "
                            "--no-simulated-clusters")
-    described = json.loads((plane.home / "sim" / "clusters.json").read_text())
+    described = _described_clusters(plane)
     headers = {"Authorization": f"Bearer {admin.token}"}
     for name, c in described["clusters"].items():
         body = {"name": name, "region": c["region"], "kubeconfig": described["kubeconfig"],
@@ -276,6 +276,15 @@ def _register_simulated_clusters(plane: Plane, api_url: str) -> None:
             _say(f"clusters: could not register {name}: {r.json().get('error', {}).get('message', r.status_code)}")
         else:
             _say(f"clusters: registered {name} (as {admin.name})")
+
+
+def _described_clusters(plane: Plane) -> dict:
+    """What the emulator wrote about the clusters it serves (kubeconfig, contexts, frontends)."""
+    return json.loads((plane.home / "sim" / "clusters.json").read_text())
+
+
+def _simulated_clusters(plane: Plane) -> list[str]:
+    return sorted(_described_clusters(plane)["clusters"])
 
 
 def _start_child(plane: Plane, name: str, cmd: list[str], port: int, **env: str) -> Child:
