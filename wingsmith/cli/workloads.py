@@ -69,6 +69,8 @@ def wait_for_stage(args, workload_id: str, stages: set[str], *, prog: str, timeo
             print(f"  {event}", flush=True)
         seen = max(seen, len(live.get("events", [])))
         if live.get("stage") in stages:
+            if live.get("failure"):  # why, for every cluster when nothing could be placed
+                print(f"  failed: {live['failure']}", flush=True)
             return live
         time.sleep(1)
     print(f"{prog}: still not {' or '.join(sorted(stages))} after {timeout:.0f}s", file=sys.stderr)
@@ -111,16 +113,20 @@ def _list(args) -> int:
          for w in d["workloads"]]) if d["workloads"] else "no workloads", prog="wingsmith workloads")
 
 
+def show_text(w: dict) -> str:
+    """What `workloads show` prints: the failure first (it names each cluster's reason), then clusters and events."""
+    live = w.get("live") or {}
+    rows = [("id", w["id"]), ("state", live.get("stage") or w.get("state")), ("workflow", w.get("workflow_url"))]
+    rows += [("failure", live["failure"])] if live.get("failure") else []
+    for c in live.get("clusters", []):
+        rows.append((f"cluster {c['cluster']}", f"{c['state']}, {c['replicas']} replica(s), {c.get('dgd_name')}, "
+                                                f"{c.get('frontend_url') or c.get('error') or ''}"))
+    rows += [("event", e) for e in live.get("events", [])[-10:]]
+    return pairs(rows)
+
+
 def _show(args) -> int:
-    def render(w: dict) -> str:
-        live = w.get("live") or {}
-        rows = [("id", w["id"]), ("state", live.get("stage") or w.get("state")), ("workflow", w.get("workflow_url"))]
-        for c in live.get("clusters", []):
-            rows.append((f"cluster {c['cluster']}", f"{c['state']}, {c['replicas']} replica(s), {c.get('dgd_name')}, "
-                                                    f"{c.get('frontend_url') or c.get('error') or ''}"))
-        rows += [("event", e) for e in live.get("events", [])[-10:]]
-        return pairs(rows)
-    return call(args, "GET", f"/v1/workloads/{args.id}", None, render, prog="wingsmith workloads")
+    return call(args, "GET", f"/v1/workloads/{args.id}", None, show_text, prog="wingsmith workloads")
 
 
 def _scale(args) -> int:
