@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 
 from wingsmith.cli.plane import hub_endpoint, recorded
 from wingsmith.client import register_artifact
@@ -54,7 +55,10 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     result = asyncio.run(start(args.source, requested_by=args.requested_by, sha=args.sha, address=args.address,
                                namespace=args.namespace, task_queue=args.task_queue))
-    print(json.dumps(result, indent=2))
+    print(json.dumps(result, indent=2), flush=True)
+    # A process that used a Temporal client can abort at interpreter exit (an open SDK issue):
+    # leaving through os._exit keeps the exit code true.
+    os._exit(0)
 
 
 if __name__ == "__main__":
