@@ -5,6 +5,10 @@
                                                        context=sim.context("sim-east"))
         sim.faults("sim-east").crash_loop = True
         sim.cluster("sim-east").dgds()
+
+Each cluster's objects live in `<home>/state/<cluster>.json` (see `StoreFile`): a cluster started
+again on the same home finds its deployments, pods and nodes where it left them, and the operator
+takes them over, frontends included. `persist=False` keeps a cluster in memory only.
 """
 
 from __future__ import annotations
@@ -27,7 +31,7 @@ from sim.kube.frontend import Frontends
 from sim.kube.operator import FRONTEND_URL_ANNOTATION, SimulatedOperator
 from sim.kube.resources import CORE_TYPES, crd_dir, load_crds
 from sim.kube.server import build_app
-from sim.kube.store import ClusterStore, WriteOptions
+from sim.kube.store import ClusterStore, StoreFile, WriteOptions
 
 # The node shapes the stand-in clusters offer, as NVIDIA's GPU feature discovery labels them. The
 # stand-in keeps its own table (it imports nothing of the product), so a product mistake in mapping
@@ -78,7 +82,7 @@ class SimulatedCluster:
     """One cluster's state; the inspection methods are safe to call from any thread."""
 
     def __init__(self, spec: ClusterSpec, crds: tuple, server_url: str, frontend_base_url: str,
-                 frontends: Frontends, operator_delay: float, strict_fields: bool):
+                 frontends: Frontends, operator_delay: float, strict_fields: bool, state_file: StoreFile | None = None):
         self.spec = spec
         self.name = spec.name
         self.server_url = server_url
@@ -90,16 +94,27 @@ class SimulatedCluster:
         self.operator = SimulatedOperator(spec.name, self.store, self.faults, frontends, frontend_base_url,
                                           delay=operator_delay)
         self._frontends = frontends
+        self.state_file = state_file
+        if state_file is not None and state_file.load(self.store):
+            self.operator.adopt()
         self._seed()
 
     def _seed(self) -> None:
+        """Namespaces and nodes the spec names; on a restarted cluster only the ones it lacks."""
         ns = self.store.type_of("", "namespaces")
         for name in dict.fromkeys(["default", "kube-system", *self.spec.namespaces]):
-            self.store.create(ns, "v1", None, {"metadata": {"name": name}}, WriteOptions(manager="sim"))
+            if not self.store.exists(ns, None, name):
+                self.store.create(ns, "v1", None, {"metadata": {"name": name}}, WriteOptions(manager="sim"))
         nodes = self.store.type_of("", "nodes")
         for pool in self.spec.node_pools:
             for i in range(pool.count):
-                self.store.create(nodes, "v1", None, _node(self.spec, pool, i), WriteOptions(manager="sim"))
+                node = _node(self.spec, pool, i)
+                if not self.store.exists(nodes, None, node["metadata"]["name"]):
+                    self.store.create(nodes, "v1", None, node, WriteOptions(manager="sim"))
+
+    def save(self) -> bool:
+        """Write the cluster's objects to its state file if anything changed (no-op in memory only)."""
+        return self.state_file.save(self.store) if self.state_file else False
 
     # ---- inspection ----------------------------------------------------------------------------
 
@@ -154,7 +169,8 @@ def _node(spec: ClusterSpec, pool: NodePool, index: int) -> dict[str, Any]:
 class SimulatedClusters:
     def __init__(self, specs: list[ClusterSpec] | None = None, home: Path | str = Path(".wingsmith/sim"),
                  operator_delay: float = 1.0, *, host: str = "127.0.0.1", port: int = 0,
-                 crd_directory: Path | None = None, tick: float = 0.05, strict_fields: bool = True):
+                 crd_directory: Path | None = None, tick: float = 0.05, strict_fields: bool = True,
+                 persist: bool = True, save_interval: float = 0.1):
         specs = specs if specs is not None else default_cluster_specs()
         names = [s.name for s in specs]
         if len(set(names)) != len(names) or not names:
@@ -172,9 +188,13 @@ class SimulatedClusters:
         self.base_url = f"http://{host}:{self.port}"
         self.frontends = Frontends()
         crds = load_crds(crd_dir(crd_directory))
+        self.state_dir = self.home / "state"
+        self._save_interval = save_interval
         self._clusters = {s.name: SimulatedCluster(s, crds, f"{self.base_url}/clusters/{s.name}",
                                                    f"{self.base_url}/frontends/{s.name}", self.frontends,
-                                                   operator_delay, strict_fields) for s in specs}
+                                                   operator_delay, strict_fields,
+                                                   StoreFile(self.state_dir / f"{s.name}.json") if persist else None)
+                          for s in specs}
         self.kubeconfig_path = self.home / "kubeconfig"
         self._thread: threading.Thread | None = None
         self._server: uvicorn.Server | None = None
@@ -223,6 +243,11 @@ class SimulatedClusters:
             self._thread.join(timeout=10)
             self._thread = None
         self._socket.close()
+        self.save()  # the last writes, after the server and operators stopped making any
+
+    def save(self) -> None:
+        for cluster in self._clusters.values():
+            cluster.save()
 
     def __enter__(self) -> SimulatedClusters:
         return self.start()
@@ -242,6 +267,7 @@ class SimulatedClusters:
                                 lifespan="off", timeout_keep_alive=120)
         self._server = uvicorn.Server(config)
         operators = [asyncio.create_task(c.operator.run(self._tick)) for c in self._clusters.values()]
+        operators.append(asyncio.create_task(self._keep_saving()))
         serving = asyncio.create_task(self._server.serve(sockets=[self._socket]))
         while not self._server.started and not serving.done():
             await asyncio.sleep(0.01)
@@ -252,6 +278,17 @@ class SimulatedClusters:
             for task in operators:
                 task.cancel()
             await asyncio.gather(*operators, return_exceptions=True)
+
+    async def _keep_saving(self) -> None:
+        """Changed clusters reach their files within `save_interval`, written off the event loop
+        (a stop writes the rest); a cluster killed outright loses at most that much."""
+        while True:
+            await asyncio.sleep(self._save_interval)
+            try:
+                await asyncio.to_thread(self.save)
+            except OSError:  # a full disk must not stop the clusters; the next pass tries again
+                import logging
+                logging.getLogger(__name__).exception("saving the simulated clusters failed")
 
     def _write_files(self) -> None:
         self.home.mkdir(parents=True, exist_ok=True)

@@ -7,6 +7,10 @@ that follow the cluster's faults; and the DGD status (`state`, the `Ready` condi
 `observedGeneration`, per-component replica counts). A spec change (new generation) replaces the
 pods. The deployment's frontend is published once its frontend pods run and serves the model once
 every worker is ready. Deleting the DGD removes pods and frontend, then the finalizer.
+
+An operator started on a cluster that already holds deployments (the emulator restarted on the
+same home) adopts them: pods already bound to nodes keep running as they were, so their
+deployments stay ready and their frontends are published again on the first pass.
 """
 
 from __future__ import annotations
@@ -57,6 +61,17 @@ class SimulatedOperator:
 
     def frontend_url(self, namespace: str, name: str) -> str:
         return f"{self.frontend_base_url}/{namespace}/{name}"
+
+    def adopt(self) -> None:
+        """Take over what a previous run left: bound pods count as started long ago (their
+        containers kept running while nobody watched), deployments as already seen."""
+        long_ago = time.monotonic() - 10 * max(self.delay, 1.0)
+        for pod in self.store.list(self._pods, "v1")["items"]:
+            if pod["spec"].get("nodeName"):
+                self._scheduled_at[(pod["metadata"]["namespace"], pod["metadata"]["name"])] = long_ago
+        for dgd in self.store.list(self._dgd, self._dgd.storage_version)["items"]:
+            meta = dgd["metadata"]
+            self._seen[meta["uid"]] = _Seen(meta.get("generation", 1), long_ago, first=False)
 
     async def run(self, tick: float = 0.05) -> None:
         while True:

@@ -6,18 +6,25 @@ custom objects, merge/JSON patch and server-side apply with field managers.
 No HTTP here: the HTTP layer and the simulated operator both call these methods. Objects are kept
 in the version they were written in; reading through another served version only rewrites
 `apiVersion` (the emulator does no conversion between DGD v1alpha1 and v1beta1).
+
+A cluster outlives whoever started it, as a real one outlives its control plane: `StoreFile` keeps
+one store in one JSON file (objects, field managers, the resourceVersion counter), written
+atomically whenever something changed and loaded when the emulator starts again on the same home.
 """
 
 from __future__ import annotations
 
 import base64
 import copy
+import json
+import os
 import re
 import secrets
 import threading
 import uuid
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
+from pathlib import Path
 from typing import Any
 
 import yaml
@@ -213,6 +220,38 @@ class ClusterStore:
             return {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success",
                     "details": {"name": name, "kind": rt.plural, "uid": meta["uid"]}}
 
+    # ---- persistence ---------------------------------------------------------------------------
+
+    @property
+    def resource_version(self) -> int:
+        """Bumped by every write, so a changed store is one whose counter moved."""
+        return self._rv
+
+    def snapshot(self) -> dict[str, Any]:
+        """Everything a restarted API server needs, as JSON-ready data (taken under the lock)."""
+        with self._lock:
+            objects = [{"group": group, "plural": plural, "object": copy.deepcopy(e.obj),
+                        "managers": [[m, o, sorted(list(p) for p in paths)] for (m, o), paths in e.managers.items()],
+                        "manager_meta": [[m, o, v, t] for (m, o), (v, t) in e.manager_meta.items()]}
+                       for (group, plural), entries in self._objects.items() for e in entries.values()]
+            return {"resourceVersion": self._rv, "objects": objects}
+
+    def restore(self, data: dict[str, Any]) -> None:
+        """Load a snapshot; objects of types this store no longer serves are dropped."""
+        with self._lock:
+            for objects in self._objects.values():
+                objects.clear()
+            for item in data.get("objects") or []:
+                key = (item["group"], item["plural"])
+                if key not in self._objects:
+                    continue
+                obj = item["object"]
+                managers = {(m, o): {tuple(p) for p in paths} for m, o, paths in item.get("managers") or []}
+                meta = {(m, o): (v, t) for m, o, v, t in item.get("manager_meta") or []}
+                ns, name = obj["metadata"].get("namespace") or "", obj["metadata"]["name"]
+                self._objects[key][(ns, name)] = _Entry(obj, managers, meta)
+            self._rv = int(data.get("resourceVersion") or 0)
+
     # ---- internals -----------------------------------------------------------------------------
 
     def _entry(self, rt: ResourceType, namespace: str | None, name: str) -> _Entry:
@@ -360,6 +399,39 @@ class ClusterStore:
             if rt.namespaced:
                 for ns, name in [k for k in objects if k[0] == namespace]:
                     self.delete(rt, rt.storage_version, ns, name)
+
+
+class StoreFile:
+    """One store kept in one file: `save` writes only when the store changed since the last save,
+    through a temporary file and a rename, so a crash mid-write leaves the previous state whole."""
+
+    def __init__(self, path: Path):
+        self.path = path
+        self._saved_rv: int | None = None
+        self._lock = threading.Lock()
+
+    def load(self, store: ClusterStore) -> bool:
+        """Restore `store` from the file; False when there is none yet (a new cluster)."""
+        if not self.path.exists():
+            return False
+        store.restore(json.loads(self.path.read_text()))
+        self._saved_rv = store.resource_version
+        return True
+
+    def save(self, store: ClusterStore) -> bool:
+        with self._lock:  # a periodic flush and the final one at stop may overlap
+            if store.resource_version == self._saved_rv:
+                return False
+            data = store.snapshot()
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            tmp = self.path.with_name(f".{self.path.name}.tmp")
+            with open(tmp, "w") as fh:
+                json.dump(data, fh, separators=(",", ":"))
+                fh.flush()
+                os.fsync(fh.fileno())
+            os.replace(tmp, self.path)
+            self._saved_rv = data["resourceVersion"]
+            return True
 
 
 def _decode(body: Any) -> Any:
