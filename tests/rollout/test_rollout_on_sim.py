@@ -161,6 +161,18 @@ def test_probe_finds_the_served_model_on_the_frontend(sim, faults, kubeconfig, w
     delete(env, acts, kubeconfig, applied.name)
 
 
+def test_a_missing_deployment_fails_the_probe_at_once_without_inventing_an_address(sim, faults, kubeconfig,
+                                                                                 workload_id, acts, env):
+    started = time.monotonic()
+    with pytest.raises(ApplicationError) as info:
+        env.run(acts.probe_frontend, ProbeFrontendInput(
+            kubeconfig=kubeconfig, name=dgd_name(workload_id, CLUSTER), namespace="default",
+            served_model_name="anything", timeout_seconds=600, poll_seconds=0.1))
+    assert info.value.type == "DeploymentMissing" and info.value.non_retryable
+    assert "deployment missing" in str(info.value) and "svc.cluster.local" not in str(info.value)
+    assert time.monotonic() - started < 5
+
+
 class _CorruptingClient(DgdClient):
     """Sends a manifest the CRD schema rejects, to see the API server's 422 come back."""
 

@@ -86,8 +86,12 @@ class DgdClient:
         return self._retry(call, f"reading DynamoGraphDeployment {namespace}/{name}")
 
     def frontend_url(self, name: str, namespace: str) -> str:
-        """The published frontend URL, else the in-cluster Service address of the frontend."""
-        obj = self.get(name, namespace) or {}
+        """The published frontend URL, else the in-cluster address of the frontend Service the
+        operator creates for an existing DGD. No DGD, no address: that is a non-retryable
+        `DeploymentMissing`, so a probe fails at once instead of polling an invented host."""
+        obj = self.get(name, namespace)
+        if obj is None:
+            raise KubeError("DeploymentMissing", f"{namespace}/{name}: deployment missing", retryable=False)
         notes = (obj.get("metadata") or {}).get("annotations") or {}
         for key in FRONTEND_URL_ANNOTATIONS:
             if notes.get(key):
