@@ -12,6 +12,7 @@ from pydantic import ValidationError
 from tests.dynamo.builders import (KIMI_K3_ARGS, KIMI_K3_PD_B300, kimi_k3_spec, small_spec,
                                    validate_dgd)
 from wingsmith.dynamo import Engine, Layout, RenderError, WorkerPool, dgd_name, render_dgd
+from wingsmith.dynamo.render import SPEC_HASH_ANNOTATION, spec_hash
 
 GOLDEN = Path(__file__).parent / "golden"
 CASES = [*KIMI_K3_ARGS, ("b300", "pd_cluster")]
@@ -109,6 +110,21 @@ def test_golden(name):
     assert path.exists(), f"{path} missing; run with WINGSMITH_UPDATE_GOLDEN=1 and review the diff"
     assert rendered == path.read_text()
     validate_dgd(yaml.safe_load(path.read_text()))
+
+
+# --- spec hash -----------------------------------------------------------------------------------
+
+def test_the_spec_hash_annotation_names_exactly_the_rendered_spec():
+    dgd = render_dgd(small_spec())
+    stamped = dgd["metadata"]["annotations"][SPEC_HASH_ANNOTATION]
+    assert stamped == spec_hash(dgd["spec"]) and stamped.startswith("sha256:")
+    # Key order is not content; the API server may hand the object back in any order.
+    assert spec_hash(dict(reversed(list(dgd["spec"].items())))) == stamped
+    assert render_dgd(small_spec())["metadata"]["annotations"][SPEC_HASH_ANNOTATION] == stamped
+    edited = {**dgd["spec"], "backendFramework": "sglang"}
+    assert spec_hash(edited) != stamped
+    other = render_dgd(small_spec(max_num_seqs=128))
+    assert other["metadata"]["annotations"][SPEC_HASH_ANNOTATION] != stamped
 
 
 # --- arguments -----------------------------------------------------------------------------------

@@ -9,6 +9,8 @@ one pod per node, so nodes x GPUs per pod must equal the GPUs the engine argumen
 
 from __future__ import annotations
 
+import hashlib
+import json
 import re
 from typing import Any
 
@@ -31,6 +33,17 @@ _TOKEN_ENV_NAMES = {"HF_TOKEN", "HUGGING_FACE_HUB_TOKEN", "HUGGINGFACE_TOKEN"}
 _SEMVER_TAG = re.compile(r"^v?(\d+\.\d+\.\d+)")
 
 
+# What the plane applied, so drift is visible from the object alone: a spec edited outside the
+# plane no longer hashes to it, and an object applied by another renderer carries another one.
+SPEC_HASH_ANNOTATION = f"{names.DOMAIN}/spec-hash"
+
+
+def spec_hash(spec: dict[str, Any]) -> str:
+    """A stable digest of a DGD's `spec` (key order does not matter)."""
+    canonical = json.dumps(spec, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return "sha256:" + hashlib.sha256(canonical.encode()).hexdigest()[:32]
+
+
 class RenderError(ValueError):
     """The rollout cannot be expressed as a valid DynamoGraphDeployment; the message says why."""
 
@@ -49,6 +62,12 @@ def render_dgd(spec: RolloutSpec) -> dict[str, Any]:
         for component in components:
             component["runtimeVersionOverride"] = runtime_version
     links = link_labels(spec)
+    body = {
+        "backendFramework": spec.engine.value,
+        # Propagated by the operator to every child (pods included), so pods name their workload.
+        "labels": links,
+        "components": components,
+    }
     return {
         "apiVersion": API_VERSION,
         "kind": KIND,
@@ -56,14 +75,9 @@ def render_dgd(spec: RolloutSpec) -> dict[str, Any]:
             "name": name,
             "namespace": spec.namespace,
             "labels": {names.LABEL_MANAGED_BY: "wingsmith", names.LABEL_NAME: name, **links},
-            "annotations": link_annotations(spec),
+            "annotations": {**link_annotations(spec), SPEC_HASH_ANNOTATION: spec_hash(body)},
         },
-        "spec": {
-            "backendFramework": spec.engine.value,
-            # Propagated by the operator to every child (pods included), so pods name their workload.
-            "labels": links,
-            "components": components,
-        },
+        "spec": body,
     }
 
 
