@@ -1,0 +1,144 @@
+"""Is what the plane applied on a cluster still there, as applied, and serving? A pure verdict.
+
+The workload's watch loop observes each cluster (the DGD's metadata and status, now and then its
+frontend) and asks `judge` what to do, carrying `unhealthy_since` from one look to the next:
+
+- everything as applied, ready, and the frontend lists the served name: `ok` (serving);
+- no DGD: `reapply` at once ("deployment missing");
+- a spec the plane did not apply (the generation moved, or another spec hash): `reapply` under
+  policy `heal` (the default), `report` and leave it under policy `report`;
+- the cluster's API unreachable, the DGD being deleted, unready, or its frontend not answering:
+  `wait` (degraded, with since-when) until the grace has passed, then `replace`: drain the cluster
+  at every endpoint and place its replicas elsewhere.
+
+Like a Kubernetes controller, the plane acts on what it sees, never on what it last did: a
+deployment that is not there is not serving, whatever the registry said a minute ago.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+from typing import Literal
+
+from pydantic import BaseModel, Field
+
+DriftPolicy = Literal["heal", "report"]
+Action = Literal["ok", "wait", "reapply", "report", "replace"]
+Health = Literal["serving", "degraded", "drifted"]
+
+DEFAULT_GRACE = timedelta(minutes=2)
+DEPLOYMENT_MISSING = "deployment missing"
+
+
+class Applied(BaseModel):
+    """What the plane put on one cluster, as the workload remembers it."""
+
+    cluster: str
+    dgd_name: str
+    namespace: str
+    spec_hash: str = Field(description="the `wingsmith.dev/spec-hash` the plane rendered")
+    generation: int | None = Field(default=None, description="what the last apply returned; None: not known")
+    replicas: int = Field(ge=0)
+    served_model_name: str
+
+
+class FrontendCheck(BaseModel):
+    url: str | None = None
+    models: list[str] = Field(default_factory=list)
+    error: str | None = Field(default=None, description="why it gave no list: HTTP status, connection error")
+
+
+class Observation(BaseModel):
+    """One look at one cluster's DGD (and, when probed, its frontend)."""
+
+    cluster: str
+    at: datetime
+    reachable: bool = True
+    error: str | None = Field(default=None, description="why the cluster's API could not be read")
+    exists: bool = False
+    deleting: bool = False
+    uid: str | None = None
+    generation: int | None = None
+    observed_generation: int | None = None
+    spec_hash: str | None = Field(default=None, description="the spec-hash annotation on the live object")
+    live_spec_hash: str | None = Field(default=None, description="the hash of the live spec itself")
+    ready: bool = False
+    state: str | None = None
+    ready_replicas: int | None = None
+    condition: str | None = Field(default=None, description="the Ready condition's message when not ready")
+    frontend: FrontendCheck | None = Field(default=None, description="None when not probed this time")
+
+
+class Verdict(BaseModel):
+    action: Action
+    health: Health
+    cause: str | None = None
+    unhealthy_since: datetime | None = None
+
+    @property
+    def heals(self) -> bool:
+        return self.action in ("reapply", "replace")
+
+
+def edited(applied: Applied, seen: Observation) -> str | None:
+    """Why the live spec is not the one the plane applied, or None."""
+    if seen.spec_hash != applied.spec_hash:
+        return f"spec-hash {seen.spec_hash or 'absent'} is not the applied {applied.spec_hash}"
+    if applied.generation is not None and seen.generation != applied.generation:
+        return f"generation {seen.generation}, applied {applied.generation}"
+    if applied.generation is None and seen.live_spec_hash and seen.live_spec_hash != applied.spec_hash:
+        return "the spec no longer hashes to the applied one"
+    return None
+
+
+def unready(applied: Applied, seen: Observation) -> str | None:
+    """Why the DGD is not serving what was applied, or None."""
+    if seen.observed_generation != seen.generation:
+        return f"the operator has not caught up (observedGeneration {seen.observed_generation}, " \
+               f"generation {seen.generation})"
+    if not seen.ready:
+        return f"unready: state {seen.state or 'unset'}" + (f", {seen.condition}" if seen.condition else "")
+    if seen.ready_replicas is not None and seen.ready_replicas < applied.replicas:
+        return f"unready: {seen.ready_replicas}/{applied.replicas} replicas ready"
+    front = seen.frontend
+    if front is not None and applied.served_model_name not in front.models:
+        answer = front.error or f"lists {front.models or 'no models'}"
+        return f"frontend does not answer {applied.served_model_name!r} ({answer})"
+    return None
+
+
+def judge(applied: Applied, seen: Observation, *, unhealthy_since: datetime | None = None,
+          policy: DriftPolicy = "heal", grace: timedelta = DEFAULT_GRACE) -> Verdict:
+    """What to do about one cluster now. `unhealthy_since` is the previous verdict's, so a problem
+    that lasts is replaced after `grace`, and one that clears starts the clock afresh next time."""
+
+    def lasting(cause: str) -> Verdict:
+        since = unhealthy_since or seen.at
+        if seen.at - since >= grace:
+            return Verdict(action="replace", health="degraded", unhealthy_since=since,
+                           cause=f"{cause}; for {_span(seen.at - since)}, longer than the {_span(grace)} grace")
+        return Verdict(action="wait", health="degraded", unhealthy_since=since,
+                       cause=f"{cause} (since {since.isoformat(timespec='seconds')})")
+
+    if not seen.reachable:
+        return lasting(f"cluster unreachable: {seen.error or 'no answer'}")
+    if not seen.exists:
+        return Verdict(action="reapply", health="degraded", cause=DEPLOYMENT_MISSING,
+                       unhealthy_since=unhealthy_since or seen.at)
+    if seen.deleting:
+        return lasting("deployment being deleted outside the plane")
+    drift = edited(applied, seen)
+    if drift and policy == "heal":
+        return Verdict(action="reapply", health="degraded", cause=f"spec edited outside the plane: {drift}",
+                       unhealthy_since=unhealthy_since or seen.at)
+    problem = unready(applied, seen)
+    if problem:
+        return lasting(f"{problem} (spec edited outside the plane: {drift})" if drift else problem)
+    if drift:
+        return Verdict(action="report", health="drifted", cause=f"spec edited outside the plane: {drift}")
+    return Verdict(action="ok", health="serving")
+
+
+def _span(delta: timedelta) -> str:
+    seconds = int(delta.total_seconds())
+    return f"{seconds // 60} min {seconds % 60} s" if seconds >= 60 else f"{seconds} s"
