@@ -18,9 +18,12 @@ deployment that is not there is not serving, whatever the registry said a minute
 from __future__ import annotations
 
 from datetime import datetime, timedelta
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, Field
+
+from wingsmith.dynamo.readiness import evaluate_readiness
+from wingsmith.dynamo.render import SPEC_HASH_ANNOTATION, spec_hash
 
 DriftPolicy = Literal["heal", "report"]
 Action = Literal["ok", "wait", "reapply", "report", "replace"]
@@ -142,3 +145,29 @@ def judge(applied: Applied, seen: Observation, *, unhealthy_since: datetime | No
 def _span(delta: timedelta) -> str:
     seconds = int(delta.total_seconds())
     return f"{seconds // 60} min {seconds % 60} s" if seconds >= 60 else f"{seconds} s"
+
+
+def read_observation(cluster: str, at: datetime, obj: dict[str, Any] | None,
+                     frontend: FrontendCheck | None = None) -> Observation:
+    """An Observation of a DGD as the API returned it (None: it does not exist)."""
+    if obj is None:
+        return Observation(cluster=cluster, at=at, exists=False)
+    meta, status = obj.get("metadata") or {}, obj.get("status") or {}
+    generation = int(meta["generation"]) if meta.get("generation") is not None else None
+    verdict = evaluate_readiness(obj, generation or 0)
+    return Observation(
+        cluster=cluster, at=at, exists=True, deleting=bool(meta.get("deletionTimestamp")), uid=meta.get("uid"),
+        generation=generation, observed_generation=verdict.observed_generation,
+        spec_hash=(meta.get("annotations") or {}).get(SPEC_HASH_ANNOTATION),
+        live_spec_hash=spec_hash(obj.get("spec") or {}), ready=verdict.ready, state=verdict.state,
+        ready_replicas=_serving_replicas(obj.get("spec") or {}, status),
+        condition=None if verdict.ready else verdict.condition_message, frontend=frontend)
+
+
+def _serving_replicas(spec: dict[str, Any], status: dict[str, Any]) -> int | None:
+    """Ready replicas of the component that carries the workload's replica count (the worker, or
+    the decode worker of a disaggregated graph), from the status the operator writes."""
+    counted = [c.get("name") for c in spec.get("components") or [] if c.get("type") in ("worker", "decode")]
+    per_component = status.get("components") or status.get("services") or {}
+    ready = [int((per_component.get(name) or {}).get("readyReplicas") or 0) for name in counted if name]
+    return min(ready) if ready and per_component else None

@@ -29,6 +29,16 @@ FRONTEND_URL_ANNOTATIONS = ("wingsmith.dev/frontend-url", "sim.wingsmith.dev/fro
 FRONTEND_PORT = 8000
 
 
+def frontend_url_of(obj: dict[str, Any]) -> str:
+    """Where an existing DGD's frontend answers: the published URL, else its frontend Service."""
+    meta = obj.get("metadata") or {}
+    notes = meta.get("annotations") or {}
+    for key in FRONTEND_URL_ANNOTATIONS:
+        if notes.get(key):
+            return notes[key]
+    return f"http://{meta.get('name')}-frontend.{meta.get('namespace')}.svc.cluster.local:{FRONTEND_PORT}"
+
+
 class AppliedObject(BaseModel):
     name: str
     namespace: str
@@ -92,11 +102,7 @@ class DgdClient:
         obj = self.get(name, namespace)
         if obj is None:
             raise KubeError("DeploymentMissing", f"{namespace}/{name}: deployment missing", retryable=False)
-        notes = (obj.get("metadata") or {}).get("annotations") or {}
-        for key in FRONTEND_URL_ANNOTATIONS:
-            if notes.get(key):
-                return notes[key]
-        return f"http://{name}-frontend.{namespace}.svc.cluster.local:{FRONTEND_PORT}"
+        return frontend_url_of(obj)
 
     def pods(self, name: str, namespace: str) -> list[dict[str, Any]]:
         """The graph's pods as API dicts (the operator labels each with the graph's name)."""

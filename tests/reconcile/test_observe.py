@@ -1,0 +1,128 @@
+"""The observe activity against the simulated clusters, through the real kubernetes client, and the
+verdicts its observations lead to: the same path the watch loop takes."""
+
+from __future__ import annotations
+
+import itertools
+import time
+from collections.abc import Iterator
+
+import pytest
+from kubernetes import client
+from temporalio.testing import ActivityEnvironment
+
+from activities.observe import ObserveActivities, ObserveInput
+from activities.rollout import ApplyInput, ApplyOutput, RolloutActivities, WaitReadyInput
+from sim.kube import SimulatedClusters
+from tests.dynamo.builders import small_spec
+from wingsmith.dynamo import GROUP, PLURAL, VERSION, render_dgd
+from wingsmith.dynamo.render import SPEC_HASH_ANNOTATION
+from wingsmith.kube import KubeconfigRef
+from wingsmith.reconcile import Applied, Observation, judge
+
+CLUSTER = "sim-east"
+_ids = itertools.count()
+
+
+@pytest.fixture(scope="module")
+def sim(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SimulatedClusters]:
+    with SimulatedClusters(home=tmp_path_factory.mktemp("sim"), operator_delay=0.2) as clusters:
+        yield clusters
+
+
+@pytest.fixture
+def kubeconfig(sim: SimulatedClusters) -> Iterator[KubeconfigRef]:
+    yield KubeconfigRef(path=str(sim.kubeconfig_path), context=CLUSTER)
+    sim.faults(CLUSTER).reset()
+
+
+@pytest.fixture
+def custom(sim: SimulatedClusters) -> client.CustomObjectsApi:
+    return client.CustomObjectsApi(sim.api_client(CLUSTER))
+
+
+def _serving(kubeconfig: KubeconfigRef) -> tuple[Applied, ApplyOutput]:
+    spec = small_spec(workload_id=f"watched-{next(_ids)}", served_model_name="watched")
+    env, acts = ActivityEnvironment(), RolloutActivities()
+    out = env.run(acts.apply, ApplyInput(kubeconfig=kubeconfig, spec=spec))
+    env.run(acts.wait_ready, WaitReadyInput(kubeconfig=kubeconfig, name=out.name, namespace=out.namespace,
+                                            generation=out.generation, deadline_seconds=20, poll_seconds=0.05))
+    stamped = render_dgd(spec)["metadata"]["annotations"][SPEC_HASH_ANNOTATION]
+    applied = Applied(cluster=CLUSTER, dgd_name=out.name, namespace=out.namespace, spec_hash=stamped,
+                      generation=out.generation, replicas=1, served_model_name="watched")
+    return applied, out
+
+
+def _look(kubeconfig: KubeconfigRef, applied: Applied, probe: bool = True) -> Observation:
+    return ActivityEnvironment().run(ObserveActivities().observe, ObserveInput(
+        cluster=CLUSTER, kubeconfig=kubeconfig, name=applied.dgd_name, namespace=applied.namespace,
+        served_model_name=applied.served_model_name if probe else None, probe_timeout_seconds=2))
+
+
+def test_a_serving_deployment_looks_as_applied(kubeconfig: KubeconfigRef) -> None:
+    applied, out = _serving(kubeconfig)
+    seen = _look(kubeconfig, applied)
+    assert seen.exists and seen.reachable and seen.ready and seen.uid == out.uid
+    assert (seen.generation, seen.observed_generation, seen.ready_replicas) == (1, 1, 1)
+    assert seen.spec_hash == seen.live_spec_hash == applied.spec_hash
+    assert seen.frontend is not None and seen.frontend.models == ["watched"]
+    assert judge(applied, seen).action == "ok"
+    # Looking changes nothing: a second look (a retried activity) sees the same thing.
+    again = _look(kubeconfig, applied)
+    assert again.model_dump(exclude={"at"}) == seen.model_dump(exclude={"at"})
+    assert _look(kubeconfig, applied, probe=False).frontend is None
+
+
+def test_a_deployment_deleted_out_of_band_is_missing(kubeconfig: KubeconfigRef, custom: client.CustomObjectsApi,
+                                                     sim: SimulatedClusters) -> None:
+    applied, _ = _serving(kubeconfig)
+    custom.delete_namespaced_custom_object(GROUP, VERSION, applied.namespace, PLURAL, applied.dgd_name)
+    deadline = time.monotonic() + 10
+    seen = _look(kubeconfig, applied)
+    while seen.exists and time.monotonic() < deadline:
+        assert seen.deleting  # the finalizer holds it a moment: being deleted, not serving
+        assert judge(applied, seen).health == "degraded"
+        seen = _look(kubeconfig, applied)
+    assert not seen.exists and seen.frontend is None
+    verdict = judge(applied, seen)
+    assert (verdict.action, verdict.cause) == ("reapply", "deployment missing")
+
+
+def test_a_spec_edited_out_of_band_is_drift(kubeconfig: KubeconfigRef, custom: client.CustomObjectsApi) -> None:
+    applied, _ = _serving(kubeconfig)
+    live = custom.get_namespaced_custom_object(GROUP, VERSION, applied.namespace, PLURAL, applied.dgd_name)
+    components = live["spec"]["components"]
+    components[1]["replicas"] = 2  # someone scaled it by hand
+    custom.patch_namespaced_custom_object(GROUP, VERSION, applied.namespace, PLURAL, applied.dgd_name,
+                                          {"spec": {"components": components}})
+    seen = _look(kubeconfig, applied, probe=False)
+    assert seen.generation == 2 and seen.spec_hash == applied.spec_hash and seen.live_spec_hash != applied.spec_hash
+    heal = judge(applied, seen)
+    assert heal.action == "reapply" and "generation 2, applied 1" in (heal.cause or "")
+    assert judge(applied, seen, policy="report").action in ("report", "wait")
+
+
+def test_a_cluster_that_does_not_answer_is_unreachable_not_an_error(kubeconfig: KubeconfigRef,
+                                                                   sim: SimulatedClusters) -> None:
+    applied, _ = _serving(kubeconfig)
+    sim.faults(CLUSTER).api_error_rate = 1.0
+    seen = _look(kubeconfig, applied)
+    assert not seen.reachable and "ServerError" in (seen.error or "")
+    assert judge(applied, seen).action == "wait"
+    missing_config = KubeconfigRef(path="/nonexistent/kubeconfig", context=CLUSTER)
+    seen = _look(missing_config, applied)
+    assert not seen.reachable and "KubeconfigMissing" in (seen.error or "")
+
+
+def test_a_frontend_that_stops_serving_the_name_is_seen(kubeconfig: KubeconfigRef, sim: SimulatedClusters) -> None:
+    applied, _ = _serving(kubeconfig)
+    wrong = applied.model_copy(update={"served_model_name": "not-served"})
+    seen = _look(kubeconfig, wrong)
+    assert seen.ready and seen.frontend is not None and seen.frontend.models == ["watched"]
+    assert "does not answer 'not-served' (lists ['watched'])" in (judge(wrong, seen).cause or "")
+    sim.faults(CLUSTER).operator_failed = True  # the frontend runs, but no worker registers with it
+    deadline = time.monotonic() + 5
+    while seen.frontend and seen.frontend.models and time.monotonic() < deadline:
+        seen = _look(kubeconfig, applied)
+    assert seen.frontend is not None and seen.frontend.models == []
+    assert judge(applied, seen).health == "degraded"
