@@ -19,6 +19,8 @@ class Faults(BaseModel):
     api_error_rate: float = Field(0.0, ge=0, le=1, description="fraction of API calls answered 500")
     conflict_rate: float = Field(0.0, ge=0, le=1, description="fraction of API writes answered 409 Conflict")
     latency: float = Field(0.0, ge=0, le=30, description="seconds added to every API call")
+    unreachable: bool = Field(False, description="a network partition: the API and the frontends answer 503, "
+                                                 "while inside the cluster everything keeps running")
     restart_interval: float = Field(0.25, gt=0, description="seconds between simulated container restarts")
     seed: int | None = Field(None, description="seed for the random draws behind the rates")
 

@@ -41,6 +41,12 @@ def _status_response(error: errors.KubeError) -> JSONResponse:
     return JSONResponse(error.status(), status_code=error.code)
 
 
+def _unreachable(cluster: str) -> Response:
+    """What a client sees of a partitioned cluster through a load balancer: 503, nothing else."""
+    return Response(f"upstream connect error: cluster {cluster} is unreachable (simulated partition)\n",
+                    status_code=503, media_type="text/plain")
+
+
 def _authorized(cluster: SimulatedCluster, request: Request) -> bool:
     header = request.headers.get("authorization", "")
     return header == f"Bearer {cluster.token}"
@@ -54,6 +60,8 @@ def build_app(clusters: dict[str, SimulatedCluster], frontends: Frontends) -> St
         if not _authorized(cluster, request):
             return _status_response(errors.unauthorized())
         faults = cluster.faults
+        if faults.unreachable:
+            return _unreachable(cluster.name)
         if faults.latency:
             await asyncio.sleep(faults.latency)
         if faults.draw(faults.api_error_rate, "api_error"):
@@ -69,6 +77,9 @@ def build_app(clusters: dict[str, SimulatedCluster], frontends: Frontends) -> St
             return _status_response(errors.internal(f"{type(exc).__name__}: {exc}"))
 
     async def front(request: Request) -> Response:
+        cluster = clusters.get(request.path_params["cluster"])
+        if cluster is not None and cluster.faults.unreachable:
+            return _unreachable(cluster.name)
         return await frontend.handle(frontends, request)
 
     async def admin_list(request: Request) -> Response:

@@ -138,3 +138,18 @@ def test_admin_route_sets_and_resets_faults(sim):
     assert httpx.delete(url, headers=auth).json()["crash_loop"] is False
     listing = httpx.get(f"{sim.base_url}/admin/clusters").json()
     assert set(listing) == {"sim-east", "sim-west", "sim-nvl"}
+
+
+def test_an_unreachable_cluster_answers_503_and_keeps_running_inside(sim, custom, namespace):
+    apply(custom, namespace, dgd("partitioned"))
+    wait_for(lambda: ready_for(get(custom, namespace, "partitioned"), 1), what="partitioned ready")
+    url = sim.cluster("sim-east").frontend_url(namespace, "partitioned")
+    sim.faults("sim-east").unreachable = True
+    with pytest.raises(ApiException) as err:
+        get(custom, namespace, "partitioned")
+    assert err.value.status == 503
+    assert httpx.get(f"{url}/v1/models").status_code == 503
+    assert ready_for(sim.cluster("sim-east").dgd(namespace, "partitioned"), 1)  # nothing changed inside
+    sim.faults("sim-east").unreachable = False
+    assert ready_for(get(custom, namespace, "partitioned"), 1)
+    assert httpx.get(f"{url}/v1/models").json()["data"]
