@@ -20,7 +20,7 @@ from temporalio.exceptions import ApplicationError, CancelledError
 
 from wingsmith.dynamo.readiness import (evaluate_readiness, find_pod_failure, pods_ready,
                                         ready_deadline_seconds, unschedulable_pods)
-from wingsmith.dynamo.render import RenderError, render_dgd
+from wingsmith.dynamo.render import SPEC_HASH_ANNOTATION, RenderError, render_dgd
 from wingsmith.dynamo.rollout_spec import RolloutSpec
 from wingsmith.kube import DgdClient, KubeconfigRef, KubeError, new_api_client
 
@@ -36,6 +36,7 @@ class ApplyOutput(BaseModel):
     uid: str
     generation: int
     resource_version: str
+    spec_hash: str | None = Field(default=None, description="the spec-hash annotation applied (None: older worker)")
 
 
 class WaitReadyInput(BaseModel):
@@ -165,7 +166,7 @@ class RolloutActivities:
                 raise _app_error(err) from None
         activity.logger.info("applied %s/%s generation %s", applied.namespace, applied.name,
                              applied.generation)
-        return ApplyOutput(**applied.model_dump())
+        return ApplyOutput(**applied.model_dump(), spec_hash=manifest["metadata"]["annotations"][SPEC_HASH_ANNOTATION])
 
     @activity.defn(name="rollout.wait_ready")
     def wait_ready(self, input: WaitReadyInput) -> WaitReadyOutput:

@@ -68,6 +68,17 @@ class DeploymentRecord(BaseModel):
     step: str
 
 
+class HealRecord(BaseModel):
+    workload_id: str
+    workflow_id: str
+    step: str
+    cluster: str
+    action: str
+    cause: str
+    seconds: float
+    outcome: str
+
+
 class WorkloadActivities:
     def __init__(self, db: asyncpg.Pool | None):
         self.db = db
@@ -109,5 +120,12 @@ class WorkloadActivities:
                                       state=r.state, frontend_url=r.frontend_url, detail=r.detail,
                                       source=r.source, step=r.step)
 
+    @activity.defn(name="workload.record_heal")
+    async def record_heal(self, r: HealRecord) -> None:
+        await store.record_heal(self._pool(), workload_id=r.workload_id, workflow_id=r.workflow_id, step=r.step,
+                                cluster=r.cluster, action=r.action, cause=r.cause, seconds=r.seconds,
+                                outcome=r.outcome)
+
     def all(self) -> list:
-        return [self.list_clusters, self.place, self.record_workload, self.record_placement, self.record_deployment]
+        return [self.list_clusters, self.place, self.record_workload, self.record_placement, self.record_deployment,
+                self.record_heal]

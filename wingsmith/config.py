@@ -80,6 +80,13 @@ class Settings(BaseSettings):
     rollout_poll_seconds: float = 2.0
     # A worker pod that finds no node this long gives its cluster up (its replicas are placed elsewhere).
     unschedulable_grace_seconds: float = Field(default=120, ge=0)
+    # A serving workload keeps watching its clusters (wingsmith/reconcile.py): a look at each DGD's
+    # status this often, a probe of its frontend this often, and a cluster that stays unready or
+    # unreachable this long has its replicas placed elsewhere.
+    watch_status_seconds: float = Field(default=10, gt=0)
+    watch_probe_seconds: float = Field(default=30, gt=0)
+    drift_grace_seconds: float = Field(default=120, ge=0)
+    watch_looks_per_run: int = Field(default=360, ge=1, description="looks before the workflow continues as new")
 
     # The gateway that gives endpoints one model name: the embedded router ("local") or Envoy AI Gateway.
     gateway: str = Field(default="local", pattern="^(local|envoy)$")

@@ -3,22 +3,42 @@ continue-as-new), its updates and its status query."""
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Literal
 
 from pydantic import BaseModel, Field
 
 from wingsmith.workloads import WorkloadPlan
 
-Stage = Literal["planning", "placing", "rolling_out", "serving", "scaling", "deleting", "deleted", "failed"]
+# `degraded`: what was observed is less than what was asked (a deployment missing, unready or
+# unreachable, or replicas that could not be placed again); the clusters say which and why.
+Stage = Literal["planning", "placing", "rolling_out", "serving", "degraded", "scaling", "deleting", "deleted",
+                "failed"]
 
 
 class ClusterState(BaseModel):
     cluster: str
     replicas: int = 0
-    state: Literal["pending", "rolling_out", "serving", "failed", "deleting", "deleted"] = "pending"
+    state: Literal["pending", "rolling_out", "serving", "degraded", "failed", "deleting", "deleted"] = "pending"
     dgd_name: str | None = None
     frontend_url: str | None = None
-    error: str | None = None
+    error: str | None = Field(default=None, description="why it failed, or what the watch saw wrong (degraded)")
+    # What the plane applied, which the watch compares the live object with.
+    generation: int | None = None
+    spec_hash: str | None = None
+    unhealthy_since: datetime | None = Field(default=None, description="first look that found it wrong")
+    drift: str | None = Field(default=None, description="an edit outside the plane, left in place (drift: report)")
+
+
+class WatchSettings(BaseModel):
+    """How a serving workload watches its clusters (see wingsmith/reconcile.py for the verdicts)."""
+
+    status_seconds: float = Field(default=10, gt=0, description="between looks at each DGD's metadata and status")
+    probe_seconds: float = Field(default=30, gt=0, description="between probes of each frontend's /v1/models")
+    grace_seconds: float = Field(default=120, ge=0, description="how long a cluster may stay unready or "
+                                 "unreachable before its replicas are placed elsewhere")
+    looks_per_run: int = Field(default=360, ge=1, description="looks before continuing as new, so a workload "
+                               "watched for months keeps a short history (Temporal may suggest it sooner)")
 
 
 class WorkloadState(BaseModel):
@@ -29,6 +49,9 @@ class WorkloadState(BaseModel):
     subscribers: list[str] = Field(default_factory=list, description="endpoint workflows following this workload")
     failure: str | None = None
     events: list[str] = Field(default_factory=list)
+    leftovers: list[str] = Field(default_factory=list, description="clusters whose replicas moved while they could "
+                                 "not be reached: their old DGD is removed when they answer again")
+    heals: int = 0
 
 
 class WorkloadWorkflowInput(BaseModel):
@@ -41,6 +64,7 @@ class WorkloadWorkflowInput(BaseModel):
     drain_grace_seconds: int = 300
     history_limit: int | None = Field(default=None, ge=10, description="tests only: continue as new past this "
                                       "many events (otherwise when the server suggests it)")
+    watch: WatchSettings = Field(default_factory=WatchSettings)
     resume: WorkloadState | None = None  # set when continuing as new
 
 

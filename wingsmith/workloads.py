@@ -14,6 +14,7 @@ from wingsmith.dynamo import Engine, Layout, RolloutSpec, WorkerPool
 from wingsmith.hardware import UnknownHardware, get_hardware
 from wingsmith.placement.models import PlacementConstraints, PlacementPlan
 from wingsmith.recipes import Catalog, InvalidChoice, ServeCommand, max_num_seqs_default, serve_command
+from wingsmith.reconcile import DriftPolicy
 from wingsmith.sizing import SizingError, fit_check
 from wingsmith.text import MAX_LIST, NameText, ServedModelName, SourceText
 
@@ -46,6 +47,8 @@ class WorkloadRequest(BaseModel):
         default=None, description="the model name clients send: letters, digits and . _ : / @ + -, at most 256")
     context: int = Field(default=8192, ge=256, description="context length the fit check uses")
     concurrency: int = Field(default=16, ge=1, description="concurrent sequences the fit check uses")
+    drift: DriftPolicy = Field(default="heal", description="a DGD edited outside the plane is put back (`heal`) "
+                               "or only reported (`report`); a missing one is always re-applied")
     dry_run: bool = False
 
     @field_validator("name")
@@ -100,6 +103,7 @@ class WorkloadPlan(BaseModel):
     weight_bytes: int | None = None
     placement: PlacementPlan
     fit: dict[str, Any]
+    drift: DriftPolicy = "heal"
 
     def rollout_spec(self, cluster: str, replicas: int) -> RolloutSpec:
         """The per-cluster rendering input: the same plan, with this cluster's share of replicas."""
@@ -189,7 +193,7 @@ def plan_workload(request: WorkloadRequest, artifact: ApprovedArtifact, catalog:
         placement=PlacementPlan(hardware=card.id, gpus_per_node=max(1, command.gpus // max(1, command.nodes)),
                                 nodes_per_replica=command.nodes, replicas=request.replicas,
                                 constraints=request.constraints),
-        fit=fit)
+        fit=fit, drift=request.drift)
 
 
 def _fit(request: WorkloadRequest, artifact: ApprovedArtifact, command: ServeCommand) -> dict[str, Any]:

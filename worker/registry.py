@@ -46,5 +46,6 @@ def main_activities(deps: WorkerDeps) -> list:
 def kube_activities(deps: WorkerDeps) -> list:
     """Blocking Kubernetes I/O: on the kube task queue, in its own thread pool."""
     from activities.inventory import read_inventory
+    from activities.observe import ObserveActivities
     from activities.rollout import RolloutActivities
-    return [read_inventory, *RolloutActivities().all()]
+    return [read_inventory, *RolloutActivities().all(), *ObserveActivities().all()]

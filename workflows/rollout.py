@@ -62,6 +62,7 @@ class ClusterRolloutResult(BaseModel):
     state: Literal["serving", "deleted"]
     replicas: int = 0
     generation: int | None = None
+    spec_hash: str | None = None
     frontend_url: str | None = None
 
 
@@ -122,7 +123,8 @@ class ClusterRolloutWorkflow:
         self.step = "serving"
         await self._record(params, name, "serving", replicas, {"generation": applied.generation}, probe.url)
         return ClusterRolloutResult(cluster=params.cluster, dgd_name=name, namespace=params.namespace, state="serving",
-                                    replicas=replicas, generation=applied.generation, frontend_url=probe.url)
+                                    replicas=replicas, generation=applied.generation, spec_hash=applied.spec_hash,
+                                    frontend_url=probe.url)
 
     @workflow.query
     def progress(self) -> str:

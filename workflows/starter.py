@@ -13,7 +13,7 @@ from temporalio.service import RPCError, RPCStatusCode
 from wingsmith.artifacts import ArtifactOutcome, ArtifactWorkflowInput, ReviewPolicy, artifact_id
 from wingsmith.config import Settings
 from wingsmith.hub.source import ModelSource, parse_source
-from wingsmith.workload_state import WorkloadStatus, WorkloadWorkflowInput
+from wingsmith.workload_state import WatchSettings, WorkloadStatus, WorkloadWorkflowInput
 from wingsmith.workloads import WorkloadPlan
 from workflows.artifact import ArtifactWorkflow
 from workflows.artifact import start_search_attributes as artifact_search_attributes
@@ -91,7 +91,11 @@ async def create_workload(client: Client, settings: Settings, *, plan: WorkloadP
                                    unschedulable_grace_seconds=settings.unschedulable_grace_seconds,
                                    # Each endpoint drains for up to the grace and then says so; the margin
                                    # covers its reconcile pass, so a slow endpoint is waited for, a gone one not.
-                                   drain_grace_seconds=settings.drain_grace_seconds + DRAIN_ANSWER_MARGIN_SECONDS)
+                                   drain_grace_seconds=settings.drain_grace_seconds + DRAIN_ANSWER_MARGIN_SECONDS,
+                                   watch=WatchSettings(status_seconds=settings.watch_status_seconds,
+                                                       probe_seconds=settings.watch_probe_seconds,
+                                                       grace_seconds=settings.drift_grace_seconds,
+                                                       looks_per_run=settings.watch_looks_per_run))
     return await client.start_workflow(
         WorkloadWorkflow.run, params, id=workload_workflow_id(plan.workload_id), task_queue=settings.task_queue,
         id_conflict_policy=WorkflowIDConflictPolicy.USE_EXISTING,

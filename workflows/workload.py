@@ -4,14 +4,22 @@ plan (carried in) → read inventories → place → one ClusterRolloutWorkflow 
 first as a canary and the rest in parallel once it serves → serving. A cluster that fails has its
 replicas re-placed elsewhere; when that is impossible every applied cluster is rolled back (a
 saga, shielded from cancellation) and the workflow fails with the cause. Updates `scale` and
-`delete`; query `status`; continue-as-new while idle when the history grows.
+`delete`; query `status`.
+
+Serving is watched, not assumed: on a durable timer the workflow looks at every cluster's DGD (its
+status every `watch.status_seconds`, its frontend every `watch.probe_seconds`) and acts on the
+verdict of `wingsmith.reconcile.judge`: a missing or edited deployment is applied again, one that
+stays unready or unreachable past the grace is drained and its replicas placed elsewhere (its old
+DGD is removed once its cluster answers again). Stage, search attribute and registry say what was
+observed (`degraded`, with the cluster and the cause). It continues as new every
+`watch.looks_per_run` looks, or sooner when Temporal suggests, so its history stays bounded.
 """
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any, Literal, TypeVar
 
 from temporalio import workflow
@@ -25,10 +33,13 @@ from workflows.rollout import ClusterRolloutInput, ClusterRolloutResult, Cluster
 
 with workflow.unsafe.imports_passed_through():
     from activities.inventory import ReadInventoryInput, read_inventory
-    from activities.workload import (ClusterTarget, NoInput, PlaceInput, PlacementRecord, WorkloadActivities,
-                                     WorkloadRecord)
+    from activities.observe import ObserveActivities, ObserveInput
+    from activities.workload import (ClusterTarget, DeploymentRecord, HealRecord, NoInput, PlaceInput,
+                                     PlacementRecord, WorkloadActivities, WorkloadRecord)
+    from wingsmith.dynamo import dgd_name
     from wingsmith.endpoints import BackendDrained, BackendRef, EndpointRef, WorkloadRef
     from wingsmith.placement.models import ClusterInventory
+    from wingsmith.reconcile import Applied, Observation, Verdict, judge
     from wingsmith.workload_state import (ClusterState, DeleteRequest, ScaleRequest, Stage, WorkloadState,
                                           WorkloadStatus, WorkloadWorkflowInput)
 
@@ -39,6 +50,15 @@ SignalArg = TypeVar("SignalArg", WorkloadRef, BackendRef)
 _DB = workflow.ActivityConfig(
     start_to_close_timeout=timedelta(seconds=10),
     retry_policy=RetryPolicy(initial_interval=timedelta(seconds=1), maximum_interval=timedelta(seconds=5)))
+
+
+# One look is one read; a look that gets no answer at all (worker gone, cluster hung) counts as an
+# unreachable look, and the next one asks again.
+_LOOK = workflow.ActivityConfig(
+    start_to_close_timeout=timedelta(seconds=45),
+    retry_policy=RetryPolicy(maximum_attempts=2, initial_interval=timedelta(seconds=1)))
+# Replicas a heal could not place again are tried again, backing off up to this.
+_PLACE_AGAIN_MAX = timedelta(minutes=10)
 
 
 class _Unplaceable(Exception):
@@ -57,6 +77,9 @@ class WorkloadWorkflow:
         self.drained_endpoints: set[str] = set()
         self.backends_drained: set[tuple[str, BackendRef]] = set()  # (endpoint workflow id, backend)
         self.delete_by = "unknown"
+        self.known_targets: dict[str, ClusterTarget] | None = None  # refreshed when a cluster is not in it
+        self.place_again_at: datetime | None = None
+        self.place_again_wait = timedelta(0)
 
     # --- lifecycle ------------------------------------------------------------------------------
 
@@ -77,12 +100,7 @@ class WorkloadWorkflow:
                 await self._roll_back("cancelled during the first rollout", reraise=asyncio.CancelledError())
             self._set_stage("serving")
             await self._record("serving", f"serving:{self.state.placement_revision}", self._summary())
-        while True:
-            await workflow.wait_condition(lambda: self.deleting or time_to_continue_as_new(params.history_limit))
-            if self.deleting:
-                break
-            await workflow.wait_condition(lambda: workflow.all_handlers_finished() and not self.lock.locked())
-            workflow.continue_as_new(self.params.model_copy(update={"resume": self.state}))
+        await self._watch()
         async with self.lock:
             await self._tear_down()
         await workflow.wait_condition(workflow.all_handlers_finished)
@@ -158,7 +176,7 @@ class WorkloadWorkflow:
 
     async def _converge(self, target: int, *, initial: bool) -> None:
         """Place or remove replicas until `target` serve, re-placing what a failed cluster held."""
-        current = self._replicas()
+        current = self._held()
         if target < current:
             desired = self._shrink(target)
             leaving = sorted(name for name, n in desired.items() if n == 0)
@@ -181,7 +199,7 @@ class WorkloadWorkflow:
 
     def _shrink(self, target: int) -> dict[str, int]:
         """Take replicas away from the clusters holding the most (ties: the last by name) first."""
-        desired = {name: c.replicas for name, c in self.state.clusters.items() if c.state == "serving"}
+        desired = {name: c.replicas for name, c in self.state.clusters.items() if c.state in _HOLDING}
         while sum(desired.values()) > target:
             name = max(desired, key=lambda n: (desired[n], n))
             desired[name] -= 1
@@ -257,6 +275,8 @@ class WorkloadWorkflow:
             return name, 0
         state.state, state.replicas, state.error = "serving", replicas, None
         state.dgd_name, state.frontend_url = result.dgd_name, result.frontend_url
+        state.generation, state.spec_hash, state.unhealthy_since, state.drift = (
+            result.generation, result.spec_hash, None, None)
         self._event(f"{name} serving {replicas} replica(s) at {result.frontend_url}")
         await self._notify_subscribers()
         return name, 0
@@ -294,6 +314,221 @@ class WorkloadWorkflow:
             weight_bytes=self.plan.weight_bytes, kube_task_queue=self.params.kube_task_queue,
             ready_deadline_seconds=self.params.ready_deadline_seconds, poll_seconds=self.params.poll_seconds,
             unschedulable_grace_seconds=self.params.unschedulable_grace_seconds)
+
+    # --- watching while serving ------------------------------------------------------------------------
+
+    async def _watch(self) -> None:
+        """Look at every cluster on a durable timer until the workload is deleted; continue as new
+        after `looks_per_run` looks (or when the history is long enough), once no handler is running."""
+        watch = self.params.watch
+        probe_every = max(1, round(watch.probe_seconds / watch.status_seconds))
+        looks = 0
+        while True:
+            try:
+                await workflow.wait_condition(lambda: self.deleting, timeout=timedelta(seconds=watch.status_seconds))
+            except TimeoutError:
+                pass
+            if self.deleting:
+                return
+            if looks >= watch.looks_per_run or time_to_continue_as_new(self.params.history_limit):
+                # A delete arriving meanwhile is a running handler that waits for this loop: let it win.
+                await workflow.wait_condition(
+                    lambda: self.deleting or (workflow.all_handlers_finished() and not self.lock.locked()))
+                if self.deleting:
+                    return
+                workflow.continue_as_new(self.params.model_copy(update={"resume": self.state, "plan": self.plan}))
+            async with self.lock:
+                if self.deleting:
+                    return
+                await self._look(probe=looks % probe_every == 0)
+            looks += 1
+
+    async def _look(self, *, probe: bool) -> None:
+        watched = sorted(name for name, c in self.state.clusters.items() if c.state in _HOLDING)
+        names = [*watched, *(n for n in self.state.leftovers if n not in watched)]
+        if names:
+            targets = await self._watch_targets(names)
+            names = [n for n in names if n in targets]  # an unregistered cluster cannot be looked at
+            seen = await asyncio.gather(*(self._observe(targets[n], probe=probe and n in watched) for n in names))
+            for name, observation in zip(names, seen, strict=True):
+                if name in watched:
+                    await self._act_on(targets[name], observation)
+                else:
+                    await self._remove_leftover(targets[name], observation)
+        if probe and self._held() < self.plan.replicas and self.place_again_at is not None \
+                and workflow.now() >= self.place_again_at:
+            await self._place_again("retrying replicas that could not be placed again")
+        await self._show_observed()
+
+    async def _watch_targets(self, names: list[str]) -> dict[str, ClusterTarget]:
+        """Registered clusters, read once per run (and again when one is not known yet): looks stay cheap."""
+        if self.known_targets is None or not set(names) <= set(self.known_targets):
+            self.known_targets = await self._targets()
+        return self.known_targets
+
+    async def _observe(self, target: ClusterTarget, *, probe: bool) -> Observation:
+        name = target.info.name
+        state = self.state.clusters.get(name)
+        try:
+            seen = await workflow.execute_activity_method(
+                ObserveActivities.observe, ObserveInput(
+                    cluster=name, kubeconfig=target.kubeconfig, namespace=self.plan.namespace,
+                    name=(state and state.dgd_name) or dgd_name(self.plan.workload_id, name),
+                    served_model_name=self.plan.served_model_name if probe else None),
+                task_queue=self.params.kube_task_queue, **_LOOK)
+        except ActivityError as err:
+            seen = Observation(cluster=name, at=workflow.now(), reachable=False, error=f"no answer: {_cause(err)}")
+        # The workflow's clock, not the worker's: graces and heal durations stay deterministic.
+        return seen.model_copy(update={"at": workflow.now()})
+
+    async def _act_on(self, target: ClusterTarget, seen: Observation) -> None:
+        state = self.state.clusters.get(target.info.name)
+        if state is None or state.state not in _HOLDING:
+            return  # changed by an earlier heal of this look
+        if state.spec_hash is None and seen.exists:  # applied before the plane recorded what it applied
+            state.spec_hash, state.generation = seen.spec_hash, seen.generation
+        applied = Applied(cluster=state.cluster, dgd_name=state.dgd_name or dgd_name(self.plan.workload_id,
+                                                                                      state.cluster),
+                          namespace=self.plan.namespace, spec_hash=state.spec_hash or "",
+                          generation=state.generation, replicas=state.replicas,
+                          served_model_name=self.plan.served_model_name)
+        verdict = judge(applied, seen, unhealthy_since=state.unhealthy_since, policy=self.plan.drift,
+                        grace=timedelta(seconds=self.params.watch.grace_seconds))
+        if verdict.action == "ok":
+            await self._healthy(state)
+        elif verdict.action == "report":
+            await self._healthy(state)
+            if state.drift != verdict.cause:
+                state.drift = verdict.cause
+                self._event(f"{state.cluster}: {verdict.cause} (left in place: drift policy is report)")
+        else:
+            await self._degrade(state, verdict)
+            if verdict.action == "reapply":
+                await self._reapply(target, state, verdict)
+            elif verdict.action == "replace":
+                await self._replace(target, state, verdict)
+
+    async def _healthy(self, state: ClusterState) -> None:
+        if state.drift:
+            self._event(f"{state.cluster}: the edit outside the plane is gone")
+            state.drift = None
+        if state.state == "degraded":
+            took = _seconds(workflow.now() - (state.unhealthy_since or workflow.now()))
+            self._event(f"{state.cluster} serving again by itself after {took} s (was: {state.error})")
+            state.state, state.error = "serving", None
+            await self._record_deployment(state, "serving")
+            await self._notify_subscribers()
+        state.unhealthy_since = None
+
+    async def _degrade(self, state: ClusterState, verdict: Verdict) -> None:
+        """Not serving is shown at once: the registry, the stage and the endpoints (which stop routing
+        there) hear of it before any heal starts."""
+        state.unhealthy_since = verdict.unhealthy_since
+        if state.state == "degraded" and state.error == verdict.cause:
+            return
+        was = state.state
+        state.state, state.error = "degraded", verdict.cause
+        self._event(f"{state.cluster} degraded: {verdict.cause}")
+        await self._record_deployment(state, "degraded", {"cause": verdict.cause})
+        await self._show_observed()
+        if was == "serving":
+            await self._notify_subscribers()
+
+    async def _reapply(self, target: ClusterTarget, state: ClusterState, verdict: Verdict) -> None:
+        """A missing or edited deployment is rolled out again, as applied, through a rollout child."""
+        name, since = state.cluster, verdict.unhealthy_since or workflow.now()
+        self.state.heals += 1
+        _, lost = await self._roll_out(target, state.replicas)
+        if not lost:
+            await self._healed(name, "reapply", verdict.cause, since, "serving again")
+            return
+        failed = self.state.clusters[name].error
+        await self._place_again(f"{name} could not be healed in place")
+        await self._healed(name, "reapply", verdict.cause, since,
+                           f"could not be applied again ({failed}); its replicas were placed elsewhere")
+
+    async def _replace(self, target: ClusterTarget, state: ClusterState, verdict: Verdict) -> None:
+        """Past the grace: endpoints stop routing there, its replicas go elsewhere, and its deployment is
+        removed as soon as the cluster answers (it may be unreachable now)."""
+        name, since = state.cluster, verdict.unhealthy_since or workflow.now()
+        self.state.heals += 1
+        await self._drain_clusters([name])
+        state.state = "failed"
+        for bucket in (self.state.excluded, self.state.leftovers):
+            if name not in bucket:
+                bucket.append(name)
+        await self._record_deployment(state, "failed", {"cause": verdict.cause})
+        for wid in list(self.state.subscribers):
+            await self._signal(wid, endpoint_workflow.EndpointWorkflow.backend_gone, self._backend(name))
+        placed = await self._place_again(f"{name} given up on")
+        outcome = "its replicas serve elsewhere" if placed else "its replicas could not be placed elsewhere yet"
+        await self._healed(name, "replace", verdict.cause, since, outcome)
+
+    async def _place_again(self, why: str) -> bool:
+        """Place what is missing of the target replica count; on failure retry later, backing off."""
+        try:
+            await self._converge(self.plan.replicas, initial=False)
+        except _Unplaceable as exc:
+            self.place_again_wait = min(max(2 * self.place_again_wait, timedelta(seconds=30)), _PLACE_AGAIN_MAX)
+            self.place_again_at = workflow.now() + self.place_again_wait
+            self._event(f"{why}: replicas could not be placed ({exc}); trying again in "
+                        f"{_seconds(self.place_again_wait)} s")
+            return False
+        self.place_again_at, self.place_again_wait = None, timedelta(0)
+        return self._held() >= self.plan.replicas
+
+    async def _remove_leftover(self, target: ClusterTarget, seen: Observation) -> None:
+        """A cluster given up on answers again: its old deployment goes, so the workload never holds
+        more than its target, and the cluster may take replicas again."""
+        name = target.info.name
+        if not seen.reachable:
+            return
+        if seen.exists:
+            try:
+                await self._cluster_rollout(target, 0, "delete")
+            except ChildWorkflowError as err:
+                self._event(f"{name} answers again, but its old deployment could not be removed yet: {_cause(err)}")
+                return
+        self.state.leftovers.remove(name)
+        if name in self.state.excluded:
+            self.state.excluded.remove(name)
+        if name in self.state.clusters and self.state.clusters[name].state == "failed":
+            del self.state.clusters[name]
+            self._update_search_attributes()
+        self._event(f"{name} answers again: " + ("its old deployment was removed" if seen.exists
+                                                 else "it holds no deployment of this workload"))
+
+    async def _healed(self, cluster: str, action: str, cause: str | None, since: datetime, outcome: str) -> None:
+        took = _seconds(workflow.now() - since)
+        self._event(f"healed {cluster} ({action}: {cause}): {outcome} after {took} s")
+        info = workflow.info()
+        await workflow.execute_activity_method(WorkloadActivities.record_heal, HealRecord(
+            workload_id=self.plan.workload_id, workflow_id=info.workflow_id, step=f"heal:{self.state.heals}",
+            cluster=cluster, action=action, cause=cause or "", seconds=took, outcome=outcome), **_DB)
+
+    async def _show_observed(self) -> None:
+        """Stage and registry say what the last looks saw: `degraded` names each cluster and its cause,
+        or the replicas missing; never `serving` over nothing."""
+        problems = {n: c.error or "degraded" for n, c in sorted(self.state.clusters.items()) if c.state == "degraded"}
+        missing = self.plan.replicas - self._replicas()
+        stage = "degraded" if problems or missing > 0 else "serving"
+        if stage == self.state.stage:
+            return
+        self._set_stage(stage)
+        detail: dict[str, Any] = {"clusters": problems} if problems else self._summary()
+        if stage == "degraded" and missing > 0:
+            detail["missing_replicas"] = missing
+        length = workflow.info().get_current_history_length()
+        await self._record(stage, f"{stage}:{self.state.heals}:{length}", detail)
+
+    async def _record_deployment(self, state: ClusterState, phase: str, detail: dict[str, Any] | None = None) -> None:
+        info = workflow.info()
+        await workflow.execute_activity_method(WorkloadActivities.record_deployment, DeploymentRecord(
+            workload_id=self.plan.workload_id, cluster=state.cluster,
+            dgd_name=state.dgd_name or dgd_name(self.plan.workload_id, state.cluster), namespace=self.plan.namespace,
+            replicas=state.replicas, state=phase, frontend_url=state.frontend_url,
+            detail={"generation": state.generation, **(detail or {})}, source=info.workflow_id,
+            step=f"{info.run_id}:watch:{state.cluster}:{phase}:{info.get_current_history_length()}"), **_DB)
 
     # --- teardown and rollback ------------------------------------------------------------------------
 
@@ -405,6 +640,10 @@ class WorkloadWorkflow:
     def _replicas(self) -> int:
         return sum(c.replicas for c in self.state.clusters.values() if c.state == "serving")
 
+    def _held(self) -> int:
+        """Replicas serving or degraded: a degraded cluster's replicas are the watch's to heal or move."""
+        return sum(c.replicas for c in self.state.clusters.values() if c.state in _HOLDING)
+
     def _summary(self) -> dict[str, int]:
         return {name: c.replicas for name, c in sorted(self.state.clusters.items()) if c.state == "serving"}
 
@@ -444,7 +683,14 @@ class WorkloadWorkflow:
         self.state.events = self.state.events[-100:]
 
 
-def _cause(err: ChildWorkflowError) -> str:
+_HOLDING = ("serving", "degraded")
+
+
+def _seconds(delta: timedelta) -> float:
+    return round(delta.total_seconds(), 1)
+
+
+def _cause(err: ChildWorkflowError | ActivityError) -> str:
     return getattr(err.cause, "message", None) or str(err)
 
 

@@ -28,6 +28,7 @@ PHASE_WORDS = {
     "rolling_out": "rolling out: graph applied, waiting until it serves",
     "applied": "graph applied, waiting until ready",
     "serving": "ready and serving",
+    "degraded": "not serving: the watch found it wrong (see the problem), healing or waiting out the grace",
     "failed": "failed",
     "deleting": "being removed",
     "deleted": "removed",
@@ -36,6 +37,7 @@ PHASE_WORDS = {
 STAGE_WORDS = {
     "planning": "being checked against its approved draft", "placing": "choosing clusters",
     "rolling_out": "rolling out", "serving": "serving", "scaling": "changing its replicas",
+    "degraded": "degraded: serving less than asked (a cluster's problem is shown below)",
     "deleting": "being deleted (endpoints drain first)", "deleted": "deleted", "failed": "failed",
 }
 
