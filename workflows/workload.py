@@ -323,14 +323,18 @@ class WorkloadWorkflow:
         watch = self.params.watch
         probe_every = max(1, round(watch.probe_seconds / watch.status_seconds))
         looks = 0
+        def time_to_continue() -> bool:
+            return looks >= watch.looks_per_run or time_to_continue_as_new(self.params.history_limit)
+
         while True:
             try:
-                await workflow.wait_condition(lambda: self.deleting, timeout=timedelta(seconds=watch.status_seconds))
+                await workflow.wait_condition(lambda: self.deleting or time_to_continue(),
+                                              timeout=timedelta(seconds=watch.status_seconds))
             except TimeoutError:
                 pass
             if self.deleting:
                 return
-            if looks >= watch.looks_per_run or time_to_continue_as_new(self.params.history_limit):
+            if time_to_continue():
                 # A delete arriving meanwhile is a running handler that waits for this loop: let it win.
                 await workflow.wait_condition(
                     lambda: self.deleting or (workflow.all_handlers_finished() and not self.lock.locked()))

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import uuid
+from datetime import UTC, datetime
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
@@ -20,6 +21,7 @@ from temporalio.exceptions import ApplicationError
 from temporalio.worker import Worker
 
 from activities.endpoint import DrainInput, EndpointRecord, ObserveInput, SetRoutesInput
+from activities.observe import ObserveInput as LookInput
 from activities.rollout import (
     ApplyInput,
     ApplyOutput,
@@ -34,6 +36,7 @@ from activities.workload import (
     ClusterTarget,
     ClusterTargets,
     DeploymentRecord,
+    HealRecord,
     NoInput,
     PlaceInput,
     PlacementRecord,
@@ -44,6 +47,7 @@ from wingsmith.endpoints import ServingDeployment, routes_from_deployments
 from wingsmith.gateway import EndpointRoutes, RouteStatus
 from wingsmith.kube import KubeconfigRef
 from wingsmith.placement.models import ClusterInfo, ClusterInventory, PlacementDecision, PlacementPlan
+from wingsmith.reconcile import FrontendCheck, Observation
 from wingsmith.workload_state import WorkloadWorkflowInput
 from wingsmith.workloads import WorkloadPlan
 from worker.registry import workflows
@@ -58,6 +62,11 @@ class World:
     crash_looping: set[str] = field(default_factory=set)  # wait_ready fails there (final)
     refuse_deletes: dict[str, int] = field(default_factory=dict)  # cluster -> deletes still refused
     hold_ready: set[str] = field(default_factory=set)  # wait_ready blocks there until cancelled
+    unreachable: set[str] = field(default_factory=set)  # watch.observe gets no answer there
+    generations: dict[str, int] = field(default_factory=dict)  # cluster -> generation of its deployment
+    applied_generations: dict[str, int] = field(default_factory=dict)  # cluster -> the plane's last apply
+    looks: int = 0
+    heals: list[HealRecord] = field(default_factory=list)
     routes: EndpointRoutes | None = None
     log: list[str] = field(default_factory=list)
     workload_states: list[str] = field(default_factory=list)
@@ -113,9 +122,12 @@ class World:
         cluster, name = params.spec.cluster, dgd_name(params.spec.workload_id, params.spec.cluster)
         self._names[name] = cluster
         self.dgds[cluster] = params.spec.worker.replicas
+        self.generations[cluster] = self.generations.get(cluster, 0) + 1
+        self.applied_generations[cluster] = self.generations[cluster]
         self.log.append(f"apply {cluster} {params.spec.worker.replicas}")
-        return ApplyOutput(name=name, namespace=params.spec.namespace, uid=str(uuid.uuid4()), generation=1,
-                           resource_version="1")
+        return ApplyOutput(name=name, namespace=params.spec.namespace, uid=str(uuid.uuid4()),
+                           generation=self.generations[cluster], resource_version="1",
+                           spec_hash=self.spec_hash(cluster))
 
     @activity.defn(name="rollout.wait_ready")
     async def wait_ready(self, params: WaitReadyInput) -> WaitReadyOutput:
@@ -143,8 +155,40 @@ class World:
             self.log.append(f"delete {cluster} refused")
             raise ApplicationError(f"{cluster}: deletecollection is forbidden", type="Forbidden", non_retryable=True)
         existed = self.dgds.pop(cluster, None) is not None
+        self.generations.pop(cluster, None)
         self.log.append(f"delete {cluster}")
         return DeleteOutput(existed=existed, waited_seconds=0)
+
+    def spec_hash(self, cluster: str) -> str:
+        return f"sha256:{cluster}-{self.dgds[cluster]}"
+
+    def edit(self, cluster: str) -> None:
+        """Someone changes the deployment's spec by hand: a new generation the plane did not apply."""
+        self.generations[cluster] += 1
+        self.log.append(f"edited {cluster}")
+
+    # --- watch.* (the kube task queue) ----------------------------------------------------------------
+
+    @activity.defn(name="watch.observe")
+    async def look(self, params: LookInput) -> Observation:
+        self.looks += 1
+        cluster = params.cluster
+        at = datetime.now(UTC)
+        if cluster in self.unreachable:
+            return Observation(cluster=cluster, at=at, reachable=False, error="Unreachable: connection refused")
+        if cluster not in self.dgds:
+            return Observation(cluster=cluster, at=at, exists=False)
+        front = FrontendCheck(url=f"http://{cluster}.frontend.test", models=[params.served_model_name]) \
+            if params.served_model_name else None
+        generation = self.generations[cluster]
+        return Observation(cluster=cluster, at=at, exists=True, generation=generation, observed_generation=generation,
+                           spec_hash=self.spec_hash(cluster), ready=True, state="successful",
+                           ready_replicas=self.dgds[cluster], frontend=front)
+
+    @activity.defn(name="workload.record_heal")
+    async def record_heal(self, r: HealRecord) -> None:
+        self.heals.append(r)
+        self.log.append(f"healed {r.cluster} {r.action}")
 
     # --- endpoint.* ----------------------------------------------------------------------------------
 
@@ -175,7 +219,7 @@ class World:
     def activities(self) -> list[Callable[..., Any]]:
         return [self.list_clusters, self.place, self.record_workload, self.record_placement, self.record_deployment,
                 self.apply, self.wait_ready, self.probe_frontend, self.delete, self.observe, self.set_routes,
-                self.wait_drained, self.record_endpoint]
+                self.wait_drained, self.record_endpoint, self.look, self.record_heal]
 
 
 @asynccontextmanager

@@ -47,24 +47,33 @@ async def test_a_dgd_deleted_out_of_band_comes_back_and_not_serving_shows_meanwh
         [dgd] = dgds(clusters, "watch-delete")[cluster]
         uid = dgd["metadata"]["uid"]
 
-        _custom(clusters, cluster).delete_namespaced_custom_object(GROUP, VERSION, "default", PLURAL,
-                                                                   dgd["metadata"]["name"])
-        deleted_at = time.monotonic()
-        # Not serving, observed: the workload, its cluster and the registry all say so (never "serving
-        # over nothing") until the deployment is back.
-        live = await _until_stage(api, "watch-delete", {"degraded"}, timeout=20)
-        assert any(c["cluster"] == cluster and c["state"] in ("degraded", "rolling_out") for c in live["clusters"])
-        noticed = await wait_until(lambda: _registry_says(pg_pool, "watch-delete", "degraded"), timeout=10,
-                                   what="the registry to say degraded")
-        assert "deployment missing" in str(noticed)
-
-        live = await _until_stage(api, "watch-delete", {"serving"}, timeout=60)
+        clusters.cluster(cluster).operator.delay = 2.0  # a heal that takes a moment, so "meanwhile" is seen
+        try:
+            _custom(clusters, cluster).delete_namespaced_custom_object(GROUP, VERSION, "default", PLURAL,
+                                                                       dgd["metadata"]["name"])
+            deleted_at = time.monotonic()
+            # Not serving, observed: the workload, its cluster and the registry all say so (never
+            # "serving over nothing") until the deployment is back.
+            live = await _until_stage(api, "watch-delete", {"degraded"}, timeout=20)
+            assert any(c["cluster"] == cluster and c["state"] in ("degraded", "rolling_out")
+                       for c in live["clusters"]), live
+            live = await _until_stage(api, "watch-delete", {"serving"}, timeout=60)
+        finally:
+            clusters.cluster(cluster).operator.delay = 0.2
         healed_in = time.monotonic() - deleted_at
         assert healed_in < 60
         [again] = dgds(clusters, "watch-delete")[cluster]
         assert again["metadata"]["uid"] != uid  # a new object, applied by the plane
         assert [c["state"] for c in live["clusters"]] == ["serving"]
         assert any(f"healed {cluster} (reapply: deployment missing)" in e for e in live["events"]), live["events"]
+        # The registry's audit trail: the workload and its deployment were recorded degraded, with the
+        # cause, before they were recorded serving again.
+        kinds = [(e["kind"], e["detail"].get("cause") or e["detail"].get("clusters"))
+                 for e in await pg_pool.fetch("select kind, detail from events where subject = 'watch-delete' "
+                                              "order by id")]
+        degraded = [i for i, (kind, _) in enumerate(kinds) if kind in ("workload_degraded", "deployment_degraded")]
+        assert len(degraded) == 2 and all("deployment missing" in str(kinds[i][1]) for i in degraded), kinds
+        assert kinds[-1][0] == "workload_serving" or ("workload_serving", None) in kinds[degraded[-1]:], kinds
         heal = await pg_pool.fetchrow("select detail from events where subject = 'watch-delete' "
                                       "and kind = 'workload_healed'")
         assert heal is not None and heal["detail"]["cause"] == "deployment missing"
@@ -80,44 +89,44 @@ async def test_a_dgd_deleted_out_of_band_comes_back_and_not_serving_shows_meanwh
     assert dgds(clusters, "watch-delete") == {}
 
 
-async def _registry_says(pg_pool, workload_id: str, state: str):
-    row = await pg_pool.fetchrow("select w.state, d.state as dstate, d.detail from workloads w join deployments d "
-                                 "on d.workload_id = w.id where w.id = $1", workload_id)
-    return row["detail"] if row and row["state"] == state and row["dstate"] == state else None
-
-
 async def test_an_edited_spec_is_put_back_or_only_reported(api, deps, temporal_client, clusters, approved_kimi):
     async with running_worker(temporal_client, deps):
         for name, policy in (("watch-heal", "heal"), ("watch-report", "report")):
             r = await api.post("/v1/workloads", json=_body(approved_kimi, name, drift=policy), headers=as_("tok-olga"))
             assert r.status_code == 202, r.text
-        for name, policy in (("watch-heal", "heal"), ("watch-report", "report")):
-            cluster, _ = await _serving_on(api, name)
-            [dgd] = dgds(clusters, name)[cluster]
-            custom = _custom(clusters, cluster)
-            spec = dgd["spec"]
-            spec["components"][1]["replicas"] = 2  # scaled by hand, outside the plane
-            custom.patch_namespaced_custom_object(GROUP, VERSION, "default", PLURAL, dgd["metadata"]["name"],
-                                                  {"spec": {"components": spec["components"]}})
+        cluster, _ = await _serving_on(api, "watch-heal")
+        [dgd] = dgds(clusters, "watch-heal")[cluster]
+        custom, name = _custom(clusters, cluster), dgd["metadata"]["name"]
+        components = dgd["spec"]["components"]
+        components[1]["replicas"] = 2  # scaled by hand, outside the plane
+        custom.patch_namespaced_custom_object(GROUP, VERSION, "default", PLURAL, name,
+                                              {"spec": {"components": components}})
 
-            def replicas_now() -> int:
-                return custom.get_namespaced_custom_object(GROUP, VERSION, "default", PLURAL,
-                                                           dgd["metadata"]["name"])["spec"]["components"][1]["replicas"]
-            if policy == "heal":
-                async def put_back():
-                    live = (await _status(api, name)).get("live") or {}
-                    return replicas_now() == 1 and live.get("stage") == "serving" and any(
-                        "spec edited outside the plane" in e and "healed" in e for e in live["events"])
-                await wait_until(put_back, timeout=60, what="the edit to be put back")
-            else:
-                async def reported():
-                    live = (await _status(api, name)).get("live") or {}
-                    return any(c.get("drift") for c in live.get("clusters", []))
-                await wait_until(reported, timeout=30, what="the edit to be reported")
-                assert replicas_now() == 2  # left alone
-        for name in ("watch-heal", "watch-report"):
-            await api.delete(f"/v1/workloads/{name}", headers=as_("tok-olga"))
-            await _until_stage(api, name, {"deleted"}, timeout=60)
+        async def put_back():
+            live = (await _status(api, "watch-heal")).get("live") or {}
+            now = custom.get_namespaced_custom_object(GROUP, VERSION, "default", PLURAL, name)
+            return now["spec"]["components"][1]["replicas"] == 1 and live.get("stage") == "serving" and any(
+                "spec edited outside the plane" in e and "healed" in e for e in live["events"])
+        await wait_until(put_back, timeout=60, what="the edit to be put back")
+
+        cluster, _ = await _serving_on(api, "watch-report")
+        [dgd] = dgds(clusters, "watch-report")[cluster]
+        custom, name = _custom(clusters, cluster), dgd["metadata"]["name"]
+        custom.patch_namespaced_custom_object(GROUP, VERSION, "default", PLURAL, name,
+                                              {"spec": {"labels": {"edited-by": "hand"}}})
+
+        async def reported():
+            live = (await _status(api, "watch-report")).get("live") or {}
+            drifted = [c for c in live.get("clusters", []) if c.get("drift")]
+            return live if drifted and live.get("stage") == "serving" else None
+        live = await wait_until(reported, timeout=30, what="the edit to be reported")
+        assert "generation 2, applied 1" in live["clusters"][0]["drift"]
+        assert any("left in place: drift policy is report" in e for e in live["events"]), live["events"]
+        now = custom.get_namespaced_custom_object(GROUP, VERSION, "default", PLURAL, name)
+        assert now["spec"]["labels"]["edited-by"] == "hand" and now["metadata"]["generation"] == 2  # left alone
+        for workload in ("watch-heal", "watch-report"):
+            await api.delete(f"/v1/workloads/{workload}", headers=as_("tok-olga"))
+            await _until_stage(api, workload, {"deleted"}, timeout=60)
 
 
 async def test_an_unreachable_cluster_past_the_grace_is_replaced_and_cleaned_when_it_returns(
@@ -140,8 +149,12 @@ async def test_an_unreachable_cluster_past_the_grace_is_replaced_and_cleaned_whe
         assert len(dgds(clusters, "watch-lost")) == 2
         clusters.faults(lost).update({"unreachable": False})
         await wait_until(lambda: _only_elsewhere(clusters, lost), timeout=60, what="the old deployment removed")
-        live = (await _status(api, "watch-lost"))["live"]
-        assert live["stage"] == "serving" and any(f"{lost} answers again" in e for e in live["events"])
+
+        async def cleaned():
+            live = (await _status(api, "watch-lost"))["live"]
+            return live["stage"] == "serving" and any(f"{lost} answers again: its old deployment was removed" in e
+                                                      for e in live["events"])
+        await wait_until(cleaned, timeout=10, what="the removal in the events")
         await api.delete("/v1/workloads/watch-lost", headers=as_("tok-olga"))
         await _until_stage(api, "watch-lost", {"deleted"}, timeout=60)
     assert dgds(clusters, "watch-lost") == {}

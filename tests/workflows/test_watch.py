@@ -1,0 +1,124 @@
+"""The watch loop of WorkloadWorkflow on the time-skipping server with fake activities: every heal
+path, with the clock skipped over the grace instead of waited out."""
+
+from __future__ import annotations
+
+from temporalio.testing import WorkflowEnvironment
+
+from tests.support import wait_until
+from tests.workflows.fakes import World, fake_worker, workload_input
+from tests.workflows.test_workload import Handle, delete, serving, start
+from wingsmith.workload_state import WatchSettings, WorkloadStatus
+from workflows.workload import WorkloadWorkflow
+
+FAST = WatchSettings(status_seconds=0.2, probe_seconds=0.4, grace_seconds=120)
+
+
+async def until(handle: Handle, check, what: str) -> WorkloadStatus:
+    async def look() -> WorkloadStatus | None:
+        status = await handle.query(WorkloadWorkflow.status)
+        return status if check(status) else None
+    return await wait_until(look, what=what)
+
+
+def events_with(status: WorkloadStatus, text: str) -> list[str]:
+    return [e for e in status.events if text in e]
+
+
+async def test_a_missing_deployment_is_applied_again(time_skipping_env: WorkflowEnvironment):
+    world = World(capacity={"sim-a": 1, "sim-b": 1})
+    async with fake_worker(time_skipping_env.client, world) as queue:
+        handle = await start(time_skipping_env.client, workload_input(queue, replicas=2, watch=FAST), queue)
+        await serving(handle)
+        del world.dgds["sim-a"]  # kubectl delete, outside the plane
+        status = await until(handle, lambda s: events_with(s, "healed sim-a (reapply: deployment missing)"),
+                             "the heal")
+        assert status.stage == "serving" and world.dgds == {"sim-a": 1, "sim-b": 1}
+        assert events_with(status, "sim-a degraded: deployment missing")
+        assert [(h.cluster, h.action, h.cause) for h in world.heals] == [("sim-a", "reapply", "deployment missing")]
+        # Not serving was shown before the heal started, in the registry as well.
+        assert world.workload_states[-2:] == ["degraded", "serving"]
+        assert (await delete(handle)).stage == "deleted"
+    assert world.dgds == {}
+
+
+async def test_an_edit_is_put_back_or_reported_by_policy(time_skipping_env: WorkflowEnvironment):
+    world = World(capacity={"sim-a": 2})
+    async with fake_worker(time_skipping_env.client, world) as queue:
+        healing = await start(time_skipping_env.client, workload_input(queue, "heals", replicas=1, watch=FAST), queue)
+        await serving(healing)
+        world.edit("sim-a")
+        status = await until(healing, lambda s: events_with(s, "healed sim-a (reapply: spec edited outside the plane"),
+                             "the edit put back")
+        assert world.generations["sim-a"] == world.applied_generations["sim-a"] == 3
+        assert (await delete(healing)).stage == "deleted"
+
+        params = workload_input(queue, "reports", replicas=1, watch=FAST)
+        params.plan = params.plan.model_copy(update={"drift": "report"})
+        reporting = await start(time_skipping_env.client, params, queue)
+        await serving(reporting)
+        world.edit("sim-a")
+        status = await until(reporting, lambda s: any(c.drift for c in s.clusters), "the edit reported")
+        assert status.stage == "serving" and "generation 2, applied 1" in (status.clusters[0].drift or "")
+        assert world.generations["sim-a"] == 2 and world.applied_generations["sim-a"] == 1  # left alone
+        assert len(events_with(status, "left in place: drift policy is report")) == 1  # said once, not every look
+        assert (await delete(reporting)).stage == "deleted"
+    assert [h.action for h in world.heals] == ["reapply"]
+
+
+async def test_an_unreachable_cluster_is_replaced_after_the_grace_and_cleaned_when_back(
+        time_skipping_env: WorkflowEnvironment):
+    world = World(capacity={"sim-a": 1, "sim-b": 1, "sim-c": 1})
+    async with fake_worker(time_skipping_env.client, world) as queue:
+        handle = await start(time_skipping_env.client, workload_input(queue, replicas=2, watch=FAST), queue)
+        status = await serving(handle)
+        lost = sorted(c.cluster for c in status.clusters if c.state == "serving")[0]
+        world.unreachable.add(lost)
+        status = await until(handle, lambda s: s.stage == "degraded", "degraded")
+        [seen] = [c for c in status.clusters if c.cluster == lost]
+        assert seen.state == "degraded" and "cluster unreachable" in (seen.error or "") and seen.unhealthy_since
+        assert status.replicas == 1  # only what serves is counted
+        # Within the grace nothing moves.
+        await time_skipping_env.sleep(60)
+        status = await handle.query(WorkloadWorkflow.status)
+        assert status.stage == "degraded" and not world.heals
+        await time_skipping_env.sleep(70)
+        status = await until(handle, lambda s: s.stage == "serving", "serving elsewhere")
+        assert [(h.cluster, h.action) for h in world.heals] == [(lost, "replace")]
+        assert world.heals[0].seconds >= 120
+        serving_now = {c.cluster for c in status.clusters if c.state == "serving"}
+        assert lost not in serving_now and len(serving_now) == 2 and status.replicas == 2
+        assert lost in world.dgds  # still there: it could not be reached to remove it
+        world.unreachable.clear()
+        status = await until(handle, lambda s: events_with(s, f"{lost} answers again: its old deployment was removed"),
+                             "the old deployment removed")
+        assert lost not in world.dgds and len(world.dgds) == 2 and sum(world.dgds.values()) == 2
+        assert lost not in {c.cluster for c in status.clusters}
+        assert (await delete(handle)).stage == "deleted"
+    assert world.dgds == {}
+
+
+async def test_looks_are_bounded_per_run_and_the_watch_state_survives_continue_as_new(
+        time_skipping_env: WorkflowEnvironment):
+    world = World(capacity={"sim-a": 1, "sim-b": 1})
+    watch = FAST.model_copy(update={"looks_per_run": 3})
+    async with fake_worker(time_skipping_env.client, world) as queue:
+        handle = await start(time_skipping_env.client, workload_input(queue, replicas=1, watch=watch), queue)
+        status = await serving(handle)
+        [cluster] = [c.cluster for c in status.clusters]
+        world.unreachable.add(cluster)
+        first = await until(handle, lambda s: s.stage == "degraded", "degraded")
+        [since] = [c.unhealthy_since for c in first.clusters]
+        runs = {handle.result_run_id}
+
+        async def later_run() -> bool:
+            runs.add((await handle.describe()).run_id)
+            return len(runs) >= 3
+        await wait_until(later_run, what="two more runs")
+        status = await handle.query(WorkloadWorkflow.status)
+        # The problem's start carried over: the grace counts from the first look, not from each run.
+        assert status.stage == "degraded" and [c.unhealthy_since for c in status.clusters] == [since]
+        world.unreachable.clear()
+        await until(handle, lambda s: s.stage == "serving", "serving again")
+        assert (await delete(handle)).stage == "deleted"
+    assert world.dgds == {}
