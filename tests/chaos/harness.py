@@ -1,7 +1,10 @@
 """The chaos run: many workloads and endpoints across the three simulated clusters while the worker
 is SIGKILLed and restarted at random, the clusters answer some calls with 500s and latency, the Hub
 rate-limits, and Postgres is restarted once; every fifth workload is then scaled to 2 replicas and back
-under the same faults, and one workload that cannot be placed is expected to fail. Afterwards it
+under the same faults, and one workload that cannot be placed is expected to fail. Then what happens
+outside the plane: DGDs deleted and edited through the Kubernetes API, a cluster unreachable for a
+while, and the whole plane stopped (SIGTERM, as `up` is stopped) and started again on the same home;
+each must heal, and the time from the fault to serving again is measured. After each step it
 checks what must hold whatever happened:
 
 - every workload is serving, or failed with a cause — as the registry says and as its workflow says;
@@ -37,6 +40,8 @@ from typing import Any
 
 import httpx
 from pydantic import BaseModel, Field
+
+from bench.stats import pct
 
 # Small models that fit one H200 or one GB200 GPU, so 30 workloads fit the three clusters' 96 GPUs.
 DEFAULT_MODELS = ("openai/gpt-oss-120b", "openai/gpt-oss-20b")
@@ -75,6 +80,16 @@ class ChaosConfig(BaseModel):
     # end failed with its cause and leave nothing behind, however the faults fall.
     doomed: bool = True
     settle_timeout: float = 900
+    # Faults outside the plane, once the workloads serve (0 / False: skip that one).
+    out_of_band_deletes: int = Field(3, ge=0, description="serving workloads whose DGD is deleted by hand")
+    out_of_band_edits: int = Field(3, ge=0, description="serving workloads whose DGD spec is edited by hand")
+    unreachable_cluster: str | None = "sim-east"
+    unreachable_seconds: float = Field(60, ge=0)
+    plane_restart: bool = True
+    # The watch (WINGSMITH_WATCH_*): faster than production's 10 s / 30 s so a run takes minutes.
+    watch_status_seconds: float = 2.0
+    watch_probe_seconds: float = 6.0
+    drift_grace_seconds: float = 120
     root: Path | None = None
     verbose: bool = True
 
@@ -102,6 +117,9 @@ class ChaosReport(BaseModel):
     workflow_task_timeouts: int = 0
     api_answers_while_db_down: dict[str, int] = Field(default_factory=dict)
     api_raised: dict[str, int] = Field(default_factory=dict, description="requests the API answered 500 (raised)")
+    out_of_band: dict[str, int] = Field(default_factory=dict, description="faults outside the plane, by kind")
+    heal_seconds: dict[str, list[float]] = Field(default_factory=dict,
+                                                 description="fault kind → seconds from the fault to serving again")
     lost: list[str] = Field(default_factory=list)
 
     @property
@@ -125,6 +143,9 @@ class ChaosReport(BaseModel):
             f"workflow tasks      {self.workflow_task_failures} failed, {self.workflow_task_timeouts} timed out",
             f"api while db down   {dict(sorted(self.api_answers_while_db_down.items())) or 'not probed'}",
             f"api raised (500s)   {self.api_raised or 'never'}",
+            f"out of band         {self.out_of_band or 'none'}",
+            *(f"time to heal        {kind}: p50 {pct(v, 50):.1f} s, p99 {pct(v, 99):.1f} s, max {max(v):.1f} s "
+              f"({len(v)})" for kind, v in sorted(self.heal_seconds.items()) if v),
             f"lost                {len(self.lost)}",
         ]
         out += [f"  failed: {w}: {c}" for w, c in sorted(self.failures.items())]
@@ -182,6 +203,7 @@ class _Bed:
     settings: Any = None
     db_down: asyncio.Event = field(default_factory=asyncio.Event)
     api_raised: Counter = field(default_factory=Counter)
+    faults_before_restart: Counter = field(default_factory=Counter)
 
 
 def _say(config: ChaosConfig, text: str) -> None:
@@ -200,7 +222,9 @@ def _start_bed(config: ChaosConfig) -> _Bed:
     (root / "logs").mkdir(exist_ok=True)
     bed = _Bed(config=config, root=root)
     bed.pg = LocalPostgres(root / "pg", free_port(), durable=False, log_file=root / "logs" / "postgres.log").start()
-    bed.temporal_server = TemporalDevServer(port=free_port(), ui_port=None, db_file=None,
+    # On disk, so the whole-plane restart keeps the workflows, as `up` keeps them in its home.
+    bed.temporal_server = TemporalDevServer(port=free_port(), ui_port=None,
+                                            db_file=root / "temporal.db" if config.plane_restart else None,
                                             log_file=root / "logs" / "temporal.log").start()
     bed.hub = start_hub_server()
     bed.sims = SimulatedClusters(default_cluster_specs(), home=root / "sim",
@@ -210,16 +234,21 @@ def _start_bed(config: ChaosConfig) -> _Bed:
     with os.fdopen(fd, "w") as fh:
         fh.write("chaos-gateway-" + os.urandom(8).hex())
     bed.gateway_token_ref = f"file:{token_file}"
-    port = free_port()
-    bed.gateway_url = f"http://127.0.0.1:{port}"
-    log = open(root / "logs" / "gateway.log", "wb")
+    bed.gateway_url = f"http://127.0.0.1:{free_port()}"
+    _start_gateway(bed)
+    return bed
+
+
+def _start_gateway(bed: _Bed) -> None:
+    from wingsmith.local.temporal_server import wait_for_port
+    port = int(bed.gateway_url.rsplit(":", 1)[1])
+    log = open(bed.root / "logs" / "gateway.log", "ab")
     bed.gateway = subprocess.Popen(
-        [sys.executable, "-m", "api.gateway", "--port", str(port), "--state-dir", str(root / "gateway"),
+        [sys.executable, "-m", "api.gateway", "--port", str(port), "--state-dir", str(bed.root / "gateway"),
          "--admin-token-ref", bed.gateway_token_ref, "--log-level", "WARNING"],
         stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True)
     log.close()
     wait_for_port("127.0.0.1", port, 30, bed.gateway, "gateway")
-    return bed
 
 
 def _stop_bed(bed: _Bed) -> None:
@@ -249,7 +278,8 @@ async def _connect(bed: _Bed) -> None:
         log_format="json", log_level="ERROR", rollout_poll_seconds=c.poll_seconds,
         ready_deadline_seconds=c.ready_deadline_seconds, gateway_url=bed.gateway_url,
         gateway_admin_token_ref=bed.gateway_token_ref, drain_grace_seconds=c.drain_grace_seconds,
-        hf_token_secret=None)
+        hf_token_secret=None, watch_status_seconds=c.watch_status_seconds, watch_probe_seconds=c.watch_probe_seconds,
+        drift_grace_seconds=c.drift_grace_seconds)
     bed.pool = await open_pool(bed.pg.dsn())
     await migrate(bed.pool)
     bed.client = await connect(bed.settings, address=bed.temporal_server.address)
@@ -508,6 +538,17 @@ async def _run(bed: _Bed) -> ChaosReport:
                             for n in scaled if not statuses[n] or statuses[n].stage != "serving"]
             report.lost += await _check_settled(bed, statuses, dict(zip(endpoints, groups)))
 
+        # Outside the plane: by hand through the Kubernetes API, a partition, a restart of everything.
+        by_endpoint = dict(zip(endpoints, groups))
+        serving = [n for n in names if statuses[n] and statuses[n].stage == "serving"]
+        for step in (lambda: _out_of_band_edits(bed, chaos, report, serving), lambda: _partition(bed, report, serving),
+                     lambda: _restart_plane(bed, chaos, report, serving)):
+            report.lost += await step()
+            statuses.update(await _settle(bed, serving, c.settle_timeout))
+            report.lost += [f"workload {n}: {statuses[n].stage if statuses[n] else 'no answer'} after healing"
+                            for n in serving if not statuses[n] or statuses[n].stage != "serving"]
+            report.lost += await _check_settled(bed, statuses, by_endpoint)
+
         t_down = time.monotonic()
         await _tear_down(bed, names, endpoints, statuses, chaos.rng)
         # The worker keeps being killed while the teardowns run.
@@ -535,7 +576,7 @@ async def _run(bed: _Bed) -> ChaosReport:
 
 
 def _fault_counts(bed: _Bed) -> dict[str, int]:
-    total: Counter = Counter()
+    total: Counter = Counter(bed.faults_before_restart)
     for n in bed.sims.names:
         total.update(bed.sims.faults(n).injected)
     return dict(total)
@@ -786,3 +827,179 @@ async def _count_history(bed: _Bed, report: ChaosReport) -> None:
                 report.workflow_task_failures += 1
             elif t == EventType.EVENT_TYPE_WORKFLOW_TASK_TIMED_OUT:
                 report.workflow_task_timeouts += 1
+
+
+# --- faults outside the plane -------------------------------------------------------------------------
+
+
+def _kube_call(bed: _Bed, cluster: str, call: Any, attempts: int = 40) -> Any:
+    """What a person with kubectl does against a flaky API server: try again on 5xx and 409."""
+    from kubernetes import client
+    from kubernetes.client.exceptions import ApiException
+    api = bed.sims.api_client(cluster)
+    try:
+        custom = client.CustomObjectsApi(api)
+        for attempt in range(attempts):
+            try:
+                return call(custom)
+            except ApiException as exc:
+                if exc.status not in (409, 500, 503) or attempt == attempts - 1:
+                    raise
+                time.sleep(0.1)
+    finally:
+        api.close()
+
+
+def _delete_by_hand(bed: _Bed, cluster: str, name: str) -> None:
+    from wingsmith.dynamo import GROUP, PLURAL, VERSION
+    _kube_call(bed, cluster, lambda custom: custom.delete_namespaced_custom_object(
+        GROUP, VERSION, "default", PLURAL, name))
+
+
+def _edit_by_hand(bed: _Bed, cluster: str, name: str) -> int:
+    """Point the worker at another image, as a hurried hand-fix would; returns the new generation."""
+    from wingsmith.dynamo import GROUP, PLURAL, VERSION
+
+    def edit(custom: Any) -> int:
+        live = custom.get_namespaced_custom_object(GROUP, VERSION, "default", PLURAL, name)
+        components = live["spec"]["components"]
+        for component in components:
+            for container in component.get("podTemplate", {}).get("spec", {}).get("containers", []):
+                if component.get("type") != "frontend" and container.get("name") == "main":
+                    container["image"] = "nvcr.io/nvidia/ai-dynamo/vllm-runtime:hand-edited"
+        edited = custom.patch_namespaced_custom_object(
+            GROUP, VERSION, "default", PLURAL, name,
+            {"metadata": {"resourceVersion": live["metadata"]["resourceVersion"]},
+             "spec": {"components": components}})
+        return int(edited["metadata"]["generation"])
+    return _kube_call(bed, cluster, edit)
+
+
+def _live_dgds(bed: _Bed) -> dict[Pair, dict[str, Any]]:
+    """(workload, cluster) → the DGD, for workloads holding exactly one there."""
+    from wingsmith.dynamo.names import LABEL_WORKLOAD
+    found: dict[Pair, dict[str, Any]] = {}
+    for cluster in bed.sims.names:
+        for d in bed.sims.cluster(cluster).dgds():
+            workload = (d["metadata"].get("labels") or {}).get(LABEL_WORKLOAD) or d["metadata"]["name"]
+            found[(workload, cluster)] = d
+    return found
+
+
+def _as_applied(dgd: dict[str, Any] | None) -> bool:
+    """The live spec is what the plane rendered (it hashes to the plane's annotation)."""
+    from wingsmith.dynamo.render import SPEC_HASH_ANNOTATION, spec_hash
+    return dgd is not None and spec_hash(dgd["spec"]) == (dgd["metadata"].get("annotations") or {}).get(
+        SPEC_HASH_ANNOTATION) and not dgd["metadata"].get("deletionTimestamp")
+
+
+async def _time_to_heal(bed: _Bed, since: float, healed: dict[str, Any]) -> tuple[list[float], list[str]]:
+    """Seconds from `since` until each workload's `healed(status, live DGDs)` holds; the rest are lost."""
+    timeout = bed.config.settle_timeout
+    times: dict[str, float] = {}
+    deadline = time.monotonic() + timeout
+    while len(times) < len(healed) and time.monotonic() < deadline:
+        live = _live_dgds(bed)
+        for name, check in healed.items():
+            if name not in times:
+                status = await _status(bed, name)
+                if status is not None and status.stage == "serving" and check(status, live):
+                    times[name] = time.monotonic() - since
+        await asyncio.sleep(0.25)
+    return list(times.values()), [f"workload {n}: not healed {timeout:.0f}s after the fault" for n in healed
+                                  if n not in times]
+
+
+async def _out_of_band_edits(bed: _Bed, chaos: _Chaos, report: ChaosReport, serving: list[str]) -> list[str]:
+    """DGDs deleted and edited through the Kubernetes API, as people do: each comes back as the plane
+    applied it, a new object for a delete, the plane's spec again for an edit."""
+    c = bed.config
+    picked = chaos.rng.sample(serving, min(len(serving), c.out_of_band_deletes + c.out_of_band_edits))
+    if not picked:
+        return []
+    before = _live_dgds(bed)
+    where = {name: next(k for k in before if k[0] == name) for name in picked}
+    deleted, edited = picked[:c.out_of_band_deletes], picked[c.out_of_band_deletes:]
+    _say(c, f"deleting {len(deleted)} DGDs and editing {len(edited)} through the Kubernetes API")
+    since = time.monotonic()
+    checks: dict[str, Any] = {}
+    for name in deleted:
+        pair = where[name]
+        old_uid = before[pair]["metadata"]["uid"]
+        await asyncio.to_thread(_delete_by_hand, bed, pair[1], before[pair]["metadata"]["name"])
+        checks[name] = lambda st, live, pair=pair, old_uid=old_uid: (
+            _as_applied(live.get(pair)) and live[pair]["metadata"]["uid"] != old_uid)
+    for name in edited:
+        pair = where[name]
+        await asyncio.to_thread(_edit_by_hand, bed, pair[1], before[pair]["metadata"]["name"])
+        checks[name] = lambda st, live, pair=pair: _as_applied(live.get(pair))
+    report.out_of_band["dgd deleted"] = len(deleted)
+    report.out_of_band["dgd edited"] = len(edited)
+    times, lost = await _time_to_heal(bed, since, checks)
+    report.heal_seconds["dgd deleted/edited"] = times
+    return lost
+
+
+async def _partition(bed: _Bed, report: ChaosReport, serving: list[str]) -> list[str]:
+    """One cluster unreachable for a while (API and frontends): its workloads show degraded, and serve
+    again when it answers (or elsewhere, if it stayed away longer than the grace)."""
+    c = bed.config
+    cluster = c.unreachable_cluster
+    if not cluster or not c.unreachable_seconds:
+        return []
+    affected = [name for (name, where) in _live_dgds(bed) if where == cluster and name in serving]
+    _say(c, f"making {cluster} unreachable for {c.unreachable_seconds:.0f}s ({len(affected)} workloads there)")
+    since = time.monotonic()
+    bed.sims.faults(cluster).update({"unreachable": True})
+    seen_degraded: set[str] = set()
+    try:
+        while time.monotonic() - since < c.unreachable_seconds:
+            for name in affected:
+                status = await _status(bed, name)
+                if status is not None and status.stage == "degraded":
+                    seen_degraded.add(name)
+            await asyncio.sleep(0.5)
+    finally:
+        bed.sims.faults(cluster).update({"unreachable": False})
+    report.out_of_band[f"{cluster} unreachable {c.unreachable_seconds:.0f}s"] = len(affected)
+    lost = [f"workload {n}: showed serving while {cluster} was unreachable" for n in affected
+            if n not in seen_degraded]
+    times, not_healed = await _time_to_heal(bed, since, {n: lambda st, live: True for n in affected})
+    report.heal_seconds["cluster unreachable (from the start)"] = times
+    return lost + not_healed
+
+
+async def _restart_plane(bed: _Bed, chaos: _Chaos, report: ChaosReport, names: list[str]) -> list[str]:
+    """SIGTERM every process of the plane, as stopping `up` does, and start it again on the same home
+    and ports: every DGD must still be there (the same object) and every workload serve on."""
+    from sim.kube import SimulatedClusters, default_cluster_specs
+    from wingsmith.local.temporal_server import stop_process
+    c = bed.config
+    if not c.plane_restart:
+        return []
+    before = {pair: d["metadata"]["uid"] for pair, d in _live_dgds(bed).items()}
+    _say(c, "stopping the whole plane (worker, gateway, clusters, Temporal, Postgres)")
+    async with chaos.worker_lock:
+        since = time.monotonic()
+        await asyncio.to_thread(bed.worker.stop)
+        await asyncio.to_thread(stop_process, bed.gateway, 10)
+        bed.faults_before_restart.update(_fault_counts(bed))
+        port = bed.sims.port
+        await asyncio.to_thread(bed.sims.stop)
+        await asyncio.to_thread(bed.temporal_server.stop)
+        await asyncio.to_thread(bed.pg.stop)
+        _say(c, "starting it again on the same home")
+        await asyncio.to_thread(bed.pg.start)
+        await asyncio.to_thread(bed.temporal_server.start)
+        bed.sims = await asyncio.to_thread(lambda: SimulatedClusters(
+            default_cluster_specs(), home=bed.root / "sim", operator_delay=c.operator_delay, port=port).start())
+        chaos.set_cluster_faults(True)
+        await asyncio.to_thread(_start_gateway, bed)
+        bed.worker.start()
+    report.out_of_band["plane restarts"] = 1
+    times, lost = await _time_to_heal(bed, since, {n: lambda st, live: True for n in names})
+    report.heal_seconds["plane restart (to serving)"] = times
+    after = {pair: d["metadata"]["uid"] for pair, d in _live_dgds(bed).items()}
+    lost += [f"workload {w} on {cl}: its DGD did not survive the plane restart" for (w, cl), uid in sorted(
+        before.items()) if after.get((w, cl)) != uid]
+    return lost
