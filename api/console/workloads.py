@@ -81,7 +81,7 @@ def cluster_rows(deployments: list[dict[str, Any]], live: dict[str, Any] | None)
             phase=phase, phase_words=PHASE_WORDS.get(phase, phase.replace("_", " ")), ready=phase == "serving",
             replicas=c.get("replicas", d.get("replicas", 0)),
             frontend_url=c.get("frontend_url") or d.get("frontend_url"), generation=detail.get("generation"),
-            problem=c.get("error") or detail.get("cause")))
+            problem=c.get("error") or detail.get("cause") or c.get("drift")))
     return rows
 
 

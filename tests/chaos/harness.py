@@ -559,7 +559,8 @@ async def _run(bed: _Bed) -> ChaosReport:
         chaos.set_cluster_faults(False)
         report.lost += await _check_empty(bed, names, endpoints)
         await _count_history(bed, report)
-        report.worker_restarts_survived = bed.worker.starts - 1
+        # Starts after SIGKILLs (the plane restart's graceful one is counted apart).
+        report.worker_restarts_survived = bed.worker.starts - 1 - report.out_of_band.get("plane restarts", 0)
         report.cluster_faults_injected = _fault_counts(bed)
     finally:
         chaos.stopped.set()
@@ -893,8 +894,18 @@ def _as_applied(dgd: dict[str, Any] | None) -> bool:
         SPEC_HASH_ANNOTATION) and not dgd["metadata"].get("deletionTimestamp")
 
 
+def _converged(name: str, status: Any, live: dict[Pair, dict[str, Any]]) -> bool:
+    """Serving, with exactly the DGDs it serves from, each as the plane applied it: nothing left over
+    on a cluster it moved away from."""
+    serving = {c.cluster for c in status.clusters if c.state == "serving"}
+    held = {cluster for (workload, cluster) in live if workload == name}
+    return status.stage == "serving" and bool(serving) and held == serving and all(
+        _as_applied(live[(name, cluster)]) for cluster in held)
+
+
 async def _time_to_heal(bed: _Bed, since: float, healed: dict[str, Any]) -> tuple[list[float], list[str]]:
-    """Seconds from `since` until each workload's `healed(status, live DGDs)` holds; the rest are lost."""
+    """Seconds from `since` until each workload has converged and its own `healed(status, live DGDs)`
+    holds; the rest are lost."""
     timeout = bed.config.settle_timeout
     times: dict[str, float] = {}
     deadline = time.monotonic() + timeout
@@ -903,7 +914,7 @@ async def _time_to_heal(bed: _Bed, since: float, healed: dict[str, Any]) -> tupl
         for name, check in healed.items():
             if name not in times:
                 status = await _status(bed, name)
-                if status is not None and status.stage == "serving" and check(status, live):
+                if status is not None and _converged(name, status, live) and check(status, live):
                     times[name] = time.monotonic() - since
         await asyncio.sleep(0.25)
     return list(times.values()), [f"workload {n}: not healed {timeout:.0f}s after the fault" for n in healed
@@ -927,12 +938,12 @@ async def _out_of_band_edits(bed: _Bed, chaos: _Chaos, report: ChaosReport, serv
         pair = where[name]
         old_uid = before[pair]["metadata"]["uid"]
         await asyncio.to_thread(_delete_by_hand, bed, pair[1], before[pair]["metadata"]["name"])
-        checks[name] = lambda st, live, pair=pair, old_uid=old_uid: (
-            _as_applied(live.get(pair)) and live[pair]["metadata"]["uid"] != old_uid)
+        checks[name] = lambda st, live, pair=pair, old_uid=old_uid: live.get(pair, {}).get(
+            "metadata", {}).get("uid", old_uid) != old_uid
     for name in edited:
         pair = where[name]
         await asyncio.to_thread(_edit_by_hand, bed, pair[1], before[pair]["metadata"]["name"])
-        checks[name] = lambda st, live, pair=pair: _as_applied(live.get(pair))
+        checks[name] = lambda st, live, pair=pair: pair in live
     report.out_of_band["dgd deleted"] = len(deleted)
     report.out_of_band["dgd edited"] = len(edited)
     times, lost = await _time_to_heal(bed, since, checks)
