@@ -74,6 +74,7 @@ class HealRecord(BaseModel):
     step: str
     cluster: str
     action: str
+    problem: str = "other"  # wingsmith.reconcile.Problem
     cause: str
     seconds: float
     outcome: str
@@ -123,8 +124,8 @@ class WorkloadActivities:
     @activity.defn(name="workload.record_heal")
     async def record_heal(self, r: HealRecord) -> None:
         await store.record_heal(self._pool(), workload_id=r.workload_id, workflow_id=r.workflow_id, step=r.step,
-                                cluster=r.cluster, action=r.action, cause=r.cause, seconds=r.seconds,
-                                outcome=r.outcome)
+                                cluster=r.cluster, action=r.action, problem=r.problem, cause=r.cause,
+                                seconds=r.seconds, outcome=r.outcome)
 
     def all(self) -> list:
         return [self.list_clusters, self.place, self.record_workload, self.record_placement, self.record_deployment,

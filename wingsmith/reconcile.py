@@ -28,6 +28,9 @@ from wingsmith.dynamo.render import SPEC_HASH_ANNOTATION, spec_hash
 DriftPolicy = Literal["heal", "report"]
 Action = Literal["ok", "wait", "reapply", "report", "replace"]
 Health = Literal["serving", "degraded", "drifted"]
+# What was wrong, as a small fixed set (a metrics label, a filter in the events).
+Problem = Literal["DeploymentMissing", "SpecEdited", "DeploymentDeleting", "ClusterUnreachable", "Unready",
+                  "FrontendNotServing"]
 
 DEFAULT_GRACE = timedelta(minutes=2)
 DEPLOYMENT_MISSING = "deployment missing"
@@ -75,6 +78,7 @@ class Observation(BaseModel):
 class Verdict(BaseModel):
     action: Action
     health: Health
+    problem: Problem | None = None
     cause: str | None = None
     unhealthy_since: datetime | None = None
 
@@ -94,19 +98,19 @@ def edited(applied: Applied, seen: Observation) -> str | None:
     return None
 
 
-def unready(applied: Applied, seen: Observation) -> str | None:
+def unready(applied: Applied, seen: Observation) -> tuple[Problem, str] | None:
     """Why the DGD is not serving what was applied, or None."""
     if seen.observed_generation != seen.generation:
-        return f"the operator has not caught up (observedGeneration {seen.observed_generation}, " \
-               f"generation {seen.generation})"
+        return "Unready", f"the operator has not caught up (observedGeneration {seen.observed_generation}, " \
+                          f"generation {seen.generation})"
     if not seen.ready:
-        return f"unready: state {seen.state or 'unset'}" + (f", {seen.condition}" if seen.condition else "")
+        return "Unready", f"unready: state {seen.state or 'unset'}" + (f", {seen.condition}" if seen.condition else "")
     if seen.ready_replicas is not None and seen.ready_replicas < applied.replicas:
-        return f"unready: {seen.ready_replicas}/{applied.replicas} replicas ready"
+        return "Unready", f"unready: {seen.ready_replicas}/{applied.replicas} replicas ready"
     front = seen.frontend
     if front is not None and applied.served_model_name not in front.models:
         answer = front.error or f"lists {front.models or 'no models'}"
-        return f"frontend does not answer {applied.served_model_name!r} ({answer})"
+        return "FrontendNotServing", f"frontend does not answer {applied.served_model_name!r} ({answer})"
     return None
 
 
@@ -115,30 +119,32 @@ def judge(applied: Applied, seen: Observation, *, unhealthy_since: datetime | No
     """What to do about one cluster now. `unhealthy_since` is the previous verdict's, so a problem
     that lasts is replaced after `grace`, and one that clears starts the clock afresh next time."""
 
-    def lasting(cause: str) -> Verdict:
+    def lasting(problem: Problem, cause: str) -> Verdict:
         since = unhealthy_since or seen.at
         if seen.at - since >= grace:
-            return Verdict(action="replace", health="degraded", unhealthy_since=since,
+            return Verdict(action="replace", health="degraded", problem=problem, unhealthy_since=since,
                            cause=f"{cause}; for {_span(seen.at - since)}, longer than the {_span(grace)} grace")
-        return Verdict(action="wait", health="degraded", unhealthy_since=since,
+        return Verdict(action="wait", health="degraded", problem=problem, unhealthy_since=since,
                        cause=f"{cause} (since {since.isoformat(timespec='seconds')})")
 
     if not seen.reachable:
-        return lasting(f"cluster unreachable: {seen.error or 'no answer'}")
+        return lasting("ClusterUnreachable", f"cluster unreachable: {seen.error or 'no answer'}")
     if not seen.exists:
-        return Verdict(action="reapply", health="degraded", cause=DEPLOYMENT_MISSING,
+        return Verdict(action="reapply", health="degraded", problem="DeploymentMissing", cause=DEPLOYMENT_MISSING,
                        unhealthy_since=unhealthy_since or seen.at)
     if seen.deleting:
-        return lasting("deployment being deleted outside the plane")
+        return lasting("DeploymentDeleting", "deployment being deleted outside the plane")
     drift = edited(applied, seen)
     if drift and policy == "heal":
-        return Verdict(action="reapply", health="degraded", cause=f"spec edited outside the plane: {drift}",
-                       unhealthy_since=unhealthy_since or seen.at)
-    problem = unready(applied, seen)
-    if problem:
-        return lasting(f"{problem} (spec edited outside the plane: {drift})" if drift else problem)
+        return Verdict(action="reapply", health="degraded", problem="SpecEdited",
+                       cause=f"spec edited outside the plane: {drift}", unhealthy_since=unhealthy_since or seen.at)
+    wrong = unready(applied, seen)
+    if wrong:
+        problem, cause = wrong
+        return lasting(problem, f"{cause} (spec edited outside the plane: {drift})" if drift else cause)
     if drift:
-        return Verdict(action="report", health="drifted", cause=f"spec edited outside the plane: {drift}")
+        return Verdict(action="report", health="drifted", problem="SpecEdited",
+                       cause=f"spec edited outside the plane: {drift}")
     return Verdict(action="ok", health="serving")
 
 

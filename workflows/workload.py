@@ -444,11 +444,11 @@ class WorkloadWorkflow:
         self.state.heals += 1
         _, lost = await self._roll_out(target, state.replicas)
         if not lost:
-            await self._healed(name, "reapply", verdict.cause, since, "serving again")
+            await self._healed(name, "reapply", verdict, since, "serving again")
             return
         failed = self.state.clusters[name].error
         await self._place_again(f"{name} could not be healed in place")
-        await self._healed(name, "reapply", verdict.cause, since,
+        await self._healed(name, "reapply", verdict, since,
                            f"could not be applied again ({failed}); its replicas were placed elsewhere")
 
     async def _replace(self, target: ClusterTarget, state: ClusterState, verdict: Verdict) -> None:
@@ -466,7 +466,7 @@ class WorkloadWorkflow:
             await self._signal(wid, endpoint_workflow.EndpointWorkflow.backend_gone, self._backend(name))
         placed = await self._place_again(f"{name} given up on")
         outcome = "its replicas serve elsewhere" if placed else "its replicas could not be placed elsewhere yet"
-        await self._healed(name, "replace", verdict.cause, since, outcome)
+        await self._healed(name, "replace", verdict, since, outcome)
 
     async def _place_again(self, why: str) -> bool:
         """Place what is missing of the target replica count; on failure retry later, backing off."""
@@ -502,13 +502,14 @@ class WorkloadWorkflow:
         self._event(f"{name} answers again: " + ("its old deployment was removed" if seen.exists
                                                  else "it holds no deployment of this workload"))
 
-    async def _healed(self, cluster: str, action: str, cause: str | None, since: datetime, outcome: str) -> None:
+    async def _healed(self, cluster: str, action: str, verdict: Verdict, since: datetime, outcome: str) -> None:
         took = _seconds(workflow.now() - since)
-        self._event(f"healed {cluster} ({action}: {cause}): {outcome} after {took} s")
+        self._event(f"healed {cluster} ({action}: {verdict.cause}): {outcome} after {took} s")
         info = workflow.info()
         await workflow.execute_activity_method(WorkloadActivities.record_heal, HealRecord(
             workload_id=self.plan.workload_id, workflow_id=info.workflow_id, step=f"heal:{self.state.heals}",
-            cluster=cluster, action=action, cause=cause or "", seconds=took, outcome=outcome), **_DB)
+            cluster=cluster, action=action, problem=verdict.problem or "other", cause=verdict.cause or "",
+            seconds=took, outcome=outcome), **_DB)
 
     async def _show_observed(self) -> None:
         """Stage and registry say what the last looks saw: `degraded` names each cluster and its cause,

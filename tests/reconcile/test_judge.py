@@ -67,9 +67,17 @@ def test_verdicts(name: str, observed: Observation, kwargs: dict[str, Any], acti
     verdict = judge(APPLIED, observed, **kwargs)
     assert (verdict.action, verdict.health) == (action, health)
     if cause is None:
-        assert verdict.cause is None and verdict.unhealthy_since is None
+        assert verdict.cause is None and verdict.unhealthy_since is None and verdict.problem is None
     else:
-        assert verdict.cause and cause in verdict.cause
+        assert verdict.cause and cause in verdict.cause and verdict.problem is not None
+
+
+@pytest.mark.parametrize(("observed", "problem"), [
+    (seen(reachable=False), "ClusterUnreachable"), (seen(exists=False), "DeploymentMissing"),
+    (seen(deleting=True), "DeploymentDeleting"), (seen(generation=3, observed_generation=3), "SpecEdited"),
+    (seen(ready=False), "Unready"), (seen(frontend=FrontendCheck(error="HTTP 503")), "FrontendNotServing")])
+def test_every_problem_is_named_from_a_small_set(observed: Observation, problem: str) -> None:
+    assert judge(APPLIED, observed).problem == problem
 
 
 def test_the_clock_starts_at_the_first_bad_look_and_resets_when_healthy() -> None:

@@ -35,7 +35,8 @@ async def test_a_missing_deployment_is_applied_again(time_skipping_env: Workflow
                              "the heal")
         assert status.stage == "serving" and world.dgds == {"sim-a": 1, "sim-b": 1}
         assert events_with(status, "sim-a degraded: deployment missing")
-        assert [(h.cluster, h.action, h.cause) for h in world.heals] == [("sim-a", "reapply", "deployment missing")]
+        assert [(h.cluster, h.action, h.problem, h.cause) for h in world.heals] == [
+            ("sim-a", "reapply", "DeploymentMissing", "deployment missing")]
         # Not serving was shown before the heal started, in the registry as well.
         assert world.workload_states[-2:] == ["degraded", "serving"]
         assert (await delete(handle)).stage == "deleted"

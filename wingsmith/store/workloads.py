@@ -52,12 +52,12 @@ async def record_deployment(pool: asyncpg.Pool, *, workload_id: str, cluster: st
 
 
 async def record_heal(pool: asyncpg.Pool, *, workload_id: str, workflow_id: str, step: str, cluster: str,
-                      action: str, cause: str, seconds: float, outcome: str) -> None:
+                      action: str, problem: str, cause: str, seconds: float, outcome: str) -> None:
     """A heal in the audit trail: what the watch saw, what it did, how long until serving again."""
     async with pool.acquire() as conn:
         await record_event(conn, source=workflow_id, step=step, subject=workload_id, kind="workload_healed",
-                           detail={"cluster": cluster, "action": action, "cause": cause, "seconds": seconds,
-                                   "summary": outcome})
+                           detail={"cluster": cluster, "action": action, "problem": problem, "cause": cause,
+                                   "seconds": seconds, "summary": outcome})
 
 
 async def list_workloads(pool: asyncpg.Pool, *, limit: int = 200) -> list[dict[str, Any]]:
