@@ -38,6 +38,7 @@ from wingsmith.workload_state import ClusterState, WatchSettings, WorkloadState,
 from wingsmith.workloads import WorkloadPlan  # noqa: E402
 
 SHA = "b" * 40
+IMAGE = "nvcr.io/nvidia/ai-dynamo/vllm-runtime:1.3.0"
 CLUSTERS = ("sim-east", "sim-west")  # H200, one GPU per workload
 
 
@@ -46,7 +47,7 @@ def _plan(workload_id: str) -> WorkloadPlan:
         workload_id=workload_id, artifact_id=f"openai/gpt-oss-20b@{SHA}", artifact_sha=SHA, draft_version=1,
         hf_model_id="openai/gpt-oss-20b", hf_revision=SHA, served_model_name=workload_id, engine="vllm",
         hardware="h200", layout="single_node_tp", variant="default", features=[], replicas=1, gpus_per_replica=1,
-        worker=WorkerPool(args=["--tensor-parallel-size", "1"], gpus_per_node=1), image="vllm:bench",
+        worker=WorkerPool(args=["--tensor-parallel-size", "1"], gpus_per_node=1), image=IMAGE,
         namespace="default", placement=PlacementPlan(hardware="h200", gpus_per_node=1, replicas=1), fit={})
 
 

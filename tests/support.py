@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 from pathlib import Path
 
 from tests.conftest import unique_queue
@@ -41,7 +42,14 @@ def save_history(name: str, workflow_id: str, history: str) -> None:
                                                         indent=1))
 
 
-__all__ = ["running_worker", "wait_until", "history_json", "save_history", "unique_queue"]
+async def record_history_if_asked(client, workflow_id: str, name: str) -> None:
+    """Save the workflow's history as tests/histories/<name>.json when WINGSMITH_RECORD_HISTORIES=1."""
+    if os.environ.get("WINGSMITH_RECORD_HISTORIES") == "1":
+        handle = client.get_workflow_handle(workflow_id)
+        save_history(name, handle.id, await history_json(handle))
+
+
+__all__ = ["running_worker", "wait_until", "history_json", "save_history", "record_history_if_asked", "unique_queue"]
 
 
 async def wait_for_pollers(client, settings) -> None:

@@ -10,7 +10,7 @@ import signal
 import subprocess
 import sys
 
-from tests.support import history_json, running_worker, save_history, wait_until
+from tests.support import record_history_if_asked, running_worker, wait_until
 from tests.workloads.conftest import as_, dgds
 from tests.workloads.test_workload_journey import _until_stage
 
@@ -34,9 +34,7 @@ async def test_a_cluster_that_never_becomes_ready_gets_its_replicas_replaced(api
         # The failed cluster's DGD is removed while the workload serves on: it would hold GPUs.
         assert any("sim-east: the failed deployment was removed" in e for e in live["events"]), live["events"]
         assert set(dgds(clusters, "drill-replace")) == {"sim-west"}
-        if os.environ.get("WINGSMITH_RECORD_HISTORIES") == "1":
-            handle = temporal_client.get_workflow_handle("workload/drill-replace")
-            save_history("workload_failed_cluster_removed", handle.id, await history_json(handle))
+        await record_history_if_asked(temporal_client, "workload/drill-replace", "workload_failed_cluster_removed")
         await api.delete("/v1/workloads/drill-replace", headers=as_("tok-olga"))
         await _until_stage(api, "drill-replace", {"deleted"}, timeout=60)
     assert dgds(clusters, "drill-replace") == {}
@@ -136,7 +134,5 @@ async def test_a_delete_the_cluster_refuses_is_retried_until_no_dgd_is_left(api,
             kubeconfig.write_text(good)
         # Access restored: the next retry removes it, and only then is the workload deleted.
         await _until_stage(api, "drill-leftover", {"deleted"}, timeout=40)
-        if os.environ.get("WINGSMITH_RECORD_HISTORIES") == "1":
-            handle = temporal_client.get_workflow_handle("workload/drill-leftover")
-            save_history("workload_delete_retried", handle.id, await history_json(handle))
+        await record_history_if_asked(temporal_client, "workload/drill-leftover", "workload_delete_retried")
     assert dgds(clusters, "drill-leftover") == {}

@@ -4,13 +4,12 @@ clusters; the watch looks every half second so the test takes seconds, not minut
 
 from __future__ import annotations
 
-import os
 import time
 
 import pytest
 from kubernetes import client
 
-from tests.support import history_json, running_worker, save_history, wait_until
+from tests.support import record_history_if_asked, running_worker, wait_until
 from tests.workloads.conftest import as_, dgds
 from tests.workloads.test_workload_journey import _status, _until_stage
 from wingsmith.dynamo import GROUP, PLURAL, VERSION
@@ -81,9 +80,7 @@ async def test_a_dgd_deleted_out_of_band_comes_back_and_not_serving_shows_meanwh
         assert await pg_pool.fetchval("select state from workloads where id = 'watch-delete'") == "serving"
         assert await pg_pool.fetchval("select state from deployments where workload_id = 'watch-delete'") \
             == "serving"
-        if os.environ.get("WINGSMITH_RECORD_HISTORIES") == "1":
-            handle = temporal_client.get_workflow_handle("workload/watch-delete")
-            save_history("workload_healed_missing_dgd", handle.id, await history_json(handle))
+        await record_history_if_asked(temporal_client, "workload/watch-delete", "workload_healed_missing_dgd")
         await api.delete("/v1/workloads/watch-delete", headers=as_("tok-olga"))
         await _until_stage(api, "watch-delete", {"deleted"}, timeout=60)
     assert dgds(clusters, "watch-delete") == {}
