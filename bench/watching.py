@@ -88,10 +88,11 @@ async def main() -> None:
         print(f"{len(ids)} workloads serving on {', '.join(CLUSTERS)}; status every {args.status_seconds:g} s, "
               f"frontend every {args.probe_seconds:g} s; warming up {args.warmup_seconds:.0f} s", flush=True)
         await asyncio.sleep(args.warmup_seconds)
-        cpu0, server0, events0, t0 = (_cpu_seconds(worker.pid), _cpu_seconds(temporal.process.pid),
+        server_pid = temporal.process.pid if temporal.process else 0
+        cpu0, server0, events0, t0 = (_cpu_seconds(worker.pid), _cpu_seconds(server_pid),
                                       await _events(client, ids), time.monotonic())
         await asyncio.sleep(args.minutes * 60)
-        cpu1, server1, events1, t1 = (_cpu_seconds(worker.pid), _cpu_seconds(temporal.process.pid),
+        cpu1, server1, events1, t1 = (_cpu_seconds(worker.pid), _cpu_seconds(server_pid),
                                       await _events(client, ids), time.monotonic())
         hours = (t1 - t0) / 3600
         stages = await _stages(client, ids)

@@ -91,6 +91,8 @@ async def count(activity_type: str, arg: Any, db: asyncpg.Pool | None) -> None:
         saved = await _fetch(db, "select created_at from drafts where artifact_id = $1 and version = $2",
                              arg.artifact_id, arg.decision.draft_version)
         metrics.review_decided(arg.decision.decision, arg.decision.decided_at, saved)
+    elif activity_type == "workload.record_heal":
+        metrics.heal(arg.problem)  # what the watch repaired: DeploymentMissing, SpecEdited, ClusterUnreachable...
     elif activity_type == "workload.record_deployment":
         if arg.state == "applied":
             metrics.ROLLOUTS_STARTED.inc()

@@ -54,9 +54,10 @@ _DB = workflow.ActivityConfig(
 
 # One look is one read; a look that gets no answer at all (worker gone, cluster hung) counts as an
 # unreachable look, and the next one asks again.
-_LOOK = workflow.ActivityConfig(
-    start_to_close_timeout=timedelta(seconds=45),
-    retry_policy=RetryPolicy(maximum_attempts=2, initial_interval=timedelta(seconds=1)))
+def _look_options(kube_task_queue: str) -> workflow.ActivityConfig:
+    return workflow.ActivityConfig(
+        task_queue=kube_task_queue, start_to_close_timeout=timedelta(seconds=45),
+        retry_policy=RetryPolicy(maximum_attempts=2, initial_interval=timedelta(seconds=1)))
 # Replicas a heal could not place again are tried again, backing off up to this.
 _PLACE_AGAIN_MAX = timedelta(minutes=10)
 
@@ -379,7 +380,7 @@ class WorkloadWorkflow:
                     cluster=name, kubeconfig=target.kubeconfig, namespace=self.plan.namespace,
                     name=(state and state.dgd_name) or dgd_name(self.plan.workload_id, name),
                     served_model_name=self.plan.served_model_name if probe else None),
-                task_queue=self.params.kube_task_queue, **_LOOK)
+                **_look_options(self.params.kube_task_queue))
         except ActivityError as err:
             seen = Observation(cluster=name, at=workflow.now(), reachable=False, error=f"no answer: {_cause(err)}")
         # The workflow's clock, not the worker's: graces and heal durations stay deterministic.
@@ -516,7 +517,7 @@ class WorkloadWorkflow:
         or the replicas missing; never `serving` over nothing."""
         problems = {n: c.error or "degraded" for n, c in sorted(self.state.clusters.items()) if c.state == "degraded"}
         missing = self.plan.replicas - self._replicas()
-        stage = "degraded" if problems or missing > 0 else "serving"
+        stage: Stage = "degraded" if problems or missing > 0 else "serving"
         if stage == self.state.stage:
             return
         self._set_stage(stage)

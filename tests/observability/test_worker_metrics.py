@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import uuid
 
-from activities.workload import DeploymentRecord
+from activities.workload import DeploymentRecord, HealRecord
 from tests.observability.scrape import WORKER_FAMILIES, scrape, total
 from tests.support import running_worker
 from wingsmith import metrics
@@ -50,6 +50,14 @@ async def test_a_failed_rollout_counts_its_cause_and_its_replicas_to_re_place():
     await count("workload.record_deployment", record, None)
     assert metrics.ROLLOUTS_FAILED.labels("Unschedulable")._value.get() == before_failed + 1
     assert metrics.REPLACEMENTS._value.get() == before_replaced + 2
+
+
+async def test_a_heal_counts_by_what_was_wrong():
+    before = metrics.HEALS.labels("DeploymentMissing")._value.get()
+    record = HealRecord(workload_id="w", workflow_id="workload/w", step="heal:1", cluster="c", action="reapply",
+                        problem="DeploymentMissing", cause="deployment missing", seconds=4.2, outcome="serving again")
+    await count("workload.record_heal", record, None)
+    assert metrics.HEALS.labels("DeploymentMissing")._value.get() == before + 1
 
 
 def test_labels_stay_bounded():

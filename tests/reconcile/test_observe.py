@@ -6,6 +6,7 @@ from __future__ import annotations
 import itertools
 import time
 from collections.abc import Iterator
+from typing import Any, cast
 
 import pytest
 from kubernetes import client
@@ -90,7 +91,8 @@ def test_a_deployment_deleted_out_of_band_is_missing(kubeconfig: KubeconfigRef, 
 
 def test_a_spec_edited_out_of_band_is_drift(kubeconfig: KubeconfigRef, custom: client.CustomObjectsApi) -> None:
     applied, _ = _serving(kubeconfig)
-    live = custom.get_namespaced_custom_object(GROUP, VERSION, applied.namespace, PLURAL, applied.dgd_name)
+    live = cast(dict[str, Any], custom.get_namespaced_custom_object(GROUP, VERSION, applied.namespace, PLURAL,
+                                                                    applied.dgd_name))
     components = live["spec"]["components"]
     components[1]["replicas"] = 2  # someone scaled it by hand
     custom.patch_namespaced_custom_object(GROUP, VERSION, applied.namespace, PLURAL, applied.dgd_name,

@@ -5,6 +5,7 @@ clusters; the watch looks every half second so the test takes seconds, not minut
 from __future__ import annotations
 
 import time
+from typing import Any, cast
 
 import pytest
 from kubernetes import client
@@ -28,6 +29,10 @@ def _body(artifact: str, name: str, **extra) -> dict:
 
 def _custom(sims, cluster: str) -> client.CustomObjectsApi:
     return client.CustomObjectsApi(sims.api_client(cluster))
+
+
+def _read(custom: client.CustomObjectsApi, name: str) -> dict[str, Any]:
+    return cast(dict[str, Any], custom.get_namespaced_custom_object(GROUP, VERSION, "default", PLURAL, name))
 
 
 async def _serving_on(api, workload_id: str) -> tuple[str, dict]:
@@ -101,7 +106,7 @@ async def test_an_edited_spec_is_put_back_or_only_reported(api, deps, temporal_c
 
         async def put_back():
             live = (await _status(api, "watch-heal")).get("live") or {}
-            now = custom.get_namespaced_custom_object(GROUP, VERSION, "default", PLURAL, name)
+            now = _read(custom, name)
             return now["spec"]["components"][1]["replicas"] == 1 and live.get("stage") == "serving" and any(
                 "spec edited outside the plane" in e and "healed" in e for e in live["events"])
         await wait_until(put_back, timeout=60, what="the edit to be put back")
@@ -119,7 +124,7 @@ async def test_an_edited_spec_is_put_back_or_only_reported(api, deps, temporal_c
         live = await wait_until(reported, timeout=30, what="the edit to be reported")
         assert "generation 2, applied 1" in live["clusters"][0]["drift"]
         assert any("left in place: drift policy is report" in e for e in live["events"]), live["events"]
-        now = custom.get_namespaced_custom_object(GROUP, VERSION, "default", PLURAL, name)
+        now = _read(custom, name)
         assert now["spec"]["labels"]["edited-by"] == "hand" and now["metadata"]["generation"] == 2  # left alone
         for workload in ("watch-heal", "watch-report"):
             await api.delete(f"/v1/workloads/{workload}", headers=as_("tok-olga"))
