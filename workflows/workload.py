@@ -360,9 +360,13 @@ class WorkloadWorkflow:
                     await self._act_on(targets[name], observation)
                 else:
                     await self._remove_leftover(targets[name], observation)
-        if probe and self._held() < self.plan.replicas and self.place_again_at is not None \
-                and workflow.now() >= self.place_again_at:
-            await self._place_again("retrying replicas that could not be placed again")
+        if probe and self._held() < self.plan.replicas:
+            # Short of the target (a heal or the first placement could not place everything):
+            # placement is asked again, backing off, until inventories change.
+            if self.place_again_at is None:
+                self._back_off_placing()
+            elif workflow.now() >= self.place_again_at:
+                await self._place_again("replicas short of the target")
         await self._show_observed()
 
     async def _watch_targets(self, names: list[str]) -> dict[str, ClusterTarget]:
@@ -399,13 +403,8 @@ class WorkloadWorkflow:
                           served_model_name=self.plan.served_model_name)
         verdict = judge(applied, seen, unhealthy_since=state.unhealthy_since, policy=self.plan.drift,
                         grace=timedelta(seconds=self.params.watch.grace_seconds))
-        if verdict.action == "ok":
-            await self._healthy(state)
-        elif verdict.action == "report":
-            await self._healthy(state)
-            if state.drift != verdict.cause:
-                state.drift = verdict.cause
-                self._event(f"{state.cluster}: {verdict.cause} (left in place: drift policy is report)")
+        if verdict.action in ("ok", "report"):
+            await self._healthy(state, drift=verdict.cause if verdict.action == "report" else None)
         else:
             await self._degrade(state, verdict)
             if verdict.action == "reapply":
@@ -413,10 +412,12 @@ class WorkloadWorkflow:
             elif verdict.action == "replace":
                 await self._replace(target, state, verdict)
 
-    async def _healthy(self, state: ClusterState) -> None:
-        if state.drift:
-            self._event(f"{state.cluster}: the edit outside the plane is gone")
-            state.drift = None
+    async def _healthy(self, state: ClusterState, *, drift: str | None = None) -> None:
+        """Serving; under `drift: report` possibly with an edit left in place, said once, not every look."""
+        if state.drift != drift:
+            self._event(f"{state.cluster}: {drift} (left in place: drift policy is report)" if drift
+                        else f"{state.cluster}: the edit outside the plane is gone")
+            state.drift = drift
         if state.state == "degraded":
             took = _seconds(workflow.now() - (state.unhealthy_since or workflow.now()))
             self._event(f"{state.cluster} serving again by itself after {took} s (was: {state.error})")
@@ -474,13 +475,19 @@ class WorkloadWorkflow:
         try:
             await self._converge(self.plan.replicas, initial=False)
         except _Unplaceable as exc:
-            self.place_again_wait = min(max(2 * self.place_again_wait, timedelta(seconds=30)), _PLACE_AGAIN_MAX)
-            self.place_again_at = workflow.now() + self.place_again_wait
+            self._back_off_placing()
             self._event(f"{why}: replicas could not be placed ({exc}); trying again in "
                         f"{_seconds(self.place_again_wait)} s")
             return False
+        if self._held() < self.plan.replicas:
+            self._back_off_placing()
+            return False
         self.place_again_at, self.place_again_wait = None, timedelta(0)
-        return self._held() >= self.plan.replicas
+        return True
+
+    def _back_off_placing(self) -> None:
+        self.place_again_wait = min(max(2 * self.place_again_wait, timedelta(seconds=30)), _PLACE_AGAIN_MAX)
+        self.place_again_at = workflow.now() + self.place_again_wait
 
     async def _remove_leftover(self, target: ClusterTarget, seen: Observation) -> None:
         """A cluster given up on answers again: its old deployment goes, so the workload never holds

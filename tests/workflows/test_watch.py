@@ -21,6 +21,10 @@ async def until(handle: Handle, check, what: str) -> WorkloadStatus:
     return await wait_until(look, what=what)
 
 
+async def _more_looks(world: World, n: int) -> bool:
+    return world.looks >= n
+
+
 def events_with(status: WorkloadStatus, text: str) -> list[str]:
     return [e for e in status.events if text in e]
 
@@ -62,7 +66,11 @@ async def test_an_edit_is_put_back_or_reported_by_policy(time_skipping_env: Work
         status = await until(reporting, lambda s: any(c.drift for c in s.clusters), "the edit reported")
         assert status.stage == "serving" and "generation 2, applied 1" in (status.clusters[0].drift or "")
         assert world.generations["sim-a"] == 2 and world.applied_generations["sim-a"] == 1  # left alone
+        looks = world.looks
+        await wait_until(lambda: _more_looks(world, looks + 4), what="a few more looks")
+        status = await reporting.query(WorkloadWorkflow.status)
         assert len(events_with(status, "left in place: drift policy is report")) == 1  # said once, not every look
+        assert not events_with(status, "the edit outside the plane is gone") and status.clusters[0].drift
         assert (await delete(reporting)).stage == "deleted"
     assert [h.action for h in world.heals] == ["reapply"]
 
@@ -123,3 +131,25 @@ async def test_looks_are_bounded_per_run_and_the_watch_state_survives_continue_a
         await until(handle, lambda s: s.stage == "serving", "serving again")
         assert (await delete(handle)).stage == "deleted"
     assert world.dgds == {}
+
+
+async def test_replicas_that_cannot_be_placed_again_are_retried_until_room_appears(
+        time_skipping_env: WorkflowEnvironment):
+    world = World(capacity={"sim-a": 1, "sim-b": 1})
+    async with fake_worker(time_skipping_env.client, world) as queue:
+        handle = await start(time_skipping_env.client, workload_input(queue, replicas=2, watch=FAST), queue)
+        await serving(handle)
+        world.unreachable.add("sim-b")
+        await until(handle, lambda s: s.stage == "degraded", "degraded")
+        await time_skipping_env.sleep(130)  # past the grace: sim-b is given up on, and nothing has room
+        status = await until(handle, lambda s: events_with(s, "replicas could not be placed"), "the failed placement")
+        assert status.stage == "degraded" and status.replicas == 1 and world.heals[0].outcome.startswith(
+            "its replicas could not be placed")
+        world.capacity["sim-c"] = 1  # a cluster with room joins
+        await time_skipping_env.sleep(40)  # past the first back-off
+        status = await until(handle, lambda s: s.stage == "serving", "serving the target again")
+        assert status.replicas == 2 and world.dgds["sim-c"] == 1
+        world.unreachable.clear()
+        await until(handle, lambda s: events_with(s, "sim-b answers again"), "sim-b cleaned up")
+        assert world.dgds == {"sim-a": 1, "sim-c": 1}
+        assert (await delete(handle)).stage == "deleted"
