@@ -130,6 +130,12 @@ def test_cluster_rows_prefer_the_workflows_view_and_keep_the_registrys():
           {"cluster": "sim-west", "replicas": 0, "state": "pending"}],
          [("sim-east", "failed", False, 0, None, "CrashLoop: worker restarts"),
           ("sim-west", "pending", False, 0, None, None)]),
+        # What the watch saw: not serving, and why; an edit left in place under `drift: report`.
+        ([{**_DEPLOYED, "state": "degraded", "detail": {"cause": "deployment missing"}}],
+         [{"cluster": "sim-east", "replicas": 1, "state": "degraded", "error": "deployment missing"},
+          {"cluster": "sim-west", "replicas": 1, "state": "serving", "drift": "spec edited outside the plane"}],
+         [("sim-east", "degraded", False, 1, None, "deployment missing"),
+          ("sim-west", "serving", True, 1, None, "spec edited outside the plane")]),
     ]
     for recorded, live, expected in cases:
         got = cluster_rows(recorded, {"clusters": live} if live is not None else None)
