@@ -215,7 +215,7 @@ def _start_bed(config: ChaosConfig) -> _Bed:
     from sim.hub import start_hub_server
     from sim.kube import SimulatedClusters, default_cluster_specs
     from wingsmith.local.postgres import LocalPostgres, free_port
-    from wingsmith.local.temporal_server import TemporalDevServer, wait_for_port
+    from wingsmith.local.temporal_server import TemporalDevServer
 
     root = Path(config.root or tempfile.mkdtemp(prefix="wingsmith-chaos-"))
     root.mkdir(parents=True, exist_ok=True)
@@ -539,7 +539,7 @@ async def _run(bed: _Bed) -> ChaosReport:
             report.lost += await _check_settled(bed, statuses, dict(zip(endpoints, groups)))
 
         # Outside the plane: by hand through the Kubernetes API, a partition, a restart of everything.
-        by_endpoint = dict(zip(endpoints, groups))
+        by_endpoint = dict(zip(endpoints, groups, strict=True))
         serving = [n for n in names if statuses[n] and statuses[n].stage == "serving"]
         for step in (lambda: _out_of_band_edits(bed, chaos, report, serving), lambda: _partition(bed, report, serving),
                      lambda: _restart_plane(bed, chaos, report, serving)):
