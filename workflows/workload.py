@@ -435,8 +435,8 @@ class WorkloadWorkflow:
         was = state.state
         state.state, state.error = "degraded", verdict.cause
         self._event(f"{state.cluster} degraded: {verdict.cause}")
+        await self._show_observed()  # the stage flips with the cluster, before any registry write
         await self._record_deployment(state, "degraded", {"cause": verdict.cause})
-        await self._show_observed()
         if was == "serving":
             await self._notify_subscribers()
 
