@@ -20,7 +20,9 @@ import importlib
 
 from fastapi import APIRouter
 
-PAGE_MODULES = ["session", "artifacts", "models", "workloads", "endpoints"]
+# The create pages come before their families: `/workloads/new` must not be read as a workload called "new".
+PAGE_MODULES = ["session", "new_artifact", "artifacts", "models", "new_workload", "workloads", "new_endpoint",
+                "endpoints"]
 
 router = APIRouter(include_in_schema=False)
 for _name in PAGE_MODULES:

@@ -11,8 +11,16 @@ from pydantic import ValidationError
 
 from api.console.rendering import ConsoleRoute, first, read_form, redirect, render
 from api.console.session import ConsoleApprover, ConsoleViewer, check_csrf
-from api.console.views import (CommandChoice, command_view, default_choice, feature_rows, hardware_rows, layout_rows,
-                               max_num_seqs_rows, variant_rows)
+from api.console.views import (
+    CommandChoice,
+    command_view,
+    default_choice,
+    feature_rows,
+    hardware_rows,
+    layout_rows,
+    max_num_seqs_rows,
+    variant_rows,
+)
 from api.deps import DbDep, SettingsDep, TemporalDep
 from api.errors import ApiError
 from api.routes import artifacts as artifacts_api
@@ -79,13 +87,14 @@ async def _draft_page(request: Request, org: str, name_at_sha: str, principal, d
                 command = command_view(recipe, evidence, catalog, picked)
             seqs = max_num_seqs_rows(art.get("repo_id") or evidence.model_id, evidence, catalog)
     decided = request.query_params.get("decided")
+    registered = request.query_params.get("registered")
     return render(
         request, "draft.html", status_code=status_code, principal=principal, art=art, state=state, live=live,
         draft=draft, evidence=evidence, target=target, warnings=warnings,
         variants=variant_rows(evidence, sizing or []),
         layouts=layout_rows(evidence) if evidence else [], hardware=hardware_rows(evidence) if evidence else [],
         features=feature_rows(evidence) if evidence else [], command=command, seqs=seqs, catalog_note=catalog_note,
-        can_review=principal.has("approver"), error=error, comment=comment, decided=decided,
+        can_review=principal.has("approver"), error=error, comment=comment, decided=decided, registered=registered,
         page_path=draft_path(art["id"]))
 
 

@@ -57,7 +57,8 @@ def journey_steps(base_url: str, hf_id: str, *, hardware: str, gpus: int, layout
     return [
         Step(title="1. Resolve", words=(
             "Ask the plane what it would register: the exact commit, licence, weight size, the recipe "
-            "evidence and the plane's own sizing. Nothing is written. The second line keeps the commit (sha) in $SHA for the next steps."),
+            "evidence and the plane's own sizing. Nothing is written. The second line keeps the commit (sha) "
+            "in $SHA for the next steps."),
             calls=[_get(base, f"/v1/artifacts/resolve?source=hf:{hf_id}"),
                    "SHA=$(" + _get(base, f"/v1/artifacts/resolve?source=hf:{hf_id}")
                    + " \\\n  | python3 -c 'import json, sys; print(json.load(sys.stdin)[\"sha\"])')"]),

@@ -7,8 +7,17 @@ from fastapi import APIRouter, Request
 
 from api.console.journey import journey_steps
 from api.console.rendering import ConsoleRoute, render
-from api.console.views import (CommandChoice, command_view, default_choice, dynamo_link, feature_rows, hardware_rows,
-                               layout_rows, max_num_seqs_rows, published_variant_rows)
+from api.console.views import (
+    CommandChoice,
+    command_view,
+    default_choice,
+    dynamo_link,
+    feature_rows,
+    hardware_rows,
+    layout_rows,
+    max_num_seqs_rows,
+    published_variant_rows,
+)
 from api.errors import ApiError
 from wingsmith.recipes import dynamo_entries, evidence_for, load_catalog
 

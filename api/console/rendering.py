@@ -4,8 +4,10 @@ pages, and the small helpers every page module shares."""
 from __future__ import annotations
 
 import shlex
+from collections.abc import Callable
+from datetime import UTC
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 from urllib.parse import parse_qs
 
 from fastapi import Request, Response
@@ -14,6 +16,7 @@ from fastapi.responses import HTMLResponse, RedirectResponse
 from fastapi.routing import APIRoute
 from fastapi.templating import Jinja2Templates
 
+from api.console.words import layout_name
 from api.errors import ApiError
 
 HERE = Path(__file__).resolve().parent
@@ -57,11 +60,12 @@ templates.env.filters["state_words"] = lambda s: STATE_WORDS.get(s, s)
 templates.env.filters["short_sha"] = lambda s: (s or "")[:12]
 templates.env.filters["when"] = lambda t: _when(t)
 templates.env.globals["shell_command"] = shell_command
+templates.env.globals["layout_name"] = layout_name
 
 
 def _when(value) -> str:
     """A time as a person reads it: minutes, in UTC."""
-    from datetime import datetime, timezone
+    from datetime import datetime
     if value is None or value == "":
         return ""
     if isinstance(value, str):
@@ -70,7 +74,7 @@ def _when(value) -> str:
         except ValueError:
             return value
     if value.tzinfo is not None:
-        value = value.astimezone(timezone.utc)
+        value = value.astimezone(UTC)
     return value.strftime("%Y-%m-%d %H:%M UTC")
 
 

@@ -13,8 +13,7 @@ from fastapi import APIRouter, Depends, Request
 from fastapi.responses import FileResponse
 
 from api.auth import ROLES, Principal, TokenTable
-from api.console.rendering import (HERE, ConsoleRoute, LoginRequired, first, read_form, redirect, render,
-                                   safe_next)
+from api.console.rendering import HERE, ConsoleRoute, LoginRequired, first, read_form, redirect, render, safe_next
 from api.errors import ApiError
 
 TOKEN_COOKIE = "wingsmith_token"
@@ -95,6 +94,12 @@ def check_csrf(request: Request, form: dict[str, list[str]]) -> None:
 @router.get("/static/console.css")
 def stylesheet() -> FileResponse:
     return FileResponse(HERE / "static" / "console.css", media_type="text/css",
+                        headers={"Cache-Control": "public, max-age=300"})
+
+
+@router.get("/static/console.js")
+def script() -> FileResponse:
+    return FileResponse(HERE / "static" / "console.js", media_type="text/javascript",
                         headers={"Cache-Control": "public, max-age=300"})
 
 

@@ -5,9 +5,17 @@ from __future__ import annotations
 
 from pydantic import BaseModel
 
+from api.console.words import SPANS_NODES, feature_words, layout_name, mutually_exclusive
 from wingsmith.drafts import VariantSizing
-from wingsmith.recipes import (Catalog, InvalidChoice, MaxNumSeqsDefault, Recipe, ServeCommand, max_num_seqs_default,
-                               serve_command)
+from wingsmith.recipes import (
+    Catalog,
+    InvalidChoice,
+    MaxNumSeqsDefault,
+    Recipe,
+    ServeCommand,
+    max_num_seqs_default,
+    serve_command,
+)
 from wingsmith.recipes.evidence import Evidence, HardwareEvidence, _link
 
 # Plain words for each layout, so a reviewer need not know the strategy files.
@@ -46,6 +54,8 @@ class HardwareRow(BaseModel):
 
 class LayoutRow(BaseModel):
     name: str
+    display_name: str
+    spans_nodes: bool
     default: bool
     compatible: bool
     words: str
@@ -56,6 +66,8 @@ class LayoutRow(BaseModel):
 
 class FeatureRow(BaseModel):
     name: str
+    description: str | None
+    excludes: list[str]  # never together with these features
     on_by_default: bool
     flags: str
     notes: list[str]
@@ -110,7 +122,8 @@ def layout_rows(evidence: Evidence) -> list[LayoutRow]:
     rows = []
     for layout in evidence.layouts:
         rows.append(LayoutRow(
-            name=layout.name, default=layout.default, compatible=layout.compatible,
+            name=layout.name, display_name=layout_name(layout.name), spans_nodes=layout.deploy_type in SPANS_NODES,
+            default=layout.default, compatible=layout.compatible,
             words=LAYOUT_WORDS.get(layout.name, layout.deploy_type.replace("_", " ")),
             allowed=[(hw, layout.minimum_gpus.get(hw)) for hw in layout.allowed],
             denied=_grouped(layout.denied), link=evidence.links.strategies.get(layout.name)))
@@ -141,11 +154,11 @@ def feature_rows(evidence: Evidence) -> list[FeatureRow]:
             if spec.unsupported_on:
                 text += f"; not on {', '.join(spec.unsupported_on)}"
             notes.append(text)
-        if f.excludes:
-            notes.append(f"cannot be combined with {', '.join(f.excludes)}")
         if f.env:
             notes.append("sets " + ", ".join(f"{k}={v}" for k, v in f.env.items()))
-        rows.append(FeatureRow(name=f.name, on_by_default=f.default == "on", flags=" ".join(f.args) or "(no flags)",
+        rows.append(FeatureRow(name=f.name, description=feature_words(f.name),
+                               excludes=sorted(set(f.excludes) | set(mutually_exclusive(f.name))),
+                               on_by_default=f.default == "on", flags=" ".join(f.args) or "(no flags)",
                                notes=notes))
     return rows
 
@@ -182,7 +195,7 @@ def default_choice(evidence: Evidence, hardware: str | None = None, layout: str 
     """The recipe's default layout on its default (else first placeable, else first) allowed card."""
     layout = layout or evidence.default_layout or ""  # "": an omni recipe has no layout; the command view says so
     if hardware is None:
-        entry = next((l for l in evidence.layouts if l.name == layout), None)
+        entry = next((lay for lay in evidence.layouts if lay.name == layout), None)
         allowed = entry.allowed if entry else []
         placeable = {h.id for h in evidence.hardware if h.placeable}
         ranked = sorted(allowed, key=lambda h: (h != evidence.default_hardware, h not in placeable))
@@ -200,7 +213,7 @@ def command_view(recipe: Recipe, evidence: Evidence, catalog: Catalog, choice: C
         error = str(exc).strip("'\"")
     return CommandView(choice=choice, variants=[v.name for v in evidence.variants],
                        hardware=[(h.id, _hardware_label(h)) for h in evidence.hardware if h.status != "unsupported"],
-                       layouts=[l.name for l in evidence.layouts], command=command, error=error)
+                       layouts=[lay.name for lay in evidence.layouts], command=command, error=error)
 
 
 def _hardware_label(h: HardwareEvidence) -> str:
@@ -215,8 +228,8 @@ def max_num_seqs_rows(hf_id: str, evidence: Evidence, catalog: Catalog) -> list[
         if not h.placeable or h.status == "unsupported":
             continue
         default = max_num_seqs_default(hf_id, h.id, catalog)
-        rows.append(SeqsRow(card=h.id, name=h.display_name, default=default,
-                            link=_link(src.repository, src.commit, default.source_path) if default.source_path else None))
+        link = _link(src.repository, src.commit, default.source_path) if default.source_path else None
+        rows.append(SeqsRow(card=h.id, name=h.display_name, default=default, link=link))
     return rows
 
 

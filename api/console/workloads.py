@@ -4,7 +4,7 @@ console and the API say the same thing and refuse the same things."""
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import quote, urlencode
 
@@ -18,6 +18,7 @@ from api.console.views import LAYOUT_WORDS
 from api.deps import DbDep, SettingsDep, TemporalDep
 from api.errors import ApiError
 from api.routes import workloads as workloads_api
+from wingsmith.store import workloads as workload_store
 
 router = APIRouter(route_class=ConsoleRoute)
 
@@ -94,7 +95,7 @@ def event_rows(events: list[dict[str, Any]], notes: list[str]) -> list[EventRow]
         stamp, _, text = note.partition(" ")
         at = _parse_time(stamp)
         rows.append(EventRow(at=at, when=_seconds(at), what=text if at else note, who=None, source="workflow"))
-    epoch = datetime.min.replace(tzinfo=timezone.utc)
+    epoch = datetime.min.replace(tzinfo=UTC)
     # The workflow stamps its notes to the second, so compare at that resolution; the stable sort then
     # keeps the registry's rows (written in order) ahead of the notes made in the same second.
     return sorted(rows, key=lambda r: (_aware(r.at) or epoch).replace(microsecond=0))
@@ -122,13 +123,26 @@ def _parse_time(stamp: str) -> datetime | None:
 
 
 def _seconds(at: datetime | None) -> str:
-    return _aware(at).astimezone(timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC") if at else ""
+    return _aware(at).astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S UTC") if at else ""
 
 
 def _aware(at: datetime | None) -> datetime | None:
     if at is not None and at.tzinfo is None:
-        return at.replace(tzinfo=timezone.utc)
+        return at.replace(tzinfo=UTC)
     return at
+
+
+def failure_sentence(cause: str | None) -> str:
+    """Why a workload failed, in one sentence (its list row once read just "failed failed")."""
+    if not cause:
+        return "Failed without a recorded cause; its events on the workload page say what happened."
+    first_line = cause.strip().splitlines()[0].rstrip(". ")
+    return f"Failed: {first_line}."
+
+
+def _last_failure(events: list[dict[str, Any]]) -> str | None:
+    causes = [(e.get("detail") or {}).get("cause") for e in events if e.get("kind") == "failed"]
+    return next((c for c in reversed(causes) if c), None)
 
 
 def workload_path(workload_id: str) -> str:
@@ -138,8 +152,10 @@ def workload_path(workload_id: str) -> str:
 @router.get("/workloads")
 async def workload_list(request: Request, principal: ConsoleViewer, db: DbDep):
     listed = await workloads_api.list_workloads(principal, db, limit=500)
-    return render(request, "workloads.html", principal=principal, workloads=listed["workloads"],
-                  stage_words=STAGE_WORDS, phase_words=PHASE_WORDS, draft_path=draft_path,
+    failed = [w["id"] for w in listed["workloads"] if w["state"] == "failed"]
+    causes = await workload_store.failure_causes(db, failed) if failed else {}
+    return render(request, "workloads.html", principal=principal, workloads=listed["workloads"], causes=causes,
+                  failure_sentence=failure_sentence, stage_words=STAGE_WORDS, phase_words=PHASE_WORDS, draft_path=draft_path,
                   workload_path=workload_path)
 
 
@@ -154,12 +170,14 @@ async def _workload_page(request: Request, workload_id: str, principal, db, sett
     return render(
         request, "workload.html", status_code=status_code, principal=principal, w=w, live=live, spec=spec,
         stage=stage, stage_words=STAGE_WORDS.get(stage, stage), clusters=clusters,
+        failure=(live or {}).get("failure") or (_last_failure(w.get("events") or []) if stage == "failed" else None),
         serving_replicas=sum(c.replicas for c in clusters if c.ready), replicas=replicas,
         layout_words=LAYOUT_WORDS.get(spec.get("layout", ""), ""),
         events=event_rows(w.get("events") or [], (live or {}).get("events") or []),
         artifact_path=draft_path(w["artifact_id"]) if w.get("artifact_id") else None,
         can_change=principal.has("operator") and stage not in _SETTLED_OUT, error=error,
-        scaled=request.query_params.get("scaled"), deleting=request.query_params.get("deleting"),
+        scaled=request.query_params.get("scaled"), created=request.query_params.get("created"),
+        deleting=request.query_params.get("deleting"),
         page_path=workload_path(workload_id))
 
 

@@ -97,3 +97,11 @@ async def approved_artifact(pool: asyncpg.Pool, artifact_id: str) -> dict[str, A
            from artifacts a left join lateral (select version, evidence, sizing from drafts where artifact_id = a.id
                                                order by version desc limit 1) d on true
            where lower(a.id) = lower($1) order by a.id = $1 desc, a.created_at limit 1""", artifact_id)
+
+
+async def failure_causes(pool: asyncpg.Pool, workload_ids: list[str]) -> dict[str, str]:
+    """The cause each failed workload recorded last (its `failed` event), for lists that show many at once."""
+    rows = await pool.fetch("select distinct on (subject) subject, detail->>'cause' as cause from events "
+                            "where kind = 'failed' and subject = any($1::text[]) order by subject, id desc",
+                            workload_ids)
+    return {r["subject"]: r["cause"] for r in rows if r["cause"]}

@@ -1,0 +1,82 @@
+"""Register a model from the console: the form takes `source`, shows the resolve proposal (commit,
+weights, evidence, the plane's sizing) and, once confirmed, registers through the API's own handler,
+which starts the artifact's workflow; the browser lands on the draft page."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter, Request
+from pydantic import BaseModel
+
+from api.console.artifacts import draft_path
+from api.console.forms import blank_to_none
+from api.console.rendering import ConsoleRoute, first, read_form, redirect, render
+from api.console.session import ConsoleOperator, check_csrf
+from api.console.views import VariantRow, variant_rows
+from api.deps import SettingsDep, TemporalDep
+from api.errors import ApiError
+from api.routes import artifacts as artifacts_api
+from api.routes import resolve as resolve_api
+from wingsmith.drafts import SizingTarget, VariantSizing
+from wingsmith.hub import ArtifactProposal
+from wingsmith.recipes.evidence import Evidence
+
+router = APIRouter(route_class=ConsoleRoute)
+
+WEIGHT_SOURCE_WORDS = {
+    "safetensors_files": "the sizes of its safetensors files", "index_total_size": "its safetensors index",
+    "parameter_counts": "the Hub's parameter counts", "config_estimate": "an estimate from config.json",
+}
+
+
+class ProposalView(BaseModel):
+    """What a person checks before registering: the resolve answer, in the draft page's terms."""
+    proposal: ArtifactProposal
+    weight_gb: float | None
+    weight_words: str
+    evidence: Evidence | None
+    target: SizingTarget | None
+    variants: list[VariantRow]
+    warnings: list[str]
+
+
+def proposal_view(proposal: ArtifactProposal) -> ProposalView:
+    sizing = proposal.sizing or {}
+    target = sizing.get("target")
+    return ProposalView(
+        proposal=proposal,
+        weight_gb=round(proposal.weight_bytes / 1e9, 1) if proposal.weight_bytes else None,
+        weight_words=WEIGHT_SOURCE_WORDS.get(proposal.weight_bytes_source or "", "not known"),
+        evidence=Evidence.model_validate(proposal.evidence) if proposal.evidence else None,
+        target=SizingTarget.model_validate(target) if target else None,
+        variants=variant_rows(Evidence.model_validate(proposal.evidence) if proposal.evidence else None,
+                              [VariantSizing.model_validate(v) for v in sizing.get("sizing", [])]),
+        warnings=list(sizing.get("warnings") or []))
+
+
+@router.get("/artifacts/new")
+async def register_form(request: Request, principal: ConsoleOperator, source: str | None = None):
+    proposal, error = None, None
+    if blank_to_none(source or ""):
+        try:
+            # The API's resolve handler: the same proposal `GET /v1/artifacts/resolve` answers.
+            proposal = proposal_view(await resolve_api.resolve(request, principal, source=source.strip()))
+        except ApiError as err:
+            error = err.message
+    return render(request, "artifact_new.html", status_code=200, principal=principal, source=source or "",
+                  proposal=proposal, error=error)
+
+
+@router.post("/artifacts/new")
+async def register(request: Request, principal: ConsoleOperator, settings: SettingsDep, temporal: TemporalDep):
+    form = await read_form(request)
+    check_csrf(request, form)
+    source = first(form, "source").strip()
+    try:
+        # The API's register handler: it resolves again (pinning the branch to a commit) and starts
+        # the workflow, so a proposal read minutes ago cannot register a commit that moved since.
+        registered = await artifacts_api.register(request, artifacts_api.RegisterRequest(source=source), principal,
+                                                  settings, temporal)
+    except ApiError as err:
+        return render(request, "artifact_new.html", status_code=err.status, principal=principal, source=source,
+                      proposal=None, error=err.message)
+    return redirect(draft_path(registered.id) + ("?registered=1" if registered.started else "?registered=0"))

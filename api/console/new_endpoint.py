@@ -1,0 +1,64 @@
+"""Create an endpoint from the console: a model name for clients (`name`) and the workloads behind it
+(`workloads`, a multi-select of serving workloads), sent through the API's own create handler.
+
+Changing an existing endpoint's workloads waits for the API that does it (`PATCH /v1/endpoints/{name}`,
+issue #18); until then the endpoint page says how it is done today."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter, Request
+from pydantic import ValidationError
+
+from api.console.endpoints import endpoint_path
+from api.console.forms import refusal_words
+from api.console.rendering import ConsoleRoute, first, read_form, redirect, render
+from api.console.session import ConsoleOperator, check_csrf
+from api.deps import DbDep, SettingsDep, TemporalDep
+from api.errors import ApiError
+from api.routes import endpoints as endpoints_api
+from api.routes import workloads as workloads_api
+
+router = APIRouter(route_class=ConsoleRoute)
+
+# Workloads an endpoint may route to: the API refuses deleted and failed ones; ones still rolling out
+# are allowed (the gateway adds each cluster once it serves), but serving ones are listed first.
+_OFFERED = ("serving", "rolling_out", "placing", "planning", "scaling")
+
+
+async def _page(request: Request, principal, db, *, name: str = "", chosen: list[str] | None = None,
+                status_code: int = 200, error: str | None = None):
+    listed = (await workloads_api.list_workloads(principal, db, limit=500))["workloads"]
+    offered = sorted((w for w in listed if w["state"] in _OFFERED),
+                     key=lambda w: (w["state"] != "serving", w["id"]))
+    chosen = chosen if chosen is not None else [request.query_params["workload"]] \
+        if request.query_params.get("workload") else []
+    if not name and len(chosen) == 1:
+        served = next(((w.get("spec") or {}).get("served_model_name") for w in offered if w["id"] == chosen[0]), None)
+        name = served or ""
+    return render(request, "endpoint_new.html", status_code=status_code, principal=principal, workloads=offered,
+                  name=name, chosen=chosen, error=error)
+
+
+@router.get("/endpoints/new")
+async def new_endpoint(request: Request, principal: ConsoleOperator, db: DbDep):
+    return await _page(request, principal, db)
+
+
+@router.post("/endpoints/new")
+async def create_endpoint(request: Request, principal: ConsoleOperator, db: DbDep, settings: SettingsDep,
+                          temporal: TemporalDep):
+    form = await read_form(request)
+    check_csrf(request, form)
+    name = first(form, "name").strip()
+    chosen = [w for w in form.get("workloads", []) if w]
+    try:
+        body = endpoints_api.EndpointRequest(name=name, workloads=chosen)
+    except ValidationError as exc:
+        return await _page(request, principal, db, name=name, chosen=chosen, status_code=422,
+                           error=refusal_words(exc))
+    try:
+        await endpoints_api.create(body, principal, db, settings, temporal)
+    except ApiError as err:
+        return await _page(request, principal, db, name=name, chosen=chosen, status_code=err.status,
+                           error=err.message)
+    return redirect(endpoint_path(name) + "?created=1")

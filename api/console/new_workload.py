@@ -1,0 +1,170 @@
+"""Create a workload from the console. The form's fields are named like `POST /v1/workloads`'s JSON;
+while it is filled in, the page shows the fit check and a dry-run placement (which clusters would take
+the replicas, and why the others would not), refreshed by a small GET fragment or, without scripts, by
+the form's own "Check" button. Both the check and the create go through the API's own handler, so
+the console refuses what the API refuses, in the same words."""
+
+from __future__ import annotations
+
+from typing import Any
+from urllib.parse import urlencode
+
+from fastapi import APIRouter, Request
+from pydantic import BaseModel, ValidationError
+
+from api.console.forms import blank_to_none, refusal_words
+from api.console.rendering import ConsoleRoute, read_form, redirect, render
+from api.console.session import ConsoleOperator, check_csrf
+from api.console.views import default_choice
+from api.console.words import layout_name
+from api.console.workloads import workload_path
+from api.deps import DbDep, SettingsDep
+from api.errors import ApiError
+from api.routes import workloads as workloads_api
+from wingsmith.placement import PlacementDecision
+from wingsmith.recipes.evidence import Evidence
+from wingsmith.store import artifacts as artifact_store
+from wingsmith.store import workloads as workload_store
+from wingsmith.workloads import WorkloadPlan, WorkloadRequest
+
+router = APIRouter(route_class=ConsoleRoute)
+
+TEXT_FIELDS = ("artifact_id", "name", "hardware", "layout", "variant", "replicas", "served_model_name")
+
+
+class WorkloadForm(BaseModel):
+    """The form as typed: text, so a refused value is shown back exactly."""
+    artifact_id: str = ""
+    name: str = ""
+    hardware: str = ""
+    layout: str = ""
+    variant: str = ""
+    replicas: str = "1"
+    served_model_name: str = ""
+    features: list[str] = []
+
+    @classmethod
+    def read(cls, values: dict[str, list[str]]) -> WorkloadForm:
+        given = {k: values[k][0] for k in TEXT_FIELDS if values.get(k)}
+        return cls(**given, features=[f for f in values.get("features", []) if f])
+
+    def request(self) -> WorkloadRequest:
+        """The API's request body for these fields; blank optional fields are left out, as in JSON."""
+        body: dict[str, Any] = {"artifact_id": self.artifact_id.strip(), "hardware": self.hardware.strip(),
+                                "replicas": self.replicas.strip() or "1", "features": self.features}
+        for key in ("name", "layout", "variant", "served_model_name"):
+            if (value := blank_to_none(getattr(self, key))) is not None:
+                body[key] = value
+        return WorkloadRequest.model_validate(body)
+
+
+class Choices(BaseModel):
+    """What the selected artifact's draft allows, for the selects and checkboxes."""
+    artifacts: list[tuple[str, str]]  # (id, label)
+    hardware: list[tuple[str, str]]
+    layouts: list[tuple[str, str]]
+    variants: list[tuple[str, str]]
+    features: list[tuple[str, str]]  # opt-in features (the rest are on by default)
+
+
+class Check(BaseModel):
+    """The fit check and dry-run placement for the form as it stands, or the API's refusal."""
+    refusal: str | None = None
+    plan: WorkloadPlan | None = None
+    placement: PlacementDecision | None = None
+
+
+async def _approved(db) -> list[dict[str, Any]]:
+    """Approved artifacts a workload may run: a superseded one is refused by the API, so not offered."""
+    return [a for a in await artifact_store.list_artifacts(db, state="approved", limit=500) if not a["superseded_by"]]
+
+
+async def _evidence(db, artifact_id: str) -> Evidence | None:
+    row = await workload_store.approved_artifact(db, artifact_id) if artifact_id else None
+    return Evidence.model_validate(row["evidence"]) if row is not None and row["evidence"] else None
+
+
+async def _choices(db, evidence: Evidence | None) -> Choices:
+    artifacts = [(a["id"], f"{a['repo_id']} @{a['sha'][:12]}") for a in await _approved(db)]
+    if evidence is None:
+        return Choices(artifacts=artifacts, hardware=[], layouts=[], variants=[], features=[])
+    return Choices(
+        artifacts=artifacts,
+        hardware=[(h.id, h.display_name) for h in evidence.hardware if h.placeable and h.status != "unsupported"],
+        layouts=[(lay.name, layout_name(lay.name)) for lay in evidence.layouts],
+        variants=[(v.name, f"{v.name} ({v.precision})") for v in evidence.variants],
+        features=[(f.name, f.name) for f in evidence.features if f.default == "opt_in"])
+
+
+def _with_defaults(form: WorkloadForm, evidence: Evidence | None) -> WorkloadForm:
+    """Blank selects take the recipe's default choice, as the API's defaults would."""
+    if evidence is None:
+        return form
+    base = default_choice(evidence)
+    return form.model_copy(update={"hardware": form.hardware or base.hardware, "layout": form.layout or base.layout,
+                                   "variant": form.variant or base.variant})
+
+
+async def check_workload(form: WorkloadForm, request: Request, principal, db, settings) -> Check:
+    if not form.artifact_id:
+        return Check(refusal="Choose an approved artifact first.")
+    try:
+        body = form.request().model_copy(update={"dry_run": True})
+    except ValidationError as exc:
+        return Check(refusal=refusal_words(exc))
+    try:
+        # The API's create handler with dry_run: the same validation, fit check and placement dry run.
+        result = await workloads_api.create(body, principal, db, settings, request)
+    except ApiError as err:
+        return Check(refusal=err.message)
+    return Check(plan=result.plan, placement=PlacementDecision.model_validate(result.placement))
+
+
+async def _page(request: Request, principal, db, settings, form: WorkloadForm, *, status_code: int = 200,
+                error: str | None = None):
+    approved = await _approved(db)
+    if not form.artifact_id and approved:
+        form = form.model_copy(update={"artifact_id": approved[0]["id"]})
+    evidence = await _evidence(db, form.artifact_id)
+    form = _with_defaults(form, evidence)
+    check = await check_workload(form, request, principal, db, settings) if evidence is not None else None
+    return render(request, "workload_new.html", status_code=status_code, principal=principal, form=form,
+                  choices=await _choices(db, evidence), check=check, error=error, evidence=evidence)
+
+
+@router.get("/workloads/new")
+async def new_workload(request: Request, principal: ConsoleOperator, db: DbDep, settings: SettingsDep):
+    if "csrf" in request.query_params:
+        # The no-script "Check again" button sends the whole form by GET; keep its token out of the history.
+        kept = [(k, v) for k, v in request.query_params.multi_items() if k != "csrf"]
+        return redirect(request.url.path + "?" + urlencode(kept))
+    values = {k: request.query_params.getlist(k) for k in (*TEXT_FIELDS, "features")}
+    if request.query_params.get("artifact") and not values["artifact_id"]:
+        values["artifact_id"] = [request.query_params["artifact"]]
+    return await _page(request, principal, db, settings, WorkloadForm.read(values))
+
+
+@router.get("/workloads/new/check")
+async def check_fragment(request: Request, principal: ConsoleOperator, db: DbDep, settings: SettingsDep):
+    """The check alone, as an HTML fragment the form's script puts in place on every change."""
+    values = {k: request.query_params.getlist(k) for k in (*TEXT_FIELDS, "features")}
+    form = WorkloadForm.read(values)
+    form = _with_defaults(form, await _evidence(db, form.artifact_id))
+    return render(request, "_workload_check.html", principal=principal,
+                  check=await check_workload(form, request, principal, db, settings))
+
+
+@router.post("/workloads/new")
+async def create_workload(request: Request, principal: ConsoleOperator, db: DbDep, settings: SettingsDep):
+    values = await read_form(request)
+    check_csrf(request, values)
+    form = WorkloadForm.read(values)
+    try:
+        body = form.request()
+    except ValidationError as exc:
+        return await _page(request, principal, db, settings, form, status_code=422, error=refusal_words(exc))
+    try:
+        created = await workloads_api.create(body, principal, db, settings, request)
+    except ApiError as err:
+        return await _page(request, principal, db, settings, form, status_code=err.status, error=err.message)
+    return redirect(workload_path(created.id) + "?" + urlencode({"created": 1}))
