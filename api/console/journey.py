@@ -50,7 +50,15 @@ def served_name(hf_id: str) -> str:
     return hf_id.rsplit("/", 1)[-1].lower().replace(".", "-").replace("_", "-")[:40]
 
 
-def journey_steps(base_url: str, hf_id: str, *, hardware: str, gpus: int, layout: str) -> list[Step]:
+def chat_call(gateway_url: str, model: str) -> str:
+    """A chat completion through the gateway, which clients call without the plane's token: the same
+    call the endpoint page offers."""
+    from api.console.endpoints import chat_curl, gateway_base  # the endpoint pages import this module
+    return chat_curl(gateway_base(gateway_url), model)
+
+
+def journey_steps(base_url: str, hf_id: str, *, hardware: str, gpus: int, layout: str,
+                  gateway_url: str | None = None) -> list[Step]:
     base = base_url.rstrip("/")
     artifact = f"{hf_id}@$SHA"
     art_path = f"/v1/artifacts/{artifact}"
@@ -80,4 +88,6 @@ def journey_steps(base_url: str, hf_id: str, *, hardware: str, gpus: int, layout
             "Give the workload one model name for clients. The gateway sends requests to every cluster "
             "where it is ready."),
             calls=[_post(base, "/v1/endpoints", {"name": served_name(hf_id), "workloads": [served_name(hf_id)]})]),
-    ]
+    ] + ([Step(title="5. Call it", words=(
+            "Any OpenAI-compatible client sends the endpoint's model name to the gateway (not to the plane's API, "
+            "so no plane token)."), calls=[chat_call(gateway_url, served_name(hf_id))])] if gateway_url else [])

@@ -1,27 +1,72 @@
-"""The public model pages: what the plane knows about serving a model, from the recipe catalog alone,
-readable without a token (nothing here is registered or secret)."""
+"""The public model pages: what the plane knows about serving a model, from the recipe catalog, readable
+without a token (nothing here is registered or secret). Where the plane can, the page adds the Hub's
+licence and commit, and suggests a workload its registered clusters can place."""
 
 from __future__ import annotations
 
+import asyncio
+import time
+from typing import Any
+
 from fastapi import APIRouter, Request
+from pydantic import BaseModel
+from starlette.concurrency import run_in_threadpool
 
 from api.console.journey import journey_steps
 from api.console.rendering import ConsoleRoute, render
-from api.console.views import (
-    CommandChoice,
-    command_view,
-    default_choice,
-    dynamo_link,
-    feature_rows,
-    hardware_rows,
-    layout_rows,
-    max_num_seqs_rows,
-    published_variant_rows,
-)
+from api.console.session import signed_in
+from api.console.suggest import Candidate, suggest
+from api.console.views import (CommandChoice, command_view, default_choice, dynamo_link, feature_rows, hardware_rows,
+                               layout_rows, max_num_seqs_rows, published_variant_rows)
 from api.errors import ApiError
-from wingsmith.recipes import dynamo_entries, evidence_for, load_catalog
+from api.routes.resolve import resolver_for
+from wingsmith.hardware import HARDWARE
+from wingsmith.hub import ArtifactProposal, HubError, HubRateLimited, HubUnavailable, parse_source
+from wingsmith.recipes import Catalog, DynamoEntry, dynamo_entries, evidence_for, load_catalog
 
 router = APIRouter(route_class=ConsoleRoute)
+
+# The Hub's answer (licence, commit) is a nicety on a public page: it never holds the page up longer.
+HUB_WAIT_SECONDS = 3.0
+HUB_QUIET_SECONDS = 60.0
+
+
+class DynamoCard(BaseModel):
+    """NVIDIA Dynamo's recipes for this model on one card, aggregated and disaggregated."""
+    card: str | None
+    name: str
+    entries: list[tuple[DynamoEntry, str | None]]  # (entry, link at the pinned commit)
+
+
+def dynamo_by_card(hf_id: str, catalog: Catalog) -> list[DynamoCard]:
+    grouped: dict[str | None, list[tuple[DynamoEntry, str | None]]] = {}
+    for entry in dynamo_entries(hf_id, catalog):
+        grouped.setdefault(entry.card, []).append((entry, dynamo_link(catalog, entry.source_path)))
+    cards = []
+    for card, entries in grouped.items():
+        hw = HARDWARE.get(card) if card else None
+        entries.sort(key=lambda pair: (pair[0].mode != "aggregated", pair[0].backend, pair[0].source_path))
+        cards.append(DynamoCard(card=card, name=hw.display_name if hw else (card or "Card not stated"),
+                                entries=entries))
+    return sorted(cards, key=lambda c: (c.card is None, c.name))
+
+
+async def hub_facts(request: Request, hf_id: str) -> ArtifactProposal | None:
+    """The model's licence and current commit from the Hub, if it answers in time. A Hub that did not
+    answer is left alone for a minute, so an offline plane's model pages do not each wait for it."""
+    state = request.app.state
+    if getattr(state, "hub_quiet_until", 0.0) > time.monotonic():
+        return None
+    try:
+        source = parse_source(f"hf:{hf_id}")
+        return await asyncio.wait_for(run_in_threadpool(resolver_for(request).resolve, source), HUB_WAIT_SECONDS)
+    except (HubError, ValueError) as exc:
+        if isinstance(exc, (HubUnavailable, HubRateLimited)):
+            state.hub_quiet_until = time.monotonic() + HUB_QUIET_SECONDS
+        return None
+    except Exception:  # noqa: BLE001 - a timeout or a client error: the recipe's facts still show
+        state.hub_quiet_until = time.monotonic() + HUB_QUIET_SECONDS
+        return None
 
 
 @router.get("/models")
@@ -32,8 +77,8 @@ def model_index(request: Request):
 
 
 @router.get("/models/{org}/{name}")
-def model_page(request: Request, org: str, name: str, variant: str | None = None, hardware: str | None = None,
-               layout: str | None = None):
+async def model_page(request: Request, org: str, name: str, variant: str | None = None, hardware: str | None = None,
+                     layout: str | None = None):
     catalog = load_catalog()
     hf_id = f"{org}/{name}"
     match = catalog.find(hf_id)
@@ -45,12 +90,21 @@ def model_page(request: Request, org: str, name: str, variant: str | None = None
     choice = CommandChoice(variant=variant or base.variant, hardware=hardware or base.hardware,
                            layout=layout or base.layout)
     command = command_view(match.recipe, evidence, catalog, choice)
-    shown = command.command
-    steps = journey_steps(str(request.base_url), match.recipe.model_id, hardware=choice.hardware,
-                          gpus=shown.gpus if shown else 8, layout=choice.layout)
-    entries = [(e, dynamo_link(catalog, e.source_path)) for e in dynamo_entries(hf_id, catalog)]
-    return render(request, "model.html", catalog=catalog, recipe=match.recipe, evidence=evidence,
-                  variants=published_variant_rows(evidence), layouts=layout_rows(evidence),
-                  hardware=hardware_rows(evidence), features=feature_rows(evidence), command=command,
-                  steps=steps, seqs=max_num_seqs_rows(hf_id, evidence, catalog), entries=entries,
-                  page_path=f"/console/models/{org}/{name}")
+    default_command = command_view(match.recipe, evidence, catalog, base).command
+    fallback = Candidate(hardware=base.hardware, layout=base.layout, gpus=default_command.gpus if default_command
+                          else 8, nodes=default_command.nodes if default_command else 1)
+    principal = signed_in(request)
+    suggestion, hub = await asyncio.gather(
+        suggest(match.recipe, evidence, catalog, getattr(request.app.state, "db", None), principal, fallback),
+        hub_facts(request, match.recipe.model_id))
+    settings = request.app.state.settings
+    steps = journey_steps(str(request.base_url), match.recipe.model_id, hardware=suggestion.hardware,
+                          gpus=suggestion.gpus, layout=suggestion.layout, gateway_url=settings.gateway_url)
+    context: dict[str, Any] = dict(
+        catalog=catalog, recipe=match.recipe, evidence=evidence, variants=published_variant_rows(evidence),
+        layouts=layout_rows(evidence), hardware=hardware_rows(evidence), features=feature_rows(evidence),
+        command=command, steps=steps, suggestion=suggestion, hub=hub,
+        seqs=max_num_seqs_rows(hf_id, evidence, catalog), dynamo=dynamo_by_card(hf_id, catalog),
+        has_dcp=any(f.name == "decode_context_parallelism" for f in evidence.features),
+        show_clusters=principal is not None, page_path=f"/console/models/{org}/{name}")
+    return render(request, "model.html", **context)

@@ -16,7 +16,7 @@ from fastapi.responses import HTMLResponse, RedirectResponse
 from fastapi.routing import APIRoute
 from fastapi.templating import Jinja2Templates
 
-from api.console.words import layout_name
+from api.console.words import card_name, layout_name
 from api.errors import ApiError
 
 HERE = Path(__file__).resolve().parent
@@ -61,6 +61,7 @@ templates.env.filters["short_sha"] = lambda s: (s or "")[:12]
 templates.env.filters["when"] = lambda t: _when(t)
 templates.env.globals["shell_command"] = shell_command
 templates.env.globals["layout_name"] = layout_name
+templates.env.globals["card_name"] = card_name
 
 
 def _when(value) -> str:

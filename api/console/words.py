@@ -3,6 +3,7 @@ facts only (ids, flags, numbers), so the words a person reads live here, one tab
 
 from __future__ import annotations
 
+from wingsmith.hardware import HARDWARE
 from wingsmith.recipes.rules import EXCLUSIVE_FEATURES
 
 # The layouts' display names as the vLLM recipes name their strategies (strategies/*.yaml).
@@ -20,9 +21,9 @@ LAYOUT_NAMES = {
 
 # What each feature does, by the feature ids the recipes use; the flags themselves come from the recipe.
 FEATURE_WORDS = {
-    "tool_calling": "Lets clients pass tools: the server turns the model's tool calls into OpenAI `tool_calls` "
+    "tool_calling": "Lets clients pass tools: the server turns the model's tool calls into OpenAI tool_calls "
                     "with the recipe's tool-call parser, and lets the model choose when to call one.",
-    "reasoning": "Returns the model's reasoning separately from its final answer (`reasoning_content`), "
+    "reasoning": "Returns the model's reasoning separately from its final answer (reasoning_content), "
                  "using the recipe's reasoning parser.",
     "spec_decoding": "Speculative decoding: a small draft model (or the model's own extra heads) proposes "
                      "several tokens that the model checks in one step, for lower latency per request.",
@@ -37,6 +38,12 @@ FEATURE_WORDS = {
 
 # Layout deploy types whose one replica is spread over several machines.
 SPANS_NODES = {"multi_node", "pd_cluster"}
+
+
+def card_name(card: str) -> str:
+    """A hardware id's display name (the plane's hardware facts), or the id itself when unknown."""
+    hw = HARDWARE.get(card)
+    return hw.display_name if hw else card
 
 
 def layout_name(layout: str) -> str:

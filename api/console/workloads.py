@@ -155,8 +155,8 @@ async def workload_list(request: Request, principal: ConsoleViewer, db: DbDep):
     failed = [w["id"] for w in listed["workloads"] if w["state"] == "failed"]
     causes = await workload_store.failure_causes(db, failed) if failed else {}
     return render(request, "workloads.html", principal=principal, workloads=listed["workloads"], causes=causes,
-                  failure_sentence=failure_sentence, stage_words=STAGE_WORDS, phase_words=PHASE_WORDS, draft_path=draft_path,
-                  workload_path=workload_path)
+                  failure_sentence=failure_sentence, stage_words=STAGE_WORDS, phase_words=PHASE_WORDS,
+                  draft_path=draft_path, workload_path=workload_path)
 
 
 async def _workload_page(request: Request, workload_id: str, principal, db, settings, *, status_code: int = 200,
