@@ -16,8 +16,17 @@ from api.console.journey import journey_steps
 from api.console.rendering import ConsoleRoute, render
 from api.console.session import signed_in
 from api.console.suggest import Candidate, suggest
-from api.console.views import (CommandChoice, command_view, default_choice, dynamo_link, feature_rows, hardware_rows,
-                               layout_rows, max_num_seqs_rows, published_variant_rows)
+from api.console.views import (
+    CommandChoice,
+    command_view,
+    default_choice,
+    dynamo_link,
+    feature_rows,
+    hardware_rows,
+    layout_rows,
+    max_num_seqs_rows,
+    published_variant_rows,
+)
 from api.errors import ApiError
 from api.routes.resolve import resolver_for
 from wingsmith.hardware import HARDWARE

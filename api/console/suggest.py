@@ -9,8 +9,8 @@ import asyncpg
 from pydantic import BaseModel
 
 from api.auth import Principal
-from api.routes.clusters import DryRunRequest, dry_run
 from api.errors import ApiError
+from api.routes.clusters import DryRunRequest, dry_run
 from wingsmith.placement import ClusterInventory, PlacementPlan
 from wingsmith.recipes import Catalog, InvalidChoice, Recipe, serve_command
 from wingsmith.recipes.evidence import Evidence
