@@ -6,6 +6,9 @@ issue #18); until then the endpoint page says how it is done today."""
 
 from __future__ import annotations
 
+import asyncio
+from urllib.parse import urlencode
+
 from fastapi import APIRouter, Request
 from pydantic import ValidationError
 
@@ -19,6 +22,8 @@ from api.routes import endpoints as endpoints_api
 from api.routes import workloads as workloads_api
 
 router = APIRouter(route_class=ConsoleRoute)
+
+RECORD_WAIT_SECONDS = 5.0
 
 # Workloads an endpoint may route to: the API refuses deleted and failed ones; ones still rolling out
 # are allowed (the gateway adds each cluster once it serves), but serving ones are listed first.
@@ -36,7 +41,7 @@ async def _page(request: Request, principal, db, *, name: str = "", chosen: list
         served = next(((w.get("spec") or {}).get("served_model_name") for w in offered if w["id"] == chosen[0]), None)
         name = served or ""
     return render(request, "endpoint_new.html", status_code=status_code, principal=principal, workloads=offered,
-                  name=name, chosen=chosen, error=error)
+                  endpoint_name=name, chosen=chosen, error=error)
 
 
 @router.get("/endpoints/new")
@@ -61,4 +66,18 @@ async def create_endpoint(request: Request, principal: ConsoleOperator, db: DbDe
     except ApiError as err:
         return await _page(request, principal, db, name=name, chosen=chosen, status_code=err.status,
                            error=err.message)
-    return redirect(endpoint_path(name) + "?created=1")
+    if await _recorded(db, name):
+        return redirect(endpoint_path(name) + "?created=1")
+    return redirect("/console/endpoints?" + urlencode({"created": name}))
+
+
+async def _recorded(db, name: str) -> bool:
+    """The endpoint's workflow writes its registry row as its first step; the page reads that row, so
+    wait a little for it rather than land on "not found"."""
+    deadline = asyncio.get_running_loop().time() + RECORD_WAIT_SECONDS
+    while True:
+        if await db.fetchval("select 1 from endpoints where name = $1", name):
+            return True
+        if asyncio.get_running_loop().time() > deadline:
+            return False
+        await asyncio.sleep(0.1)

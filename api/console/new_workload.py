@@ -15,6 +15,7 @@ from pydantic import BaseModel, ValidationError
 from api.console.forms import blank_to_none, refusal_words
 from api.console.rendering import ConsoleRoute, read_form, redirect, render
 from api.console.session import ConsoleOperator, check_csrf
+from api.console.suggest import Candidate, suggest
 from api.console.views import default_choice
 from api.console.words import layout_name
 from api.console.workloads import workload_path
@@ -22,6 +23,7 @@ from api.deps import DbDep, SettingsDep
 from api.errors import ApiError
 from api.routes import workloads as workloads_api
 from wingsmith.placement import PlacementDecision
+from wingsmith.recipes import load_catalog
 from wingsmith.recipes.evidence import Evidence
 from wingsmith.store import artifacts as artifact_store
 from wingsmith.store import workloads as workload_store
@@ -96,12 +98,20 @@ async def _choices(db, evidence: Evidence | None) -> Choices:
         features=[(f.name, f.name) for f in evidence.features if f.default == "opt_in"])
 
 
-def _with_defaults(form: WorkloadForm, evidence: Evidence | None) -> WorkloadForm:
-    """Blank selects take the recipe's default choice, as the API's defaults would."""
+async def _with_defaults(form: WorkloadForm, evidence: Evidence | None, db, principal) -> WorkloadForm:
+    """Blank selects start at a card and layout the registered clusters can place (the model page's
+    suggestion), else at the recipe's default choice."""
     if evidence is None:
         return form
     base = default_choice(evidence)
-    return form.model_copy(update={"hardware": form.hardware or base.hardware, "layout": form.layout or base.layout,
+    hardware, layout = base.hardware, base.layout
+    catalog = load_catalog()
+    recipe = catalog.recipes.get(evidence.recipe)
+    if recipe is not None and not (form.hardware and form.layout):
+        fallback = Candidate(hardware=base.hardware, layout=base.layout, gpus=1, nodes=1)
+        picked = await suggest(recipe, evidence, catalog, db, principal, fallback)
+        hardware, layout = picked.hardware, picked.layout
+    return form.model_copy(update={"hardware": form.hardware or hardware, "layout": form.layout or layout,
                                    "variant": form.variant or base.variant})
 
 
@@ -126,7 +136,7 @@ async def _page(request: Request, principal, db, settings, form: WorkloadForm, *
     if not form.artifact_id and approved:
         form = form.model_copy(update={"artifact_id": approved[0]["id"]})
     evidence = await _evidence(db, form.artifact_id)
-    form = _with_defaults(form, evidence)
+    form = await _with_defaults(form, evidence, db, principal)
     check = await check_workload(form, request, principal, db, settings) if evidence is not None else None
     return render(request, "workload_new.html", status_code=status_code, principal=principal, form=form,
                   choices=await _choices(db, evidence), check=check, error=error, evidence=evidence)
@@ -149,7 +159,7 @@ async def check_fragment(request: Request, principal: ConsoleOperator, db: DbDep
     """The check alone, as an HTML fragment the form's script puts in place on every change."""
     values = {k: request.query_params.getlist(k) for k in (*TEXT_FIELDS, "features")}
     form = WorkloadForm.read(values)
-    form = _with_defaults(form, await _evidence(db, form.artifact_id))
+    form = await _with_defaults(form, await _evidence(db, form.artifact_id), db, principal)
     return render(request, "_workload_check.html", principal=principal,
                   check=await check_workload(form, request, principal, db, settings))
 

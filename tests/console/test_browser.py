@@ -12,31 +12,14 @@ from html import unescape
 from pathlib import Path
 
 import httpx
-import pytest
-import uvicorn
 
+from tests.console.browser import chromium, served
 from tests.console.conftest import KIMI, as_
 from tests.support import running_worker, wait_until
-from wingsmith.local.postgres import free_port
 
-CHROMIUM = Path("/usr/bin/chromium")
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                 "--disable-component-update", "--disable-sync", "--no-first-run"]
 SCREENSHOTS = Path(__file__).resolve().parents[2] / "test-output" / "screenshots"
 KIMI_LAYOUTS = ["single_node_tp", "multi_node_tp", "multi_node_tep", "multi_node_tp_pp", "multi_node_dep",
                 "pd_cluster", "multi_node_tp_dp"]
-
-
-async def _serve(app):
-    port = free_port()
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="off"))
-    task = asyncio.create_task(server.serve())
-    await wait_until(lambda: _started(server), timeout=10, what="uvicorn to listen")
-    return server, task, f"http://127.0.0.1:{port}"
-
-
-async def _started(server) -> bool:
-    return server.started
 
 
 async def _sha_from_the_model_page(api: httpx.AsyncClient) -> str:
@@ -53,13 +36,10 @@ async def _sha_from_the_model_page(api: httpx.AsyncClient) -> str:
 
 
 async def test_approve_kimi_in_the_browser(plane, deps, temporal_client):
-    if not CHROMIUM.exists():
-        pytest.fail(f"{CHROMIUM} is missing: run scripts/install-browser.sh")
-    from playwright.async_api import async_playwright, expect
+    from playwright.async_api import expect
 
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
-    server, task, base = await _serve(plane)
-    try:
+    async with served(plane) as base:
         async with running_worker(temporal_client, deps), httpx.AsyncClient(base_url=base) as api:
             r = await api.post("/v1/artifacts", json={"source": f"hf:{KIMI}"}, headers=as_("tok-olga"))
             assert r.status_code == 202, r.text
@@ -71,53 +51,46 @@ async def test_approve_kimi_in_the_browser(plane, deps, temporal_client):
             await wait_until(drafted, what="the Kimi-K3 draft")
             assert await _sha_from_the_model_page(api) == r.json()["sha"]
 
-            async with async_playwright() as pw:
-                browser = await pw.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
-                try:
-                    page = await browser.new_page(viewport={"width": 1360, "height": 900})
-                    page.set_default_timeout(15_000)
+            async with chromium() as browser:
+                page = await browser.new_page(viewport={"width": 1360, "height": 900})
+                page.set_default_timeout(15_000)
 
-                    # Signing in from the list page brings the approver back to it.
-                    await page.goto(f"{base}/console")
-                    await expect(page.get_by_role("heading", name="Sign in")).to_be_visible()
-                    await page.get_by_label("Your API token").fill("tok-ana")
-                    await page.get_by_role("button", name="Sign in").click()
-                    await expect(page.get_by_role("heading", name="Artifacts")).to_be_visible()
-                    await expect(page.get_by_text("Signed in as")).to_contain_text("ana")
+                # Signing in from the list page brings the approver back to it.
+                await page.goto(f"{base}/console")
+                await expect(page.get_by_role("heading", name="Sign in")).to_be_visible()
+                await page.get_by_label("Your API token").fill("tok-ana")
+                await page.get_by_role("button", name="Sign in").click()
+                await expect(page.get_by_role("heading", name="Artifacts")).to_be_visible()
+                await expect(page.get_by_text("Signed in as")).to_contain_text("ana")
 
-                    await page.get_by_role("link", name=KIMI).click()
-                    await expect(page.locator("#artifact-state")).to_have_text("draft")
-                    await page.screenshot(path=str(SCREENSHOTS / "kimi-k3-draft-top.png"))
+                await page.get_by_role("link", name=KIMI).click()
+                await expect(page.locator("#artifact-state")).to_have_text("draft")
+                await page.screenshot(path=str(SCREENSHOTS / "kimi-k3-draft-top.png"))
 
-                    layouts = page.locator("#layouts tbody tr")
-                    assert await layouts.evaluate_all("rows => rows.map(r => r.dataset.layout)") == KIMI_LAYOUTS
-                    await expect(page.locator('tr[data-layout="single_node_tp"]')).to_contain_text("default")
-                    await expect(page.locator('tr[data-layout="multi_node_tp_dp"]')).to_contain_text(
-                        "only on gb200, gb300, h200")
-                    await expect(page.locator('tr[data-variant="default"]')).to_contain_text("1680 GB")
-                    await expect(page.locator('tr[data-variant="nvfp4"]')).to_contain_text("1650 GB")
-                    await expect(page.locator("#recipe-link")).to_have_attribute("href", re.compile(r"/blob/[0-9a-f]{40}/models/moonshotai/Kimi-K3.yaml$"))
+                layouts = page.locator("#layouts tbody tr")
+                assert await layouts.evaluate_all("rows => rows.map(r => r.dataset.layout)") == KIMI_LAYOUTS
+                await expect(page.locator('tr[data-layout="single_node_tp"]')).to_contain_text("default")
+                await expect(page.locator('tr[data-layout="multi_node_tp_dp"]')).to_contain_text(
+                    "only on gb200, gb300, h200")
+                await expect(page.locator('tr[data-variant="default"]')).to_contain_text("1680 GB")
+                await expect(page.locator('tr[data-variant="nvfp4"]')).to_contain_text("1650 GB")
+                await expect(page.locator("#recipe-link")).to_have_attribute("href", re.compile(r"/blob/[0-9a-f]{40}/models/moonshotai/Kimi-K3.yaml$"))
 
-                    # Choose another card and layout: the command is rebuilt server-side.
-                    await page.locator("#command-form select[name=hardware]").select_option("gb200")
-                    await page.locator("#command-form select[name=layout]").select_option("multi_node_tp")
-                    await page.get_by_role("button", name="Show the command").click()
-                    await expect(page.locator("#command pre.command")).to_have_count(2)
-                    await page.screenshot(path=str(SCREENSHOTS / "kimi-k3-draft.png"), full_page=True)
-                    await page.locator("#layouts-section").screenshot(path=str(SCREENSHOTS / "kimi-k3-layouts.png"))
-                    await page.locator("#decision").screenshot(path=str(SCREENSHOTS / "kimi-k3-decision.png"))
+                # Choose another card and layout: the command is rebuilt server-side.
+                await page.locator("#command-form select[name=hardware]").select_option("gb200")
+                await page.locator("#command-form select[name=layout]").select_option("multi_node_tp")
+                await page.get_by_role("button", name="Show the command").click()
+                await expect(page.locator("#command pre.command")).to_have_count(2)
+                await page.screenshot(path=str(SCREENSHOTS / "kimi-k3-draft.png"), full_page=True)
+                await page.locator("#layouts-section").screenshot(path=str(SCREENSHOTS / "kimi-k3-layouts.png"))
+                await page.locator("#decision").screenshot(path=str(SCREENSHOTS / "kimi-k3-decision.png"))
 
-                    await page.get_by_label("Comment").fill("Floors and layouts checked against the recipe.")
-                    await page.get_by_role("button", name="Approve draft version 1").click()
-                    await expect(page.locator("#artifact-state")).to_have_text("approved")
-                    await expect(page.locator("#decision-recorded")).to_contain_text("ana")
-                    await page.screenshot(path=str(SCREENSHOTS / "kimi-k3-approved.png"), full_page=True)
+                await page.get_by_label("Comment").fill("Floors and layouts checked against the recipe.")
+                await page.get_by_role("button", name="Approve draft version 1").click()
+                await expect(page.locator("#artifact-state")).to_have_text("approved")
+                await expect(page.locator("#decision-recorded")).to_contain_text("ana")
+                await page.screenshot(path=str(SCREENSHOTS / "kimi-k3-approved.png"), full_page=True)
 
-                    await page.goto(f"{base}/console?state=approved")
-                    await expect(page.locator(f'tr[data-artifact="{artifact}"]')).to_contain_text("approved")
-                finally:
-                    await browser.close()
-    finally:
-        server.should_exit = True
-        await task
+                await page.goto(f"{base}/console?state=approved")
+                await expect(page.locator(f'tr[data-artifact="{artifact}"]')).to_contain_text("approved")
     assert (SCREENSHOTS / "kimi-k3-draft.png").stat().st_size > 10_000

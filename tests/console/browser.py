@@ -1,0 +1,50 @@
+"""What the console's browser tests share: Debian's Chromium driven by Playwright, and the app served
+by uvicorn on a loopback port (a browser needs a real socket)."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+
+import pytest
+import uvicorn
+
+from tests.support import wait_until
+from wingsmith.local.postgres import free_port
+
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                 "--disable-component-update", "--disable-sync", "--no-first-run"]
+
+
+@asynccontextmanager
+async def served(app) -> AsyncIterator[str]:
+    """The app on a free loopback port for the duration; yields its base URL."""
+    port = free_port()
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="off"))
+    task = asyncio.create_task(server.serve())
+
+    async def started() -> bool:
+        return server.started
+    try:
+        await wait_until(started, timeout=10, what="uvicorn to listen")
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.should_exit = True
+        await task
+
+
+@asynccontextmanager
+async def chromium():
+    """A headless Chromium; a missing one fails the test (CI installs it), never skips it."""
+    if not CHROMIUM.exists():
+        pytest.fail(f"{CHROMIUM} is missing: run scripts/install-browser.sh")
+    from playwright.async_api import async_playwright
+    async with async_playwright() as pw:
+        browser = await pw.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        try:
+            yield browser
+        finally:
+            await browser.close()
