@@ -15,7 +15,7 @@ from starlette.concurrency import run_in_threadpool
 from api.console.journey import journey_steps
 from api.console.rendering import ConsoleRoute, render
 from api.console.session import signed_in
-from api.console.suggest import Candidate, suggest
+from api.console.suggest import Candidate, placement_trial, suggest
 from api.console.views import (
     CommandChoice,
     command_view,
@@ -103,8 +103,9 @@ async def model_page(request: Request, org: str, name: str, variant: str | None 
     fallback = Candidate(hardware=base.hardware, layout=base.layout, gpus=default_command.gpus if default_command
                           else 8, nodes=default_command.nodes if default_command else 1)
     principal = signed_in(request)
+    db = getattr(request.app.state, "db", None)
     suggestion, hub = await asyncio.gather(
-        suggest(match.recipe, evidence, catalog, getattr(request.app.state, "db", None), principal, fallback),
+        suggest(match.recipe, evidence, catalog, placement_trial(db, principal) if db is not None else None, fallback),
         hub_facts(request, match.recipe.model_id))
     settings = request.app.state.settings
     steps = journey_steps(str(request.base_url), match.recipe.model_id, hardware=suggestion.hardware,

@@ -98,7 +98,8 @@ async def _choices(db, evidence: Evidence | None) -> Choices:
         features=[(f.name, f.name) for f in evidence.features if f.default == "opt_in"])
 
 
-async def _with_defaults(form: WorkloadForm, evidence: Evidence | None, db, principal) -> WorkloadForm:
+async def _with_defaults(form: WorkloadForm, evidence: Evidence | None, request: Request, principal, db,
+                         settings) -> WorkloadForm:
     """Blank selects start at a card and layout the registered clusters can place (the model page's
     suggestion), else at the recipe's default choice."""
     if evidence is None:
@@ -108,8 +109,14 @@ async def _with_defaults(form: WorkloadForm, evidence: Evidence | None, db, prin
     catalog = load_catalog()
     recipe = catalog.recipes.get(evidence.recipe)
     if recipe is not None and not (form.hardware and form.layout):
+        async def trial(option: Candidate) -> str | None:
+            # The whole check the API makes (draft, sizing, placement), not placement alone.
+            tried = form.model_copy(update={"hardware": option.hardware, "layout": option.layout,
+                                            "variant": form.variant or base.variant, "replicas": "1"})
+            check = await check_workload(tried, request, principal, db, settings)
+            return check.placement.summary if check.placement and not check.placement.unplaced else None
         fallback = Candidate(hardware=base.hardware, layout=base.layout, gpus=1, nodes=1)
-        picked = await suggest(recipe, evidence, catalog, db, principal, fallback)
+        picked = await suggest(recipe, evidence, catalog, trial, fallback)
         hardware, layout = picked.hardware, picked.layout
     return form.model_copy(update={"hardware": form.hardware or hardware, "layout": form.layout or layout,
                                    "variant": form.variant or base.variant})
@@ -136,7 +143,7 @@ async def _page(request: Request, principal, db, settings, form: WorkloadForm, *
     if not form.artifact_id and approved:
         form = form.model_copy(update={"artifact_id": approved[0]["id"]})
     evidence = await _evidence(db, form.artifact_id)
-    form = await _with_defaults(form, evidence, db, principal)
+    form = await _with_defaults(form, evidence, request, principal, db, settings)
     check = await check_workload(form, request, principal, db, settings) if evidence is not None else None
     return render(request, "workload_new.html", status_code=status_code, principal=principal, form=form,
                   choices=await _choices(db, evidence), check=check, error=error, evidence=evidence)
@@ -159,7 +166,7 @@ async def check_fragment(request: Request, principal: ConsoleOperator, db: DbDep
     """The check alone, as an HTML fragment the form's script puts in place on every change."""
     values = {k: request.query_params.getlist(k) for k in (*TEXT_FIELDS, "features")}
     form = WorkloadForm.read(values)
-    form = await _with_defaults(form, await _evidence(db, form.artifact_id), db, principal)
+    form = await _with_defaults(form, await _evidence(db, form.artifact_id), request, principal, db, settings)
     return render(request, "_workload_check.html", principal=principal,
                   check=await check_workload(form, request, principal, db, settings))
 

@@ -5,6 +5,8 @@ the clusters' inventories read once."""
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
+
 import asyncpg
 from pydantic import BaseModel
 
@@ -24,7 +26,6 @@ class Suggestion(BaseModel):
     layout: str
     gpus: int
     nodes: int
-    placed_on: list[str]  # clusters that would take the replica ([] when none were checked)
     checked: bool  # False: no clusters to check against, the recipe's default is shown
     note: str
 
@@ -53,36 +54,48 @@ def candidates(recipe: Recipe, evidence: Evidence, catalog: Catalog) -> list[Can
             if memory[hw] is not None and command.gpus * memory[hw] < floor:
                 continue
             found.append(Candidate(hardware=hw, layout=layout.name, gpus=command.gpus, nodes=command.nodes))
-    return sorted(found, key=lambda c: (c.gpus, c.layout != evidence.default_layout,
+    # Disaggregation is a tuning choice, never the first thing to suggest; then the fewest GPUs.
+    return sorted(found, key=lambda c: (c.layout == "pd_cluster", c.gpus, c.layout != evidence.default_layout,
                                         c.hardware != evidence.default_hardware))
 
 
-async def suggest(recipe: Recipe, evidence: Evidence, catalog: Catalog, db: asyncpg.Pool | None,
-                  principal: Principal | None, fallback: Candidate) -> Suggestion:
-    options = candidates(recipe, evidence, catalog)[:MAX_CANDIDATES]
-    if db is None or not options:
-        return Suggestion(**fallback.model_dump(), placed_on=[], checked=False,
-                          note="The plane has no registered clusters to check against here, so this is the "
-                               "recipe's default.")
-    inventories: list[ClusterInventory] | None = None
-    for option in options:
+# Tries one candidate: the placement summary when it would be placed whole, else None.
+Trial = Callable[[Candidate], Awaitable[str | None]]
+
+
+def placement_trial(db: asyncpg.Pool, principal: Principal | None) -> Trial:
+    """Placement alone, through the same dry run as `POST /v1/placements/dry-run`; the clusters'
+    inventories are read live once and reused for the other candidates."""
+    inventories: list[ClusterInventory] = []
+
+    async def trial(option: Candidate) -> str | None:
         plan = PlacementPlan(hardware=option.hardware, gpus_per_node=max(1, option.gpus // max(1, option.nodes)),
                              nodes_per_replica=option.nodes, replicas=1)
         try:
-            # Live inventories on the first call only; the later ones reuse them as what-if inventories.
-            request = DryRunRequest(plan=plan, inventories=inventories or [], live=inventories is None)
-            answer = await dry_run(request, db, principal)
+            answer = await dry_run(DryRunRequest(plan=plan, inventories=inventories, live=not inventories), db,
+                                   principal)
         except ApiError:
-            continue
-        if not answer.decision.clusters:
-            break  # no clusters registered: nothing can be checked
-        inventories = answer.inventories
-        if answer.decision.unplaced == 0:
-            return Suggestion(**option.model_dump(), placed_on=sorted(answer.decision.replicas), checked=True,
-                              note=f"The registered clusters can place this now: {answer.decision.summary}")
-    if inventories is None:
-        return Suggestion(**fallback.model_dump(), placed_on=[], checked=False,
-                          note="No clusters are registered yet, so this is the recipe's default.")
-    return Suggestion(**fallback.model_dump(), placed_on=[], checked=True,
+            return None
+        if not inventories:
+            inventories.extend(answer.inventories)
+        return answer.decision.summary if answer.decision.clusters and answer.decision.unplaced == 0 else None
+
+    return trial
+
+
+async def suggest(recipe: Recipe, evidence: Evidence, catalog: Catalog, trial: Trial | None,
+                  fallback: Candidate) -> Suggestion:
+    """The first candidate `trial` accepts; without a trial (no registry), the recipe's default."""
+    options = candidates(recipe, evidence, catalog)[:MAX_CANDIDATES]
+    if trial is None:
+        return Suggestion(**fallback.model_dump(), checked=False,
+                          note="The plane has no registered clusters to check against here, so this is the "
+                               "recipe's default.")
+    for option in options:
+        summary = await trial(option)
+        if summary is not None:
+            return Suggestion(**option.model_dump(), checked=True,
+                              note=f"The registered clusters can place this now: {summary}")
+    return Suggestion(**fallback.model_dump(), checked=True,
                       note="None of the registered clusters can place one replica of this model on any layout and "
-                           "card the recipe allows (whose GPUs hold its floor); the steps show the recipe's default.")
+                           "card the recipe allows (whose GPUs hold its floor); this is the recipe's default.")

@@ -59,7 +59,7 @@ class LayoutRow(BaseModel):
     default: bool
     compatible: bool
     words: str
-    allowed: list[tuple[str, int | None]]  # (hardware id, smallest GPU count)
+    allowed: list[tuple[str, int | None, str]]  # (hardware id, smallest GPU count, display name)
     denied: list[tuple[str, str]]  # (hardware ids, why): cards refused for the same reason share a line
     link: str | None
 
@@ -120,12 +120,13 @@ def hardware_rows(evidence: Evidence) -> list[HardwareRow]:
 
 def layout_rows(evidence: Evidence) -> list[LayoutRow]:
     rows = []
+    names = {h.id: h.display_name for h in evidence.hardware}
     for layout in evidence.layouts:
         rows.append(LayoutRow(
             name=layout.name, display_name=layout_name(layout.name), spans_nodes=layout.deploy_type in SPANS_NODES,
             default=layout.default, compatible=layout.compatible,
             words=LAYOUT_WORDS.get(layout.name, layout.deploy_type.replace("_", " ")),
-            allowed=[(hw, layout.minimum_gpus.get(hw)) for hw in layout.allowed],
+            allowed=[(hw, layout.minimum_gpus.get(hw), names.get(hw, hw)) for hw in layout.allowed],
             denied=_grouped(layout.denied), link=evidence.links.strategies.get(layout.name)))
     return rows
 

@@ -141,7 +141,7 @@ def failure_sentence(cause: str | None) -> str:
 
 
 def _last_failure(events: list[dict[str, Any]]) -> str | None:
-    causes = [(e.get("detail") or {}).get("cause") for e in events if e.get("kind") == "failed"]
+    causes = [(e.get("detail") or {}).get("cause") for e in events if e.get("kind") == "workload_failed"]
     return next((c for c in reversed(causes) if c), None)
 
 

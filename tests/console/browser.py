@@ -36,14 +36,19 @@ async def served(app) -> AsyncIterator[str]:
         await task
 
 
+def _chromium_path() -> str:
+    if not CHROMIUM.exists():
+        pytest.fail(f"{CHROMIUM} is missing: run scripts/install-browser.sh")
+    return str(CHROMIUM)
+
+
 @asynccontextmanager
 async def chromium():
     """A headless Chromium; a missing one fails the test (CI installs it), never skips it."""
-    if not CHROMIUM.exists():
-        pytest.fail(f"{CHROMIUM} is missing: run scripts/install-browser.sh")
+    executable = _chromium_path()
     from playwright.async_api import async_playwright
     async with async_playwright() as pw:
-        browser = await pw.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        browser = await pw.chromium.launch(executable_path=executable, args=CHROMIUM_ARGS)
         try:
             yield browser
         finally:

@@ -30,10 +30,10 @@ async def _sign_in(page, base: str, token: str, then: str) -> None:
     await page.wait_for_url(re.compile(re.escape(then.split("?")[0])))
 
 
-async def _reload_until(page, locator: str, text: str, *, timeout: float = 60.0) -> None:
+async def _reload_until(page, locator: str, text: str, *, seconds: float = 60.0) -> None:
     """Server-rendered pages do not update themselves: reload until `locator` reads `text`."""
     from playwright.async_api import expect
-    loop_deadline = timeout
+    loop_deadline = seconds
     while True:
         try:
             await expect(page.locator(locator)).to_have_text(text, timeout=1_000)

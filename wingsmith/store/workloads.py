@@ -101,7 +101,8 @@ async def approved_artifact(pool: asyncpg.Pool, artifact_id: str) -> dict[str, A
 
 async def failure_causes(pool: asyncpg.Pool, workload_ids: list[str]) -> dict[str, str]:
     """The cause each failed workload recorded last (its `failed` event), for lists that show many at once."""
+    # record_workload_state names the event workload_<state>.
     rows = await pool.fetch("select distinct on (subject) subject, detail->>'cause' as cause from events "
-                            "where kind = 'failed' and subject = any($1::text[]) order by subject, id desc",
-                            workload_ids)
+                            "where kind = 'workload_failed' and subject = any($1::text[]) "
+                            "order by subject, id desc", workload_ids)
     return {r["subject"]: r["cause"] for r in rows if r["cause"]}
