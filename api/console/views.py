@@ -3,6 +3,8 @@ the public model page share these, so a layout or a command reads the same on bo
 
 from __future__ import annotations
 
+import shlex
+
 from pydantic import BaseModel
 
 from api.console.words import SPANS_NODES, feature_words, layout_name, mutually_exclusive
@@ -159,9 +161,20 @@ def feature_rows(evidence: Evidence) -> list[FeatureRow]:
             notes.append("sets " + ", ".join(f"{k}={v}" for k, v in f.env.items()))
         rows.append(FeatureRow(name=f.name, description=feature_words(f.name),
                                excludes=sorted(set(f.excludes) | set(mutually_exclusive(f.name))),
-                               on_by_default=f.default == "on", flags=" ".join(f.args) or "(no flags)",
+                               on_by_default=f.default == "on", flags=flag_lines(f.args) or "(no flags)",
                                notes=notes))
     return rows
+
+
+def flag_lines(args: list[str]) -> str:
+    """Flags one per line, each with its value, continued as a shell would read them when pasted."""
+    groups: list[list[str]] = []
+    for token in args:
+        if token.startswith("-") or not groups:
+            groups.append([token])
+        else:
+            groups[-1].append(token)
+    return " \\\n".join(" ".join(shlex.quote(t) for t in group) for group in groups)
 
 
 def variant_rows(evidence: Evidence | None, sizing: list[VariantSizing]) -> list[VariantRow]:

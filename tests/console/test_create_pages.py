@@ -16,10 +16,18 @@ from tests.console.conftest import browser_for, csrf_of, sign_in
 from tests.console.test_public_pages import commands, rows
 from tests.endpoints.conftest import gateway, settings  # noqa: F401 - fixtures
 from tests.support import running_worker, wait_until
-from tests.workloads.conftest import KIMI, api, approved_kimi, as_, clusters, deps, hub, sims  # noqa: F401
+from tests.workloads.conftest import (  # noqa: F401
+    KIMI,
+    api,
+    approved_kimi,
+    as_,
+    clusters,
+    deps,
+    hub,
+    sims,
+)
 from tests.workloads.test_workload_journey import _until_stage
 from wingsmith.recipes import load_catalog
-
 
 GPT_OSS = "openai/gpt-oss-120b"
 
