@@ -61,6 +61,14 @@ ACCESS: dict[tuple[str, str], str] = {
     ("GET", "/v1/endpoints/{name}"): "viewer",
     ("DELETE", "/v1/endpoints/{name}"): "operator",
     ("GET", "/console/static/console.css"): PUBLIC,
+    ("GET", "/console/static/console.js"): PUBLIC,
+    ("GET", "/console/artifacts/new"): "operator",
+    ("POST", "/console/artifacts/new"): "operator",
+    ("GET", "/console/workloads/new"): "operator",
+    ("GET", "/console/workloads/new/check"): "operator",
+    ("POST", "/console/workloads/new"): "operator",
+    ("GET", "/console/endpoints/new"): "operator",
+    ("POST", "/console/endpoints/new"): "operator",
     ("GET", "/console/login"): PUBLIC,
     ("POST", "/console/login"): PUBLIC,
     ("POST", "/console/logout"): PUBLIC,
@@ -110,6 +118,9 @@ EXTRA_HEADERS = {("OPTIONS", "/codec/{operation}"): {"Origin": "http://localhost
 CONSOLE_FORMS = {
     ("POST", "/console/artifacts/{org}/{name_at_sha}/review"): {"decision": "approve", "draft_version": "1"},
     ("POST", "/console/workloads/{workload_id}/scale"): {"replicas": "2"},
+    ("POST", "/console/artifacts/new"): {"source": "not a model"},
+    ("POST", "/console/workloads/new"): {"artifact_id": "acme/nothing@" + "0" * 40, "hardware": "h200"},
+    ("POST", "/console/endpoints/new"): {"name": "nothing-here", "workloads": "wl-nothing"},
 }
 CSRF = "guard-csrf"
 
