@@ -9,9 +9,11 @@ from __future__ import annotations
 import asyncio
 from urllib.parse import urlencode
 
-from fastapi import APIRouter, Request
+import asyncpg
+from fastapi import APIRouter, Request, Response
 from pydantic import ValidationError
 
+from api.auth import Principal
 from api.console.endpoints import endpoint_path
 from api.console.forms import refusal_words
 from api.console.rendering import ConsoleRoute, first, read_form, redirect, render
@@ -30,8 +32,8 @@ RECORD_WAIT_SECONDS = 5.0
 _OFFERED = ("serving", "rolling_out", "placing", "planning", "scaling")
 
 
-async def _page(request: Request, principal, db, *, name: str = "", chosen: list[str] | None = None,
-                status_code: int = 200, error: str | None = None):
+async def _page(request: Request, principal: Principal, db: asyncpg.Pool, *, name: str = "",
+                chosen: list[str] | None = None, status_code: int = 200, error: str | None = None) -> Response:
     listed = (await workloads_api.list_workloads(principal, db, limit=500))["workloads"]
     offered = sorted((w for w in listed if w["state"] in _OFFERED),
                      key=lambda w: (w["state"] != "serving", w["id"]))
@@ -71,7 +73,7 @@ async def create_endpoint(request: Request, principal: ConsoleOperator, db: DbDe
     return redirect("/console/endpoints?" + urlencode({"created": name}))
 
 
-async def _recorded(db, name: str) -> bool:
+async def _recorded(db: asyncpg.Pool, name: str) -> bool:
     """The endpoint's workflow writes its registry row as its first step; the page reads that row, so
     wait a little for it rather than land on "not found"."""
     deadline = asyncio.get_running_loop().time() + RECORD_WAIT_SECONDS

@@ -9,9 +9,11 @@ from __future__ import annotations
 from typing import Any
 from urllib.parse import urlencode
 
-from fastapi import APIRouter, Request
+import asyncpg
+from fastapi import APIRouter, Request, Response
 from pydantic import BaseModel, ValidationError
 
+from api.auth import Principal
 from api.console.forms import blank_to_none, refusal_words
 from api.console.rendering import ConsoleRoute, read_form, redirect, render
 from api.console.session import ConsoleOperator, check_csrf
@@ -22,6 +24,7 @@ from api.console.workloads import workload_path
 from api.deps import DbDep, SettingsDep
 from api.errors import ApiError
 from api.routes import workloads as workloads_api
+from wingsmith.config import Settings
 from wingsmith.placement import PlacementDecision
 from wingsmith.recipes import load_catalog
 from wingsmith.recipes.evidence import Evidence
@@ -76,17 +79,17 @@ class Check(BaseModel):
     placement: PlacementDecision | None = None
 
 
-async def _approved(db) -> list[dict[str, Any]]:
+async def _approved(db: asyncpg.Pool) -> list[dict[str, Any]]:
     """Approved artifacts a workload may run: a superseded one is refused by the API, so not offered."""
     return [a for a in await artifact_store.list_artifacts(db, state="approved", limit=500) if not a["superseded_by"]]
 
 
-async def _evidence(db, artifact_id: str) -> Evidence | None:
+async def _evidence(db: asyncpg.Pool, artifact_id: str) -> Evidence | None:
     row = await workload_store.approved_artifact(db, artifact_id) if artifact_id else None
     return Evidence.model_validate(row["evidence"]) if row is not None and row["evidence"] else None
 
 
-async def _choices(db, evidence: Evidence | None) -> Choices:
+async def _choices(db: asyncpg.Pool, evidence: Evidence | None) -> Choices:
     artifacts = [(a["id"], f"{a['repo_id']} @{a['sha'][:12]}") for a in await _approved(db)]
     if evidence is None:
         return Choices(artifacts=artifacts, hardware=[], layouts=[], variants=[], features=[])
@@ -98,8 +101,8 @@ async def _choices(db, evidence: Evidence | None) -> Choices:
         features=[(f.name, f.name) for f in evidence.features if f.default == "opt_in"])
 
 
-async def _with_defaults(form: WorkloadForm, evidence: Evidence | None, request: Request, principal, db,
-                         settings) -> WorkloadForm:
+async def _with_defaults(form: WorkloadForm, evidence: Evidence | None, request: Request, principal: Principal,
+                         db: asyncpg.Pool, settings: Settings) -> WorkloadForm:
     """Blank selects start at a card and layout the registered clusters can place (the model page's
     suggestion), else at the recipe's default choice."""
     if evidence is None:
@@ -122,7 +125,8 @@ async def _with_defaults(form: WorkloadForm, evidence: Evidence | None, request:
                                    "variant": form.variant or base.variant})
 
 
-async def check_workload(form: WorkloadForm, request: Request, principal, db, settings) -> Check:
+async def check_workload(form: WorkloadForm, request: Request, principal: Principal, db: asyncpg.Pool,
+                         settings: Settings) -> Check:
     if not form.artifact_id:
         return Check(refusal="Choose an approved artifact first.")
     try:
@@ -137,8 +141,8 @@ async def check_workload(form: WorkloadForm, request: Request, principal, db, se
     return Check(plan=result.plan, placement=PlacementDecision.model_validate(result.placement))
 
 
-async def _page(request: Request, principal, db, settings, form: WorkloadForm, *, status_code: int = 200,
-                error: str | None = None):
+async def _page(request: Request, principal: Principal, db: asyncpg.Pool, settings: Settings, form: WorkloadForm, *,
+                status_code: int = 200, error: str | None = None) -> Response:
     approved = await _approved(db)
     if not form.artifact_id and approved:
         form = form.model_copy(update={"artifact_id": approved[0]["id"]})

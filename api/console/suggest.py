@@ -95,7 +95,7 @@ async def suggest(recipe: Recipe, evidence: Evidence, catalog: Catalog, trial: T
         summary = await trial(option)
         if summary is not None:
             return Suggestion(**option.model_dump(), checked=True,
-                              note=f"The registered clusters can place this now: {summary}")
+                              note=f"The registered clusters can place this now: {summary.rstrip('.')}.")
     return Suggestion(**fallback.model_dump(), checked=True,
                       note="None of the registered clusters can place one replica of this model on any layout and "
                            "card the recipe allows (whose GPUs hold its floor); this is the recipe's default.")
