@@ -104,10 +104,10 @@ async def model_page(request: Request, org: str, name: str, variant: str | None 
                           else 8, nodes=default_command.nodes if default_command else 1)
     principal = signed_in(request)
     db = getattr(request.app.state, "db", None)
-    suggestion, hub = await asyncio.gather(
-        suggest(match.recipe, evidence, catalog, placement_trial(db, principal) if db is not None else None, fallback),
-        hub_facts(request, match.recipe.model_id))
     settings = request.app.state.settings
+    trial = placement_trial(db, principal, request, settings) if db is not None else None
+    suggestion, hub = await asyncio.gather(suggest(match.recipe, evidence, catalog, trial, fallback),
+                                           hub_facts(request, match.recipe.model_id))
     steps = journey_steps(str(request.base_url), match.recipe.model_id, hardware=suggestion.hardware,
                           gpus=suggestion.gpus, layout=suggestion.layout, gateway_url=settings.gateway_url)
     context: dict[str, Any] = dict(

@@ -5,14 +5,14 @@ which starts the artifact's workflow; the browser lands on the draft page."""
 from __future__ import annotations
 
 from fastapi import APIRouter, Request
-from pydantic import BaseModel
+from pydantic import BaseModel, ValidationError
 
 from api.console.artifacts import draft_path
-from api.console.forms import blank_to_none
+from api.console.forms import blank_to_none, refusal_words
 from api.console.rendering import ConsoleRoute, first, read_form, redirect, render
 from api.console.session import ConsoleOperator, check_csrf
 from api.console.views import VariantRow, variant_rows
-from api.deps import SettingsDep, TemporalDep
+from api.deps import DbDep, SettingsDep, TemporalDep
 from api.errors import ApiError
 from api.routes import artifacts as artifacts_api
 from api.routes import resolve as resolve_api
@@ -67,15 +67,20 @@ async def register_form(request: Request, principal: ConsoleOperator, source: st
 
 
 @router.post("/artifacts/new")
-async def register(request: Request, principal: ConsoleOperator, settings: SettingsDep, temporal: TemporalDep):
+async def register(request: Request, principal: ConsoleOperator, settings: SettingsDep, temporal: TemporalDep,
+                   db: DbDep):
     form = await read_form(request)
     check_csrf(request, form)
     source = first(form, "source").strip()
     try:
+        body = artifacts_api.RegisterRequest(source=source)
+    except ValidationError as exc:
+        return render(request, "artifact_new.html", status_code=422, principal=principal, source=source,
+                      proposal=None, error=refusal_words(exc))
+    try:
         # The API's register handler: it resolves again (pinning the branch to a commit) and starts
         # the workflow, so a proposal read minutes ago cannot register a commit that moved since.
-        registered = await artifacts_api.register(request, artifacts_api.RegisterRequest(source=source), principal,
-                                                  settings, temporal)
+        registered = await artifacts_api.register(request, body, principal, settings, temporal, db)
     except ApiError as err:
         return render(request, "artifact_new.html", status_code=err.status, principal=principal, source=source,
                       proposal=None, error=err.message)

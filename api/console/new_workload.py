@@ -17,7 +17,7 @@ from api.auth import Principal
 from api.console.forms import blank_to_none, refusal_words
 from api.console.rendering import ConsoleRoute, read_form, redirect, render
 from api.console.session import ConsoleOperator, check_csrf
-from api.console.suggest import Candidate, suggest
+from api.console.suggest import Candidate, placement_trial, suggest
 from api.console.views import default_choice
 from api.console.words import layout_name
 from api.console.workloads import workload_path
@@ -112,8 +112,13 @@ async def _with_defaults(form: WorkloadForm, evidence: Evidence | None, request:
     catalog = load_catalog()
     recipe = catalog.recipes.get(evidence.recipe)
     if recipe is not None and not (form.hardware and form.layout):
+        placed = placement_trial(db, principal, request, settings)
+
         async def trial(option: Candidate) -> str | None:
-            # The whole check the API makes (draft, sizing, placement), not placement alone.
+            # Placement first (the clusters' inventories read once), then the whole check the API makes
+            # (draft, sizing, placement) for a candidate that places.
+            if await placed(option) is None:
+                return None
             tried = form.model_copy(update={"hardware": option.hardware, "layout": option.layout,
                                             "variant": form.variant or base.variant, "replicas": "1"})
             check = await check_workload(tried, request, principal, db, settings)

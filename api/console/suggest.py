@@ -8,11 +8,13 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 
 import asyncpg
+from fastapi import Request
 from pydantic import BaseModel
 
 from api.auth import Principal
 from api.errors import ApiError
 from api.routes.clusters import DryRunRequest, dry_run
+from wingsmith.config import Settings
 from wingsmith.placement import ClusterInventory, PlacementPlan
 from wingsmith.recipes import Catalog, InvalidChoice, Recipe, serve_command
 from wingsmith.recipes.evidence import Evidence
@@ -63,9 +65,9 @@ def candidates(recipe: Recipe, evidence: Evidence, catalog: Catalog) -> list[Can
 Trial = Callable[[Candidate], Awaitable[str | None]]
 
 
-def placement_trial(db: asyncpg.Pool, principal: Principal | None) -> Trial:
+def placement_trial(db: asyncpg.Pool, principal: Principal | None, request: Request, settings: Settings) -> Trial:
     """Placement alone, through the same dry run as `POST /v1/placements/dry-run`; the clusters'
-    inventories are read live once and reused for the other candidates."""
+    inventories are read live once (by the worker) and reused for the other candidates."""
     inventories: list[ClusterInventory] = []
 
     async def trial(option: Candidate) -> str | None:
@@ -73,7 +75,7 @@ def placement_trial(db: asyncpg.Pool, principal: Principal | None) -> Trial:
                              nodes_per_replica=option.nodes, replicas=1)
         try:
             answer = await dry_run(DryRunRequest(plan=plan, inventories=inventories, live=not inventories), db,
-                                   principal)
+                                   principal, request, settings)  # type: ignore[arg-type] # anonymous page views
         except ApiError:
             return None
         if not inventories:

@@ -13,7 +13,7 @@ import httpx
 
 from tests.console.browser import chromium, served
 from tests.endpoints.conftest import gateway, settings  # noqa: F401 - fixtures
-from tests.support import running_worker
+from tests.support import running_worker, wait_for_pollers
 from tests.workloads.conftest import api, as_, clusters, deps, dgds, hub, sims  # noqa: F401 - fixtures
 
 GPT_OSS = "openai/gpt-oss-20b"
@@ -57,6 +57,7 @@ async def test_the_whole_journey_in_the_console(plane, deps, temporal_client, cl
         await page.screenshot(path=str(shots / f"{name}.png"), full_page=True)
 
     async with running_worker(temporal_client, deps), served(plane) as base, chromium() as browser:
+        await wait_for_pollers(temporal_client, deps.settings)  # live inventories are read by the worker
         page = await browser.new_page(viewport={"width": 1360, "height": 900})
         page.set_default_timeout(20_000)
 

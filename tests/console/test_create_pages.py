@@ -15,7 +15,7 @@ from api.console.workloads import failure_sentence
 from tests.console.conftest import browser_for, csrf_of, sign_in
 from tests.console.test_public_pages import commands, rows
 from tests.endpoints.conftest import gateway, settings  # noqa: F401 - fixtures
-from tests.support import running_worker, wait_until
+from tests.support import running_worker, wait_for_pollers, wait_until
 from tests.workloads.conftest import (  # noqa: F401
     KIMI,
     api,
@@ -100,7 +100,9 @@ def _form(**fields) -> str:
 
 async def test_workload_and_endpoint_forms_say_what_the_api_says(plane, api, deps, temporal_client, clusters,  # noqa: F811
                                                                  approved_kimi, gateway, pg_pool):  # noqa: F811
-    async with browser_for(plane) as olga, browser_for(plane) as vic:
+    # Live inventories are read by the worker, so every dry run below needs one polling.
+    async with running_worker(temporal_client, deps), browser_for(plane) as olga, browser_for(plane) as vic:
+        await wait_for_pollers(temporal_client, deps.settings)
         await sign_in(olga, "tok-olga")
         await sign_in(vic, "tok-vic")
         assert (await vic.get("/console/workloads/new")).status_code == 403
@@ -158,50 +160,49 @@ async def test_workload_and_endpoint_forms_say_what_the_api_says(plane, api, dep
         rechecked = await olga.get(stripped.headers["location"])
         assert dry["placement"]["summary"] in unescape(rechecked.text)
 
-        async with running_worker(temporal_client, deps):
-            made = await olga.post("/console/workloads/new", content=_form(
-                **body, name="kimi-form", served_model_name="kimi-k3-form", csrf=csrf_of(page.text)),
-                headers={"content-type": "application/x-www-form-urlencoded"})
-            assert made.status_code == 303 and made.headers["location"] == "/console/workloads/kimi-form?created=1"
-            live = await _until_stage(api, "kimi-form", {"serving", "failed"})
-            assert live["stage"] == "serving", live
-            shown = await olga.get("/console/workloads/kimi-form")
-            assert 'href="/console/endpoints/new?workload=kimi-form"' in shown.text
+        made = await olga.post("/console/workloads/new", content=_form(
+            **body, name="kimi-form", served_model_name="kimi-k3-form", csrf=csrf_of(page.text)),
+            headers={"content-type": "application/x-www-form-urlencoded"})
+        assert made.status_code == 303 and made.headers["location"] == "/console/workloads/kimi-form?created=1"
+        live = await _until_stage(api, "kimi-form", {"serving", "failed"})
+        assert live["stage"] == "serving", live
+        shown = await olga.get("/console/workloads/kimi-form")
+        assert 'href="/console/endpoints/new?workload=kimi-form"' in shown.text
 
-            # The endpoint form: the serving workload preselected, the API's refusals, then the page.
-            form = await olga.get("/console/endpoints/new", params={"workload": "kimi-form"})
-            assert '<option value="kimi-form" selected>' in form.text and 'value="kimi-k3-form"' in form.text
-            for data, status in [({"name": "kimi-k3-form"}, 422), ({"name": "kimi-k3-form", "workloads": "nope"}, 422),
-                                 ({"name": "bad name!", "workloads": "kimi-form"}, 422)]:
-                payload = {"name": data["name"], "workloads": [data["workloads"]] if "workloads" in data else []}
-                said = (await api.post("/v1/endpoints", json=payload, headers=as_("tok-olga"))).json()["error"]
-                answer = await olga.post("/console/endpoints/new", data={**data, "csrf": csrf_of(form.text)})
-                assert answer.status_code == status and said["message"] in unescape(answer.text), (data, said)
-            made = await olga.post("/console/endpoints/new", data={"name": "kimi-k3-form", "workloads": "kimi-form",
-                                                                   "csrf": csrf_of(form.text)})
-            assert made.status_code == 303 and made.headers["location"] == "/console/endpoints/kimi-k3-form?created=1"
-            landed = await olga.get(made.headers["location"])
-            assert landed.status_code == 200 and 'id="change-workloads"' in landed.text
+        # The endpoint form: the serving workload preselected, the API's refusals, then the page.
+        form = await olga.get("/console/endpoints/new", params={"workload": "kimi-form"})
+        assert '<option value="kimi-form" selected>' in form.text and 'value="kimi-k3-form"' in form.text
+        for data, status in [({"name": "kimi-k3-form"}, 422), ({"name": "kimi-k3-form", "workloads": "nope"}, 422),
+                             ({"name": "bad name!", "workloads": "kimi-form"}, 422)]:
+            payload = {"name": data["name"], "workloads": [data["workloads"]] if "workloads" in data else []}
+            said = (await api.post("/v1/endpoints", json=payload, headers=as_("tok-olga"))).json()["error"]
+            answer = await olga.post("/console/endpoints/new", data={**data, "csrf": csrf_of(form.text)})
+            assert answer.status_code == status and said["message"] in unescape(answer.text), (data, said)
+        made = await olga.post("/console/endpoints/new", data={"name": "kimi-k3-form", "workloads": "kimi-form",
+                                                               "csrf": csrf_of(form.text)})
+        assert made.status_code == 303 and made.headers["location"] == "/console/endpoints/kimi-k3-form?created=1"
+        landed = await olga.get(made.headers["location"])
+        assert landed.status_code == 200 and 'id="change-workloads"' in landed.text
 
-            # A workload that cannot be placed fails, and its list row says why in one sentence.
-            r = await api.post("/v1/workloads", headers=as_("tok-olga"), json={**body, "replicas": 40,
-                                                                               "name": "kimi-too-big"})
-            assert r.status_code == 202, r.text
-            await _until_stage(api, "kimi-too-big", {"failed"})
+        # A workload that cannot be placed fails, and its list row says why in one sentence.
+        r = await api.post("/v1/workloads", headers=as_("tok-olga"), json={**body, "replicas": 40,
+                                                                           "name": "kimi-too-big"})
+        assert r.status_code == 202, r.text
+        await _until_stage(api, "kimi-too-big", {"failed"})
 
-            async def listed():
-                got = rows((await vic.get("/console/workloads")).text, "workload").get("kimi-too-big", "")
-                return got if "Failed:" in got else None
-            row = await wait_until(listed, what="the failed row")
-            assert "failed failed" not in row
-            cause = await pg_pool.fetchval("select detail->>'cause' from events where subject = 'kimi-too-big' "
-                                           "and kind = 'workload_failed' order by id desc limit 1")
-            assert cause and failure_sentence(cause) in row
-            failed_page = await vic.get("/console/workloads/kimi-too-big")
-            assert cause in unescape(failed_page.text) and 'id="failure"' in failed_page.text
-            await api.delete("/v1/endpoints/kimi-k3-form", headers=as_("tok-olga"))
-            await api.delete("/v1/workloads/kimi-form", headers=as_("tok-olga"))
-            await _until_stage(api, "kimi-form", {"deleted"}, timeout=60)
+        async def listed():
+            got = rows((await vic.get("/console/workloads")).text, "workload").get("kimi-too-big", "")
+            return got if "Failed:" in got else None
+        row = await wait_until(listed, what="the failed row")
+        assert "failed failed" not in row
+        cause = await pg_pool.fetchval("select detail->>'cause' from events where subject = 'kimi-too-big' "
+                                       "and kind = 'workload_failed' order by id desc limit 1")
+        assert cause and failure_sentence(cause) in row
+        failed_page = await vic.get("/console/workloads/kimi-too-big")
+        assert cause in unescape(failed_page.text) and 'id="failure"' in failed_page.text
+        await api.delete("/v1/endpoints/kimi-k3-form", headers=as_("tok-olga"))
+        await api.delete("/v1/workloads/kimi-form", headers=as_("tok-olga"))
+        await _until_stage(api, "kimi-form", {"deleted"}, timeout=60)
 
 
 def test_failure_sentence_is_one_sentence():
@@ -210,10 +211,14 @@ def test_failure_sentence_is_one_sentence():
     assert failure_sentence(None).startswith("Failed without a recorded cause")
 
 
-async def test_kimi_model_page_point_by_point(plane, api, clusters, approved_kimi):  # noqa: F811
+async def test_kimi_model_page_point_by_point(plane, api, deps, temporal_client, clusters,  # noqa: F811
+                                             approved_kimi):  # noqa: F811
     """Everything of issue #24's point 4 that the bundled recipe data holds, on a plane with clusters."""
-    async with browser_for(plane) as anon:
+    async with running_worker(temporal_client, deps), browser_for(plane) as anon:
+        await wait_for_pollers(temporal_client, deps.settings)
         page = await anon.get("/console/models/moonshotai/Kimi-K3")
+        sha = (await api.get("/v1/artifacts/resolve", params={"source": f"hf:{KIMI}"},
+                             headers=as_("tok-vic"))).json()["sha"]
     assert page.status_code == 200, page.text
     html, shown = page.text, text(page.text)
     catalog = load_catalog()
@@ -230,8 +235,6 @@ async def test_kimi_model_page_point_by_point(plane, api, clusters, approved_kim
     assert 'id="dcp"' in html and "DCP (decode context parallelism)" in shown
     assert "Floors are for the whole replica, not per GPU" in shown
     assert "modified-mit" in shown  # the licence, as the Hub's model card states it
-    sha = (await api.get("/v1/artifacts/resolve", params={"source": f"hf:{KIMI}"},
-                         headers=as_("tok-vic"))).json()["sha"]
     for commit in (sha, catalog.vllm_source.commit, catalog.dynamo_source.commit):
         assert commit in html, commit
     assert 'data-entry="recipes/kimi-k3/vllm/agg-gb200-agentic/deploy.yaml"' in html and "GB200 NVL4" in shown
@@ -245,8 +248,10 @@ async def test_kimi_model_page_point_by_point(plane, api, clusters, approved_kim
     words = shlex.split(create.replace("\\\n", " ").replace('"$SHA"', "0" * 40).replace("$SHA", "0" * 40))
     suggested = json.loads(words[words.index("-d") + 1])
     assert suggested["hardware"] != "b300"
-    dry = await api.post("/v1/workloads", headers=as_("tok-olga"), json={
-        **suggested, "artifact_id": approved_kimi, "dry_run": True})
+    async with running_worker(temporal_client, deps):
+        await wait_for_pollers(temporal_client, deps.settings)
+        dry = await api.post("/v1/workloads", headers=as_("tok-olga"), json={
+            **suggested, "artifact_id": approved_kimi, "dry_run": True})
     assert dry.status_code == 202, dry.text
     assert dry.json()["placement"]["unplaced"] == 0
     assert "The registered clusters can place this now" in shown
