@@ -5,6 +5,8 @@ the clusters' inventories read once."""
 
 from __future__ import annotations
 
+import asyncio
+import time
 from collections.abc import Awaitable, Callable
 
 import asyncpg
@@ -13,7 +15,7 @@ from pydantic import BaseModel
 
 from api.auth import Principal
 from api.errors import ApiError
-from api.routes.clusters import DryRunRequest, dry_run
+from api.routes.clusters import DryRunRequest, DryRunResponse, dry_run
 from wingsmith.config import Settings
 from wingsmith.placement import ClusterInventory, PlacementPlan
 from wingsmith.recipes import Catalog, InvalidChoice, Recipe, serve_command
@@ -21,6 +23,32 @@ from wingsmith.recipes.evidence import Evidence
 
 # A page view must not hold a reader long: this many candidates at most go through the dry run.
 MAX_CANDIDATES = 24
+# Model pages are public, and a live read starts a workflow on the worker: every page view shares one
+# read of the clusters per this many seconds, so viewers cannot make the plane start workflows at will.
+LIVE_READ_TTL_SECONDS = 10.0
+
+
+class SharedInventories:
+    """The clusters' live inventories as last read for a suggestion, shared by every page view of one app."""
+
+    def __init__(self) -> None:
+        self.read_at = float("-inf")
+        self.inventories: list[ClusterInventory] = []
+        self.lock = asyncio.Lock()  # concurrent views wait for the one read instead of starting their own
+
+    def fresh(self) -> list[ClusterInventory] | None:
+        return list(self.inventories) if time.monotonic() - self.read_at < LIVE_READ_TTL_SECONDS else None
+
+    def keep(self, inventories: list[ClusterInventory]) -> None:
+        self.inventories, self.read_at = list(inventories), time.monotonic()
+
+
+def shared_inventories(request: Request) -> SharedInventories:
+    state = request.app.state
+    if getattr(state, "suggest_inventories", None) is None:
+        state.suggest_inventories = SharedInventories()
+    shared: SharedInventories = state.suggest_inventories
+    return shared
 
 
 class Suggestion(BaseModel):
@@ -70,16 +98,31 @@ def placement_trial(db: asyncpg.Pool, principal: Principal | None, request: Requ
     inventories are read live once (by the worker) and reused for the other candidates."""
     inventories: list[ClusterInventory] = []
 
+    shared = shared_inventories(request)
+
+    async def attempt(plan: PlacementPlan) -> DryRunResponse | None:
+        try:
+            return await dry_run(DryRunRequest(plan=plan, inventories=inventories, live=not inventories), db,
+                                 principal, request, settings)  # type: ignore[arg-type] # anonymous page views
+        except ApiError:
+            return None
+
     async def trial(option: Candidate) -> str | None:
         plan = PlacementPlan(hardware=option.hardware, gpus_per_node=max(1, option.gpus // max(1, option.nodes)),
                              nodes_per_replica=option.nodes, replicas=1)
-        try:
-            answer = await dry_run(DryRunRequest(plan=plan, inventories=inventories, live=not inventories), db,
-                                   principal, request, settings)  # type: ignore[arg-type] # anonymous page views
-        except ApiError:
-            return None
         if not inventories:
-            inventories.extend(answer.inventories)
+            async with shared.lock:
+                cached = shared.fresh()
+                if cached is not None:
+                    inventories.extend(cached)
+                else:
+                    answer = await attempt(plan)
+                    if answer is not None:
+                        inventories.extend(answer.inventories)
+                        shared.keep(answer.inventories)
+        answer = await attempt(plan)
+        if answer is None:
+            return None
         return answer.decision.summary if answer.decision.clusters and answer.decision.unplaced == 0 else None
 
     return trial
