@@ -4,6 +4,8 @@ import pytest
 
 from wingsmith.recipes import dynamo_entries, max_num_seqs_default
 
+from .conftest import FIXTURES
+
 
 def _entry(catalog, path_part):
     return next(e for e in catalog.dynamo if path_part in e.source_path)
@@ -36,10 +38,12 @@ def test_disaggregated_entry_lists_prefill_and_decode(catalog):
     assert e.model_ids == ["RedHatAI/Llama-3.3-70B-Instruct-FP8-dynamic"]
 
 
-def test_card_from_directory_name_when_no_selector(tmp_path, dynamo_dir):
+def test_card_from_directory_name_when_no_selector(tmp_path):
     from wingsmith.recipes.dynamo_import import read_deploy
-    src = (dynamo_dir / "recipes/qwen3-32b/vllm/agg-round-robin/deploy.yaml").read_text()
-    target = tmp_path / "recipes/qwen3-32b/vllm/agg-b200-test/deploy.yaml"
+    # A deploy file without a node selector (the project's fixture in upstream's format).
+    src = (FIXTURES / "dynamo/recipes/fixture-moe/vllm/agg-folded/deploy.yaml").read_text()
+    assert "nodeSelector" not in src
+    target = tmp_path / "recipes/fixture-moe/vllm/agg-b200-test/deploy.yaml"
     target.parent.mkdir(parents=True)
     target.write_text(src)
     [entry] = read_deploy(target, tmp_path)
