@@ -46,13 +46,6 @@ def snapshot_copy(tmp_path: Path, vllm_dir: Path, dynamo_dir: Path) -> tuple[Pat
     return vllm, dynamo
 
 
-def shared_upstream() -> Path:
-    """The upstream directory, from the project-wide locator (tests/upstream.py: WINGSMITH_UPSTREAM_DIR,
-    else ../shared/upstream); the caller is skipped with the reason (failed under CI) when it is absent."""
-    from tests.upstream import require_upstream
-    return require_upstream()
-
-
 FIXTURES = Path(__file__).with_name("fixtures")
 
 
