@@ -1,4 +1,5 @@
-"""Time to size every shipped model (the configs in ../shared/upstream/hf-configs) on every NVIDIA
+"""Time to size every shipped model (the published configs in the repository's Hub snapshot,
+sim/hub/snapshot.json) on every NVIDIA
 card and every layout: one full fit check each at one node (two for multi-node layouts and P/D),
 context 8192 and 16 sequences, including the per-GPU figures, the largest context and concurrency
 and the search for the smallest GPU count on every card. Prints figures; run with `.venv/bin/python bench/sizing.py`."""
@@ -9,24 +10,24 @@ import json
 import statistics
 import sys
 import time
-from pathlib import Path
 
+from sim.hub import load_snapshot
 from wingsmith.hardware import NVIDIA_HARDWARE
 from wingsmith.sizing import LAYOUTS, InvalidLayout, estimate_weight_bytes, read_text_model
 from wingsmith.sizing.fit import fit_check_for
 from wingsmith.sizing.layouts import candidate_gpu_counts, plan
 
-HF_CONFIGS = Path(__file__).resolve().parents[2] / "shared" / "upstream" / "hf-configs"
 CONTEXT, CONCURRENCY = 8192, 16
 
 
 def shipped() -> list[tuple[str, dict, int]]:
+    """(repo, config, weight bytes): the published total where upstream has one, else the product's own
+    estimate from the config (the snapshot's derived totals are the stand-in's, not the product's)."""
     models = []
-    for path in sorted(HF_CONFIGS.glob("*/*/config.json")):
-        config = json.loads(path.read_text())
-        total = json.loads(path.with_name("meta.json").read_text()).get("total_size_bytes")
-        models.append((str(path.parent.relative_to(HF_CONFIGS)), config,
-                       total or estimate_weight_bytes(read_text_model(config)).bytes))
+    for repo, record in sorted(load_snapshot()["models"].items()):
+        config = json.loads(next(f["content"] for f in record["files"] if f["path"] == "config.json"))
+        published = record["weight_total"] if record["weight_total_kind"] == "published" else None
+        models.append((repo, config, published or estimate_weight_bytes(read_text_model(config)).bytes))
     return models
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+from functools import cache
 from pathlib import Path
 
 import pytest
@@ -42,9 +43,35 @@ def require_upstream(*parts: str) -> Path:
     pytest.skip(missing_reason(path), allow_module_level=True)
 
 
+@cache
+def _snapshot_models() -> dict[str, dict]:
+    return json.loads(HUB_SNAPSHOT.read_text())["models"]
+
+
+def snapshot_repos() -> list[str]:
+    """Every model the shipped Hub snapshot holds (the same set as upstream's hf-configs)."""
+    return sorted(_snapshot_models())
+
+
+def snapshot_config_text(repo_id: str) -> str:
+    """A model's config.json, byte for byte as published and as the shipped snapshot holds it."""
+    files = _snapshot_models()[repo_id]["files"]
+    return next(f["content"] for f in files if f["path"] == "config.json")
+
+
 def snapshot_config(repo_id: str) -> dict:
     """A model's published config.json as the repository's own Hub snapshot ships it: what tests use
-    when they need a real config but not the upstream tree."""
-    snapshot = json.loads(HUB_SNAPSHOT.read_text())
-    files = snapshot["models"][repo_id]["files"]
-    return json.loads(next(f["content"] for f in files if f["path"] == "config.json"))
+    when they need a real config but not the upstream tree. A fresh copy (tests may modify it)."""
+    return json.loads(snapshot_config_text(repo_id))
+
+
+def snapshot_meta(repo_id: str) -> dict:
+    """The published figures of upstream's meta.json, as the shipped snapshot carries them:
+    `total_size_bytes` (None where upstream publishes none and the snapshot's total is derived),
+    `parameters` (None when unpublished) and `parameters_total`. tests/hub/test_snapshot.py checks
+    them against upstream's meta.json in the upstream tier."""
+    model = _snapshot_models()[repo_id]
+    counts = model["safetensors"] or {}
+    return {"total_size_bytes": model["weight_total"] if model["weight_total_kind"] == "published" else None,
+            "parameters": dict(counts["parameters"]) if counts.get("parameters") else None,
+            "parameters_total": counts.get("total")}

@@ -1,5 +1,6 @@
 """Build `snapshot.json`, the offline Hub's data, from the published configs and weight totals in
-`../shared/upstream/hf-configs` (every `<org>/<name>/config.json` + `meta.json`).
+upstream's `hf-configs` (every `<org>/<name>/config.json` + `meta.json`): `--upstream`, else
+`$WINGSMITH_UPSTREAM_DIR/hf-configs`, else `../shared/upstream/hf-configs` beside the repository.
 
     python -m sim.hub.build_snapshot [--upstream DIR] [--out FILE]
 
@@ -13,9 +14,11 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import os
 from pathlib import Path
 
-DEFAULT_UPSTREAM = Path(__file__).resolve().parents[3] / "shared" / "upstream" / "hf-configs"
+DEFAULT_UPSTREAM = (Path(os.environ["WINGSMITH_UPSTREAM_DIR"]).expanduser() if os.environ.get("WINGSMITH_UPSTREAM_DIR")
+                    else Path(__file__).resolve().parents[3] / "shared" / "upstream") / "hf-configs"
 DEFAULT_OUT = Path(__file__).with_name("snapshot.json")
 SNAPSHOT_DATE = "2026-11-30T00:00:00.000Z"
 
@@ -79,7 +82,9 @@ def inline_file(path: str, content: str) -> dict:
     return {"path": path, "size": len(data), "blob_id": git_blob_id(data), "content": content}
 
 
-def build_model(repo_id: str, config_text: str, meta: dict) -> dict:
+def build_model(repo_id: str, config_text: str, meta: dict, upstream: Path) -> dict:
+    """One model's Hub record; `upstream` is the hf-configs folder being built from (a derived total
+    may borrow a sibling's published figure from it)."""
     card = CARDS.get(repo_id, {})
     config = json.loads(config_text)
     total, kind, note = meta.get("total_size_bytes"), "published", meta.get("total_size_kind", "")
@@ -87,7 +92,7 @@ def build_model(repo_id: str, config_text: str, meta: dict) -> dict:
         if repo_id == "deepseek-ai/DeepSeek-R1":
             # Same architecture, dtypes and parameter counts as DeepSeek-V3: its file total is the
             # closest published figure.
-            total = json.loads((DEFAULT_UPSTREAM / "deepseek-ai/DeepSeek-V3/meta.json").read_text())["total_size_bytes"]
+            total = json.loads((upstream / "deepseek-ai/DeepSeek-V3/meta.json").read_text())["total_size_bytes"]
             kind, note = "derived", "DeepSeek-V3's published file total (identical architecture and parameter counts)"
         elif repo_id in DERIVED_TOTALS:
             total, how = DERIVED_TOTALS[repo_id]
@@ -132,7 +137,7 @@ def build(upstream: Path) -> dict:
         repo_id = f"{config_path.parent.parent.name}/{config_path.parent.name}"
         meta_path = config_path.with_name("meta.json")
         meta = json.loads(meta_path.read_text()) if meta_path.exists() else {}
-        models[repo_id] = build_model(repo_id, config_path.read_text(), meta)
+        models[repo_id] = build_model(repo_id, config_path.read_text(), meta, upstream)
     return {"about": "Offline Hugging Face Hub snapshot for Wingsmith, built by sim/hub/build_snapshot.py "
                      "from shared/upstream/hf-configs (config.json as published; weight totals from meta.json). "
                      "Shard payloads are not stored: only their sizes.",

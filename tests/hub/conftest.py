@@ -8,7 +8,7 @@ import json
 import pytest
 
 from sim.hub import start_hub_server
-from tests.upstream import require_upstream
+from tests.upstream import require_upstream, snapshot_config, snapshot_meta, snapshot_repos
 from wingsmith.hub import Resolver, RetryPolicy
 
 TOKEN = "hf_TestTokenThatMustNeverLeak0123456789"
@@ -26,6 +26,13 @@ def upstream_models() -> dict[str, dict]:
         out[f"{cfg.parent.parent.name}/{cfg.parent.name}"] = {
             "config": json.loads(cfg.read_text()), "meta": json.loads(meta.read_text()) if meta.exists() else {}}
     return out
+
+
+def shipped_models() -> dict[str, dict]:
+    """The same shape as `upstream_models()`, from the Hub snapshot the repository ships: the published
+    configs and meta.json figures, on a bare clone (test_snapshot.py checks them against upstream)."""
+    return {repo_id: {"config": snapshot_config(repo_id), "meta": snapshot_meta(repo_id)}
+            for repo_id in snapshot_repos()}
 
 
 @pytest.fixture(scope="session")

@@ -6,7 +6,7 @@ import pytest
 
 from sim.hub import build_snapshot, load_snapshot
 from tests.hub.conftest import upstream_models
-from tests.upstream import require_upstream
+from tests.upstream import require_upstream, snapshot_meta
 
 SNAP = load_snapshot()["models"]
 UP = upstream_models()
@@ -47,3 +47,12 @@ def test_derived_totals_are_close_to_what_is_known():
     assert SNAP["openai/gpt-oss-20b"]["weight_total"] == pytest.approx(13.8e9, rel=0.03)
     assert SNAP["deepseek-ai/DeepSeek-R1"]["weight_total"] == pytest.approx(
         UP["deepseek-ai/DeepSeek-R1"]["meta"]["tensor_bytes_from_parameters"], rel=0.001)
+
+
+@pytest.mark.parametrize("repo_id", sorted(UP))
+def test_published_figures_the_bare_clone_tests_use_are_upstreams(repo_id):
+    # tests/sizing and tests/hub/test_weights read these from the snapshot instead of meta.json.
+    up = UP[repo_id]["meta"]
+    assert snapshot_meta(repo_id) == {"total_size_bytes": up.get("total_size_bytes"),
+                                      "parameters": up.get("parameters") or None,
+                                      "parameters_total": up.get("parameters_total")}

@@ -1,12 +1,13 @@
-"""Weight figures and config facts, with tables of the real configs and published totals."""
+"""Weight figures and config facts, with tables of the real configs and published totals (as the shipped
+Hub snapshot carries them)."""
 
 import pytest
 
+from tests.hub.conftest import shipped_models
 from wingsmith.hub import config_facts, weights
 from wingsmith.hub.proposal import HubFacts, HubFile, build_proposal
-from tests.hub.conftest import upstream_models
 
-UP = upstream_models()
+UP = shipped_models()
 PUBLISHED = {k: v for k, v in UP.items() if v["meta"].get("total_size_bytes")}
 
 
@@ -81,7 +82,8 @@ def test_packed_parameter_counts_are_never_used_for_bytes():
 
 
 def test_duplicates_are_ignored():
-    files = [HubFile(path="model-00001-of-00001.safetensors", size=10), HubFile(path="original/model.safetensors", size=10),
+    files = [HubFile(path="model-00001-of-00001.safetensors", size=10),
+             HubFile(path="original/model.safetensors", size=10),
              HubFile(path="consolidated.safetensors", size=10), HubFile(path="model-Q4.gguf", size=5)]
     p = build_proposal(_facts("Qwen/Qwen3-8B", files), UP["Qwen/Qwen3-8B"]["config"], revision="main")
     assert p.weight_bytes == 10

@@ -8,12 +8,11 @@ import json
 import pytest
 
 from sim.hub import start_hub_server
+from tests.upstream import snapshot_config_text
 from wingsmith.cli.main import build_parser
 from wingsmith.hub import Resolver
 from wingsmith.proposals import with_evidence_and_sizing
 from wingsmith.recipes import load_catalog, serve_command
-
-from .conftest import shared_upstream
 
 
 @pytest.fixture(scope="module")
@@ -49,11 +48,13 @@ def test_deepseek_v3_draft_has_no_unknown_quantization_warning(deepseek_v3):
     assert fp4["note"] is None and fp4["weight"]["figure"]["inputs"]["scheme"] == "fp4"
 
 
-def test_size_cli_at_the_drafts_gpu_count_gives_the_drafts_figures(deepseek_v3, capsys):
+def test_size_cli_at_the_drafts_gpu_count_gives_the_drafts_figures(deepseek_v3, capsys, tmp_path):
     default = next(s for s in deepseek_v3.sizing["sizing"] if s["variant"] == "default")
     target, report = default["target"], default["report"]
+    config = tmp_path / "config.json"  # DeepSeek-V3's published config, as the shipped Hub snapshot holds it
+    config.write_text(snapshot_config_text("deepseek-ai/DeepSeek-V3"))
     args = build_parser().parse_args([
-        "size", "--config", str(shared_upstream() / "hf-configs/deepseek-ai/DeepSeek-V3/config.json"),
+        "size", "--config", str(config),
         "--hardware", target["hardware"], "--layout", target["layout"], "--gpus", str(target["gpus"]),
         "--weights-bytes", str(report["weights_bytes"]), "--json"])
     assert args.func(args) == 0

@@ -4,6 +4,8 @@ import pytest
 
 from wingsmith.recipes import dynamo_entries, max_num_seqs_default
 
+from .conftest import FIXTURES
+
 
 def _entry(catalog, path_part):
     return next(e for e in catalog.dynamo if path_part in e.source_path)
@@ -13,7 +15,8 @@ def _entry(catalog, path_part):
     ("kimi-k3/vllm/agg-gb200", "vllm", "aggregated", "gb200", "node selector", 4, 4, 1, 16, "--max-num-seqs", 256),
     ("gpt-oss-120b/vllm/agg-h200", "vllm", "aggregated", "h200", "node selector", 1, 1, 8, 1, "--max-num-seqs", 256),
     ("kimi-k2.6/vllm/agg-h200", "vllm", "aggregated", "h200", "node selector", 8, 1, 1, 8, "--max-num-seqs", None),
-    ("deepseek-v4-flash/vllm/agg-h200", "vllm", "aggregated", "h200", "node selector", 4, 1, 1, 1, "--max-num-seqs", 64),
+    ("deepseek-v4-flash/vllm/agg-h200", "vllm", "aggregated", "h200", "node selector", 4, 1, 1, 1,
+     "--max-num-seqs", 64),
     ("deepseek-r1/sglang/disagg-8gpu", "sglang", "disaggregated", None, None, 8, 1, 1, 8,
      "--max-running-requests", None),
     ("kimi-k2.5/trtllm/agg-round-robin", "trtllm", "aggregated", None, None, 4, 2, 3, 8, "max_batch_size", 128),
@@ -36,10 +39,12 @@ def test_disaggregated_entry_lists_prefill_and_decode(catalog):
     assert e.model_ids == ["RedHatAI/Llama-3.3-70B-Instruct-FP8-dynamic"]
 
 
-def test_card_from_directory_name_when_no_selector(tmp_path, dynamo_dir):
+def test_card_from_directory_name_when_no_selector(tmp_path):
     from wingsmith.recipes.dynamo_import import read_deploy
-    src = (dynamo_dir / "recipes/qwen3-32b/vllm/agg-round-robin/deploy.yaml").read_text()
-    target = tmp_path / "recipes/qwen3-32b/vllm/agg-b200-test/deploy.yaml"
+    # A deploy file without a node selector (the project's fixture in upstream's format).
+    src = (FIXTURES / "dynamo/recipes/fixture-moe/vllm/agg-folded/deploy.yaml").read_text()
+    assert "nodeSelector" not in src
+    target = tmp_path / "recipes/fixture-moe/vllm/agg-b200-test/deploy.yaml"
     target.parent.mkdir(parents=True)
     target.write_text(src)
     [entry] = read_deploy(target, tmp_path)

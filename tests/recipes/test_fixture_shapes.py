@@ -30,6 +30,14 @@ def _problems(report, file: str) -> list[tuple[str, str, str]]:
     return [(p.scope, p.field, p.reason) for p in report.problems if p.file.endswith(file)]
 
 
+def test_vocabulary_written_from_the_shipped_catalog_reads_back_as_its_facts(built_fixtures, catalog):
+    # The fixtures' strategies/ and taxonomy.yaml are the shipped catalog's, in upstream's formats.
+    fixtures, report = built_fixtures
+    assert fixtures.strategies == catalog.strategies
+    assert fixtures.hardware == catalog.hardware
+    assert not [p for p in report.problems if p.file.startswith(("strategies/", "taxonomy"))]
+
+
 # vLLM recipes
 
 def test_every_fixture_recipe_is_kept(built_fixtures):

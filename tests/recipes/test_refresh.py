@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from wingsmith.cli.main import build_parser
-from wingsmith.recipes import read_catalog
+from wingsmith.recipes import build_catalog, read_catalog
 from wingsmith.recipes.refresh import RefreshFailed, refresh_catalog
 
 VLLM_SHA = "1" * 40
@@ -69,9 +69,16 @@ class FakeGitHub:
         return Handler
 
 
-@pytest.fixture
-def github(snapshot_copy):
-    vllm, dynamo = snapshot_copy
+# Where each tree keeps a recipe to change between commits: (file, recipe, its default variant's floor).
+MOVING_RECIPE = {"fixtures": ("models/fixture-lab/Omni-Voice-7B.yaml", "fixture-lab/Omni-Voice-7B", 20),
+                 "upstream": ("models/openai/gpt-oss-120b.yaml", "openai/gpt-oss-120b", 96)}
+
+
+@pytest.fixture(params=["fixtures", "upstream"])
+def github(request):
+    """A fake GitHub serving the project's upstream-shaped fixtures (bare clone) or copies of the full
+    upstream trees (upstream tier)."""
+    vllm, dynamo = request.getfixturevalue("fixture_trees" if request.param == "fixtures" else "snapshot_copy")
     gh = FakeGitHub()
     gh.add("vllm-project/recipes", VLLM_SHA, vllm, ("models/", "strategies/", "taxonomy.yaml"))
     gh.add("ai-dynamo/dynamo", DYNAMO_SHA, dynamo, ("recipes/",))
@@ -79,7 +86,8 @@ def github(snapshot_copy):
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     base = f"http://127.0.0.1:{server.server_address[1]}"
-    gh.api, gh.raw, gh.vllm_root = f"{base}/api", f"{base}/raw", vllm
+    gh.api, gh.raw, gh.vllm_root, gh.trees = f"{base}/api", f"{base}/raw", vllm, request.param
+    gh.local = build_catalog(vllm, dynamo)[0]  # the same trees imported from disk
     yield gh
     server.shutdown()
     server.server_close()
@@ -93,8 +101,14 @@ def test_refresh_writes_a_new_version_pinned_to_the_commit(github, tmp_path, cat
     stored = read_catalog(Path(result.path))
     assert stored.version == result.version and stored.version.startswith("vllm-111111111111.dynamo-333333333333.")
     assert stored.version != catalog.version
-    assert stored.recipes == catalog.recipes and stored.dynamo == catalog.dynamo  # same facts, new stamp
-    assert result.report.recipes == 22 and result.report.dynamo_entries == 11
+    # Same facts as importing the same trees from disk, under a new stamp.
+    assert stored.recipes == github.local.recipes and stored.dynamo == github.local.dynamo
+    assert stored.strategies == github.local.strategies and stored.hardware == github.local.hardware
+    if github.trees == "upstream":
+        assert stored.recipes == catalog.recipes and stored.dynamo == catalog.dynamo  # the shipped facts
+        assert result.report.recipes == 22 and result.report.dynamo_entries == 11
+    else:
+        assert result.report.recipes == 3 and result.report.dynamo_entries == len(github.local.dynamo) > 0
     # Only the files the catalog needs were fetched, each at the pinned commit.
     raw = [r for r in github.requests if r.startswith("/raw/")]
     assert all(f"/{VLLM_SHA}/" in r or f"/{DYNAMO_SHA}/" in r for r in raw)
@@ -108,14 +122,17 @@ def test_refresh_never_edits_existing_versions(github, tmp_path):
     again = refresh_catalog(store, api_url=github.api, raw_url=github.raw)
     assert not again.created and again.version == first.version
     # Upstream moves on: a changed recipe at a new commit becomes a new version beside the old one.
-    path = github.vllm_root / "models/openai/gpt-oss-120b.yaml"
-    path.write_text(path.read_text().replace("vram_minimum_gb: 96", "vram_minimum_gb: 99"))
+    file, recipe, floor = MOVING_RECIPE[github.trees]
+    path = github.vllm_root / file
+    text = path.read_text()
+    assert text.count(f"vram_minimum_gb: {floor}") == 1
+    path.write_text(text.replace(f"vram_minimum_gb: {floor}", f"vram_minimum_gb: {floor + 3}"))
     github.add("vllm-project/recipes", VLLM_SHA_2, github.vllm_root, ("models/", "strategies/", "taxonomy.yaml"))
     newer = refresh_catalog(store, api_url=github.api, raw_url=github.raw)
     assert newer.created and newer.version != first.version and newer.vllm_source.commit == VLLM_SHA_2
     assert Path(first.path).read_bytes() == before
-    assert read_catalog(Path(first.path)).recipes["openai/gpt-oss-120b"].variants["default"].vram_minimum_gb == 96
-    assert read_catalog(Path(newer.path)).recipes["openai/gpt-oss-120b"].variants["default"].vram_minimum_gb == 99
+    assert read_catalog(Path(first.path)).recipes[recipe].variants["default"].vram_minimum_gb == floor
+    assert read_catalog(Path(newer.path)).recipes[recipe].variants["default"].vram_minimum_gb == floor + 3
     assert len(list(store.glob("*.json"))) == 2
     # Pinning to the old commit explicitly fetches exactly the old facts.
     pinned = refresh_catalog(store, vllm_ref=VLLM_SHA, api_url=github.api, raw_url=github.raw)

@@ -6,7 +6,7 @@ import pytest
 
 from wingsmith.cli.main import build_parser
 
-from .conftest import HF_CONFIGS
+from .conftest import config_file
 
 
 def run(capsys, *argv: str) -> tuple[int, str, str]:
@@ -16,8 +16,8 @@ def run(capsys, *argv: str) -> tuple[int, str, str]:
     return code, out, err
 
 
-def test_json_carries_kv_weights_and_fit(capsys):
-    code, out, _ = run(capsys, "--config", str(HF_CONFIGS / "deepseek-ai/DeepSeek-V3/config.json"),
+def test_json_carries_kv_weights_and_fit(capsys, tmp_path):
+    code, out, _ = run(capsys, "--config", str(config_file("deepseek-ai/DeepSeek-V3", tmp_path)),
                        "--hardware", "h200", "--gpus", "8", "--layout", "single_node_tp",
                        "--context", "8192", "--concurrency", "16", "--kv-dtype", "auto", "--json")
     assert code == 0
@@ -30,7 +30,7 @@ def test_json_carries_kv_weights_and_fit(capsys):
 
 
 def test_weights_bytes_flag_and_estimate_without_meta(capsys, tmp_path):
-    cfg = json.loads((HF_CONFIGS / "meta-llama/Llama-3.3-70B-Instruct/config.json").read_text())
+    cfg = json.loads(config_file("meta-llama/Llama-3.3-70B-Instruct", tmp_path / "published").read_text())
     path = tmp_path / "config.json"
     path.write_text(json.dumps(cfg))
     code, out, _ = run(capsys, "--config", str(path), "--hardware", "h100", "--gpus", "1", "--json")
@@ -41,8 +41,8 @@ def test_weights_bytes_flag_and_estimate_without_meta(capsys, tmp_path):
     assert json.loads(out)["weights_bytes"] == 1000
 
 
-def test_text_output_and_floor_warning(capsys):
-    code, out, _ = run(capsys, "--config", str(HF_CONFIGS / "Qwen/Qwen3-8B/config.json"), "--gpus", "1",
+def test_text_output_and_floor_warning(capsys, tmp_path):
+    code, out, _ = run(capsys, "--config", str(config_file("Qwen/Qwen3-8B", tmp_path)), "--gpus", "1",
                        "--published-floor-gb", "40")
     assert code == 0
     assert "kv per token     147,456 B" in out
@@ -51,11 +51,14 @@ def test_text_output_and_floor_warning(capsys):
 
 @pytest.mark.parametrize(("argv", "message"), [
     (["--config", "/nonexistent/config.json"], "cannot read --config"),
-    (["--config", str(HF_CONFIGS / "SOURCE.md")], "is not valid JSON"),
-    (["--config", str(HF_CONFIGS / "Qwen/Qwen3-8B/config.json"), "--hardware", "tpu"], "unknown hardware 'tpu'"),
-    (["--config", str(HF_CONFIGS / "Qwen/Qwen3-8B/config.json"), "--gpus", "3"], "does not divide"),
-    (["--config", str(HF_CONFIGS / "Qwen/Qwen3-8B/config.json"), "--weights-bytes", "0"], "must be positive"),
+    (["--config", "{prose}"], "is not valid JSON"),
+    (["--config", "{qwen}", "--hardware", "tpu"], "unknown hardware 'tpu'"),
+    (["--config", "{qwen}", "--gpus", "3"], "does not divide"),
+    (["--config", "{qwen}", "--weights-bytes", "0"], "must be positive"),
 ])
-def test_errors_exit_2_with_a_clear_message(capsys, argv, message):
-    code, out, err = run(capsys, *argv)
+def test_errors_exit_2_with_a_clear_message(capsys, tmp_path, argv, message):
+    prose = tmp_path / "SOURCE.md"
+    prose.write_text("# Published configs\n\nNot a config.\n")
+    files = {"prose": str(prose), "qwen": str(config_file("Qwen/Qwen3-8B", tmp_path))}
+    code, out, err = run(capsys, *(a.format(**files) for a in argv))
     assert code == 2 and message in err and out == ""

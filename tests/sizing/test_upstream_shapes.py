@@ -1,4 +1,5 @@
-"""Sizing knows every layout of upstream's strategies/, every precision name its recipes use, and
+"""Sizing knows every layout of upstream's strategies/, every precision name its recipes use (checked on
+the shipped catalog, and on the full upstream tree in the upstream tier), and
 counts the weights a checkpoint stores beside its decoder layers (MTP layers, vision towers)."""
 
 from __future__ import annotations
@@ -8,18 +9,26 @@ import json
 import pytest
 import yaml
 
+from tests.upstream import require_upstream
 from wingsmith.cli.main import build_parser
+from wingsmith.recipes import load_catalog
 from wingsmith.sizing import LAYOUTS, InvalidLayout, estimate_weight_bytes, fit_check, read_text_model
 from wingsmith.sizing.weights import BYTES_PER_PARAMETER, bytes_per_parameter, estimate_parameters, known_scheme
 
-from .conftest import config, shared_upstream, weight_bytes
+from .conftest import config, config_file, weight_bytes
 
 DSV3 = "deepseek-ai/DeepSeek-V3"
 
 
 def test_every_upstream_strategy_is_a_sizing_layout():
-    folder = shared_upstream() / "vllm-recipes/strategies"
+    folder = require_upstream("vllm-recipes", "strategies")
     names = {yaml.safe_load(p.read_text())["name"] for p in folder.glob("*.yaml")}
+    assert {"single_node_tep", "single_node_dep"} <= names
+    assert names <= set(LAYOUTS)
+
+
+def test_every_strategy_in_the_shipped_catalog_is_a_sizing_layout():
+    names = set(load_catalog().strategies)
     assert {"single_node_tep", "single_node_dep"} <= names
     assert names <= set(LAYOUTS)
 
@@ -50,8 +59,8 @@ def test_single_node_expert_layouts_refuse_shapes_they_cannot_form(layout, gpus,
         fit_check(config(repo), weight_bytes(repo), "b200", layout, gpus, 8192, 16)
 
 
-def test_size_cli_takes_single_node_tep(capsys):
-    args = build_parser().parse_args(["size", "--config", str(shared_upstream() / f"hf-configs/{DSV3}/config.json"),
+def test_size_cli_takes_single_node_tep(capsys, tmp_path):
+    args = build_parser().parse_args(["size", "--config", str(config_file(DSV3, tmp_path)),
                                       "--hardware", "b200", "--layout", "single_node_tep", "--gpus", "8", "--json"])
     assert args.func(args) == 0
     data = json.loads(capsys.readouterr().out)
@@ -60,9 +69,15 @@ def test_size_cli_takes_single_node_tep(capsys):
 
 def test_every_precision_in_upstream_recipes_is_a_known_scheme():
     precisions = set()
-    for path in (shared_upstream() / "vllm-recipes/models").glob("*/*.yaml"):
+    for path in require_upstream("vllm-recipes", "models").glob("*/*.yaml"):
         for variant in (yaml.safe_load(path.read_text()).get("variants") or {}).values():
             precisions.add(str(variant["precision"]))
+    assert "fp4" in precisions
+    assert {p: known_scheme(p) for p in precisions if known_scheme(p) is None} == {}
+
+
+def test_every_precision_in_the_shipped_catalog_is_a_known_scheme():
+    precisions = {str(v.precision) for r in load_catalog().recipes.values() for v in r.variants.values()}
     assert "fp4" in precisions
     assert {p: known_scheme(p) for p in precisions if known_scheme(p) is None} == {}
 

@@ -29,7 +29,9 @@ DYNAMO_REPO = "ai-dynamo/dynamo"
 _SHA = re.compile(r"^[0-9a-f]{40}$")
 
 VLLM_FILES = re.compile(r"models/[^/]+/[^/]+\.yaml|strategies/[^/]+\.yaml|taxonomy\.yaml")
-DYNAMO_FILES = re.compile(r"recipes/.+/deploy\.yaml")
+# Every YAML under recipes/, as the importer reads them: DGDs also live in deploy-16gpu.yaml,
+# deploy_hopper_16gpu.yaml and kustomize bases, not only in deploy.yaml.
+DYNAMO_FILES = re.compile(r"recipes/.+\.yaml")
 
 
 class RefreshFailed(Exception):
