@@ -59,9 +59,13 @@ class LocalPostgres:
             for path in [self.data_dir, *self.data_dir.rglob("*")]:
                 os.chown(path, entry.pw_uid, entry.pw_gid)
         if not (self.data_dir / "PG_VERSION").exists():
-            subprocess.run([str(POSTGRES_BIN_PATH / "initdb"), "-D", str(self.data_dir), "-U", "postgres",
-                            "--auth=trust", "--encoding=UTF8", "--no-sync"],
-                           check=True, capture_output=True, user=self._user)
+            done = subprocess.run([str(POSTGRES_BIN_PATH / "initdb"), "-D", str(self.data_dir), "-U", "postgres",
+                                   "--auth=trust", "--encoding=UTF8", "--no-sync"],
+                                  capture_output=True, text=True, user=self._user)
+            if done.returncode != 0:
+                # initdb says why only on stderr (often: the server's user cannot reach the data directory).
+                words = (done.stderr or done.stdout).strip().splitlines()[-5:]
+                raise RuntimeError(f"initdb of {self.data_dir} exited {done.returncode}: {' / '.join(words)}")
 
     def start(self, timeout: float = 30) -> "LocalPostgres":
         self._prepare()
