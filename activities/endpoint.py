@@ -16,7 +16,7 @@ from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
 from wingsmith.config import Settings
-from wingsmith.endpoints import BackendRef, routes_from_deployments
+from wingsmith.endpoints import BackendRef, membership_problems, routes_from_deployments
 from wingsmith.gateway import EndpointRoutes, GatewayClient, GatewayError, RouteStatus, gateway_client
 from wingsmith.store import endpoints as store
 
@@ -45,6 +45,18 @@ class EndpointRecord(BaseModel):
     workflow_id: str
     routes: list[dict[str, Any]]
     step: str
+    event: str | None = None  # the event's kind when it is not `endpoint_<state>`
+    actor: str = "system"
+
+
+class CheckWorkloadsInput(BaseModel):
+    name: str
+    workloads: list[str]
+    staying: list[str]  # the endpoint's current workloads that are not draining
+
+
+class CheckWorkloadsOutput(BaseModel):
+    problems: list[str]
 
 
 def _failure(err: GatewayError) -> ApplicationError:
@@ -124,10 +136,17 @@ class EndpointActivities:
     @activity.defn(name="endpoint.record")
     async def record(self, r: EndpointRecord) -> None:
         await store.upsert_endpoint(self._pool(), name=r.name, workloads=r.workloads, state=r.state,
-                                    workflow_id=r.workflow_id, routes=r.routes, step=r.step)
+                                    workflow_id=r.workflow_id, routes=r.routes, step=r.step, event=r.event,
+                                    actor=r.actor)
+
+    @activity.defn(name="endpoint.check_workloads")
+    async def check_workloads(self, params: CheckWorkloadsInput) -> CheckWorkloadsOutput:
+        """Whether the registry lets these workloads be the endpoint's (a read: safe to retry)."""
+        facts = await store.workload_facts(self._pool(), params.workloads)
+        return CheckWorkloadsOutput(problems=membership_problems(params.name, params.workloads, facts, params.staying))
 
     def all(self) -> list[Callable[..., Any]]:
-        return [self.observe, self.set_routes, self.wait_drained, self.record]
+        return [self.observe, self.set_routes, self.wait_drained, self.record, self.check_workloads]
 
 
 async def _lists(http: httpx.AsyncClient, base_url: str, served: str | None) -> bool:

@@ -81,3 +81,42 @@ class BackendDrained(BaseModel):
 
     endpoint_workflow_id: str
     backend: BackendRef = Field(description="the cluster the workload is scaling away from")
+
+
+# --- which workloads an endpoint may route to -------------------------------------------------------
+
+class WorkloadFacts(BaseModel):
+    """What the registry says about a workload an endpoint is asked to route to."""
+
+    workload_id: str
+    state: str
+    served_model_name: str | None
+    repo_id: str
+
+
+NOT_SERVING_STATES = frozenset({"deleting", "deleted", "failed"})
+
+
+def membership_problems(name: str, wanted: list[str], facts: dict[str, WorkloadFacts],
+                        staying: list[str]) -> list[str]:
+    """Why these workloads cannot be the endpoint `name`'s (empty when they can). Each must exist and
+    not be going away; a workload joining an endpoint that already routes others must serve the name:
+    its served model name is `name`, or it serves the same Hugging Face repository as one that stays
+    (the gateway then asks it for its own name, as for a newer commit of the same model)."""
+    if not wanted:
+        return ["an endpoint needs at least one workload"]
+    problems = []
+    missing = [w for w in wanted if w not in facts]
+    if missing:
+        problems.append(f"unknown workload(s): {', '.join(missing)}")
+    gone = [w for w in wanted if w in facts and facts[w].state in NOT_SERVING_STATES]
+    if gone:
+        problems.append(f"workload(s) {', '.join(gone)} no longer serve")
+    repos = {facts[w].repo_id.lower() for w in staying if w in facts}
+    if repos:
+        strangers = [w for w in wanted if w in facts and w not in staying and facts[w].served_model_name != name
+                     and facts[w].repo_id.lower() not in repos]
+        if strangers:
+            problems.append(f"workload(s) {', '.join(strangers)} serve neither {name!r} nor the model of the "
+                            f"endpoint's other workloads ({', '.join(sorted(repos))})")
+    return problems

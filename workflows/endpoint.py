@@ -23,7 +23,14 @@ from workflows.history import time_to_continue_as_new
 from workflows.ids import STAGE, workload_workflow_id
 
 with workflow.unsafe.imports_passed_through():
-    from activities.endpoint import DrainInput, EndpointActivities, EndpointRecord, ObserveInput, SetRoutesInput
+    from activities.endpoint import (
+        CheckWorkloadsInput,
+        DrainInput,
+        EndpointActivities,
+        EndpointRecord,
+        ObserveInput,
+        SetRoutesInput,
+    )
     from wingsmith.endpoints import BackendDrained, BackendRef, EndpointRef, WorkloadRef
     from wingsmith.gateway import EndpointRoutes
 
@@ -34,6 +41,11 @@ SignalArg = TypeVar("SignalArg", EndpointRef, BackendDrained)
 _IO = workflow.ActivityConfig(
     start_to_close_timeout=timedelta(seconds=20),
     retry_policy=RetryPolicy(initial_interval=timedelta(seconds=1), maximum_interval=timedelta(seconds=30)))
+
+# A person waits on the membership check: a registry that stays down fails the update, not the endpoint.
+_CHECK = workflow.ActivityConfig(
+    start_to_close_timeout=timedelta(seconds=10),
+    retry_policy=RetryPolicy(initial_interval=timedelta(seconds=1), maximum_attempts=3))
 
 
 class EndpointState(BaseModel):
@@ -66,7 +78,8 @@ class EndpointStatus(BaseModel):
 
 
 class SetWorkloads(BaseModel):
-    workloads: list[str]
+    workloads: list[str] = Field(description="the endpoint's workloads from now on; others are drained, then dropped")
+    requested_by: str = Field(default="unknown", max_length=200)
 
 
 @workflow.defn
@@ -130,17 +143,37 @@ class EndpointWorkflow:
 
     @workflow.update
     async def set_workloads(self, request: SetWorkloads) -> EndpointStatus:
+        """Change the endpoint's workloads. Joining ones are routed once they serve the name; leaving
+        ones go to weight 0, their in-flight requests finish, and only then do they leave the routes.
+        Returns once the change is recorded (the drain goes on in the endpoint's passes)."""
         wanted = list(dict.fromkeys(request.workloads))
+        staying = [w for w in self.state.workloads if w not in self.state.draining]
+        check = await workflow.execute_activity_method(EndpointActivities.check_workloads, CheckWorkloadsInput(
+            name=self.params.name, workloads=wanted, staying=[w for w in staying if w in wanted]), **_CHECK)
+        if check.problems:
+            raise ApplicationError("; ".join(check.problems), type="InvalidWorkloads")
+        self._validate_membership(request)  # again: the endpoint may have changed during the check
         for wid in wanted:
             if wid not in self.state.workloads:
                 self.state.workloads.append(wid)
                 await self._tell(wid, workload_workflow.WorkloadWorkflow.subscribe, self._me())
-        for wid in self.state.workloads:
-            if wid not in wanted and wid not in self.state.draining:
-                self.state.draining.append(wid)  # removed workloads are drained, not cut off
+        leaving = [w for w in self.state.workloads if w not in wanted and w not in self.state.draining]
+        self.state.draining.extend(leaving)  # removed workloads are drained, not cut off
+        self.state.passes += 1
+        await self._record(self.state.stage, event="endpoint_workloads_changed", actor=request.requested_by)
         self.dirty = True
-        await workflow.wait_condition(lambda: not self.dirty)
         return self.status()
+
+    @set_workloads.validator
+    def _validate_membership(self, request: SetWorkloads) -> None:
+        if self.deleting or self.state.stage in ("deleting", "deleted"):
+            raise ApplicationError("the endpoint is being deleted", type="EndpointDeleting")
+        if not request.workloads:
+            raise ApplicationError("an endpoint needs at least one workload", type="InvalidWorkloads")
+        back = [w for w in request.workloads if w in self.state.draining]
+        if back:
+            raise ApplicationError(f"workload(s) {', '.join(back)} are still draining from this endpoint; "
+                                   "add them again once they have left", type="StillDraining")
 
     @workflow.update
     async def delete(self) -> EndpointStatus:
@@ -236,13 +269,13 @@ class EndpointWorkflow:
         except Exception:  # noqa: BLE001 - a workload that is gone has nothing to hear
             workflow.logger.info("workload %s did not take the %s signal", workload_id, signal.__name__)
 
-    async def _record(self, state: str) -> None:
+    async def _record(self, state: str, *, event: str | None = None, actor: str = "system") -> None:
         info = workflow.info()
         routes = self.state.routes.backends if self.state.routes else []
         await workflow.execute_activity_method(EndpointActivities.record, EndpointRecord(
             name=self.params.name, workloads=self.state.workloads, state=state, workflow_id=info.workflow_id,
-            routes=[b.model_dump(mode="json") for b in routes], step=f"{info.run_id}:{self.state.passes}:{state}"),
-            **_IO)
+            routes=[b.model_dump(mode="json") for b in routes], event=event, actor=actor,
+            step=f"{info.run_id}:{self.state.passes}:{event or state}"), **_IO)
 
     def _set_stage(self, stage: str) -> bool:
         if self.state.stage == stage:

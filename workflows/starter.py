@@ -112,15 +112,29 @@ def workload_handle(client: Client, workload_id: str) -> WorkflowHandle[Workload
     return client.get_workflow_handle_for(WorkloadWorkflow.run, workload_workflow_id(workload_id))
 
 
-async def create_endpoint(client: Client, settings: Settings, *, name: str,
-                          workloads: list[str]) -> WorkflowHandle[EndpointWorkflow, EndpointStatus]:
-    """Start (or return) the endpoint's workflow: one model name routed to its workloads' deployments."""
-    return await client.start_workflow(
-        EndpointWorkflow.run, EndpointWorkflowInput(name=name, workloads=workloads,
-                                                    drain_grace_seconds=settings.drain_grace_seconds),
-        id=endpoint_workflow_id(name), task_queue=settings.task_queue,
-        id_conflict_policy=WorkflowIDConflictPolicy.USE_EXISTING,
-        static_summary=f"Endpoint {name} → {', '.join(workloads)}")
+class StartedEndpoint(BaseModel):
+    workflow_id: str
+    started: bool  # False: the endpoint already ran; `routed` says which workloads it keeps
+    routed: list[str]
+    stage: str = "starting"
+
+
+async def create_endpoint(client: Client, settings: Settings, *, name: str, workloads: list[str]) -> StartedEndpoint:
+    """Start the endpoint's workflow: one model name routed to its workloads' deployments. If it
+    already runs, nothing starts and its current workloads are returned, so a caller can tell a
+    repeated create (same workloads) from a change (which goes through `set_workloads`)."""
+    wf_id = endpoint_workflow_id(name)
+    try:
+        await client.start_workflow(
+            EndpointWorkflow.run, EndpointWorkflowInput(name=name, workloads=workloads,
+                                                        drain_grace_seconds=settings.drain_grace_seconds),
+            id=wf_id, task_queue=settings.task_queue, id_conflict_policy=WorkflowIDConflictPolicy.FAIL,
+            static_summary=f"Endpoint {name} → {', '.join(workloads)}")
+    except WorkflowAlreadyStartedError:
+        status = await endpoint_handle(client, name).query(EndpointWorkflow.status)
+        return StartedEndpoint(workflow_id=wf_id, started=False,
+                               routed=[w for w in status.workloads if w not in status.draining], stage=status.stage)
+    return StartedEndpoint(workflow_id=wf_id, started=True, routed=list(dict.fromkeys(workloads)))
 
 
 def endpoint_handle(client: Client, name: str) -> WorkflowHandle[EndpointWorkflow, EndpointStatus]:

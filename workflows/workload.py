@@ -150,6 +150,8 @@ class WorkloadWorkflow:
         """An endpoint follows this workload: it is told about changes and drains it before deletion."""
         if endpoint.endpoint_workflow_id not in self.state.subscribers:
             self.state.subscribers.append(endpoint.endpoint_workflow_id)
+        # Back after leaving it (endpoint membership changed): an old "drained" must not let a delete skip it.
+        self.drained_endpoints.discard(endpoint.endpoint_workflow_id)
 
     @workflow.signal
     def unsubscribe(self, endpoint: EndpointRef) -> None:

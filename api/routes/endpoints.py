@@ -8,16 +8,19 @@ from fastapi import APIRouter, Request
 from pydantic import BaseModel, Field
 from starlette.concurrency import run_in_threadpool
 from temporalio.client import WorkflowUpdateFailedError, WorkflowUpdateStage
+from temporalio.exceptions import ActivityError
 from temporalio.service import RPCError, RPCStatusCode
 
 from api.auth import Operator, Viewer
 from api.deps import DbDep, SettingsDep, TemporalDep
 from api.errors import ApiError
+from wingsmith.endpoints import membership_problems
 from wingsmith.gateway import GatewayError, gateway_client
 from wingsmith.store import endpoints as endpoint_store
 from wingsmith.temporal import workflow_ui_url
 from wingsmith.text import MAX_LIST, NameText
-from workflows.endpoint import EndpointWorkflow
+from workflows.endpoint import EndpointWorkflow, SetWorkloads
+from workflows.ids import endpoint_workflow_id
 from workflows.starter import create_endpoint, endpoint_handle
 
 router = APIRouter(prefix="/v1/endpoints", tags=["endpoints"])
@@ -29,19 +32,56 @@ class EndpointRequest(BaseModel):
     workloads: list[NameText] = Field(min_length=1, max_length=MAX_LIST)
 
 
-@router.post("", status_code=202, summary="Create an endpoint (or change its workloads)")
-async def create(body: EndpointRequest, _operator: Operator, db: DbDep, settings: SettingsDep,
+class WorkloadsChange(BaseModel):
+    workloads: list[NameText] = Field(min_length=1, max_length=MAX_LIST,
+                                      description="the endpoint's workloads from now on")
+
+
+@router.post("", status_code=202, summary="Create an endpoint (repeating it with the same workloads is a no-op)")
+async def create(body: EndpointRequest, principal: Operator, db: DbDep, settings: SettingsDep,
                  temporal: TemporalDep) -> dict[str, Any]:
-    known = await endpoint_store.workload_states(db, body.workloads)
-    missing = [w for w in body.workloads if w not in known]
-    if missing:
-        raise ApiError(422, f"unknown workload(s): {', '.join(missing)}", code="invalid_endpoint")
-    gone = [w for w, s in known.items() if s in ("deleted", "failed")]
-    if gone:
-        raise ApiError(422, f"workload(s) {', '.join(gone)} no longer serve", code="invalid_endpoint")
-    handle = await create_endpoint(temporal, settings, name=body.name, workloads=body.workloads)
-    return {"name": body.name, "workflow_id": handle.id, "workflow_url": workflow_ui_url(settings, handle.id),
-            "url": f"{settings.gateway_url}/v1", "workloads": body.workloads}
+    problems = membership_problems(body.name, body.workloads,
+                                   await endpoint_store.workload_facts(db, body.workloads), staying=[])
+    if problems:
+        raise ApiError(422, "; ".join(problems), code="invalid_endpoint")
+    try:
+        started = await create_endpoint(temporal, settings, name=body.name, workloads=body.workloads)
+    except RPCError as err:
+        raise ApiError(503, f"Temporal could not take the request: {err.message}") from None
+    if not started.started:
+        if started.stage in ("deleting", "deleted"):
+            raise ApiError(409, f"endpoint {body.name} is being deleted; create it again once it is gone")
+        if set(started.routed) != set(body.workloads):
+            raise ApiError(409, f"endpoint {body.name} exists with workloads {', '.join(started.routed) or '(none)'}; "
+                           f"change them with PATCH /v1/endpoints/{body.name}", code="endpoint_exists",
+                           details={"workloads": started.routed, "change_with": f"PATCH /v1/endpoints/{body.name}"})
+    return {"name": body.name, "workflow_id": started.workflow_id, "started": started.started,
+            "workflow_url": workflow_ui_url(settings, started.workflow_id),
+            "url": f"{settings.gateway_url}/v1", "workloads": started.routed}
+
+
+@router.patch("/{name}", status_code=202, summary="Change an endpoint's workloads (leaving ones are drained first)")
+async def set_workloads(name: str, body: WorkloadsChange, principal: Operator, settings: SettingsDep,
+                        temporal: TemporalDep) -> dict[str, Any]:
+    try:
+        status = await endpoint_handle(temporal, name).execute_update(
+            EndpointWorkflow.set_workloads, SetWorkloads(workloads=body.workloads, requested_by=principal.name))
+    except WorkflowUpdateFailedError as err:
+        cause = err.cause
+        kind = getattr(cause, "type", None)
+        message = getattr(cause, "message", None) or str(cause or err)
+        if kind == "InvalidWorkloads":
+            raise ApiError(422, message, code="invalid_endpoint") from None
+        if isinstance(cause, ActivityError):
+            raise ApiError(503, f"the registry could not check the workloads: {cause.cause or cause}") from None
+        raise ApiError(409, message) from None
+    except RPCError as err:
+        if err.status == RPCStatusCode.NOT_FOUND:
+            raise ApiError(404, f"endpoint {name} not found") from None
+        raise ApiError(503, f"Temporal could not take the request: {err.message}") from None
+    return {"name": name, "workflow_id": endpoint_workflow_id(name),
+            "workflow_url": workflow_ui_url(settings, endpoint_workflow_id(name)), "stage": status.stage,
+            "workloads": [w for w in status.workloads if w not in status.draining], "draining": status.draining}
 
 
 @router.get("", summary="List endpoints")

@@ -59,6 +59,7 @@ ACCESS: dict[tuple[str, str], str] = {
     ("POST", "/v1/endpoints"): "operator",
     ("GET", "/v1/endpoints"): "viewer",
     ("GET", "/v1/endpoints/{name}"): "viewer",
+    ("PATCH", "/v1/endpoints/{name}"): "operator",
     ("DELETE", "/v1/endpoints/{name}"): "operator",
     ("GET", "/console/static/console.css"): PUBLIC,
     ("GET", "/console/static/console.js"): PUBLIC,
@@ -109,6 +110,7 @@ BODIES = {
     ("POST", "/v1/clusters"): {"name": "guard-matrix", "kubeconfig": "/nonexistent/kubeconfig"},
     ("PATCH", "/v1/workloads/{workload_id}"): {"replicas": 2},
     ("POST", "/v1/endpoints"): {"name": "nothing-here", "workloads": ["wl-nothing"]},
+    ("PATCH", "/v1/endpoints/{name}"): {"workloads": ["wl-nothing"]},
     ("POST", "/codec/decode"): {"payloads": []},
     ("POST", "/codec/encode"): {"payloads": []},
 }

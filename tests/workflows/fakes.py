@@ -20,7 +20,14 @@ from temporalio.client import Client
 from temporalio.exceptions import ApplicationError
 from temporalio.worker import Worker
 
-from activities.endpoint import DrainInput, EndpointRecord, ObserveInput, SetRoutesInput
+from activities.endpoint import (
+    CheckWorkloadsInput,
+    CheckWorkloadsOutput,
+    DrainInput,
+    EndpointRecord,
+    ObserveInput,
+    SetRoutesInput,
+)
 from activities.observe import ObserveInput as LookInput
 from activities.rollout import (
     ApplyInput,
@@ -70,6 +77,7 @@ class World:
     routes: EndpointRoutes | None = None
     log: list[str] = field(default_factory=list)
     workload_states: list[str] = field(default_factory=list)
+    unknown_workloads: set[str] = field(default_factory=set)  # endpoint.check_workloads refuses these
     _names: dict[str, str] = field(default_factory=dict)  # DGD name -> cluster
 
     def cluster_of(self, dgd_name: str) -> str:
@@ -216,10 +224,15 @@ class World:
     async def record_endpoint(self, r: EndpointRecord) -> None:
         pass
 
+    @activity.defn(name="endpoint.check_workloads")
+    async def check_workloads(self, params: CheckWorkloadsInput) -> CheckWorkloadsOutput:
+        unknown = [w for w in params.workloads if w in self.unknown_workloads]
+        return CheckWorkloadsOutput(problems=[f"unknown workload(s): {', '.join(unknown)}"] if unknown else [])
+
     def activities(self) -> list[Callable[..., Any]]:
         return [self.list_clusters, self.place, self.record_workload, self.record_placement, self.record_deployment,
                 self.apply, self.wait_ready, self.probe_frontend, self.delete, self.observe, self.set_routes,
-                self.wait_drained, self.record_endpoint, self.look, self.record_heal]
+                self.wait_drained, self.record_endpoint, self.look, self.record_heal, self.check_workloads]
 
 
 @asynccontextmanager

@@ -3,13 +3,15 @@ the real names): the drain protocol between them, for a scale-down and for a del
 
 from __future__ import annotations
 
-from temporalio.client import WorkflowUpdateStage
+import pytest
+from temporalio.client import WorkflowUpdateFailedError, WorkflowUpdateStage
+from temporalio.exceptions import ApplicationError
 from temporalio.testing import WorkflowEnvironment
 
 from tests.support import wait_until
 from tests.workflows.fakes import World, fake_worker, workload_input
 from wingsmith.workload_state import DeleteRequest, ScaleRequest
-from workflows.endpoint import EndpointWorkflow, EndpointWorkflowInput
+from workflows.endpoint import EndpointWorkflow, EndpointWorkflowInput, SetWorkloads
 from workflows.workload import WorkloadWorkflow
 
 
@@ -53,3 +55,46 @@ async def test_an_endpoint_drains_a_backend_before_its_workload_removes_it(time_
         await endpoint.start_update(EndpointWorkflow.delete, wait_for_stage=WorkflowUpdateStage.ACCEPTED)
         assert (await endpoint.result()).stage == "deleted"
     assert world.dgds == {} and world.routes is not None and world.routes.backends == []
+
+
+async def test_set_workloads_is_checked_and_drains_the_one_that_leaves(time_skipping_env: WorkflowEnvironment):
+    """The update refuses what the registry refuses (nothing changes), refuses an empty list and a
+    workload still draining in its validator, and drains a leaving workload before it leaves the routes."""
+    world = World(capacity={"sim-a": 1}, unknown_workloads={"ghost"})
+    client = time_skipping_env.client
+    async with fake_worker(client, world) as queue:
+        workload = await client.start_workflow(WorkloadWorkflow.run, workload_input(queue, replicas=1),
+                                               id="workload/wl", task_queue=queue)
+        endpoint = await client.start_workflow(
+            EndpointWorkflow.run, EndpointWorkflowInput(name="qwen", workloads=["wl"]), id="endpoint/qwen",
+            task_queue=queue)
+
+        async def routed() -> bool:
+            return world.log[-1:] == ["routes sim-a/wl=1"]
+        await wait_until(routed, what="the workload routed")
+
+        for request, kind in ((SetWorkloads(workloads=["wl", "ghost"]), "InvalidWorkloads"),
+                              (SetWorkloads(workloads=[]), "InvalidWorkloads")):
+            with pytest.raises(WorkflowUpdateFailedError) as failed:
+                await endpoint.execute_update(EndpointWorkflow.set_workloads, request)
+            assert isinstance(failed.value.cause, ApplicationError) and failed.value.cause.type == kind
+        assert (await endpoint.query(EndpointWorkflow.status)).workloads == ["wl"]
+
+        # wl leaves for wl2 (which serves nothing here): weight 0, drained, then gone from the routes.
+        status = await endpoint.execute_update(EndpointWorkflow.set_workloads,
+                                               SetWorkloads(workloads=["wl2"], requested_by="t"))
+        assert status.workloads == ["wl", "wl2"] and status.draining == ["wl"]
+
+        async def left() -> bool:
+            return (await endpoint.query(EndpointWorkflow.status)).workloads == ["wl2"]
+        await wait_until(left, what="wl to leave the endpoint")
+        log = world.log
+        assert log.index("routes sim-a/wl=0 sim-a/wl2=1") < log.index("drained sim-a/wl") < len(log) - 1
+        # wl was not deleted: leaving an endpoint is not a delete.
+        assert (await workload.query(WorkloadWorkflow.status)).stage == "serving" and world.dgds == {"sim-a": 1}
+
+        await endpoint.start_update(EndpointWorkflow.delete, wait_for_stage=WorkflowUpdateStage.ACCEPTED)
+        await endpoint.result()
+        await workload.start_update(WorkloadWorkflow.delete, DeleteRequest(requested_by="t"),
+                                    wait_for_stage=WorkflowUpdateStage.ACCEPTED)
+        assert (await workload.result()).stage == "deleted"

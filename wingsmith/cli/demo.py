@@ -85,9 +85,20 @@ def _run(args) -> int:
 
     _step(5, f"an endpoint: one model name, {args.name!r}, routed to every cluster serving it")
     code, ep = request(args, "POST", "/v1/endpoints", {"name": args.name, "workloads": [created["id"]]}, prog=prog)
+    if code == 5 and ep and (ep.get("error") or {}).get("code") == "endpoint_exists":
+        print(f"  the endpoint exists with other workloads: moving it to {created['id']}")
+        code, ep = request(args, "PATCH", f"/v1/endpoints/{args.name}", {"workloads": [created["id"]]}, prog=prog)
     if code:
         return code
     gateway = gateway_url(args.gateway)
+    # Listed is not enough: the name must be routed to this workload (an older endpoint may route another).
+    for _ in range(60):
+        code, row = request(args, "GET", f"/v1/endpoints/{args.name}", prog=prog)
+        if code == 0 and any(b["workload_id"] == created["id"] and b["weight"] > 0 for b in row.get("routes", [])):
+            break
+        time.sleep(0.5)
+    else:
+        return _fail(f"the endpoint {args.name} never routed to workload {created['id']}")
     for _ in range(60):
         models = httpx.get(f"{gateway}/v1/models", timeout=5).json().get("data", [])
         if args.name in [m["id"] for m in models]:
@@ -95,7 +106,7 @@ def _run(args) -> int:
         time.sleep(0.5)
     else:
         return _fail(f"the gateway at {gateway} never listed {args.name}")
-    print(f"  {gateway}/v1 serves model {args.name!r}")
+    print(f"  {gateway}/v1 serves model {args.name!r} from workload {created['id']}")
 
     _step(6, "one chat completion through the gateway")
     r = httpx.post(f"{gateway}/v1/chat/completions", timeout=30, json={
@@ -103,6 +114,9 @@ def _run(args) -> int:
     if r.status_code != 200:
         return _fail(f"the gateway answered {r.status_code}: {r.text[:200]}")
     reply = r.json()["choices"][0]["message"]["content"]
+    backend = r.headers.get("x-wingsmith-backend", "")
+    if backend.split("/", 1)[-1] != created["id"]:
+        return _fail(f"answered by {backend or 'an unknown backend'}, not by workload {created['id']}")
     print(f"  answered by {r.headers.get('x-wingsmith-backend', '?')}: {reply}")
     print("\ndone. Follow it all in the Temporal UI; `wingsmith workloads delete "
           f"{created['id']} --wait` tears it down (the endpoint drains it first).")

@@ -1,4 +1,4 @@
-"""`wingsmith workloads create|list|show|scale|delete` and `wingsmith endpoints create|list|show|delete`,
+"""`wingsmith workloads create|list|show|scale|delete` and `wingsmith endpoints create|list|show|set-workloads|delete`,
 through a running plane's API, with progress while they wait."""
 
 from __future__ import annotations
@@ -43,11 +43,16 @@ def register(sub) -> None:
 
     e = sub.add_parser("endpoints", help="one model name routed to workloads on every cluster")
     everbs = e.add_subparsers(dest="verb", metavar="VERB", required=True)
-    ec = everbs.add_parser("create", help="create an endpoint, or change its workloads (operator)")
+    ec = everbs.add_parser("create", help="create an endpoint (operator)")
     ec.add_argument("name", help="the model name clients send")
     ec.add_argument("workloads", nargs="+")
     add_common(ec)
     ec.set_defaults(func=_endpoint_create)
+    es = everbs.add_parser("set-workloads", help="change an endpoint's workloads; leaving ones are drained (operator)")
+    es.add_argument("name", help="the endpoint's model name")
+    es.add_argument("workloads", nargs="+", help="the endpoint's workloads from now on")
+    add_common(es)
+    es.set_defaults(func=_endpoint_set_workloads)
     el = everbs.add_parser("list", help="list endpoints")
     add_common(el)
     el.set_defaults(func=_endpoint_list)
@@ -146,6 +151,14 @@ def _endpoint_create(args) -> int:
     return call(args, "POST", "/v1/endpoints", {"name": args.name, "workloads": args.workloads},
                 lambda d: f"endpoint {d['name']} → {', '.join(d['workloads'])}\n  clients use {d['url']} with "
                           f"model {d['name']!r}\n  watch {d['workflow_url']}", prog="wingsmith endpoints create")
+
+
+def _endpoint_set_workloads(args) -> int:
+    return call(args, "PATCH", f"/v1/endpoints/{args.name}", {"workloads": args.workloads},
+                lambda d: f"endpoint {d['name']} → {', '.join(d['workloads'])}"
+                          + (f"\n  draining {', '.join(d['draining'])} (weight 0 until in-flight requests finish)"
+                             if d["draining"] else "") + f"\n  watch {d['workflow_url']}",
+                prog="wingsmith endpoints set-workloads")
 
 
 def _endpoint_list(args) -> int:

@@ -7,7 +7,7 @@ from typing import Any
 
 import asyncpg
 
-from wingsmith.endpoints import ServingDeployment
+from wingsmith.endpoints import ServingDeployment, WorkloadFacts
 from wingsmith.store.artifacts import record_event
 
 
@@ -23,15 +23,16 @@ async def serving_deployments(pool: asyncpg.Pool, workload_ids: list[str]) -> li
 
 
 async def upsert_endpoint(pool: asyncpg.Pool, *, name: str, workloads: list[str], state: str, workflow_id: str,
-                          routes: list[dict[str, Any]], step: str) -> None:
+                          routes: list[dict[str, Any]], step: str, event: str | None = None,
+                          actor: str = "system") -> None:
     async with pool.acquire() as conn, conn.transaction():
         await conn.execute(
             """insert into endpoints (name, workloads, state, workflow_id, routes) values ($1, $2, $3, $4, $5)
                on conflict (name) do update set workloads = excluded.workloads, state = excluded.state,
                    routes = excluded.routes, updated_at = now()""",
             name, workloads, state, workflow_id, routes)
-        await record_event(conn, source=workflow_id, step=step, subject=name, kind=f"endpoint_{state}",
-                           detail={"backends": [b["id"] for b in routes]})
+        await record_event(conn, source=workflow_id, step=step, subject=name, kind=event or f"endpoint_{state}",
+                           actor=actor, detail={"backends": [b["id"] for b in routes], "workloads": workloads})
 
 
 async def list_endpoints(pool: asyncpg.Pool) -> list[dict[str, Any]]:
@@ -44,7 +45,10 @@ async def get_endpoint(pool: asyncpg.Pool, name: str) -> dict[str, Any] | None:
     return dict(row) if row is not None else None
 
 
-async def workload_states(pool: asyncpg.Pool, workload_ids: list[str]) -> dict[str, str]:
-    """The registry state of each of these workloads that exists (an endpoint may only name those)."""
-    rows = await pool.fetch("select id, state from workloads where id = any($1::text[])", workload_ids)
-    return {r["id"]: r["state"] for r in rows}
+async def workload_facts(pool: asyncpg.Pool, workload_ids: list[str]) -> dict[str, WorkloadFacts]:
+    """What the registry says about each of these workloads that exists (an endpoint may only name those)."""
+    rows = await pool.fetch(
+        """select w.id, w.state, w.spec->>'served_model_name' as served, a.repo_id
+           from workloads w join artifacts a on a.id = w.artifact_id where w.id = any($1::text[])""", workload_ids)
+    return {r["id"]: WorkloadFacts(workload_id=r["id"], state=r["state"], served_model_name=r["served"],
+                                   repo_id=r["repo_id"]) for r in rows}
