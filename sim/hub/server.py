@@ -7,6 +7,7 @@ the real client raises its real exception types."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import threading
 import time
@@ -44,6 +45,44 @@ class HubState:
             return model["sha"]
         return revision if revision in commits else None
 
+    def files_at(self, model: dict, commit: str) -> list[dict]:
+        """The files as they were at this commit (older commits keep theirs after a new one)."""
+        return model.get("_files_at", {}).get(commit, model["files"])
+
+    def commit(self, repo_id: str, changes: dict[str, Any]) -> str:
+        """A new commit on `main` whose config.json has these keys set (dotted keys reach into
+        objects), as a push to the repo would; the older commit keeps serving its own files."""
+        with self._lock:
+            model = self.lookup(repo_id)
+            if model is None:
+                raise KeyError(repo_id)
+            old_sha = model["sha"]
+            entry = _file(model["files"], "config.json")
+            if entry is None or "content" not in entry:
+                raise ValueError(f"{model['id']} has no config.json to change")
+            config = json.loads(entry["content"])
+            for key, value in changes.items():
+                *path, last = key.split(".")
+                target = config
+                for part in path:
+                    if target.get(part) is None:
+                        target[part] = {}
+                    target = target[part]
+                    if not isinstance(target, dict):
+                        raise ValueError(f"{key}: {part} is not an object in config.json")
+                target[last] = value
+            content = json.dumps(config, indent=2) + "\n"
+            data = content.encode()
+            blob = hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()
+            model.setdefault("_files_at", {})[old_sha] = model["files"]
+            model["files"] = [{**f, "content": content, "size": len(data), "blob_id": blob}
+                              if f["path"] == "config.json" else f for f in model["files"]]
+            sha = hashlib.sha1(f"{old_sha}:{blob}".encode()).hexdigest()
+            model.setdefault("_commits", {old_sha}).add(sha)
+            model["sha"] = sha
+            model["lastModified"] = time.strftime("%Y-%m-%dT%H:%M:%S.000Z", time.gmtime())
+            return sha
+
     def has_access(self, repo_id: str, token: str | None) -> bool:
         return token is not None and (token in self.grants.get(repo_id, set()) or token in self.grants.get("*", set()))
 
@@ -62,6 +101,27 @@ class _Handler(BaseHTTPRequestHandler):
 
     def do_HEAD(self) -> None:
         self._dispatch(head=True)
+
+    def do_POST(self) -> None:
+        """`POST /_sim/commit/<org>/<name>` `{"set": {key: value}}`: a new commit on main (local callers
+        only: the real Hub has no such route, and nobody else may move a branch here)."""
+        raw = [unquote(p) for p in urlsplit(self.path).path.split("/") if p]
+        if self.client_address[0] not in ("127.0.0.1", "::1"):
+            return self._error(403, None, "commits are taken from this machine only", False)
+        if len(raw) != 4 or raw[:2] != ["_sim", "commit"]:
+            return self._error(404, None, f"no route for {self.path}", False)
+        try:
+            body = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)) or b"{}")
+            changes = body.get("set") if isinstance(body, dict) else None
+            if not isinstance(changes, dict) or not changes:
+                return self._error(400, None, 'send {"set": {"<config key>": <value>, ...}}', False)
+            sha = self.server.state.commit(f"{raw[2]}/{raw[3]}", changes)
+        except KeyError:
+            return self._error(404, "RepoNotFound", "Repository not found", False)
+        except ValueError as exc:
+            return self._error(400, None, str(exc), False)
+        self._json(200, {"id": self.server.state.lookup(f"{raw[2]}/{raw[3]}")["id"], "sha": sha,
+                         "changed": sorted(changes)}, False)
 
     # -- routing -------------------------------------------------------------------------------
     def _dispatch(self, head: bool) -> None:
@@ -129,6 +189,7 @@ class _Handler(BaseHTTPRequestHandler):
         if found is None:
             return
         model, commit = found
+        files = self.server.state.files_at(model, commit)
         blobs = query.get("blobs", ["false"])[0].lower() == "true" \
             and not self.server.state.faults.plan(repo_id).hide_file_sizes
         gated = model["gated"] or ("manual" if self.server.state.faults.plan(repo_id).gated else False)
@@ -137,9 +198,9 @@ class _Handler(BaseHTTPRequestHandler):
             "sha": commit, "private": model["private"], "gated": gated, "disabled": model["disabled"],
             "pipeline_tag": model["pipeline_tag"], "library_name": model["library_name"], "tags": model["tags"],
             "cardData": model["cardData"], "createdAt": model["createdAt"], "lastModified": model["lastModified"],
-            "config": _config_summary(_file(model, "config.json")["content"]),
-            "siblings": [_sibling(f, blobs) for f in model["files"]],
-            "spaces": [], "usedStorage": sum(f["size"] for f in model["files"]),
+            "config": _config_summary(_file(files, "config.json")["content"]),
+            "siblings": [_sibling(f, blobs) for f in files],
+            "spaces": [], "usedStorage": sum(f["size"] for f in files),
         }
         if model.get("safetensors"):
             body["safetensors"] = model["safetensors"]
@@ -160,7 +221,7 @@ class _Handler(BaseHTTPRequestHandler):
                                    "access to it and be authenticated to access it. Please log in.", head)
             return self._error(403, "GatedRepo", f"Access to model {model['id']} is restricted and you are not in "
                                "the authorized list.", head)
-        entry = _file(model, path)
+        entry = _file(state.files_at(model, commit), path)
         if entry is None:
             return self._error(404, "EntryNotFound", f"{path} does not exist at {commit}", head)
         size = entry["size"]
@@ -220,8 +281,8 @@ class _Handler(BaseHTTPRequestHandler):
         self._json(status, {"error": message}, head, extra)
 
 
-def _file(model: dict, path: str) -> dict | None:
-    return next((f for f in model["files"] if f["path"] == path), None)
+def _file(files: list[dict], path: str) -> dict | None:
+    return next((f for f in files if f["path"] == path), None)
 
 
 def _sibling(entry: dict, blobs: bool) -> dict:

@@ -1,0 +1,59 @@
+"""`wingsmith hub commit <org/name> --set KEY=VALUE ...`: make a new commit on `main` of a model in the
+offline Hub (`wingsmith up --offline-hub`), changing keys of its config.json, and print the new sha.
+The real Hub has no such route: this is how a model "moves upstream" on a machine without internet."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+from wingsmith.cli.plane import hub_endpoint
+
+
+def register(sub) -> None:
+    h = sub.add_parser("hub", help="the offline Hub of a local plane")
+    verbs = h.add_subparsers(dest="verb", metavar="VERB", required=True)
+    c = verbs.add_parser("commit", help="a new commit on main changing config.json keys (offline Hub only)")
+    c.add_argument("repo_id", help="<org>/<name>")
+    c.add_argument("--set", dest="changes", action="append", required=True, metavar="KEY=VALUE",
+                   help="a config.json key (dotted for nested) and its value, read as JSON if it parses "
+                        "(repeatable)")
+    c.set_defaults(func=_commit)
+
+
+def parse_change(text: str) -> tuple[str, Any]:
+    key, sep, raw = text.partition("=")
+    if not sep or not key.strip():
+        raise argparse.ArgumentTypeError(f"--set wants KEY=VALUE, got {text!r}")
+    try:
+        value = json.loads(raw)
+    except ValueError:
+        value = raw  # a bare word is a string
+    return key.strip(), value
+
+
+def _commit(args) -> int:
+    import httpx
+
+    prog = "wingsmith hub commit"
+    try:
+        changes = dict(parse_change(c) for c in args.changes)
+    except argparse.ArgumentTypeError as exc:
+        print(f"{prog}: {exc}", file=sys.stderr)
+        return 2
+    base = hub_endpoint().rstrip("/")
+    try:
+        r = httpx.post(f"{base}/_sim/commit/{args.repo_id}", json={"set": changes}, timeout=10)
+    except httpx.HTTPError as exc:
+        print(f"{prog}: the Hub at {base} is not reachable ({type(exc).__name__})", file=sys.stderr)
+        return 1
+    if r.status_code != 200:
+        message = r.headers.get("X-Error-Message") or r.text[:200]
+        if r.status_code == 404 and "no route" in message:
+            message = f"{base} is not the offline Hub (start the plane with `wingsmith up --offline-hub`)"
+        print(f"{prog}: {message}", file=sys.stderr)
+        return {400: 2, 403: 4, 404: 3}.get(r.status_code, 1)
+    print(r.json()["sha"])
+    return 0
