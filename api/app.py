@@ -15,15 +15,16 @@ from fastapi import FastAPI
 from temporalio.client import Client
 
 from api.auth import TokenTable
-from wingsmith.local.tokens import local_admin_tokens
 from api.errors import install_error_handlers
 from api.metrics import RequestMetrics
 from api.metrics import router as metrics_router
 from wingsmith.config import Settings, get_settings
+from wingsmith.local.tokens import local_admin_tokens
 from wingsmith.logs import configure_logging, get_logger
 from wingsmith.tracing import configure_tracing, instrument_fastapi
 
-ROUTE_MODULES = ["health", "recipes", "resolve", "artifacts", "clusters", "workloads", "endpoints", "console", "codec"]
+ROUTE_MODULES = ["health", "recipes", "resolve", "artifacts", "clusters", "workloads", "endpoints", "watches",
+                 "console", "codec"]
 
 log = get_logger("wingsmith.api")
 

@@ -100,6 +100,10 @@ class Settings(BaseSettings):
     gateway_namespace: str = "default"
     gateway_name: str = "wingsmith"
     drain_grace_seconds: int = 30
+    # The watch on upstream: how often each approved repository's branch is checked, and where a new
+    # draft is announced (an env var *name* or `file:<path>` holding the webhook URL; never the URL).
+    watch_interval_seconds: int = Field(default=24 * 3600, ge=60)
+    watch_webhook_ref: str | None = None
 
     # Payload encryption (wingsmith/codec.py): a reference (env var name or file:<path>) to a 32-byte
     # AES-256 key as base64 or hex. Unset: payloads are stored as plain JSON.

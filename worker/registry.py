@@ -26,21 +26,23 @@ def workflows() -> list[type]:
     from workflows.inventory import LiveInventoryWorkflow
     from workflows.ping import PingWorkflow
     from workflows.rollout import ClusterRolloutWorkflow
+    from workflows.watch import WatchWorkflow
     from workflows.workload import WorkloadWorkflow
     return [PingWorkflow, ArtifactWorkflow, WorkloadWorkflow, ClusterRolloutWorkflow, EndpointWorkflow,
-            LiveInventoryWorkflow]
+            LiveInventoryWorkflow, WatchWorkflow]
 
 
 def main_activities(deps: WorkerDeps) -> list:
     from activities.artifact import ArtifactActivities
     from activities.ping import ping
     from activities.endpoint import EndpointActivities
+    from activities.watch import WatchActivities
     from activities.workload import WorkloadActivities
     artifacts = ArtifactActivities(deps.settings, deps.db, resolver=deps.extras.get("resolver"))
     return [ping, artifacts.resolve_artifact, artifacts.gather_evidence, artifacts.size_draft, artifacts.save_draft,
             artifacts.record_decision, artifacts.record_artifact_event, artifacts.set_artifact_state,
             artifacts.remind_reviewers, *WorkloadActivities(deps.db).all(),
-            *EndpointActivities(deps.settings, deps.db).all()]
+            *EndpointActivities(deps.settings, deps.db).all(), *WatchActivities(artifacts).all()]
 
 
 def kube_activities(deps: WorkerDeps) -> list:

@@ -20,10 +20,12 @@ with workflow.unsafe.imports_passed_through():
     from activities.artifact import (ArtifactActivities, ArtifactEventInput, ArtifactStateInput, EvidenceInput,
                                      RecordDecisionInput, ReminderInput, ResolveArtifactInput, SaveDraftInput,
                                      SizeDraftInput)
+    from activities.watch import WatchActivities
     from wingsmith.artifacts import (ArtifactOutcome, ArtifactStatus, ArtifactWorkflowInput, RefusedDecision,
                                      artifact_id)
     from wingsmith.review import (DraftFacts, RecordedDecision, ReviewRefused, ReviewRequest, ReviewSignal,
                                   SIGNALS_OFF, check_review, check_signal_reviewer)
+    from wingsmith.watch import EnsureWatchInput, WatchInput, watchable
 
 # Hub errors that no retry can fix (the Hub's own answer, not a transient failure).
 _HUB_FINAL = ["RepoNotFound", "RevisionNotFound", "GatedRepo", "HubTokenUnavailable", "MissingConfig",
@@ -88,6 +90,11 @@ class ArtifactWorkflow:
             await workflow.execute_activity_method(acts.record_decision, RecordDecisionInput(
                 workflow_id=wf_id, artifact_id=self.id, decision=self.decision), **_DB)
             self._set_stage({"approve": "approved", "reject": "rejected", "expire": "expired"}[self.decision.decision])
+            if self.stage == "approved" and watchable(params.revision):
+                # From now on the branch is watched: a new commit opens a new draft against this one.
+                await workflow.execute_activity_method(WatchActivities.ensure_schedule, EnsureWatchInput(
+                    watch=WatchInput(repo_id=params.repo_id, branch=params.revision, policy=params.policy),
+                    task_queue=workflow.info().task_queue), **_DB)
         await workflow.wait_condition(workflow.all_handlers_finished)
         return ArtifactOutcome(artifact_id=self.id, stage=self.stage, decision=self.decision)
 

@@ -24,6 +24,7 @@ from wingsmith.review import HTTP_STATUS, ReviewDecision, ReviewRequest
 from wingsmith.store import artifacts as store
 from wingsmith.temporal import workflow_ui_url
 from wingsmith.text import SourceText
+from wingsmith.watch import draft_diff
 from workflows.artifact import ArtifactWorkflow
 from workflows.ids import artifact_workflow_id_of
 from workflows.starter import artifact_handle, register_artifact, review_policy
@@ -92,6 +93,10 @@ async def get_artifact(org: str, name_at_sha: str, _viewer: Viewer, db: DbDep, s
     out["workflow_id"] = artifact_workflow_id_of(artifact)
     out["workflow_url"] = workflow_ui_url(settings, out["workflow_id"])
     out["live"] = live.model_dump(mode="json") if live else None
+    # A draft of a repository that has an approved artifact shows what it changes against it.
+    approved = await store.latest_approved(db, row["repo_id"], other_than=artifact) if row and row.get("draft") \
+        else None
+    out["diff"] = draft_diff(approved, row) if approved and row else None
     return out
 
 

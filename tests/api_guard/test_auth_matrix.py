@@ -60,6 +60,8 @@ ACCESS: dict[tuple[str, str], str] = {
     ("GET", "/v1/endpoints"): "viewer",
     ("GET", "/v1/endpoints/{name}"): "viewer",
     ("PATCH", "/v1/endpoints/{name}"): "operator",
+    ("GET", "/v1/watches"): "viewer",
+    ("POST", "/v1/watches/{org}/{name_at_branch}/{action}"): "operator",
     ("DELETE", "/v1/endpoints/{name}"): "operator",
     ("GET", "/console/static/console.css"): PUBLIC,
     ("GET", "/console/static/console.js"): PUBLIC,
@@ -101,7 +103,8 @@ SATISFIES = {
 }
 
 # Dummy path parameters: well-formed, naming nothing that exists.
-PARAMS = {"operation": "decode", "org": "acme", "name": "nothing-here", "name_at_sha": "nothing@" + "0" * 40, "workload_id": "wl-nothing"}
+PARAMS = {"operation": "decode", "org": "acme", "name": "nothing-here", "name_at_sha": "nothing@" + "0" * 40,
+          "name_at_branch": "nothing@main", "action": "trigger", "workload_id": "wl-nothing"}
 QUERY = {"/v1/artifacts/resolve": {"source": "hf:nobody/nothing-here"}}
 # Bodies that pass validation where that is cheap, so "allowed" reaches the handler's own answer.
 BODIES = {

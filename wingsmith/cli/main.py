@@ -8,7 +8,7 @@ import importlib
 import os
 import sys
 
-COMMAND_MODULES = ["up", "demo", "resolve", "artifacts", "workloads", "recipes", "size", "clusters", "hub"]
+COMMAND_MODULES = ["up", "demo", "resolve", "artifacts", "workloads", "recipes", "size", "clusters", "hub", "watch"]
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -119,3 +119,17 @@ async def get_artifact(pool: asyncpg.Pool, artifact_id: str) -> dict[str, Any] |
 
 def dumps(value) -> str:
     return json.dumps(value, default=str)
+
+
+async def latest_approved(pool: asyncpg.Pool, repo_id: str, *, other_than: str | None = None) -> dict[str, Any] | None:
+    """The newest approved artifact of this repository (any spelling), with its draft: what a watch
+    compares the branch with, and what a new draft's diff is taken against."""
+    row = await pool.fetchrow(
+        """select a.id from artifacts a left join reviews r on r.artifact_id = a.id
+           where lower(a.repo_id) = lower($1) and a.state = 'approved' and a.id <> coalesce($2, '')
+           order by r.decided_at desc nulls last, a.created_at desc limit 1""", repo_id, other_than)
+    return await get_artifact(pool, row["id"]) if row else None
+
+
+async def artifact_state(pool: asyncpg.Pool, artifact_id: str) -> str | None:
+    return await pool.fetchval("select state from artifacts where id = $1", artifact_id)

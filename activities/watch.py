@@ -1,0 +1,110 @@
+"""Activities of the watch on upstream: where the branch points now, the schedule itself (created when
+an artifact is approved), and the notice when a new draft opens (a log line, and the webhook whose URL
+is read by reference at call time, so it never enters a history)."""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import logging
+from collections.abc import Callable
+from datetime import timedelta
+from typing import Any
+
+import httpx
+from temporalio import activity
+from temporalio.client import (
+    Schedule,
+    ScheduleActionStartWorkflow,
+    ScheduleAlreadyRunningError,
+    ScheduleIntervalSpec,
+    ScheduleOverlapPolicy,
+    SchedulePolicy,
+    ScheduleSpec,
+    ScheduleState,
+    ScheduleUpdate,
+    ScheduleUpdateInput,
+)
+from temporalio.exceptions import ApplicationError
+
+from activities.artifact import ArtifactActivities, hub_failure
+from wingsmith.artifacts import artifact_id
+from wingsmith.hub.errors import HubError
+from wingsmith.secrets import SecretUnavailable, read_secret_ref
+from wingsmith.store import artifacts as store
+from wingsmith.watch import EnsureWatchInput, UpstreamCheck, WatchInput, WatchNotice, watch_schedule_id
+
+log = logging.getLogger("wingsmith.watch")
+
+
+class WatchActivities:
+    def __init__(self, artifacts: ArtifactActivities):
+        self.artifacts = artifacts  # its Hub resolver and registry pool
+        self.settings = artifacts.settings
+
+    @activity.defn(name="watch.check")
+    async def check(self, params: WatchInput) -> UpstreamCheck:
+        try:
+            # The Hub client blocks: off the event loop, or it would stall the worker.
+            proposal = await asyncio.to_thread(self.artifacts.resolver.resolve,
+                                               f"hf:{params.repo_id}@{params.branch}", fresh=True)
+        except HubError as exc:
+            raise hub_failure(exc) from None
+        pool = self.artifacts._pool()
+        approved = await store.latest_approved(pool, params.repo_id)
+        head = artifact_id(proposal.repo_id, proposal.sha)
+        state = await store.artifact_state(pool, head)
+        return UpstreamCheck(head_sha=proposal.sha, approved_id=approved["id"] if approved else None,
+                             approved_sha=approved["sha"] if approved else None,
+                             known=state is not None and state != "failed")
+
+    @activity.defn(name="watch.ensure_schedule")
+    async def ensure_schedule(self, params: EnsureWatchInput) -> str:
+        """Create the repository's watch (idempotent: an existing one keeps its state and interval)."""
+        from workflows.watch import WatchWorkflow  # the workflow module imports this one
+
+        schedule_id = watch_schedule_id(params.watch.repo_id, params.watch.branch)
+        schedule = Schedule(
+            action=ScheduleActionStartWorkflow(WatchWorkflow.run, params.watch, id=f"{schedule_id}/run",
+                                               task_queue=params.task_queue),
+            spec=ScheduleSpec(intervals=[ScheduleIntervalSpec(
+                every=timedelta(seconds=self.settings.watch_interval_seconds))]),
+            policy=SchedulePolicy(overlap=ScheduleOverlapPolicy.SKIP),
+            state=ScheduleState(note=f"watches {params.watch.repo_id}@{params.watch.branch} for new commits"))
+        client = activity.client()
+        try:
+            await client.create_schedule(schedule_id, schedule)
+        except ScheduleAlreadyRunningError:
+            # Approved again (a newer commit): the newest approval's task queue and review policy
+            # apply; its state (paused or not) and its interval are the operator's and stay.
+            def newest_action(current: ScheduleUpdateInput) -> ScheduleUpdate:
+                return ScheduleUpdate(schedule=dataclasses.replace(current.description.schedule,
+                                                                   action=schedule.action))
+            await client.get_schedule_handle(schedule_id).update(newest_action)
+        return schedule_id
+
+    @activity.defn(name="watch.notify")
+    async def notify(self, notice: WatchNotice) -> None:
+        log.info("upstream moved: %s@%s is now %s; new draft %s (approved: %s)", notice.repo_id, notice.branch,
+                 notice.head_sha, notice.new_artifact_id, notice.approved_id)
+        ref = self.settings.watch_webhook_ref
+        if not ref:
+            return
+        try:
+            url = read_secret_ref(ref, what="the watch webhook URL", setting="WINGSMITH_WATCH_WEBHOOK_REF").strip()
+        except SecretUnavailable as exc:
+            raise ApplicationError(f"the watch webhook reference cannot be read: {exc}", type="WebhookUnavailable",
+                                   non_retryable=True) from None
+        async with httpx.AsyncClient(timeout=10) as http:
+            try:
+                r = await http.post(url, json={"event": "upstream_moved", **notice.model_dump()})
+            except httpx.HTTPError as exc:
+                raise ApplicationError(f"the watch webhook did not answer ({type(exc).__name__})",
+                                       type="WebhookFailed") from None
+        if r.status_code >= 400:
+            raise ApplicationError(f"the watch webhook answered {r.status_code}", type="WebhookFailed",
+                                   non_retryable=400 <= r.status_code < 500 and r.status_code != 429)
+
+    def all(self) -> list[Callable[..., Any]]:
+        return [self.check, self.ensure_schedule, self.notify]
+

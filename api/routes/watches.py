@@ -1,0 +1,62 @@
+"""The watch on upstream: each approved repository's branch is checked by a Temporal Schedule
+(`watch/<org>/<name>@<branch>`). List them, pause or resume one, or run one now."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from fastapi import APIRouter
+from temporalio.client import ScheduleHandle
+from temporalio.service import RPCError, RPCStatusCode
+
+from api.auth import Operator, Viewer
+from api.deps import SettingsDep, TemporalDep
+from api.errors import ApiError
+from wingsmith.temporal import workflow_ui_url
+from wingsmith.watch import WATCH_PREFIX
+
+router = APIRouter(prefix="/v1/watches", tags=["watches"])
+
+
+@router.get("", summary="The watches on upstream: one schedule per approved repository and branch")
+async def list_watches(_viewer: Viewer, temporal: TemporalDep, settings: SettingsDep) -> dict[str, Any]:
+    watches = []
+    try:
+        async for s in await temporal.list_schedules():
+            if not s.id.startswith(WATCH_PREFIX):
+                continue
+            repo, _, branch = s.id[len(WATCH_PREFIX):].rpartition("@")
+            state = s.schedule.state if s.schedule else None
+            watches.append({
+                "id": s.id, "repo_id": repo, "branch": branch, "paused": bool(state and state.paused),
+                "note": state.note if state else None,
+                "next_runs": [t.isoformat() for t in (s.info.next_action_times if s.info else [])[:1]],
+                "recent_runs": [{"at": a.started_at.isoformat(), "workflow_id": a.action.workflow_id,
+                                 "workflow_url": workflow_ui_url(settings, a.action.workflow_id)}
+                                for a in (s.info.recent_actions if s.info else [])[-3:]
+                                if hasattr(a.action, "workflow_id")]})
+    except RPCError as err:
+        raise ApiError(503, f"Temporal could not list the schedules: {err.message}") from None
+    return {"watches": sorted(watches, key=lambda w: w["id"])}
+
+
+@router.post("/{org}/{name_at_branch}/{action}", summary="Pause, resume or run now one watch")
+async def act(org: str, name_at_branch: str, action: Literal["pause", "resume", "trigger"], principal: Operator,
+              temporal: TemporalDep) -> dict[str, Any]:
+    schedule_id = f"{WATCH_PREFIX}{org}/{name_at_branch}"
+    handle: ScheduleHandle = temporal.get_schedule_handle(schedule_id)
+    try:
+        if action == "pause":
+            await handle.pause(note=f"paused by {principal.name}")
+        elif action == "resume":
+            await handle.unpause(note=f"resumed by {principal.name}")
+        else:
+            await handle.trigger()
+        desc = await handle.describe()
+    except RPCError as err:
+        if err.status == RPCStatusCode.NOT_FOUND:
+            raise ApiError(404, f"no watch {schedule_id} (it exists once an artifact of that branch is approved)") \
+                from None
+        raise ApiError(503, f"Temporal could not take the request: {err.message}") from None
+    return {"id": schedule_id, "action": action, "paused": desc.schedule.state.paused,
+            "note": desc.schedule.state.note}
