@@ -8,6 +8,15 @@ import random
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
 
 
+class FrontendFaults(BaseModel):
+    """What one DGD's simulated frontend does to completions: a bad version to try an upgrade with."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    error_rate: float = Field(0.0, ge=0, le=1, description="fraction of completions answered 500")
+    latency: float = Field(0.0, ge=0, le=30, description="seconds added before every completion answers")
+
+
 class Faults(BaseModel):
     model_config = ConfigDict(validate_assignment=True, extra="forbid")
 
@@ -21,6 +30,8 @@ class Faults(BaseModel):
     latency: float = Field(0.0, ge=0, le=30, description="seconds added to every API call")
     unreachable: bool = Field(False, description="a network partition: the API and the frontends answer 503, "
                                                  "while inside the cluster everything keeps running")
+    frontends: dict[str, FrontendFaults] = Field(
+        default_factory=dict, description="per DGD name: injected completion errors and latency")
     restart_interval: float = Field(0.25, gt=0, description="seconds between simulated container restarts")
     seed: int | None = Field(None, description="seed for the random draws behind the rates")
 
@@ -43,7 +54,7 @@ class Faults(BaseModel):
 
     def reset(self) -> None:
         for name, info in type(self).model_fields.items():
-            setattr(self, name, info.default)
+            setattr(self, name, info.get_default(call_default_factory=True))
         self._random = random.Random(self.seed)
 
     def update(self, changes: dict[str, object]) -> None:

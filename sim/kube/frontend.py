@@ -5,6 +5,7 @@ test or the gateway can tell which deployment answered."""
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import json
 import threading
@@ -15,6 +16,8 @@ from typing import Any
 
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
+
+from sim.kube.faults import Faults
 
 
 @dataclass(frozen=True)
@@ -67,7 +70,7 @@ def _prompt(body: dict[str, Any]) -> str:
     return prompt if isinstance(prompt, str) else json.dumps(prompt)
 
 
-async def handle(frontends: Frontends, request: Request) -> Response:
+async def handle(frontends: Frontends, request: Request, faults: Faults | None = None) -> Response:
     params = request.path_params
     frontend = frontends.get(params["cluster"], params["namespace"], params["name"])
     if frontend is None:
@@ -92,6 +95,12 @@ async def handle(frontends: Frontends, request: Request) -> Response:
         if model not in frontend.models:
             return _error(404, f"model {model!r} not found; this deployment serves {list(frontend.models)}",
                           "invalid_request_error", "model_not_found")
+        injected = faults.frontends.get(frontend.name) if faults else None
+        if injected is not None:
+            if injected.latency:
+                await asyncio.sleep(injected.latency)
+            if faults is not None and faults.draw(injected.error_rate, "frontend_error"):
+                return _error(500, "injected fault: the engine failed this request", "server_error", "engine_error")
         return _completion(frontend, route == "/v1/chat/completions", model, body)
     return _error(404, f"no route {request.method} {route}", "not_found_error", "route_not_found")
 

@@ -80,7 +80,8 @@ def build_app(clusters: dict[str, SimulatedCluster], frontends: Frontends) -> St
         cluster = clusters.get(request.path_params["cluster"])
         if cluster is not None and cluster.faults.unreachable:
             return _unreachable(cluster.name)
-        return await frontend.handle(frontends, request)
+        faults = cluster.faults if cluster is not None else None
+        return await frontend.handle(frontends, request, faults)
 
     async def admin_list(request: Request) -> Response:
         return JSONResponse({name: c.describe() for name, c in clusters.items()})

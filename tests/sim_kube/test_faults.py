@@ -153,3 +153,35 @@ def test_an_unreachable_cluster_answers_503_and_keeps_running_inside(sim, custom
     sim.faults("sim-east").unreachable = False
     assert ready_for(get(custom, namespace, "partitioned"), 1)
     assert httpx.get(f"{url}/v1/models").json()["data"]
+
+
+def test_injected_errors_and_latency_per_deployment(sim, custom, namespace):
+    """A bad version to try an upgrade with: one DGD's frontend fails and slows its completions, the
+    one beside it (the old version) answers as before; set over the admin route, reset with the rest."""
+    for name in ("good", "bad"):
+        apply(custom, namespace, dgd(name))
+    for name in ("good", "bad"):
+        wait_for(lambda n=name: ready_for(get(custom, namespace, n), 1), what=f"{name} ready")
+    cluster = sim.cluster("sim-east")
+    r = httpx.patch(f"{sim.base_url}/admin/clusters/sim-east/faults", headers={"Authorization": f"Bearer {cluster.token}"},
+                    json={"frontends": {"bad": {"error_rate": 1.0, "latency": 0.3}}})
+    assert r.status_code == 200 and r.json()["frontends"] == {"bad": {"error_rate": 1.0, "latency": 0.3}}, r.text
+    body = {"model": "acme/Tiny-1B", "messages": [{"role": "user", "content": "hi"}]}
+
+    def call(name: str) -> tuple[int, float]:
+        started = time.monotonic()
+        r = httpx.post(f"{cluster.frontend_url(namespace, name)}/v1/chat/completions", json=body, timeout=10)
+        return r.status_code, time.monotonic() - started
+    code, took = call("bad")
+    assert code == 500 and took >= 0.3
+    code, took = call("good")
+    assert code == 200 and took < 0.3
+    assert sim.faults("sim-east").injected["frontend_error"] >= 1
+
+    sim.faults("sim-east").update({"frontends": {"bad": {"error_rate": 0.0, "latency": 0.0}}})
+    assert call("bad")[0] == 200
+    r = httpx.patch(f"{sim.base_url}/admin/clusters/sim-east/faults", headers={"Authorization": f"Bearer {cluster.token}"},
+                    json={"frontends": {"bad": {"error_rate": 2}}})
+    assert r.status_code == 422
+    sim.faults("sim-east").reset()
+    assert sim.faults("sim-east").frontends == {}
