@@ -14,6 +14,8 @@ from pydantic import BaseModel
 
 REQUESTS = "wingsmith_gateway_requests"
 DURATION = "wingsmith_gateway_request_duration_seconds"
+FIRST_BYTE = "wingsmith_gateway_time_to_first_byte_seconds"
+COOLDOWNS = "wingsmith_gateway_cooldowns"
 
 
 class BackendTraffic(BaseModel):
@@ -21,6 +23,44 @@ class BackendTraffic(BaseModel):
     failures: int  # answered with a 5xx
     p50_seconds: float | None  # to the last byte; None before the first request
     p99_seconds: float | None
+    ttft_p99_seconds: float | None = None  # to the first byte relayed (time to first token when streaming)
+    # Attempts that failed and sent the backend cooling down: the gateway retried them elsewhere, so the
+    # client saw no error and no answer was counted for this backend, but the backend did fail them.
+    failed_attempts: int = 0
+
+    @property
+    def attempts(self) -> int:
+        return self.requests + self.failed_attempts
+
+    @property
+    def error_rate(self) -> float | None:
+        return (self.failures + self.failed_attempts) / self.attempts if self.attempts else None
+
+
+class BackendCounters(BaseModel):
+    """One backend's cumulative counters as the gateway exports them: two readings make a window."""
+
+    requests: int = 0
+    failures: int = 0
+    cooldowns: int = 0
+    duration: dict[float, float] = {}  # histogram bucket upper bound -> cumulative count
+    first_byte: dict[float, float] = {}
+
+    def traffic(self) -> BackendTraffic:
+        d, f = list(self.duration.items()), list(self.first_byte.items())
+        return BackendTraffic(requests=self.requests, failures=self.failures, p50_seconds=bucket_quantile(0.5, d),
+                              p99_seconds=bucket_quantile(0.99, d), ttft_p99_seconds=bucket_quantile(0.99, f),
+                              failed_attempts=self.cooldowns)
+
+    def since(self, earlier: BackendCounters | None) -> BackendTraffic:
+        """The traffic between an earlier reading and this one (all of it when there was none)."""
+        if earlier is None:
+            return self.traffic()
+        return BackendCounters(
+            requests=self.requests - earlier.requests, failures=self.failures - earlier.failures,
+            cooldowns=self.cooldowns - earlier.cooldowns,
+            duration={le: n - earlier.duration.get(le, 0) for le, n in self.duration.items()},
+            first_byte={le: n - earlier.first_byte.get(le, 0) for le, n in self.first_byte.items()}).traffic()
 
 
 def bucket_quantile(q: float, buckets: list[tuple[float, float]]) -> float | None:
@@ -40,25 +80,36 @@ def bucket_quantile(q: float, buckets: list[tuple[float, float]]) -> float | Non
     return lower
 
 
-def parse_traffic(text: str, endpoint: str) -> dict[str, BackendTraffic]:
-    """Backend id → its traffic for `endpoint`, from a gateway's /metrics page."""
-    requests: dict[str, int] = defaultdict(int)
-    failures: dict[str, int] = defaultdict(int)
-    buckets: dict[str, list[tuple[float, float]]] = defaultdict(list)
+def parse_counters(text: str, endpoint: str) -> dict[str, BackendCounters]:
+    """Backend id → its cumulative counters for `endpoint`, from a gateway's /metrics page."""
+    out: dict[str, BackendCounters] = defaultdict(BackendCounters)
+    cooldowns: dict[str, int] = {}
     for family in text_string_to_metric_families(text):
         for s in family.samples:
+            if s.name == COOLDOWNS + "_total":  # labelled by backend only
+                cooldowns[s.labels.get("backend", "")] = int(s.value)
+                continue
             if s.labels.get("endpoint") != endpoint:
                 continue
-            backend = s.labels.get("backend", "")
+            c = out[s.labels.get("backend", "")]
             if s.name == REQUESTS + "_total":
-                requests[backend] += int(s.value)
+                c.requests += int(s.value)
                 if s.labels.get("code", "").startswith("5"):
-                    failures[backend] += int(s.value)
+                    c.failures += int(s.value)
             elif s.name == DURATION + "_bucket":
-                buckets[backend].append((float(s.labels["le"]), s.value))
-    return {b: BackendTraffic(requests=requests[b], failures=failures[b], p50_seconds=bucket_quantile(0.5, buckets[b]),
-                              p99_seconds=bucket_quantile(0.99, buckets[b]))
-            for b in set(requests) | set(buckets)}
+                c.duration[float(s.labels["le"])] = s.value
+            elif s.name == FIRST_BYTE + "_bucket":
+                c.first_byte[float(s.labels["le"])] = s.value
+    # The cooldown counter has no endpoint label: a backend id is `<cluster>/<workload>`, shared only
+    # by endpoints routing the same workload, so counting it for each of them is the honest reading.
+    for backend, n in cooldowns.items():
+        out[backend].cooldowns = n
+    return dict(out)
+
+
+def parse_traffic(text: str, endpoint: str) -> dict[str, BackendTraffic]:
+    """Backend id → its traffic for `endpoint` since the gateway started, from its /metrics page."""
+    return {b: c.traffic() for b, c in parse_counters(text, endpoint).items()}
 
 
 READ_TIMEOUT_SECONDS = 2.0  # a page must not hang on a gateway that does not answer
