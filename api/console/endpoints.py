@@ -10,15 +10,21 @@ from datetime import datetime
 from typing import Any
 from urllib.parse import quote
 
+import asyncpg
 from fastapi import APIRouter, Request
-from pydantic import BaseModel
+from pydantic import BaseModel, ValidationError
 
+from api.auth import Principal
+from api.console.forms import refusal_words
 from api.console.journey import JSON
-from api.console.rendering import ConsoleRoute, render
-from api.console.session import ConsoleViewer
-from api.console.workloads import workload_path
-from api.deps import DbDep, SettingsDep
+from api.console.rendering import ConsoleRoute, read_form, redirect, render
+from api.console.session import ConsoleOperator, ConsoleViewer, check_csrf
+from api.console.workloads import OFFERED_STATES, workload_path
+from api.deps import DbDep, SettingsDep, TemporalDep
+from api.errors import ApiError
 from api.routes import endpoints as endpoints_api
+from api.routes import workloads as workloads_api
+from wingsmith.config import Settings
 from wingsmith.gateway import Backend, BackendStatus
 from wingsmith.gateway.traffic import BackendTraffic, read_traffic
 
@@ -119,13 +125,40 @@ async def endpoint_list(request: Request, principal: ConsoleViewer, db: DbDep):
                   workload_path=workload_path)
 
 
-@router.get("/endpoints/{name}")
-async def endpoint_page(request: Request, name: str, principal: ConsoleViewer, db: DbDep, settings: SettingsDep):
+async def _endpoint_page(request: Request, name: str, principal: Principal, db: asyncpg.Pool, settings: Settings, *,
+                         status_code: int = 200, error: str | None = None):
     e = await endpoints_api.get_endpoint(name, principal, db, settings, request)
     traffic = await read_traffic(settings.gateway_url, name) if settings.gateway == "local" else None
     backends = backend_rows(e.get("routes") or [], e.get("health"), traffic)
     base = gateway_base(settings.gateway_url)
     served_as = sorted({b.served_model for b in backends if b.served_model and b.served_model != name})
-    return render(request, "endpoint.html", principal=principal, e=e, backends=backends, base_url=base,
-                  curl=chat_curl(base, name), served_as=served_as,
+    listed = (await workloads_api.list_workloads(principal, db, limit=500))["workloads"] \
+        if principal.has("operator") else []
+    offered = sorted({w["id"] for w in listed if w["state"] in OFFERED_STATES} | set(e.get("workloads") or []))
+    return render(request, "endpoint.html", status_code=status_code, principal=principal, e=e, backends=backends,
+                  base_url=base, curl=chat_curl(base, name), served_as=served_as, offered=offered, error=error,
                   serving=sum(1 for b in backends if b.weight > 0), workload_path=workload_path)
+
+
+@router.get("/endpoints/{name}")
+async def endpoint_page(request: Request, name: str, principal: ConsoleViewer, db: DbDep, settings: SettingsDep):
+    return await _endpoint_page(request, name, principal, db, settings)
+
+
+@router.post("/endpoints/{name}/workloads")
+async def change_workloads(request: Request, name: str, principal: ConsoleOperator, db: DbDep, settings: SettingsDep,
+                           temporal: TemporalDep):
+    form = await read_form(request)
+    check_csrf(request, form)
+    chosen = [w for w in form.get("workloads", []) if w]
+    try:
+        body = endpoints_api.WorkloadsChange(workloads=chosen)
+    except ValidationError as exc:
+        return await _endpoint_page(request, name, principal, db, settings, status_code=422,
+                                    error=refusal_words(exc))
+    try:
+        # The API's own handler: the same checked update and refusal words as PATCH /v1/endpoints/{name}.
+        await endpoints_api.set_workloads(name, body, principal, settings, temporal)
+    except ApiError as err:
+        return await _endpoint_page(request, name, principal, db, settings, status_code=err.status, error=err.message)
+    return redirect(endpoint_path(name) + "?changed=1")

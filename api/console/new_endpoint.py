@@ -1,8 +1,7 @@
 """Create an endpoint from the console: a model name for clients (`name`) and the workloads behind it
 (`workloads`, a multi-select of serving workloads), sent through the API's own create handler.
 
-Changing an existing endpoint's workloads waits for the API that does it (`PATCH /v1/endpoints/{name}`,
-issue #18); until then the endpoint page says how it is done today."""
+An existing endpoint's workloads change on its own page (`api/console/endpoints.py`, PATCH's handler)."""
 
 from __future__ import annotations
 
@@ -18,6 +17,7 @@ from api.console.endpoints import endpoint_path
 from api.console.forms import refusal_words
 from api.console.rendering import ConsoleRoute, first, read_form, redirect, render
 from api.console.session import ConsoleOperator, check_csrf
+from api.console.workloads import OFFERED_STATES
 from api.deps import DbDep, SettingsDep, TemporalDep
 from api.errors import ApiError
 from api.routes import endpoints as endpoints_api
@@ -27,15 +27,12 @@ router = APIRouter(route_class=ConsoleRoute)
 
 RECORD_WAIT_SECONDS = 5.0
 
-# Workloads an endpoint may route to: the API refuses deleted and failed ones; ones still rolling out
-# are allowed (the gateway adds each cluster once it serves), but serving ones are listed first.
-_OFFERED = ("serving", "rolling_out", "placing", "planning", "scaling")
 
 
 async def _page(request: Request, principal: Principal, db: asyncpg.Pool, *, name: str = "",
                 chosen: list[str] | None = None, status_code: int = 200, error: str | None = None) -> Response:
     listed = (await workloads_api.list_workloads(principal, db, limit=500))["workloads"]
-    offered = sorted((w for w in listed if w["state"] in _OFFERED),
+    offered = sorted((w for w in listed if w["state"] in OFFERED_STATES),
                      key=lambda w: (w["state"] != "serving", w["id"]))
     chosen = chosen if chosen is not None else [request.query_params["workload"]] \
         if request.query_params.get("workload") else []

@@ -42,6 +42,10 @@ STAGE_WORDS = {
     "deleting": "being deleted (endpoints drain first)", "deleted": "deleted", "failed": "failed",
 }
 
+# Workloads an endpoint may route to: the API refuses deleted and failed ones; ones still rolling out
+# are allowed (the gateway adds each cluster once it serves). The create and change forms offer these.
+OFFERED_STATES = ("serving", "rolling_out", "placing", "planning", "scaling")
+
 # Stages in which a scale or delete would be refused or meaningless, so the page offers neither.
 _SETTLED_OUT = {"deleting", "deleted"}
 

@@ -86,6 +86,7 @@ ACCESS: dict[tuple[str, str], str] = {
     ("POST", "/console/workloads/{workload_id}/delete"): "operator",
     ("GET", "/console/endpoints"): "viewer",
     ("GET", "/console/endpoints/{name}"): "viewer",
+    ("POST", "/console/endpoints/{name}/workloads"): "operator",
     # The Temporal UI's remote codec: decoding shows payloads (viewer); encoding makes payloads that
     # workers act on (operator); the CORS preflight carries no token by design.
     ("POST", "/codec/decode"): "viewer",
@@ -126,6 +127,7 @@ CONSOLE_FORMS = {
     ("POST", "/console/artifacts/new"): {"source": "not a model"},
     ("POST", "/console/workloads/new"): {"artifact_id": "acme/nothing@" + "0" * 40, "hardware": "h200"},
     ("POST", "/console/endpoints/new"): {"name": "nothing-here", "workloads": "wl-nothing"},
+    ("POST", "/console/endpoints/{name}/workloads"): {"workloads": "wl-nothing"},
 }
 CSRF = "guard-csrf"
 

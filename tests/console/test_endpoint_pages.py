@@ -12,10 +12,9 @@ from html import unescape
 import httpx
 
 from api.console.endpoints import backend_rows, health_of
-from tests.console.conftest import browser_for, sign_in
+from tests.console.conftest import browser_for, csrf_of, sign_in
 from tests.console.test_public_pages import commands, rows
-from tests.endpoints.conftest import (api, approved_kimi, clusters, deps, gateway, hub, settings,  # noqa: F401
-                                      sims)
+from tests.endpoints.conftest import api, approved_kimi, clusters, deps, gateway, hub, settings, sims  # noqa: F401
 from tests.support import running_worker, wait_until
 from tests.workloads.conftest import as_
 from tests.workloads.test_workload_journey import _until_stage
@@ -88,6 +87,20 @@ async def test_endpoint_pages_show_backends_weights_health_and_a_working_curl(
                     assert f"{seen.requests} answered" in text and "p50 " in text and "p99 " in text
                     answered += seen.requests
             assert answered >= 1, "the curl's request is counted on the page"
+
+            # The workloads edit form: operators only; the same checked change as PATCH, its refusal in words.
+            assert 'id="workloads-form"' not in page.text
+            async with browser_for(plane) as olga:
+                await sign_in(olga, "tok-olga")
+                mine = await olga.get(f"/console/endpoints/{MODEL}")
+                assert 'id="workloads-form"' in mine.text and f'<option value="{WL}" selected>' in mine.text
+                refused = await olga.post(f"/console/endpoints/{MODEL}/workloads",
+                                          data={"workloads": [WL, "nope"], "csrf": csrf_of(mine.text)})
+                assert refused.status_code == 422 and "unknown workload(s): nope" in unescape(refused.text)
+                kept = await olga.post(f"/console/endpoints/{MODEL}/workloads",
+                                       data={"workloads": [WL], "csrf": csrf_of(mine.text)})
+                assert kept.status_code == 303 and kept.headers["location"] == f"/console/endpoints/{MODEL}?changed=1"
+                assert 'id="changed"' in (await olga.get(kept.headers["location"])).text
 
             await api.delete(f"/v1/workloads/{WL}", headers=as_("tok-olga"))
             await _until_stage(api, WL, {"deleted"}, timeout=60)

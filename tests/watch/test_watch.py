@@ -8,12 +8,15 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import threading
+from html import unescape
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
 from tests.artifacts.conftest import HF_TOKEN, HF_TOKEN_ENV, TOKENS, api, as_, deps, hub  # noqa: F401
+from tests.console.conftest import sign_in
 from tests.support import history_json, running_worker, save_history, wait_until
 from wingsmith.cli.main import build_parser
 from wingsmith.config import Settings, get_settings
@@ -45,7 +48,7 @@ def webhook():
 
 
 @pytest.fixture
-def settings(hub, webhook, tmp_path, monkeypatch) -> Settings:
+def settings(hub, webhook, tmp_path, monkeypatch) -> Settings:  # noqa: F811
     from tests.conftest import unique_queue
     monkeypatch.setenv(HF_TOKEN_ENV, HF_TOKEN)
     monkeypatch.setenv(WEBHOOK_ENV, webhook[0])
@@ -54,14 +57,14 @@ def settings(hub, webhook, tmp_path, monkeypatch) -> Settings:
                     watch_webhook_ref=WEBHOOK_ENV)
 
 
-async def _register_and_approve(api, source: str) -> dict:
+async def _register_and_approve(api, source: str) -> dict:  # noqa: F811
     r = await api.post("/v1/artifacts", json={"source": source}, headers=as_("tok-olga"))
     assert r.status_code in (200, 201, 202), r.text
     artifact = r.json()["id"]
     return await _approve(api, artifact)
 
 
-async def _approve(api, artifact: str) -> dict:
+async def _approve(api, artifact: str) -> dict:  # noqa: F811
     async def drafted():
         got = (await api.get(f"/v1/artifacts/{artifact}", headers=as_("tok-vic"))).json()
         return got if got.get("state") in ("draft", "approved") and got.get("draft") else None
@@ -88,8 +91,8 @@ async def _next_run(temporal_client, seen: set[str]):
     return run, await run.result()
 
 
-async def test_a_new_commit_opens_a_draft_with_a_diff(api, deps, temporal_client, hub, webhook, pg_pool,
-                                                      monkeypatch, capsys):
+async def test_a_new_commit_opens_a_draft_with_a_diff(
+        api, deps, temporal_client, hub, webhook, pg_pool, monkeypatch, capsys):  # noqa: F811
     url, notices = webhook
     async with running_worker(temporal_client, deps):
         approved = await _register_and_approve(api, f"hf:{REPO}")
@@ -138,6 +141,11 @@ async def test_a_new_commit_opens_a_draft_with_a_diff(api, deps, temporal_client
         assert draft["requested_by"] == f"watch {REPO}@main"
         assert notices == [{"event": "upstream_moved", "repo_id": REPO, "branch": "main",
                             "approved_id": approved["id"], "new_artifact_id": new_id, "head_sha": new_sha}]
+        # The console's draft page shows the same diff.
+        await sign_in(api, "tok-vic")
+        page = unescape((await api.get(f"/console/artifacts/{new_id}")).text)
+        assert 'id="diff"' in page and f"Against {approved['id']}" in re.sub(r"<[^>]+>", "", page)
+        assert '<tr data-key="max_position_embeddings">' in page and "<code>65536</code>" in page
         if os.environ.get("WINGSMITH_RECORD_HISTORIES") == "1":
             save_history("watch_opened_draft", run.id, await history_json(run))
 

@@ -16,6 +16,7 @@ REQUESTS = "wingsmith_gateway_requests"
 DURATION = "wingsmith_gateway_request_duration_seconds"
 FIRST_BYTE = "wingsmith_gateway_time_to_first_byte_seconds"
 COOLDOWNS = "wingsmith_gateway_cooldowns"
+_COUNTED = {REQUESTS + "_total", DURATION + "_bucket", FIRST_BYTE + "_bucket"}
 
 
 class BackendTraffic(BaseModel):
@@ -89,8 +90,8 @@ def parse_counters(text: str, endpoint: str) -> dict[str, BackendCounters]:
             if s.name == COOLDOWNS + "_total":  # labelled by backend only
                 cooldowns[s.labels.get("backend", "")] = int(s.value)
                 continue
-            if s.labels.get("endpoint") != endpoint:
-                continue
+            if s.labels.get("endpoint") != endpoint or s.name not in _COUNTED:
+                continue  # gauges (in flight, cooling down) are not traffic
             c = out[s.labels.get("backend", "")]
             if s.name == REQUESTS + "_total":
                 c.requests += int(s.value)
