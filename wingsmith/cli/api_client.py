@@ -48,8 +48,9 @@ def base_url(args) -> str:
 
 
 def request(args, method: str, path: str, body: Any = None, *, prog: str, params: dict | None = None,
-            timeout: float = 60, role: str = "admin") -> tuple[int, Any]:
-    """(exit code, JSON body or None). Errors are printed in the API's words."""
+            timeout: float = 60, role: str = "admin", quiet: bool = False) -> tuple[int, Any]:
+    """(exit code, JSON body or None). Errors are printed in the API's words (unless `quiet`: a poll
+    that expects "not found" for a while)."""
     import httpx
 
     base = base_url(args)
@@ -62,7 +63,8 @@ def request(args, method: str, path: str, body: Any = None, *, prog: str, params
     data = response.json() if response.content else None
     if response.status_code >= 400:
         error = data.get("error", {}) if isinstance(data, dict) else {}
-        print(f"{prog}: {error.get('message') or f'HTTP {response.status_code}'}", file=sys.stderr)
+        if not quiet:
+            print(f"{prog}: {error.get('message') or f'HTTP {response.status_code}'}", file=sys.stderr)
         return EXIT.get(response.status_code, 1), data
     return 0, data
 

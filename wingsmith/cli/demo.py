@@ -93,7 +93,7 @@ def _run(args) -> int:
     gateway = gateway_url(args.gateway)
     # Listed is not enough: the name must be routed to this workload (an older endpoint may route another).
     for _ in range(60):
-        code, row = request(args, "GET", f"/v1/endpoints/{args.name}", prog=prog)
+        code, row = request(args, "GET", f"/v1/endpoints/{args.name}", prog=prog, quiet=True)
         if code == 0 and any(b["workload_id"] == created["id"] and b["weight"] > 0 for b in row.get("routes", [])):
             break
         time.sleep(0.5)
