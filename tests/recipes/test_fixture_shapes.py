@@ -201,7 +201,7 @@ def test_upstream_order_of_variants_and_features_survives_the_catalog_file(fixtu
 
 def test_every_manifest_holding_a_graph_is_read_and_patches_are_noted(built_fixtures):
     catalog, report = built_fixtures
-    assert report.dynamo_files == 11
+    assert report.dynamo_files == 13
     paths = {e.source_path for e in catalog.dynamo}
     assert "recipes/fixture-moe/vllm/agg-h200/kustomize/base/deploy.yaml" in paths
     assert {"recipes/fixture-moe/vllm/agg-b200/deploy-8gpu.yaml",
@@ -255,6 +255,25 @@ def test_sglang_config_file_from_a_configmap(fixtures_catalog):
     entry = _entry(fixtures_catalog, "fixture-moe/sglang/agg-config/deploy.yaml")
     assert (entry.tensor_parallel_size, entry.max_concurrency.setting, entry.max_concurrency.value) == (
         4, "--max-running-requests", 128)
+
+
+def test_sglang_config_file_names_the_model_when_no_flag_does(fixtures_catalog):
+    entry = _entry(fixtures_catalog, "fixture-moe/sglang/disagg-config-named/deploy.yaml")
+    assert (entry.model_name, entry.model_name_source) == ("fixture-lab/Fixture-MoE-200B",
+                                                          "config file key model-path")
+    assert (entry.mode, entry.tensor_parallel_size, entry.max_concurrency.value) == ("disaggregated", 4, 192)
+    assert [(w.role, w.max_concurrency.value) for w in entry.workers] == [("prefill", 64), ("decode", 192)]
+
+
+def test_node_selector_left_as_a_placeholder_is_a_warning_not_a_dropped_manifest(built_fixtures):
+    catalog, report = built_fixtures
+    entry = _entry(catalog, "fixture-vl/vllm/agg-placeholder-selector/deploy.yaml")
+    assert (entry.model_name, entry.model_name_source) == ("fixture-lab/Fixture-VL-12B", "--model from env MODEL_NAME")
+    assert (entry.card, entry.tensor_parallel_size, entry.max_concurrency.value) == (None, 2, 24)
+    problems = _problems(report, "agg-placeholder-selector/deploy.yaml")
+    assert [(scope, field) for scope, field, _ in problems] == [
+        ("warning", "spec.services.VllmWorker.extraPodSpec.nodeSelector")]
+    assert "'${HW_NODE_SELECTOR}' is not a mapping" in problems[0][2]
 
 
 def test_heterogeneous_disaggregated_graph_with_an_encode_worker(fixtures_catalog):

@@ -35,6 +35,8 @@ _CAP_KEYS = {"vllm": ("max_num_seqs", "max-num-seqs"), "sglang": ("max_running_r
              "trtllm": ("max_batch_size", "max-batch-size")}
 # Env vars upstream manifests name the served model with, most specific first.
 _MODEL_ENV = ("SERVED_MODEL_NAME", "MODEL_NAME", "MODEL_PATH", "MODEL", "HF_MODEL_ID", "MODEL_ID")
+# Keys an engine config file (SGLang's `--config`) names the model with.
+_MODEL_KEYS = ("model-path", "model_path", "model", "served-model-name", "served_model_name")
 
 
 def _argv(container: dict) -> list[str]:
@@ -84,16 +86,20 @@ def _int(value: Any, field: str) -> int | None:
         raise BadField(field, f"expected a whole number, got {value!r}") from None
 
 
+def _mapping(value: Any) -> dict:
+    return value if isinstance(value, dict) else {}
+
+
 def _product_labels(pod_spec: dict) -> list[str]:
     labels = []
-    selector = (pod_spec.get("nodeSelector") or {}).get(_PRODUCT_KEY)
+    selector = _mapping(pod_spec.get("nodeSelector")).get(_PRODUCT_KEY)
     if selector:
         labels.append(str(selector))
-    affinity = ((pod_spec.get("affinity") or {}).get("nodeAffinity") or {}).get(
-        "requiredDuringSchedulingIgnoredDuringExecution") or {}
+    affinity = _mapping(_mapping(_mapping(pod_spec.get("affinity")).get("nodeAffinity")).get(
+        "requiredDuringSchedulingIgnoredDuringExecution"))
     for term in affinity.get("nodeSelectorTerms") or []:
-        for expr in term.get("matchExpressions") or []:
-            if expr.get("key") == _PRODUCT_KEY:
+        for expr in _mapping(term).get("matchExpressions") or []:
+            if _mapping(expr).get("key") == _PRODUCT_KEY:
                 labels.extend(str(v) for v in expr.get("values") or [])
     return labels
 
@@ -239,6 +245,16 @@ def _worker(comp: _Component, backend: str, config_maps: dict[str, dict[str, str
         tp = _first_key(config, _TP_KEYS)
     if cap is None:
         cap = _first_key(config, _CAP_KEYS[backend])
+    for key in _MODEL_KEYS:
+        value = config.get(key)
+        if isinstance(value, str) and "/" in value and not value.startswith("/") and value not in names:
+            names.append(value)
+            source = source or f"config file key {key}"
+    selector = comp.pod_spec.get("nodeSelector")
+    if selector is not None and not isinstance(selector, dict):
+        # `nodeSelector: ${HW_NODE_SELECTOR}`: a placeholder a script fills in before applying.
+        parts.note(f"{comp.field}.extraPodSpec.nodeSelector", f"{selector!r} is not a mapping (a placeholder "
+                   "filled in before apply?): the worker's card is unknown", scope="warning")
     labels = _product_labels(comp.pod_spec)
     card = hardware_for_product_label(labels[0]) if labels else None
     mode = flag_value(argv, "--disaggregation-mode") or ("prefill" if "--is-prefill-worker" in argv else None)
