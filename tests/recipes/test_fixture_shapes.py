@@ -201,7 +201,7 @@ def test_upstream_order_of_variants_and_features_survives_the_catalog_file(fixtu
 
 def test_every_manifest_holding_a_graph_is_read_and_patches_are_noted(built_fixtures):
     catalog, report = built_fixtures
-    assert report.dynamo_files == 13
+    assert report.dynamo_files == 14
     paths = {e.source_path for e in catalog.dynamo}
     assert "recipes/fixture-moe/vllm/agg-h200/kustomize/base/deploy.yaml" in paths
     assert {"recipes/fixture-moe/vllm/agg-b200/deploy-8gpu.yaml",
@@ -274,6 +274,14 @@ def test_node_selector_left_as_a_placeholder_is_a_warning_not_a_dropped_manifest
     assert [(scope, field) for scope, field, _ in problems] == [
         ("warning", "spec.services.VllmWorker.extraPodSpec.nodeSelector")]
     assert "'${HW_NODE_SELECTOR}' is not a mapping" in problems[0][2]
+
+
+def test_graph_scaled_to_zero_reads_as_one_replica_with_a_warning(built_fixtures):
+    catalog, report = built_fixtures
+    entry = _entry(catalog, "fixture-vl/vllm/agg-scaled-to-zero/deploy.yaml")
+    assert (entry.replicas, entry.card, entry.max_concurrency.value) == (1, "h200", 40)
+    assert _problems(report, "agg-scaled-to-zero/deploy.yaml") == [
+        ("warning", "spec.components[1].replicas", "0 (the graph starts scaled to zero): read as 1 replica")]
 
 
 def test_heterogeneous_disaggregated_graph_with_an_encode_worker(fixtures_catalog):

@@ -110,6 +110,9 @@ class _Component:
     def __init__(self, name: str, kind: str, sub: str | None, replicas: Any, nodes: Any, gpus: Any,
                  container: dict, pod_spec: dict, field: str):
         self.name, self.kind, self.sub, self.field = name, (kind or "").lower(), (sub or "").lower() or None, field
+        # `replicas: 0` is a graph that starts scaled to zero (a checkpoint restores it later); it
+        # serves with one replica once up, so that is the figure, with a warning.
+        self.scaled_to_zero = _int(replicas, f"{field}.replicas") == 0
         self.replicas = _int(replicas, f"{field}.replicas") or 1
         self.nodes = _int(nodes, f"{field}.multinode.nodeCount") or 1
         self.gpus = _int(gpus, f"{field}.resources.limits.gpu")
@@ -250,6 +253,9 @@ def _worker(comp: _Component, backend: str, config_maps: dict[str, dict[str, str
         if isinstance(value, str) and "/" in value and not value.startswith("/") and value not in names:
             names.append(value)
             source = source or f"config file key {key}"
+    if comp.scaled_to_zero:
+        parts.note(f"{comp.field}.replicas", "0 (the graph starts scaled to zero): read as 1 replica",
+                   scope="warning")
     selector = comp.pod_spec.get("nodeSelector")
     if selector is not None and not isinstance(selector, dict):
         # `nodeSelector: ${HW_NODE_SELECTOR}`: a placeholder a script fills in before applying.
