@@ -42,9 +42,9 @@ def test_vocabulary_written_from_the_shipped_catalog_reads_back_as_its_facts(bui
 
 def test_every_fixture_recipe_is_kept(built_fixtures):
     catalog, report = built_fixtures
-    assert sorted(catalog.recipes) == ["fixture-lab/Card-Sized-70B", "fixture-lab/Omni-Voice-7B",
-                                       "fixture-lab/Stray-Card-8B"]
-    assert report.recipe_files == 3
+    assert sorted(catalog.recipes) == ["fixture-lab/Brand-Build-40B", "fixture-lab/Card-Sized-70B",
+                                       "fixture-lab/Omni-Voice-7B", "fixture-lab/Stray-Card-8B"]
+    assert report.recipe_files == 4
     assert not [p for p in report.problems if p.scope == "file"]
 
 
@@ -137,6 +137,18 @@ def test_docker_image_map_keyed_by_brand_picks_the_cards_brand(fixtures_catalog)
     nvidia = serve_command(recipe, "default", "h200", "single_node_tp", catalog=fixtures_catalog)
     amd = serve_command(recipe, "default", "mi300x", "single_node_tp", catalog=fixtures_catalog)
     assert (nvidia.docker_image, amd.docker_image) == ("vllm/vllm-openai:straycard", "vllm/vllm-openai-rocm:straycard")
+
+
+def test_docker_image_per_brand_with_its_own_cuda_builds_runs_the_newest_build(built_fixtures):
+    catalog, report = built_fixtures
+    recipe = catalog.recipes["fixture-lab/Brand-Build-40B"]
+    assert recipe.docker_images == {"nvidia": "vllm/vllm-openai:brandbuild-cu130",
+                                    "amd": "vllm/vllm-openai-rocm:brandbuild"}
+    assert _problems(report, "Brand-Build-40B.yaml") == []
+    b200 = serve_command(recipe, "default", "b200", "single_node_tp", catalog=catalog)
+    mi300x = serve_command(recipe, "default", "mi300x", "single_node_tp", catalog=catalog)
+    assert (b200.docker_image, mi300x.docker_image) == ("vllm/vllm-openai:brandbuild-cu130",
+                                                        "vllm/vllm-openai-rocm:brandbuild")
 
 
 def test_feature_unsupported_on_a_card_is_never_built_there(fixtures_catalog):

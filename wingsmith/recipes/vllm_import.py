@@ -175,12 +175,25 @@ def _strategy_override(value: Any, field: str) -> StrategyOverride:
 
 
 def _docker_images(value: Any, field: str) -> dict[str, str]:
-    """`model.docker_image`: one image, or upstream's map of images per CUDA build."""
+    """`model.docker_image`: one image, or upstream's map of images per card, brand or CUDA build. A
+    brand may map to its own per-CUDA-build images (`nvidia: {cu130: ...}`): that brand then runs the
+    newest build it names, as a top-level CUDA map does on NVIDIA cards."""
     if value is None:
         return {}
     if isinstance(value, str):
         return {"default": value}
-    return str_map(value, field)
+    flat = {}
+    for key, item in mapping(value, field).items():
+        if isinstance(item, dict):
+            builds = str_map(item, f"{field}.{key}")
+            cuda = sorted(k for k in builds if k.startswith("cu"))
+            chosen = builds.get("default") or (builds[cuda[-1]] if cuda else next(iter(builds.values()), None))
+            if chosen is None:
+                raise BadField(f"{field}.{key}", "an empty map of images")
+            flat[str(key)] = chosen
+        else:
+            flat.update(str_map({key: item}, field))
+    return flat
 
 
 def _precision_hardware(value: Any, field: str) -> dict[str, list[str]]:
