@@ -182,7 +182,7 @@ def _docker_images(value: Any, field: str) -> dict[str, str]:
         return {}
     if isinstance(value, str):
         return {"default": value}
-    flat = {}
+    flat: dict[str, str] = {}
     for key, item in mapping(value, field).items():
         if isinstance(item, dict):
             builds = str_map(item, f"{field}.{key}")
