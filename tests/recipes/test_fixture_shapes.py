@@ -43,8 +43,9 @@ def test_vocabulary_written_from_the_shipped_catalog_reads_back_as_its_facts(bui
 def test_every_fixture_recipe_is_kept(built_fixtures):
     catalog, report = built_fixtures
     assert sorted(catalog.recipes) == ["fixture-lab/Brand-Build-40B", "fixture-lab/Card-Sized-70B",
-                                       "fixture-lab/Omni-Voice-7B", "fixture-lab/Stray-Card-8B"]
-    assert report.recipe_files == 4
+                                       "fixture-lab/No-Image-3B", "fixture-lab/Omni-Voice-7B",
+                                       "fixture-lab/Stray-Card-8B"]
+    assert report.recipe_files == 5
     assert not [p for p in report.problems if p.scope == "file"]
 
 
@@ -149,6 +150,13 @@ def test_docker_image_per_brand_with_its_own_cuda_builds_runs_the_newest_build(b
     mi300x = serve_command(recipe, "default", "mi300x", "single_node_tp", catalog=catalog)
     assert (b200.docker_image, mi300x.docker_image) == ("vllm/vllm-openai:brandbuild-cu130",
                                                         "vllm/vllm-openai-rocm:brandbuild")
+
+
+def test_empty_docker_image_means_no_image_of_its_own(built_fixtures):
+    catalog, report = built_fixtures
+    recipe = catalog.recipes["fixture-lab/No-Image-3B"]
+    assert recipe.docker_images == {} and _problems(report, "No-Image-3B.yaml") == []
+    assert serve_command(recipe, "default", "h100", "single_node_tp", catalog=catalog).docker_image is None
 
 
 def test_feature_unsupported_on_a_card_is_never_built_there(fixtures_catalog):

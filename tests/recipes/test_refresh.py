@@ -108,7 +108,7 @@ def test_refresh_writes_a_new_version_pinned_to_the_commit(github, tmp_path, cat
         assert stored.recipes == catalog.recipes and stored.dynamo == catalog.dynamo  # the shipped facts
         assert result.report.recipes == 22 and result.report.dynamo_entries == 11
     else:
-        assert result.report.recipes == 4 and result.report.dynamo_entries == len(github.local.dynamo) > 0
+        assert result.report.recipes == 5 and result.report.dynamo_entries == len(github.local.dynamo) > 0
     # Only the files the catalog needs were fetched, each at the pinned commit.
     raw = [r for r in github.requests if r.startswith("/raw/")]
     assert all(f"/{VLLM_SHA}/" in r or f"/{DYNAMO_SHA}/" in r for r in raw)

@@ -42,7 +42,7 @@ def test_import_takes_catalog_as_the_output_path(capsys, fixture_trees, tmp_path
     out_path = tmp_path / "built.json"
     code, out, _ = _run(capsys, "import", "--vllm", str(vllm), "--dynamo", str(dynamo), "--catalog", str(out_path))
     assert code == 0 and out_path.exists()
-    assert "imported 4 of 4 vLLM recipe files" in out and "from 14 DynamoGraphDeployment manifests" in out
+    assert "imported 5 of 5 vLLM recipe files" in out and "from 14 DynamoGraphDeployment manifests" in out
 
 
 def test_show_says_an_omni_recipe_has_no_command(capsys, fixture_trees, tmp_path):

@@ -178,8 +178,8 @@ def _docker_images(value: Any, field: str) -> dict[str, str]:
     """`model.docker_image`: one image, or upstream's map of images per card, brand or CUDA build. A
     brand may map to its own per-CUDA-build images (`nvidia: {cu130: ...}`): that brand then runs the
     newest build it names, as a top-level CUDA map does on NVIDIA cards."""
-    if value is None:
-        return {}
+    if value is None or (isinstance(value, str) and not value.strip()):
+        return {}  # `docker_image: ""` is upstream's "no dedicated image", not an image named ""
     if isinstance(value, str):
         return {"default": value}
     flat: dict[str, str] = {}
@@ -193,7 +193,7 @@ def _docker_images(value: Any, field: str) -> dict[str, str]:
             flat[str(key)] = chosen
         else:
             flat.update(str_map({key: item}, field))
-    return flat
+    return {key: image for key, image in flat.items() if image.strip()}
 
 
 def _precision_hardware(value: Any, field: str) -> dict[str, list[str]]:
