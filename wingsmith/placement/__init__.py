@@ -11,10 +11,11 @@ from wingsmith.placement.models import (
     PlacementConstraints,
     PlacementDecision,
     PlacementPlan,
+    RuledOut,
     ScoreTerm,
 )
-from wingsmith.placement.place import PlacementInputError, place
+from wingsmith.placement.place import FleetIndex, PlacementInputError, place
 
-__all__ = ["ClusterInfo", "ClusterInventory", "ClusterVerdict", "FilterResult", "NodePool", "NodeUse",
-           "PlacementConstraints", "PlacementDecision", "PlacementPlan", "PlacementInputError", "ScoreTerm",
+__all__ = ["ClusterInfo", "ClusterInventory", "ClusterVerdict", "FilterResult", "FleetIndex", "NodePool", "NodeUse",
+           "PlacementConstraints", "PlacementDecision", "PlacementPlan", "PlacementInputError", "RuledOut", "ScoreTerm",
            "place"]

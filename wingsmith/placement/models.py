@@ -27,7 +27,7 @@ class NodePool(BaseModel, frozen=True):
     nodes: int = Field(ge=1, description="how many nodes look exactly like this")
 
     @model_validator(mode="after")
-    def _free_fits(self) -> "NodePool":
+    def _free_fits(self) -> NodePool:
         if self.free_gpus > self.gpus_per_node:
             raise ValueError(f"free_gpus ({self.free_gpus}) exceeds gpus_per_node ({self.gpus_per_node})")
         return self
@@ -126,13 +126,28 @@ class ClusterVerdict(BaseModel):
         default=None, description="when replicas were left unplaced: why this cluster took no more")
 
 
+class RuledOut(BaseModel):
+    """Clusters left out of a large decision for one reason (as the Kubernetes scheduler says "5000 node(s)
+    had untolerated taint"), so a decision over thousands of clusters stays small."""
+    filter: str = Field(description="the filter that rules them out")
+    reason: str
+    clusters: list[str] = Field(description="by name")
+
+
 class PlacementDecision(BaseModel):
     plan: PlacementPlan
     replicas: dict[str, int] = Field(description="cluster → replicas placed there (only clusters with some)")
     placed: int
     unplaced: int
     summary: str
-    clusters: list[ClusterVerdict] = Field(description="every candidate cluster, by name")
+    clusters: list[ClusterVerdict] = Field(
+        description="by name: every cluster, each with every filter, on fleets up to 1,000 clusters; on larger "
+                    "fleets, the clusters whose free nodes can hold a replica and that no other filter excludes")
+    ruled_out: list[RuledOut] = Field(
+        default_factory=list,
+        description="on fleets over 1,000 clusters, the others, grouped by the filter that rules them out: "
+                    "why they cannot hold a replica (registration, inventory, card, node shape, capacity) or, for "
+                    "those that could, the first other filter that excludes them")
 
     @property
     def complete(self) -> bool:
