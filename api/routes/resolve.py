@@ -4,16 +4,30 @@ nothing (no row, no workflow); only the Hub file cache under the plane's home gr
 from __future__ import annotations
 
 import threading
+from collections import OrderedDict
 
 from fastapi import APIRouter, Query, Request
+from fastapi.responses import Response
 from starlette.concurrency import run_in_threadpool
 
 from api.auth import Viewer
 from api.errors import ApiError
+from wingsmith.hub import (
+    ArtifactProposal,
+    GatedRepo,
+    HubError,
+    HubRateLimited,
+    HubTokenUnavailable,
+    HubUnavailable,
+    InvalidSource,
+    MissingConfig,
+    RepoNotFound,
+    Resolver,
+    RevisionNotFound,
+    parse_source,
+)
 from wingsmith.proposals import with_evidence_and_sizing
-from wingsmith.hub import (ArtifactProposal, GatedRepo, HubError, HubRateLimited, HubTokenUnavailable,
-                           HubUnavailable, InvalidSource, MissingConfig, RepoNotFound, Resolver, RevisionNotFound,
-                           parse_source)
+from wingsmith.recipes import load_catalog
 
 router = APIRouter(prefix="/v1/artifacts", tags=["artifacts"])
 _resolver_lock = threading.Lock()
@@ -39,11 +53,58 @@ async def resolve(request: Request, _viewer: Viewer,
     except InvalidSource as exc:
         raise ApiError(422, str(exc), code="invalid_source", details={"source": source}) from None
     resolver = resolver_for(request)
-    try:
-        proposal = await run_in_threadpool(resolver.resolve, parsed)
-    except HubError as exc:
-        raise hub_error_to_api(exc) from None
-    return await run_in_threadpool(with_evidence_and_sizing, proposal)
+    # The cached path runs on the event loop: a dict lookup in the resolver, one in the answers
+    # already serialised, no thread hop, no await, so no lock is held across one.
+    proposal = resolver.cached(parsed)
+    if proposal is not None:
+        answer = _answers(request).get(_answer_key(proposal))
+        if answer is not None:
+            return Response(answer, media_type="application/json")
+    else:
+        try:
+            proposal = await run_in_threadpool(resolver.resolve, parsed)
+        except HubError as exc:
+            raise hub_error_to_api(exc) from None
+    enriched = await run_in_threadpool(with_evidence_and_sizing, proposal)
+    # The enrichment is shared by every revision naming that commit; the answer names the one asked for.
+    if enriched.revision != proposal.revision:
+        enriched = enriched.model_copy(update={"revision": proposal.revision})
+    answer = enriched.model_dump_json().encode()
+    _answers(request).put(_answer_key(proposal), answer)
+    return Response(answer, media_type="application/json")
+
+
+class _Answers:
+    """Serialised resolve answers by (repo, commit, revision, catalog version): a commit's answer never
+    changes for one catalog. Bounded, least recently used out first."""
+
+    def __init__(self, limit: int = 512):
+        self._limit = limit
+        self._items: OrderedDict[tuple[str, str, str, str], bytes] = OrderedDict()
+
+    def get(self, key: tuple[str, str, str, str]) -> bytes | None:
+        answer = self._items.get(key)
+        if answer is not None:
+            self._items.move_to_end(key)
+        return answer
+
+    def put(self, key: tuple[str, str, str, str], answer: bytes) -> None:
+        self._items[key] = answer
+        self._items.move_to_end(key)
+        while len(self._items) > self._limit:
+            self._items.popitem(last=False)
+
+
+def _answers(request: Request) -> _Answers:
+    state = request.app.state
+    answers = getattr(state, "resolve_answers", None)
+    if answers is None:  # only the event loop's thread gets here: no lock needed
+        answers = state.resolve_answers = _Answers()
+    return answers
+
+
+def _answer_key(proposal: ArtifactProposal) -> tuple[str, str, str, str]:
+    return proposal.repo_id.lower(), proposal.sha, proposal.revision, load_catalog().version
 
 
 def hub_error_to_api(exc: HubError) -> ApiError:

@@ -132,3 +132,26 @@ def test_token_never_in_responses_or_logs(client, hub, caplog, capsys):
     out = capsys.readouterr()
     assert json.loads(bodies[0])["gated"] is True
     assert TOKEN not in "\n".join(bodies + [caplog.text, out.out, out.err])
+
+
+def test_cached_resolve_answers_on_the_event_loop_alone(client, hub, monkeypatch):
+    # Warm: the first answer goes through the Hub and the thread pool; the repeat may use neither.
+    first = client.get("/v1/artifacts/resolve", params={"source": "openai/gpt-oss-20b"})
+    assert first.status_code == 200
+    calls = hub.request_count()
+
+    def no_threads(*_args, **_kwargs):
+        raise AssertionError("the cached resolve path went to the thread pool")
+    monkeypatch.setattr("api.routes.resolve.run_in_threadpool", no_threads)
+    again = client.get("/v1/artifacts/resolve", params={"source": "hf:openai/gpt-oss-20b"})
+    assert again.status_code == 200 and again.headers["content-type"] == "application/json"
+    assert again.json() == first.json() and hub.request_count() == calls
+
+
+def test_each_revision_naming_a_commit_gets_its_own_name_back(client):
+    by_branch = client.get("/v1/artifacts/resolve", params={"source": "openai/gpt-oss-20b"}).json()
+    sha = by_branch["sha"]
+    by_sha = client.get("/v1/artifacts/resolve", params={"source": f"openai/gpt-oss-20b@{sha}"}).json()
+    assert (by_branch["revision"], by_sha["revision"]) == ("main", sha)
+    assert {k: v for k, v in by_sha.items() if k != "revision"} == {k: v for k, v in by_branch.items()
+                                                                     if k != "revision"}

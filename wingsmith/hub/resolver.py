@@ -99,6 +99,12 @@ class Resolver:
                  weight_bytes=proposal.weight_bytes, ms=round((time.perf_counter() - started) * 1000, 1))
         return proposal if proposal.revision == src.revision else proposal.model_copy(update={"revision": src.revision})
 
+    def cached(self, source: str | ModelSource) -> ArtifactProposal | None:
+        """The answer when no Hub call is needed (a commit seen before, a branch asked within
+        `branch_ttl`), else None. Does no I/O and holds its lock for a dict lookup only, so an event
+        loop may call it directly."""
+        return self._cached(source if isinstance(source, ModelSource) else parse_source(source))
+
     # -- cache -----------------------------------------------------------------------------------
     def _cached(self, src: ModelSource) -> ArtifactProposal | None:
         repo = src.repo_id.lower()
