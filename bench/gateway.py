@@ -85,16 +85,66 @@ class FrontendProcess:
 
 # ---- measurements --------------------------------------------------------------------------------
 
-def latency(http: httpx.Client, url: str, n: int) -> list[float]:
+def paired_latency(http: httpx.Client, direct_url: str, via_url: str, n: int) -> tuple[list[float], list[float]]:
+    """The same request straight to the frontend and through the gateway, alternately, so both series
+    see the same machine: (direct, via) latencies in seconds."""
     for _ in range(50):  # warm the connection pools
-        http.post(url + "/v1/chat/completions", json=BODY)
-    out = []
-    for _ in range(n):
+        http.post(direct_url + "/v1/chat/completions", json=BODY)
+        http.post(via_url + "/v1/chat/completions", json=BODY)
+    out: tuple[list[float], list[float]] = ([], [])
+    for i in range(2 * n):
+        series = out[i % 2]  # direct first, then via, then direct...
+        url = (direct_url, via_url)[i % 2]
         t = time.perf_counter()
         r = http.post(url + "/v1/chat/completions", json=BODY)
-        out.append(time.perf_counter() - t)
+        series.append(time.perf_counter() - t)
         assert r.status_code == 200, r.text
     return out
+
+
+class GatewayRig:
+    """Two frontend processes (sim-east, sim-west) and a gateway process, stopped on exit."""
+
+    def __init__(self, probe_interval: float = 0.5):
+        from wingsmith.gateway import LocalGatewayClient
+
+        tmp = Path(tempfile.mkdtemp(prefix="wingsmith-bench-gateway-"))
+        token = tmp / "token"
+        token.write_text(os.urandom(16).hex())
+        self.east, self.west = FrontendProcess("sim-east"), FrontendProcess("sim-west")
+        port = free_port()
+        self.gateway = subprocess.Popen([sys.executable, "-m", "api.gateway", "--port", str(port), "--state-dir",
+                                         str(tmp / "state"), "--admin-token-ref", f"file:{token}", "--probe-interval",
+                                         str(probe_interval), "--log-level", "ERROR"])
+        self.url = f"http://127.0.0.1:{port}"
+        try:
+            wait_http(self.url + "/healthz")
+        except RuntimeError:
+            self.close()
+            raise
+        self.admin = LocalGatewayClient(self.url, f"file:{token}")
+
+    def route(self, *frontends: FrontendProcess) -> None:
+        from wingsmith.gateway import Backend, EndpointRoutes
+        self.admin.set_routes(EndpointRoutes(model_name=MODEL, backends=[
+            Backend(id=f"{f.cluster}/{MODEL}", cluster=f.cluster, workload_id="bench", url=f.url, weight=1)
+            for f in frontends]))
+
+    def close(self) -> None:
+        if getattr(self, "admin", None) is not None:
+            self.admin.close()
+        self.gateway.terminate()
+        self.gateway.wait(10)
+        for f in (self.east, self.west):
+            if f.proc.poll() is None:
+                f.proc.terminate()
+                f.proc.wait(10)
+
+    def __enter__(self) -> GatewayRig:
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self.close()
 
 
 def first_byte(http: httpx.Client, url: str, n: int) -> list[float]:
@@ -127,33 +177,18 @@ def main() -> int:
         serve_frontend(int(args.frontend[0]), args.frontend[1])
         return 0
 
-    from wingsmith.gateway import Backend, EndpointRoutes, LocalGatewayClient
-
-    tmp = Path(tempfile.mkdtemp(prefix="wingsmith-bench-gateway-"))
-    token = tmp / "token"
-    token.write_text(os.urandom(16).hex())
-    east, west = FrontendProcess("sim-east"), FrontendProcess("sim-west")
-    gw_port = free_port()
-    gateway = subprocess.Popen([sys.executable, "-m", "api.gateway", "--port", str(gw_port), "--state-dir",
-                                str(tmp / "state"), "--admin-token-ref", f"file:{token}", "--probe-interval",
-                                str(args.probe_interval), "--log-level", "ERROR"])
-    gw_url = f"http://127.0.0.1:{gw_port}"
-    try:
-        wait_http(gw_url + "/healthz")
-        admin = LocalGatewayClient(gw_url, f"file:{token}")
-
-        def backend(f: FrontendProcess, weight: int) -> Backend:
-            return Backend(id=f"{f.cluster}/{MODEL}", cluster=f.cluster, workload_id="bench", url=f.url, weight=weight)
-
-        print(f"gateway latency, {args.requests} sequential non-streaming chat completions (one client, keep-alive)")
-        admin.set_routes(EndpointRoutes(model_name=MODEL, backends=[backend(east, 1)]))
+    with GatewayRig(args.probe_interval) as rig:
+        east, gw_url, admin = rig.east, rig.url, rig.admin
+        print(f"gateway latency, {args.requests} non-streaming chat completions each way, alternating "
+              "(one client, keep-alive)")
+        rig.route(east)
         with httpx.Client(timeout=10, trust_env=False) as http:
-            direct = latency(http, east.url, args.requests)
-            via = latency(http, gw_url, args.requests)
+            direct, via = paired_latency(http, east.url, gw_url, args.requests)
             show("direct to the frontend", direct)
             show("through the gateway", via)
             print(f"  added latency: p50 {1000 * (pct(via, 50) - pct(direct, 50)):.3f} ms, "
-                  f"p99 {1000 * (pct(via, 99) - pct(direct, 99)):.3f} ms")
+                  f"p99 {1000 * (pct(via, 99) - pct(direct, 99)):.3f} ms; "
+                  f"p99 ratio {pct(via, 99) / pct(direct, 99):.2f}")
             n = max(100, args.requests // 10)
             d_fb, g_fb = first_byte(http, east.url, n), first_byte(http, gw_url, n)
             show("first streamed byte, direct", d_fb)
@@ -162,7 +197,7 @@ def main() -> int:
 
         print(f"\nfailover: {args.failover_clients} clients in a loop, route {{sim-east: 1, sim-west: 1}}, "
               "sim-east's frontend process is killed (SIGKILL)")
-        admin.set_routes(EndpointRoutes(model_name=MODEL, backends=[backend(east, 1), backend(west, 1)]))
+        rig.route(east, rig.west)
         stop = threading.Event()
         results: list[tuple[float, float, int]] = []  # (start, end, status)
         lock = threading.Lock()
@@ -209,14 +244,6 @@ def main() -> int:
               f"(p50 {1000 * pct(around, 50):.2f} ms)")
         print(f"  time from the frontend's restart to taking traffic again (probe every "
               f"{args.probe_interval} s): {1000 * back:.0f} ms")
-        admin.close()
-    finally:
-        gateway.terminate()
-        gateway.wait(10)
-        for f in (east, west):
-            if f.proc.poll() is None:
-                f.proc.terminate()
-                f.proc.wait(10)
     return 0
 
 

@@ -34,11 +34,11 @@ from datetime import timedelta
 from pathlib import Path
 
 import httpx
+from stats import pct  # bench/stats.py (scripts run with bench/ on the path)
 
 from sim.hub import shipped_models, start_hub_server
 from wingsmith.local.postgres import LocalPostgres, free_port
 from wingsmith.local.temporal_server import TemporalDevServer, stop_process, wait_for_port
-from stats import pct  # bench/stats.py (scripts run with bench/ on the path)
 
 OPERATOR, REVIEWER = "bench-operator", "bench-reviewer"
 TOKENS = {OPERATOR: {"name": "ops", "roles": ["operator", "viewer"]},
@@ -133,20 +133,42 @@ async def bounded(concurrency: int, jobs) -> list:
     return await asyncio.gather(*(one(j) for j in jobs))
 
 
-async def bench_resolve(plane: Plane, http: httpx.AsyncClient, n: int, concurrency: int) -> str:
+async def concurrent_gets(http: httpx.AsyncClient, path: str, params_for, headers: dict[str, str], n: int,
+                          concurrency: int) -> list[float]:
+    """`n` GETs of `path`, `concurrency` at a time; each one's latency in seconds."""
+    async def one(i: int) -> float:
+        t = time.perf_counter()
+        r = await http.get(path, params=params_for(i), headers=headers)
+        r.raise_for_status()
+        return time.perf_counter() - t
+    return await bounded(concurrency, [lambda i=i: one(i) for i in range(n)])
+
+
+async def resolve_and_healthz(plane: Plane, http: httpx.AsyncClient, n: int,
+                              concurrency: int, blocks: int = 4) -> tuple[list[float], list[float], float]:
+    """Cached resolves and /healthz at the same concurrency, in alternating blocks so both see the same
+    machine; returns (resolve latencies, healthz latencies, resolve wall seconds)."""
     models = shipped_models()
     head = plane.headers(OPERATOR)
     for repo in models:  # warm the cache: what follows is the cached path
         (await http.get("/v1/artifacts/resolve", params={"source": f"hf:{repo}"}, headers=head)).raise_for_status()
+    resolves: list[float] = []
+    health: list[float] = []
+    wall = 0.0
+    for _ in range(blocks):
+        health += await concurrent_gets(http, "/healthz", lambda i: None, {}, n // blocks, concurrency)
+        t0 = time.perf_counter()
+        resolves += await concurrent_gets(http, "/v1/artifacts/resolve",
+                                          lambda i: {"source": f"hf:{models[i % len(models)]}"}, head,
+                                          n // blocks, concurrency)
+        wall += time.perf_counter() - t0
+    return resolves, health, wall
 
-    async def one(i: int) -> float:
-        t = time.perf_counter()
-        r = await http.get("/v1/artifacts/resolve", params={"source": f"hf:{models[i % len(models)]}"}, headers=head)
-        r.raise_for_status()
-        return time.perf_counter() - t
-    t0 = time.perf_counter()
-    samples = await bounded(concurrency, [lambda i=i: one(i) for i in range(n)])
-    return line("cached resolve", samples, time.perf_counter() - t0)
+
+async def bench_resolve(plane: Plane, http: httpx.AsyncClient, n: int, concurrency: int) -> list[str]:
+    resolves, health, wall = await resolve_and_healthz(plane, http, n, concurrency)
+    return [line("cached resolve", resolves, wall), line("  /healthz", health, wall),
+            f"  p99 ratio      {pct(resolves, 99) / pct(health, 99):8.2f} × /healthz in the same run"]
 
 
 async def new_draft(plane: Plane, http: httpx.AsyncClient, repo: str) -> str:
@@ -239,10 +261,9 @@ async def activities_per_journey(client, workload: str, artifact: str) -> int:
 
 
 async def baseline(plane: Plane, journeys: int, concurrency: int, activities: int) -> float:
+    from noop import NoopWorkflow, noop  # bench/noop.py: the sandbox re-imports workflows by module
     from temporalio.client import Client
     from temporalio.worker import Worker
-
-    from noop import NoopWorkflow, noop  # bench/noop.py: the sandbox re-imports workflows by module
     client = await Client.connect(plane.temporal.address)
     queue = f"baseline-{uuid.uuid4().hex[:6]}"
     async with Worker(client, task_queue=queue, workflows=[NoopWorkflow], activities=[noop]):
@@ -254,7 +275,22 @@ async def baseline(plane: Plane, journeys: int, concurrency: int, activities: in
         return time.perf_counter() - t0
 
 
-async def bench_journey(plane: Plane, http: httpx.AsyncClient, journeys: int) -> list[str]:
+@dataclass
+class JourneyFigures:
+    models: dict[str, int]          # repo → H200 GPUs per workload
+    journeys: int
+    wall: float                     # seconds for every journey
+    latencies: list[float]          # seconds, one per journey
+    activities: int                 # per journey, read from its histories
+    baseline: float                 # seconds for as many bare-Temporal workflows of that many activities
+
+    @property
+    def overhead(self) -> float:
+        return self.wall / self.baseline
+
+
+async def measure_journey(plane: Plane, http: httpx.AsyncClient, journeys: int) -> JourneyFigures:
+    """The journeys, then the bare-Temporal baseline with their activity count, on the same plane."""
     from wingsmith.config import Settings
     from wingsmith.temporal import connect
     models = await deployable(plane, http)
@@ -276,13 +312,18 @@ async def bench_journey(plane: Plane, http: httpx.AsyncClient, journeys: int) ->
     client = await connect(Settings(), address=plane.temporal.address)
     activities = await activities_per_journey(client, done[0][1], done[0][0])
     base = await baseline(plane, journeys, len(models), activities)
+    return JourneyFigures(models, journeys, wall, latencies, activities, base)
+
+
+async def bench_journey(plane: Plane, http: httpx.AsyncClient, journeys: int) -> list[str]:
+    f = await measure_journey(plane, http, journeys)
     return [
-        f"journey          {journeys} journeys on {len(models)} models "
-        f"({', '.join(f'{m} on {g} H200' for m, g in models.items())}), {len(models)} at a time",
-        f"  plane          {journeys / wall * 60:8.1f} artifacts registered+approved+serving per minute; "
-        f"p50 {statistics.median(latencies):.2f} s, max {max(latencies):.2f} s per journey",
-        f"  bare Temporal  {journeys / base * 60:8.1f} workflows of {activities} no-op activities per minute",
-        f"  overhead       {wall / base:8.2f} × the bare-Temporal time for the same activity count",
+        f"journey          {journeys} journeys on {len(f.models)} models "
+        f"({', '.join(f'{m} on {g} H200' for m, g in f.models.items())}), {len(f.models)} at a time",
+        f"  plane          {journeys / f.wall * 60:8.1f} artifacts registered+approved+serving per minute; "
+        f"p50 {statistics.median(f.latencies):.2f} s, max {max(f.latencies):.2f} s per journey",
+        f"  bare Temporal  {journeys / f.baseline * 60:8.1f} workflows of {f.activities} no-op activities per minute",
+        f"  overhead       {f.overhead:8.2f} × the bare-Temporal time for the same activity count",
     ]
 
 
@@ -291,7 +332,8 @@ async def run(args: argparse.Namespace, plane: Plane) -> None:
     async with httpx.AsyncClient(base_url=plane.api_url, timeout=60, limits=limits) as http:
         print(f"load on {os.cpu_count()} cores: API (uvicorn, 1 process) + worker + Temporal dev server + "
               f"Postgres + simulated clusters (operator delay 0) + offline Hub", flush=True)
-        print(await bench_resolve(plane, http, args.resolves, args.concurrency), flush=True)
+        for text in await bench_resolve(plane, http, args.resolves, args.concurrency):
+            print(text, flush=True)
         print(await bench_reviews(plane, http, args.review_rounds), flush=True)
         for text in await bench_journey(plane, http, args.journeys):
             print(text, flush=True)
