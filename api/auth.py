@@ -75,7 +75,7 @@ def _bearer(request: Request) -> str | None:
     return request.cookies.get("wingsmith_token") or None
 
 
-def current_principal(request: Request) -> Principal:
+def authenticate(request: Request) -> Principal:
     table: TokenTable = request.app.state.tokens
     token = _bearer(request)
     if token is None:
@@ -87,11 +87,21 @@ def current_principal(request: Request) -> Principal:
     return principal
 
 
+def authorize(principal: Principal, role: str) -> Principal:
+    if not principal.has(role):
+        raise ApiError(403, f"{principal.name} lacks the {role} role")
+    return principal
+
+
+# Dependencies that do no I/O are `async def`: FastAPI runs a plain `def` dependency in its thread
+# pool, a thread hop per dependency per request for what is a dictionary lookup.
+async def current_principal(request: Request) -> Principal:
+    return authenticate(request)
+
+
 def require(role: str):
-    def dependency(principal: Annotated[Principal, Depends(current_principal)]) -> Principal:
-        if not principal.has(role):
-            raise ApiError(403, f"{principal.name} lacks the {role} role")
-        return principal
+    async def dependency(principal: Annotated[Principal, Depends(current_principal)]) -> Principal:
+        return authorize(principal, role)
 
     dependency.__name__ = f"require_{role}"
     return dependency

@@ -1,4 +1,5 @@
-"""What route handlers need from the running app, as FastAPI dependencies."""
+"""What route handlers need from the running app, as FastAPI dependencies (`async def`: they do no I/O,
+and FastAPI would run a plain `def` in its thread pool, a thread hop per request)."""
 
 from __future__ import annotations
 
@@ -12,18 +13,18 @@ from api.errors import ApiError
 from wingsmith.config import Settings
 
 
-def _settings(request: Request) -> Settings:
+async def _settings(request: Request) -> Settings:
     return request.app.state.settings
 
 
-def _db(request: Request) -> asyncpg.Pool:
+async def _db(request: Request) -> asyncpg.Pool:
     pool = getattr(request.app.state, "db", None)
     if pool is None:
         raise ApiError(503, "the registry database is not reachable")
     return pool
 
 
-def _temporal(request: Request) -> Client:
+async def _temporal(request: Request) -> Client:
     client = getattr(request.app.state, "temporal", None)
     if client is None:
         raise ApiError(503, "Temporal is not reachable")

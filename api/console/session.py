@@ -33,7 +33,7 @@ def signed_in(request: Request) -> Principal | None:
 
 
 def require_console(role: str):
-    def dependency(request: Request) -> Principal:
+    async def dependency(request: Request) -> Principal:  # no I/O: async, so no thread hop
         principal = signed_in(request)
         if principal is None:
             raise LoginRequired()

@@ -20,7 +20,7 @@ from fastapi.responses import JSONResponse, Response
 from google.protobuf import json_format
 from temporalio.api.common.v1 import Payloads
 
-from api.auth import Principal, current_principal, require
+from api.auth import Principal, authenticate, authorize
 from api.deps import SettingsDep
 from api.errors import ApiError
 from wingsmith.codec import EncryptionCodec, PayloadKeyError, codec_from_settings
@@ -46,11 +46,9 @@ def _cors_headers(request: Request) -> dict[str, str]:
 def _with_cors(role: str):
     """`require(role)`, with CORS headers on its 401/403 so the UI can show why it was refused
     instead of a bare network error."""
-    check = require(role)
-
-    def dependency(request: Request) -> Principal:
+    async def dependency(request: Request) -> Principal:  # no I/O: async, so no thread hop
         try:
-            return check(current_principal(request))
+            return authorize(authenticate(request), role)
         except ApiError as exc:
             exc.headers = {**(exc.headers or {}), **_cors_headers(request)}
             raise
