@@ -23,7 +23,6 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
-import httpx
 from pydantic import ValidationError
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
@@ -34,6 +33,7 @@ from starlette.routing import Route
 from api.gateway.guard import DEFAULT_MAX_BODY_BYTES, ClientKeys, Refusal, read_body
 from api.gateway.metrics import GatewayMetrics
 from api.gateway.table import BackendState, RouteTable, log
+from api.gateway.upstream import UpstreamError, UpstreamResponse, Upstreams
 from wingsmith.gateway.routes import EndpointRoutes
 from wingsmith.secrets import SecretUnavailable, read_secret_ref
 
@@ -44,6 +44,9 @@ RETRY_STATUSES = frozenset({404, 408, 429, 500, 502, 503, 504})
 # 429 means busy, not broken: try elsewhere but keep sending it traffic.
 NO_COOLDOWN_STATUSES = frozenset({429})
 _FORWARD_REQUEST_HEADERS = ("content-type", "accept", "accept-encoding", "x-request-id", "traceparent")
+# A non-streamed answer up to this size is read whole before it is relayed: one plain response, and
+# a backend that dies mid-answer can still be retried. Larger or streamed answers are relayed as they come.
+_BUFFER_UP_TO = 1 << 20
 _HOP_BY_HOP = frozenset({"connection", "keep-alive", "proxy-authenticate", "proxy-authorization", "te",
                          "trailer", "trailers", "transfer-encoding", "upgrade", "date", "server"})
 
@@ -65,10 +68,7 @@ def create_gateway_app(*, state_dir: Path | None = None, admin_token_ref: str | 
     table = RouteTable(state_dir, first_probe_after=first_probe_after)
     metrics = GatewayMetrics(table, BACKEND_HEADER)
     created = int(time.time())
-    clients: dict[str, httpx.AsyncClient] = {}
-
-    def http() -> httpx.AsyncClient:
-        return clients["http"]
+    upstreams = Upstreams(connect_timeout=connect_timeout, read_timeout=read_timeout)
 
     # ---- proxy -----------------------------------------------------------------------------------
 
@@ -103,10 +103,11 @@ def create_gateway_app(*, state_dir: Path | None = None, admin_token_ref: str | 
         if table.get(name) is None:
             return _unknown_model(name)
         request.state.endpoint = name
-        headers = {k: v for k in _FORWARD_REQUEST_HEADERS if (v := request.headers.get(k))}
+        headers = [(k.encode(), v.encode("latin-1")) for k in _FORWARD_REQUEST_HEADERS
+                   if (v := request.headers.get(k))]
         tried: set[str] = set()
         failures: list[str] = []
-        held: tuple[httpx.Response, AsyncIterator[bytes], BackendState, bytes] | None = None
+        held: tuple[UpstreamResponse, BackendState, bytes | None] | None = None
         for _ in range(2):  # the first try and at most one retry on another backend
             state = table.pick(name, exclude=tried)
             if state is None:
@@ -115,20 +116,20 @@ def create_gateway_app(*, state_dir: Path | None = None, admin_token_ref: str | 
                 metrics.retried(name)
             tried.add(state.backend.id)
             if held is not None:
-                await _release(held[0], held[2])
+                _release(held[0], held[1])
                 held = None
             outcome = await _attempt(state, request.url.path, raw, body, name, headers)
             if isinstance(outcome, str):
                 failures.append(f"{state.backend.id}: {outcome}")
                 continue
-            resp, rest, first = outcome
-            if resp.status_code in RETRY_STATUSES:
-                failures.append(f"{state.backend.id}: HTTP {resp.status_code}")
-                if resp.status_code not in NO_COOLDOWN_STATUSES:
-                    table.failed(state, f"HTTP {resp.status_code}")
-                held = (resp, rest, state, first)  # relayed as is if no other backend does better
+            resp, body = outcome
+            if resp.status in RETRY_STATUSES:
+                failures.append(f"{state.backend.id}: HTTP {resp.status}")
+                if resp.status not in NO_COOLDOWN_STATUSES:
+                    table.failed(state, f"HTTP {resp.status}")
+                held = (resp, state, body)  # relayed as is if no other backend does better
                 continue
-            return _relay(resp, rest, state, first)
+            return _relay(resp, state, body)
         if held is not None:
             return _relay(*held)
         if not tried:
@@ -139,52 +140,52 @@ def create_gateway_app(*, state_dir: Path | None = None, admin_token_ref: str | 
                             "api_error", "backend_failed")
 
     async def _attempt(state: BackendState, path: str, raw: bytes, body: dict[str, Any], name: str,
-                       headers: dict[str, str]) -> tuple[httpx.Response, AsyncIterator[bytes], bytes] | str:
-        """Send to one backend and read up to its first body chunk. A string says why it failed."""
+                       headers: list[tuple[bytes, bytes]]) -> tuple[UpstreamResponse, bytes | None] | str:
+        """Send to one backend and read its answer: whole when it is small and not streamed, else up
+        to its first body chunk (so a backend that answers 200 and dies is still retried). Returns the
+        answer and its body (None: still to be streamed); a string says why it failed."""
         backend = state.backend
         payload = raw if backend.served_model is None else json.dumps({**body, "model": backend.served_model}).encode()
         state.in_flight += 1
         state.requests += 1
-        resp: httpx.Response | None = None
+        resp: UpstreamResponse | None = None
         try:
-            resp = await http().send(http().build_request("POST", backend.url + path, content=payload,
-                                                          headers=headers), stream=True)
-            # Holding the headers back until the first body chunk keeps "nothing sent yet" true for
-            # a backend that answers 200 and then dies, so that request can still be retried.
-            rest = resp.aiter_raw()
-            first = await anext(rest, b"")
-            return resp, rest, first
-        except httpx.HTTPError as exc:
+            pool, prefix = upstreams.for_url(backend.url)
+            resp = await pool.request("POST", prefix + path, headers, payload)
+            if _small_and_whole(resp):
+                return resp, await resp.read()
+            return resp, None
+        except UpstreamError as exc:
             if resp is not None:
-                await resp.aclose()
+                resp.release()
             state.in_flight -= 1
-            reason = f"{type(exc).__name__}"
-            table.failed(state, reason)
-            return reason
+            table.failed(state, exc.reason)
+            return exc.reason
 
-    async def _release(resp: httpx.Response, state: BackendState) -> None:
+    def _release(resp: UpstreamResponse, state: BackendState) -> None:
         state.in_flight -= 1
-        await resp.aclose()
+        resp.release()
 
-    def _relay(resp: httpx.Response, rest: AsyncIterator[bytes], state: BackendState,
-               first: bytes) -> StreamingResponse:
+    def _relay(resp: UpstreamResponse, state: BackendState, body: bytes | None) -> Response:
+        headers = {k.decode("latin-1"): v.decode("latin-1") for k, v in resp.headers
+                   if k.lower().decode("latin-1") not in _HOP_BY_HOP}
+        headers[BACKEND_HEADER] = state.backend.id
+        if body is not None:
+            _release(resp, state)
+            return Response(body, status_code=resp.status, headers=headers)
+
         async def chunks() -> AsyncIterator[bytes]:
             try:
-                if first:
-                    yield first
-                async for chunk in rest:
+                async for chunk in resp.chunks():
                     yield chunk
-            except httpx.HTTPError as exc:
+            except UpstreamError as exc:
                 # Bytes already went out: no retry is possible; abort so the client sees the break.
-                table.failed(state, f"stream broke: {type(exc).__name__}")
+                table.failed(state, f"stream broke: {exc.reason}")
                 raise
             finally:
-                state.in_flight -= 1
-                await resp.aclose()
+                _release(resp, state)
 
-        headers = {k: v for k, v in resp.headers.items() if k.lower() not in _HOP_BY_HOP}
-        headers[BACKEND_HEADER] = state.backend.id
-        return StreamingResponse(chunks(), status_code=resp.status_code, headers=headers)
+        return StreamingResponse(chunks(), status_code=resp.status, headers=headers)
 
     # ---- probing cooled-down backends ------------------------------------------------------------
 
@@ -193,16 +194,24 @@ def create_gateway_app(*, state_dir: Path | None = None, admin_token_ref: str | 
         state.next_probe = time.monotonic() + probe_interval
         wanted = backend.model_for(model_name)
         try:
-            resp = await http().get(backend.url + "/v1/models", timeout=probe_timeout)
-            listed = {m.get("id") for m in resp.json().get("data", []) if isinstance(m, dict)} \
-                if resp.status_code == 200 else set()
-        except (httpx.HTTPError, ValueError, AttributeError) as exc:
+            pool, prefix = upstreams.for_url(backend.url)
+            resp = await pool.request("GET", prefix + "/v1/models", [], read_timeout=probe_timeout)
+            try:
+                answer = await resp.read()
+            finally:
+                resp.release()
+            listed = {m.get("id") for m in json.loads(answer).get("data", []) if isinstance(m, dict)} \
+                if resp.status == 200 else set()
+        except UpstreamError as exc:
+            state.last_error = f"probe: {exc.reason}"
+            return
+        except (ValueError, AttributeError) as exc:
             state.last_error = f"probe: {type(exc).__name__}"
             return
         if wanted in listed:
             table.recovered(state)
         else:
-            state.last_error = (f"probe: HTTP {resp.status_code}" if resp.status_code != 200
+            state.last_error = (f"probe: HTTP {resp.status}" if resp.status != 200
                                 else f"probe: {wanted!r} not listed")
 
     async def prober() -> None:
@@ -214,6 +223,11 @@ def create_gateway_app(*, state_dir: Path | None = None, admin_token_ref: str | 
             await asyncio.sleep(tick)
 
     # ---- admin -----------------------------------------------------------------------------------
+
+    async def forget_unrouted() -> None:
+        """Close the connections to backends no route names any more (in-flight answers finish first:
+        their connections are closed when released)."""
+        await upstreams.forget({b.url for routes in table.all() for b in routes.backends})
 
     def refused(request: Request) -> Response | None:
         if admin_token_ref is None:
@@ -247,7 +261,9 @@ def create_gateway_app(*, state_dir: Path | None = None, admin_token_ref: str | 
                                     "invalid_request_error", "routes_not_found", "model")
             return JSONResponse(status.model_dump(mode="json"))
         if request.method == "DELETE":
-            return JSONResponse({"model_name": name, "deleted": table.delete(name)})
+            deleted = table.delete(name)
+            await forget_unrouted()
+            return JSONResponse({"model_name": name, "deleted": deleted})
         try:
             body = json.loads(await request.body() or b"null")
         except (json.JSONDecodeError, UnicodeDecodeError):
@@ -265,6 +281,7 @@ def create_gateway_app(*, state_dir: Path | None = None, admin_token_ref: str | 
             problems = "; ".join(f"{'.'.join(str(p) for p in e['loc']) or 'body'}: {e['msg']}" for e in exc.errors())
             return openai_error(422, f"Invalid routes: {problems}", "invalid_request_error", "invalid_routes")
         table.set(routes)
+        await forget_unrouted()
         log.info("gateway routes set", model=name, backends={b.id: b.weight for b in routes.backends})
         return JSONResponse(table.status(name).model_dump(mode="json"))
 
@@ -279,11 +296,6 @@ def create_gateway_app(*, state_dir: Path | None = None, admin_token_ref: str | 
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
-        clients["http"] = httpx.AsyncClient(
-            timeout=httpx.Timeout(connect=connect_timeout, read=read_timeout, write=30.0, pool=10.0),
-            limits=httpx.Limits(max_connections=1024, max_keepalive_connections=256, keepalive_expiry=60),
-            # Environment proxies must not capture traffic to cluster frontends.
-            trust_env=False, follow_redirects=False)
         task = asyncio.create_task(prober())
         try:
             yield
@@ -291,7 +303,7 @@ def create_gateway_app(*, state_dir: Path | None = None, admin_token_ref: str | 
             task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await task
-            await clients.pop("http").aclose()
+            await upstreams.aclose()
 
     app = Starlette(routes=[
         Route("/v1/models", models, methods=["GET"]),
@@ -306,6 +318,20 @@ def create_gateway_app(*, state_dir: Path | None = None, admin_token_ref: str | 
     app.state.table = table
     app.state.metrics = metrics
     return app
+
+
+def _small_and_whole(resp: UpstreamResponse) -> bool:
+    """A non-streamed answer of known, small size (or one already read to its end)."""
+    if resp.complete:
+        return True
+    length = None
+    for name, value in resp.headers:
+        lowered = name.lower()
+        if lowered == b"content-type" and value.startswith(b"text/event-stream"):
+            return False
+        if lowered == b"content-length":
+            length = int(value) if value.isdigit() else None
+    return length is not None and length <= _BUFFER_UP_TO
 
 
 def _model_card(name: str, created: int) -> dict[str, Any]:
