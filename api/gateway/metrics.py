@@ -69,6 +69,8 @@ class GatewayMetrics:
             endpoint = getattr(request.state, "endpoint", None) or UNROUTED
             backend = response.headers.get(self.backend_header, NO_BACKEND)
             if not isinstance(response, StreamingResponse):
+                if backend != NO_BACKEND:  # a backend's answer relayed whole: its first byte leaves with it
+                    self.first_byte.labels(endpoint, backend).observe(time.perf_counter() - start)
                 self._done(endpoint, backend, response.status_code, start)
                 return response
             response.body_iterator = self._relayed(response.body_iterator, endpoint, backend,
