@@ -13,9 +13,8 @@ and the worker; the offline Hub runs in this process so the benchmark can push n
    is one draft per model.
 3. journey: register → draft → approve → workload → serving, through the API, on the models that fit
    one H200, one journey per model at a time. Next to it, the bare-Temporal baseline: one workflow per
-   journey running the same number of no-op activities one after another, as many of them local
-   activities as the journey ran (both counts read from the journeys' own histories), at the same
-   concurrency. overhead = journey time / baseline time.
+   journey running the same number of no-op activities one after another (the count is read from the
+   journeys' own histories), at the same concurrency. overhead = journey time / baseline time.
 """
 
 from __future__ import annotations
@@ -249,31 +248,27 @@ async def deployable(plane: Plane, http: httpx.AsyncClient) -> dict[str, int]:
     return found
 
 
-async def activities_per_journey(client, workload: str, artifact: str) -> tuple[int, int]:
-    """Activities the journey ran, over every workflow it ran (artifact, workload, rollouts): (regular,
-    local) — local activities leave a marker in history instead of a scheduled event."""
+async def activities_per_journey(client, workload: str, artifact: str) -> int:
+    """Activities the journey scheduled, over every workflow it ran (artifact, workload, rollouts)."""
     ids = [f"artifact/{artifact}", f"workload/{workload}"]
     async for wf in client.list_workflows(f"WorkflowId STARTS_WITH 'workload/{workload}/'"):
         ids.append(wf.id)
-    regular = local = 0
+    count = 0
     for wid in ids:
         async for event in client.get_workflow_handle(wid).fetch_history_events():
-            regular += event.HasField("activity_task_scheduled_event_attributes")
-            local += (event.HasField("marker_recorded_event_attributes")
-                      and event.marker_recorded_event_attributes.marker_name == "core_local_activity")
-    return regular, local
+            count += event.HasField("activity_task_scheduled_event_attributes")
+    return count
 
 
-async def baseline(plane: Plane, journeys: int, concurrency: int, activities: int, local_activities: int) -> float:
-    from noop import NoopPlan, NoopWorkflow, noop  # bench/noop.py: the sandbox re-imports workflows by module
+async def baseline(plane: Plane, journeys: int, concurrency: int, activities: int) -> float:
+    from noop import NoopWorkflow, noop  # bench/noop.py: the sandbox re-imports workflows by module
     from temporalio.client import Client
     from temporalio.worker import Worker
     client = await Client.connect(plane.temporal.address)
     queue = f"baseline-{uuid.uuid4().hex[:6]}"
     async with Worker(client, task_queue=queue, workflows=[NoopWorkflow], activities=[noop]):
         async def one() -> None:
-            await client.execute_workflow(NoopWorkflow.run, NoopPlan(activities, local_activities),
-                                          id=f"baseline-{uuid.uuid4()}", task_queue=queue,
+            await client.execute_workflow(NoopWorkflow.run, activities, id=f"baseline-{uuid.uuid4()}", task_queue=queue,
                                           execution_timeout=timedelta(minutes=10))
         t0 = time.perf_counter()
         await bounded(concurrency, [one for _ in range(journeys)])
@@ -287,7 +282,6 @@ class JourneyFigures:
     wall: float                     # seconds for every journey
     latencies: list[float]          # seconds, one per journey
     activities: int                 # per journey, read from its histories
-    local_activities: int           # of those, how many ran as local activities
     baseline: float                 # seconds for as many bare-Temporal workflows of that many activities
 
     @property
@@ -316,9 +310,9 @@ async def measure_journey(plane: Plane, http: httpx.AsyncClient, journeys: int) 
     await asyncio.gather(*(lane(m) for m in models))
     wall = time.perf_counter() - t0
     client = await connect(Settings(), address=plane.temporal.address)
-    regular, local = await activities_per_journey(client, done[0][1], done[0][0])
-    base = await baseline(plane, journeys, len(models), regular, local)
-    return JourneyFigures(models, journeys, wall, latencies, regular + local, local, base)
+    activities = await activities_per_journey(client, done[0][1], done[0][0])
+    base = await baseline(plane, journeys, len(models), activities)
+    return JourneyFigures(models, journeys, wall, latencies, activities, base)
 
 
 async def bench_journey(plane: Plane, http: httpx.AsyncClient, journeys: int) -> list[str]:
@@ -328,8 +322,7 @@ async def bench_journey(plane: Plane, http: httpx.AsyncClient, journeys: int) ->
         f"({', '.join(f'{m} on {g} H200' for m, g in f.models.items())}), {len(f.models)} at a time",
         f"  plane          {journeys / f.wall * 60:8.1f} artifacts registered+approved+serving per minute; "
         f"p50 {statistics.median(f.latencies):.2f} s, max {max(f.latencies):.2f} s per journey",
-        f"  bare Temporal  {journeys / f.baseline * 60:8.1f} workflows of {f.activities} no-op activities "
-        f"({f.local_activities} of them local) per minute",
+        f"  bare Temporal  {journeys / f.baseline * 60:8.1f} workflows of {f.activities} no-op activities per minute",
         f"  overhead       {f.overhead:8.2f} × the bare-Temporal time for the same activity count",
     ]
 
