@@ -14,7 +14,8 @@ and the worker; the offline Hub runs in this process so the benchmark can push n
 3. journey: register → draft → approve → workload → serving, through the API, on the models that fit
    one H200, one journey per model at a time. Next to it, the bare-Temporal baseline: one workflow per
    journey running the same number of no-op activities one after another (the count is read from the
-   journeys' own histories), at the same concurrency. overhead = journey time / baseline time.
+   journeys' own histories, local activities included: the baseline runs every one as a regular
+   activity, the plain way to run a step), at the same concurrency. overhead = journey time / baseline time.
 """
 
 from __future__ import annotations
@@ -248,16 +249,19 @@ async def deployable(plane: Plane, http: httpx.AsyncClient) -> dict[str, int]:
     return found
 
 
-async def activities_per_journey(client, workload: str, artifact: str) -> int:
-    """Activities the journey scheduled, over every workflow it ran (artifact, workload, rollouts)."""
+async def activities_per_journey(client, workload: str, artifact: str) -> tuple[int, int]:
+    """Activities the journey ran, over every workflow it ran (artifact, workload, rollouts), as
+    (all, of which local): a local activity leaves a marker in history instead of a scheduled event."""
     ids = [f"artifact/{artifact}", f"workload/{workload}"]
     async for wf in client.list_workflows(f"WorkflowId STARTS_WITH 'workload/{workload}/'"):
         ids.append(wf.id)
-    count = 0
+    regular = local = 0
     for wid in ids:
         async for event in client.get_workflow_handle(wid).fetch_history_events():
-            count += event.HasField("activity_task_scheduled_event_attributes")
-    return count
+            regular += event.HasField("activity_task_scheduled_event_attributes")
+            local += (event.HasField("marker_recorded_event_attributes")
+                      and event.marker_recorded_event_attributes.marker_name == "core_local_activity")
+    return regular + local, local
 
 
 async def baseline(plane: Plane, journeys: int, concurrency: int, activities: int) -> float:
@@ -282,6 +286,7 @@ class JourneyFigures:
     wall: float                     # seconds for every journey
     latencies: list[float]          # seconds, one per journey
     activities: int                 # per journey, read from its histories
+    local_activities: int           # of those, how many ran as local activities (the baseline's are all regular)
     baseline: float                 # seconds for as many bare-Temporal workflows of that many activities
 
     @property
@@ -310,9 +315,9 @@ async def measure_journey(plane: Plane, http: httpx.AsyncClient, journeys: int) 
     await asyncio.gather(*(lane(m) for m in models))
     wall = time.perf_counter() - t0
     client = await connect(Settings(), address=plane.temporal.address)
-    activities = await activities_per_journey(client, done[0][1], done[0][0])
+    activities, local = await activities_per_journey(client, done[0][1], done[0][0])
     base = await baseline(plane, journeys, len(models), activities)
-    return JourneyFigures(models, journeys, wall, latencies, activities, base)
+    return JourneyFigures(models, journeys, wall, latencies, activities, local, base)
 
 
 async def bench_journey(plane: Plane, http: httpx.AsyncClient, journeys: int) -> list[str]:
@@ -322,7 +327,8 @@ async def bench_journey(plane: Plane, http: httpx.AsyncClient, journeys: int) ->
         f"({', '.join(f'{m} on {g} H200' for m, g in f.models.items())}), {len(f.models)} at a time",
         f"  plane          {journeys / f.wall * 60:8.1f} artifacts registered+approved+serving per minute; "
         f"p50 {statistics.median(f.latencies):.2f} s, max {max(f.latencies):.2f} s per journey",
-        f"  bare Temporal  {journeys / f.baseline * 60:8.1f} workflows of {f.activities} no-op activities per minute",
+        f"  bare Temporal  {journeys / f.baseline * 60:8.1f} workflows of {f.activities} no-op activities per minute "
+        f"(the journey ran {f.local_activities} of its activities as local activities)",
         f"  overhead       {f.overhead:8.2f} × the bare-Temporal time for the same activity count",
     ]
 

@@ -94,6 +94,7 @@ async def _plane(plane: load.Plane, quick: bool) -> dict[str, Any]:
         "journey_overhead_ratio": round(journey.overhead, 3),
         "journey": {"journeys": journey.journeys, "at_a_time": len(journey.models),
                     "models": journey.models, "activities_per_journey": journey.activities,
+                    "local_activities_per_journey": journey.local_activities,
                     "plane_seconds": round(journey.wall, 3), "bare_temporal_seconds": round(journey.baseline, 3),
                     "per_journey": lat}}
 
