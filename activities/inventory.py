@@ -15,7 +15,7 @@ from pydantic import BaseModel, Field
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
-from wingsmith.kube import KubeconfigRef, KubeError, new_api_client
+from wingsmith.kube import KubeconfigRef, KubeError, shared_api_client
 from wingsmith.placement.models import ClusterInventory
 
 
@@ -29,11 +29,7 @@ def read_inventory(input: ReadInventoryInput) -> ClusterInventory:
     from wingsmith.inventory import read_inventory as read
 
     try:
-        api_client = new_api_client(input.kubeconfig)
-        try:
-            return read(api_client, input.cluster)
-        finally:
-            api_client.close()
+        return read(shared_api_client(input.kubeconfig), input.cluster)  # shared: never closed here
     except KubeError as err:
         if err.retryable:
             raise ApplicationError(err.message, type=err.type) from None

@@ -9,8 +9,10 @@ cause; everything else raises retryable errors and the activity's retry policy t
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections.abc import Callable
+from contextlib import AbstractContextManager
 from typing import Any, TypeVar
 
 import httpx
@@ -22,7 +24,7 @@ from wingsmith.dynamo.readiness import (evaluate_readiness, find_pod_failure, po
                                         ready_deadline_seconds, unschedulable_pods)
 from wingsmith.dynamo.render import SPEC_HASH_ANNOTATION, RenderError, render_dgd
 from wingsmith.dynamo.rollout_spec import RolloutSpec
-from wingsmith.kube import DgdClient, KubeconfigRef, KubeError, new_api_client
+from wingsmith.kube import DgdClient, KubeconfigRef, KubeError, shared_api_client
 
 
 class ApplyInput(BaseModel):
@@ -97,7 +99,7 @@ ClientFactory = Callable[[KubeconfigRef], DgdClient]
 
 
 def dgd_client_for(ref: KubeconfigRef) -> DgdClient:
-    return DgdClient(new_api_client(ref))
+    return DgdClient(shared_api_client(ref), owns_api=False)
 
 
 def _app_error(err: KubeError) -> ApplicationError:
@@ -143,8 +145,13 @@ def _poll_until(check: Callable[[int, float], tuple[Polled | None, dict[str, Any
 
 class RolloutActivities:
     def __init__(self, client_factory: ClientFactory = dgd_client_for,
-                 http: Callable[[], httpx.Client] = lambda: httpx.Client(timeout=10.0)):
+                 http: Callable[[], AbstractContextManager[httpx.Client]] | None = None):
         self._client_for = client_factory
+        # One client for every probe: a new one per probe built a TLS context each time (about a tenth
+        # of the worker's CPU during journeys). httpx.Client is safe to share between threads.
+        if http is None:
+            shared = httpx.Client(timeout=10.0)
+            http = lambda: contextlib.nullcontext(shared)  # noqa: E731
         self._http = http
 
     def _client(self, ref: KubeconfigRef) -> DgdClient:

@@ -146,9 +146,10 @@ async def concurrent_gets(http: httpx.AsyncClient, path: str, params_for, header
 
 
 async def resolve_and_healthz(plane: Plane, http: httpx.AsyncClient, n: int,
-                              concurrency: int, blocks: int = 4) -> tuple[list[float], list[float], float]:
-    """Cached resolves and /healthz at the same concurrency, in alternating blocks so both see the same
-    machine; returns (resolve latencies, healthz latencies, resolve wall seconds)."""
+                              concurrency: int, blocks: int = 20) -> tuple[list[float], list[float], float]:
+    """Cached resolves and /healthz at the same concurrency, in short alternating blocks so both see the
+    same machine (others' load comes and goes within seconds); returns (resolve latencies, healthz
+    latencies, resolve wall seconds)."""
     models = shipped_models()
     head = plane.headers(OPERATOR)
     for repo in models:  # warm the cache: what follows is the cached path

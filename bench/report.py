@@ -5,7 +5,7 @@
 - journey_overhead_ratio (target <= 1.5): register -> draft -> approve -> workload serving through the API
   (bench/load.py), against bare Temporal running workflows of as many no-op activities at the same concurrency;
 - resolve_p99_ratio (<= 2): cached GET /v1/artifacts/resolve at 8 concurrent callers, against GET /healthz
-  at 8 concurrent callers, in alternating blocks;
+  at 8 concurrent callers, in 20 alternating blocks;
 - gateway_p99_ratio (<= 1.5): a non-streaming chat completion through the gateway (bench/gateway.py),
   against the same request straight to the frontend, alternating;
 - placement_10k_p99_cpu_ms (<= 100): `place()` over 10,000 clusters, CPU time of the calling thread

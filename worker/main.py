@@ -11,6 +11,7 @@ from concurrent.futures import ThreadPoolExecutor
 from datetime import timedelta
 
 from temporalio.worker import Worker
+from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
 
 from wingsmith.config import KUBE_TASK_QUEUE, TASK_QUEUE, Settings, get_settings
 from wingsmith.logs import configure_logging, get_logger
@@ -21,6 +22,13 @@ from worker.registry import WorkerDeps, kube_activities, main_activities, workfl
 
 log = get_logger("wingsmith.worker")
 
+# By default the sandbox imports every workflow module afresh for each workflow run (and whatever it
+# imports that is not passed through): measured at about a tenth of the worker's CPU during journeys
+# (README, Figures). Workflow modules hold no module-level state (house rule; tests/test_layers.py
+# keeps workflows free of I/O imports), and the sandbox still refuses non-deterministic calls (clock,
+# randomness, I/O) at run time, so the modules are imported once and shared by every run.
+WORKFLOW_RUNNER = SandboxedWorkflowRunner(restrictions=SandboxRestrictions.default.with_passthrough_all_modules())
+
 
 def build_workers(client, deps: WorkerDeps, *, task_queue: str = TASK_QUEUE,
                   kube_task_queue: str = KUBE_TASK_QUEUE, max_threads: int = 16) -> list[Worker]:
@@ -28,7 +36,7 @@ def build_workers(client, deps: WorkerDeps, *, task_queue: str = TASK_QUEUE,
     on its own queue (and thread pool) so a slow cluster cannot starve everything else."""
     common = dict(graceful_shutdown_timeout=timedelta(seconds=10), interceptors=[DomainMetrics(deps.db)])
     main = Worker(client, task_queue=task_queue, workflows=workflows(), activities=main_activities(deps),
-                  activity_executor=ThreadPoolExecutor(max_threads, thread_name_prefix="wingsmith-act"),
+                  workflow_runner=WORKFLOW_RUNNER, activity_executor=ThreadPoolExecutor(max_threads, thread_name_prefix="wingsmith-act"),
                   **common)
     workers = [main]
     kube = kube_activities(deps)

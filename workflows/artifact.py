@@ -34,9 +34,17 @@ _IO = workflow.ActivityConfig(
     start_to_close_timeout=timedelta(minutes=2),
     retry_policy=RetryPolicy(initial_interval=timedelta(seconds=1), maximum_interval=timedelta(minutes=1),
                              non_retryable_error_types=_HUB_FINAL))
-_DB = workflow.ActivityConfig(
+# Local activities: they run inside the workflow task on the worker that holds the workflow, with no
+# round trip through the server to dispatch them or to report back (on the dev server each such trip
+# is tens of milliseconds); the result is still recorded (a marker), retried and idempotent.
+# Registry writes, and the pure evidence and sizing steps over the shipped catalog, are local.
+_DB = workflow.LocalActivityConfig(
     start_to_close_timeout=timedelta(seconds=30),
     retry_policy=RetryPolicy(initial_interval=timedelta(seconds=1), maximum_interval=timedelta(seconds=30)))
+_COMPUTE = workflow.LocalActivityConfig(
+    start_to_close_timeout=timedelta(minutes=2),
+    retry_policy=RetryPolicy(initial_interval=timedelta(seconds=1), maximum_interval=timedelta(minutes=1),
+                             non_retryable_error_types=_HUB_FINAL))
 
 
 @workflow.defn
@@ -62,15 +70,15 @@ class ArtifactWorkflow:
         try:
             proposal = await workflow.execute_activity_method(
                 acts.resolve_artifact, ResolveArtifactInput(repo_id=params.repo_id, sha=params.sha), **_IO)
-            evidence = await workflow.execute_activity_method(
-                acts.gather_evidence, EvidenceInput(repo_id=params.repo_id), **_IO)
-            content = await workflow.execute_activity_method(
-                acts.size_draft, SizeDraftInput(proposal=proposal, evidence=evidence.evidence), **_IO)
+            evidence = await workflow.execute_local_activity_method(
+                acts.gather_evidence, EvidenceInput(repo_id=params.repo_id), **_COMPUTE)
+            content = await workflow.execute_local_activity_method(
+                acts.size_draft, SizeDraftInput(proposal=proposal, evidence=evidence.evidence), **_COMPUTE)
         except ActivityError as err:
             return await self._fail(err)
 
         version = 1
-        saved = await workflow.execute_activity_method(acts.save_draft, SaveDraftInput(
+        saved = await workflow.execute_local_activity_method(acts.save_draft, SaveDraftInput(
             workflow_id=wf_id, artifact_id=self.id, revision=params.revision, requested_by=params.requested_by,
             version=version, proposal=proposal, catalog_version=evidence.catalog_version, content=content), **_DB)
         for older in saved.superseded_workflows:
@@ -87,7 +95,7 @@ class ArtifactWorkflow:
         await self._wait_for_review()
 
         if self.decision is not None and self.stage != "superseded":
-            await workflow.execute_activity_method(acts.record_decision, RecordDecisionInput(
+            await workflow.execute_local_activity_method(acts.record_decision, RecordDecisionInput(
                 workflow_id=wf_id, artifact_id=self.id, decision=self.decision), **_DB)
             self._set_stage({"approve": "approved", "reject": "rejected", "expire": "expired"}[self.decision.decision])
             if self.stage == "approved" and watchable(params.revision):
@@ -116,7 +124,7 @@ class ArtifactWorkflow:
                                                  draft_version=self.draft.version, decided_at=workflow.now())
                 return
             self.reminders_sent += 1
-            await workflow.execute_activity_method(ArtifactActivities.remind_reviewers, ReminderInput(
+            await workflow.execute_local_activity_method(ArtifactActivities.remind_reviewers, ReminderInput(
                 workflow_id=workflow.info().workflow_id, artifact_id=self.id, deadline=self.deadline,
                 reminder=self.reminders_sent), **_DB)
 
@@ -170,7 +178,7 @@ class ArtifactWorkflow:
             # A signal cannot be rejected like an update; it is recorded as refused and changes nothing.
             self.refused.append(RefusedDecision(via="signal", decision=decision, reviewer=reviewer,
                                                 reason=refused.message, kind=refused.kind, at=workflow.now()))
-            await workflow.execute_activity_method(ArtifactActivities.record_artifact_event, ArtifactEventInput(
+            await workflow.execute_local_activity_method(ArtifactActivities.record_artifact_event, ArtifactEventInput(
                 workflow_id=workflow.info().workflow_id, artifact_id=self.id,
                 step=f"signal-refused:{len(self.refused)}", kind="decision_refused", actor=reviewer,
                 detail={"decision": decision, "reason": refused.message, "kind": refused.kind}), **_DB)
@@ -202,7 +210,7 @@ class ArtifactWorkflow:
         kind = cause.type if isinstance(cause, ApplicationError) and cause.type else "ResolveFailed"
         self.failure = f"{kind}: {cause.message if cause else err}"
         p = self.params
-        await workflow.execute_activity_method(ArtifactActivities.set_artifact_state, ArtifactStateInput(
+        await workflow.execute_local_activity_method(ArtifactActivities.set_artifact_state, ArtifactStateInput(
             workflow_id=workflow.info().workflow_id, artifact_id=self.id, repo_id=p.repo_id, revision=p.revision,
             sha=p.sha, requested_by=p.requested_by, state="failed", step="failed",
             detail={"cause": self.failure}), **_DB)

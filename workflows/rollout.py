@@ -36,7 +36,10 @@ _KUBE_RETRY = RetryPolicy(initial_interval=timedelta(seconds=1), maximum_interva
 _HEARTBEAT = timedelta(seconds=15)
 # Registry writes take milliseconds: a worker that dies mid-write is written off after 10 s, and
 # while Postgres restarts they retry every few seconds, not every half minute.
-_DB = workflow.ActivityConfig(
+# Local activities: they run inside the workflow task on the worker that holds the workflow, with no
+# round trip through the server to dispatch them or to report back (on the dev server each such trip
+# is tens of milliseconds); the result is still recorded (a marker), retried and idempotent.
+_DB = workflow.LocalActivityConfig(
     start_to_close_timeout=timedelta(seconds=10),
     retry_policy=RetryPolicy(initial_interval=timedelta(seconds=1), maximum_interval=timedelta(seconds=5)))
 
@@ -133,7 +136,7 @@ class ClusterRolloutWorkflow:
     async def _record(self, params: ClusterRolloutInput, name: str, state: str, replicas: int,
                       detail: dict[str, Any] | None = None, frontend_url: str | None = None) -> None:
         info = workflow.info()
-        await workflow.execute_activity_method(WorkloadActivities.record_deployment, DeploymentRecord(
+        await workflow.execute_local_activity_method(WorkloadActivities.record_deployment, DeploymentRecord(
             workload_id=params.workload_id, cluster=params.cluster, dgd_name=name, namespace=params.namespace,
             replicas=replicas, state=state, frontend_url=frontend_url, detail=detail or {},
             source=info.workflow_id, step=f"{info.run_id}:{state}"), **_DB)

@@ -47,7 +47,10 @@ SignalArg = TypeVar("SignalArg", WorkloadRef, BackendRef)
 
 # Registry writes take milliseconds: a worker that dies mid-write is written off after 10 s, and
 # while Postgres restarts they retry every few seconds, not every half minute.
-_DB = workflow.ActivityConfig(
+# Local activities: they run inside the workflow task on the worker that holds the workflow, with no
+# round trip through the server to dispatch them or to report back (on the dev server each such trip
+# is tens of milliseconds); the result is still recorded (a marker), retried and idempotent.
+_DB = workflow.LocalActivityConfig(
     start_to_close_timeout=timedelta(seconds=10),
     retry_policy=RetryPolicy(initial_interval=timedelta(seconds=1), maximum_interval=timedelta(seconds=5)))
 
@@ -215,12 +218,12 @@ class WorkloadWorkflow:
         denied = sorted(set(c.denied_clusters) | set(self.state.excluded))
         constraints = c.model_copy(update={"denied_clusters": denied})
         plan = self.plan.placement.model_copy(update={"replicas": replicas, "constraints": constraints})
-        decision = await workflow.execute_activity_method(
+        decision = await workflow.execute_local_activity_method(
             WorkloadActivities.place, PlaceInput(plan=plan, inventories=list(inventories),
                                                  clusters=[t.info for t in targets.values()]),
-            start_to_close_timeout=timedelta(seconds=10))
+            start_to_close_timeout=timedelta(seconds=10))  # local, like the registry writes
         self.state.placement_revision += 1
-        await workflow.execute_activity_method(WorkloadActivities.record_placement, PlacementRecord(
+        await workflow.execute_local_activity_method(WorkloadActivities.record_placement, PlacementRecord(
             workload_id=self.plan.workload_id, revision=self.state.placement_revision, decision=decision,
             workflow_id=workflow.info().workflow_id), **_DB)
         self._event(f"placement {self.state.placement_revision}: {decision.summary}")
@@ -635,7 +638,7 @@ class WorkloadWorkflow:
     # --- helpers -----------------------------------------------------------------------------------
 
     async def _targets(self) -> dict[str, ClusterTarget]:
-        targets = await workflow.execute_activity_method(WorkloadActivities.list_clusters, NoInput(), **_DB)
+        targets = await workflow.execute_local_activity_method(WorkloadActivities.list_clusters, NoInput(), **_DB)
         return {t.info.name: t for t in targets.clusters}
 
     async def _inventory(self, target: ClusterTarget) -> ClusterInventory:
@@ -664,7 +667,7 @@ class WorkloadWorkflow:
 
     async def _record(self, state: str, step: str, detail: dict[str, Any]) -> None:
         info = workflow.info()
-        await workflow.execute_activity_method(WorkloadActivities.record_workload, WorkloadRecord(
+        await workflow.execute_local_activity_method(WorkloadActivities.record_workload, WorkloadRecord(
             workload_id=self.plan.workload_id, artifact_id=self.plan.artifact_id,
             spec=self.plan.model_dump(mode="json", include={"hardware", "layout", "variant", "features", "replicas",
                                                             "served_model_name", "engine", "gpus_per_replica",

@@ -6,6 +6,8 @@ name), never its contents or credentials; the client is built when an activity r
 
 from __future__ import annotations
 
+import threading
+import time
 from collections.abc import Collection
 from pathlib import Path
 
@@ -43,3 +45,31 @@ def new_api_client(ref: KubeconfigRef, *, exec_allow: Collection[str] | None = N
         # Parser messages can quote the file, credentials included: name only the exception type.
         raise KubeError("KubeconfigInvalid", f"kubeconfig {str(path)!r} could not be read "
                         f"({type(exc).__name__})", retryable=False) from None
+
+
+# Clients are expensive to build (the kubeconfig parsed, a TLS context, a new connection pool and so
+# new TLS handshakes) and activities make many short calls: one client per kubeconfig file and
+# context serves every activity of the process. It is rebuilt when the file changes and after
+# SHARED_CLIENT_SECONDS, so rotated credentials and certificates are picked up.
+SHARED_CLIENT_SECONDS = 600.0
+_shared: dict[tuple[str, str | None], tuple[tuple[int, int], float, k8s.ApiClient]] = {}
+_shared_lock = threading.Lock()
+
+
+def shared_api_client(ref: KubeconfigRef) -> k8s.ApiClient:
+    """A client for `ref` shared by the whole process (thread-safe for the blocking calls activities
+    make). Never close it; a replaced one is closed by garbage collection once no call uses it."""
+    path = Path(ref.path).expanduser()
+    try:
+        stat = path.stat()
+    except OSError:
+        return new_api_client(ref)  # raises the same clear error as a fresh client would
+    key, version, now = (str(path), ref.context), (stat.st_mtime_ns, stat.st_size), time.monotonic()
+    with _shared_lock:
+        hit = _shared.get(key)
+        if hit is not None and hit[0] == version and now - hit[1] < SHARED_CLIENT_SECONDS:
+            return hit[2]
+    client = new_api_client(ref)
+    with _shared_lock:
+        _shared[key] = (version, now, client)
+    return client

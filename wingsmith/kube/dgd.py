@@ -49,15 +49,17 @@ class AppliedObject(BaseModel):
 
 class DgdClient:
     def __init__(self, api: k8s.ApiClient, *, attempts: int = 6,
-                 sleep: Callable[[float], None] = time.sleep):
+                 sleep: Callable[[float], None] = time.sleep, owns_api: bool = True):
         self.api = api
+        self.owns_api = owns_api  # False: a shared client (shared_api_client), which close() leaves open
         self.custom = k8s.CustomObjectsApi(api)
         self.core = k8s.CoreV1Api(api)
         self.attempts = attempts
         self.sleep = sleep
 
     def close(self) -> None:
-        self.api.close()
+        if self.owns_api:
+            self.api.close()
 
     def __enter__(self) -> DgdClient:
         return self
