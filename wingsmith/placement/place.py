@@ -195,7 +195,10 @@ class FleetIndex:
         """The clusters the index says can hold a replica, in full; every other cluster by one reason."""
         infos, invs, shelved = self._infos, self._invs, shelf.pools
         candidates: list[_Candidate] = []
-        groups: dict[tuple[str, str], list[str]] = {}
+        # Grouped by the (shared) filter result that rules them out; equal results are merged below.
+        groups: dict[int, tuple[FilterResult, list[str]]] = {}
+        # Clusters without the card are one group: what each has instead is one cluster's story, not the fleet's.
+        cardless = _without_card("", [], "", ctx).filters[0]
         for name in self._names:
             info, inv = infos.get(name), invs.get(name)
             if name in holding:
@@ -203,17 +206,24 @@ class FleetIndex:
                 if ctx.static_passed[id(static)]:
                     candidates.append(_evaluate(name, info, static, shelved[name], ctx, score=True))
                     continue
-                failed = next(f for f in static if not f.passed)
+                failed = _first_failed(static)
             elif info is None or inv is None or inv.error:
-                failed = next(f for f in _static(name, info, inv, ctx) if not f.passed)
+                failed = _first_failed(_static(name, info, inv, ctx))
             elif name in shelved:  # nodes of the card, none with room
                 probe = _Candidate(name)
                 _node_filters(probe, shelved[name], ctx)
-                failed = next(f for f in probe.filters if not f.passed)
-            else:  # one group for all of them: what each has instead is one cluster's story, not the fleet's
-                failed = _without_card(name, [], "", ctx).filters[0]
-            groups.setdefault((failed.name, failed.reason), []).append(name)
-        ruled_out = [RuledOut(filter=f, reason=reason, clusters=names) for (f, reason), names in sorted(groups.items())]
+                failed = _first_failed(probe.filters)
+            else:
+                failed = cardless
+            group = groups.get(id(failed))
+            if group is None:
+                group = groups[id(failed)] = (failed, [])
+            group[1].append(name)
+        merged: dict[tuple[str, str], list[str]] = {}
+        for failed, names in groups.values():
+            merged.setdefault((failed.name, failed.reason), []).extend(names)
+        ruled_out = [RuledOut(filter=f, reason=reason, clusters=sorted(names))
+                     for (f, reason), names in sorted(merged.items())]
         return candidates, ruled_out
 
     def _cards_note(self, name: str) -> str:
@@ -321,6 +331,10 @@ def _static(name: str, info: ClusterInfo | None, inv: ClusterInventory | None, c
         static = ctx.static_filters[key] = _static_filters(name, info, inv, ctx)
         ctx.static_passed[id(static)] = all(f.passed for f in static)
     return static
+
+
+def _first_failed(filters: list[FilterResult]) -> FilterResult:
+    return next(f for f in filters if not f.passed)
 
 
 def _hardware_missing(ctx: _Context, cards_note: str) -> str:
