@@ -122,6 +122,7 @@ def _started_at() -> float:
 
 
 Polled = TypeVar("Polled")
+FIRST_POLL_SECONDS = 0.02
 
 
 def _poll_until(check: Callable[[int, float], tuple[Polled | None, dict[str, Any]]], *, timeout_seconds: float,
@@ -140,7 +141,9 @@ def _poll_until(check: Callable[[int, float], tuple[Polled | None, dict[str, Any
         activity.heartbeat({"started_at": started, "waited_seconds": round(waited, 1), **progress})
         if waited > timeout_seconds:
             raise timed_out(waited, progress)
-        _pause(poll_seconds)
+        # Soon after an apply the answer often changes within milliseconds: ask again quickly, then
+        # back off to the configured interval (as `kubectl wait` reacts at once rather than on a tick).
+        _pause(min(poll_seconds, FIRST_POLL_SECONDS * 2 ** (attempt - 1)))
 
 
 class RolloutActivities:

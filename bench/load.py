@@ -12,16 +12,18 @@ and the worker; the offline Hub runs in this process so the benchmark can push n
    One repository can hold one pending draft (a newer commit supersedes the older draft), so a round
    is one draft per model.
 3. journey: register → draft → approve → workload → serving, through the API, on the models that fit
-   one H200, one journey per model at a time. Next to it, the bare-Temporal baseline: one workflow per
-   journey running the same number of no-op activities one after another (the count is read from the
-   journeys' own histories, local activities included: the baseline runs every one as a regular
-   activity, the plain way to run a step), at the same concurrency. overhead = journey time / baseline time.
+   one H200, one journey per model at a time, in rounds. After each round, the bare-Temporal baseline:
+   as many workflows at once, each running the same number of no-op activities one after another (the
+   count is read from the journeys' own histories, local activities included: the baseline runs every
+   one as a regular activity, the plain way to run a step). Rounds alternate, so both see the same
+   machine. overhead = journey time / baseline time.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import os
 import statistics
@@ -30,6 +32,7 @@ import sys
 import tempfile
 import time
 import uuid
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from datetime import timedelta
 from pathlib import Path
@@ -51,8 +54,9 @@ JOURNEY_MODELS = ["openai/gpt-oss-120b", "openai/gpt-oss-20b", "meta-llama/Llama
 
 JOURNEY_TIMEOUT = 300  # seconds; a journey slower than this is a finding, not a figure
 # How often the bench asks whether a draft or a workload is there yet: the figure is late by half of
-# this on average at each of the two waits (the baseline's client is told at once by Temporal).
-POLL_SECONDS = 0.02
+# this on average at each of the two waits (the baseline's client is told at once by Temporal). Asking
+# more often is not free: each answer queries the live workflow, a workflow task on the worker.
+POLL_SECONDS = 0.05
 
 
 def line(name: str, samples: list[float], wall: float) -> str:
@@ -268,19 +272,24 @@ async def activities_per_journey(client, workload: str, artifact: str) -> tuple[
     return regular + local, local
 
 
-async def baseline(plane: Plane, journeys: int, concurrency: int, activities: int) -> float:
+@contextlib.asynccontextmanager
+async def bare_temporal(plane: Plane) -> AsyncIterator[Callable[[int, int], Awaitable[float]]]:
+    """A worker for the baseline; yields `run(workflows, activities)`: that many workflows of that many
+    no-op activities at once, in seconds."""
     from noop import NoopWorkflow, noop  # bench/noop.py: the sandbox re-imports workflows by module
     from temporalio.client import Client
     from temporalio.worker import Worker
     client = await Client.connect(plane.temporal.address)
     queue = f"baseline-{uuid.uuid4().hex[:6]}"
-    async with Worker(client, task_queue=queue, workflows=[NoopWorkflow], activities=[noop]):
-        async def one() -> None:
-            await client.execute_workflow(NoopWorkflow.run, activities, id=f"baseline-{uuid.uuid4()}", task_queue=queue,
-                                          execution_timeout=timedelta(minutes=10))
+
+    async def run(workflows: int, activities: int) -> float:
         t0 = time.perf_counter()
-        await bounded(concurrency, [one for _ in range(journeys)])
+        await asyncio.gather(*(client.execute_workflow(NoopWorkflow.run, activities, id=f"baseline-{uuid.uuid4()}",
+                                                       task_queue=queue, execution_timeout=timedelta(minutes=10))
+                               for _ in range(workflows)))
         return time.perf_counter() - t0
+    async with Worker(client, task_queue=queue, workflows=[NoopWorkflow], activities=[noop]):
+        yield run
 
 
 @dataclass
@@ -299,28 +308,33 @@ class JourneyFigures:
 
 
 async def measure_journey(plane: Plane, http: httpx.AsyncClient, journeys: int) -> JourneyFigures:
-    """The journeys, then the bare-Temporal baseline with their activity count, on the same plane."""
+    """Rounds of one journey per model at once, each round followed by a round of as many bare-Temporal
+    workflows with the journey's activity count: the two alternate, so both see the same machine."""
     from wingsmith.config import Settings
     from wingsmith.temporal import connect
     models = await deployable(plane, http)
     if not models:
         raise RuntimeError("no journey model fits one H200 node")
-    names = list(models)
-    rounds = {m: sum(1 for i in range(journeys) if names[i % len(names)] == m) for m in names}
-    latencies: list[float] = []
-    done: list[tuple[str, str]] = []
-
-    async def lane(repo: str) -> None:  # one repository's journeys, one after another
-        for _ in range(rounds[repo]):
-            t = time.perf_counter()
-            done.append(await journey(plane, http, repo, models[repo]))
-            latencies.append(time.perf_counter() - t)
-    t0 = time.perf_counter()
-    await asyncio.gather(*(lane(m) for m in models))
-    wall = time.perf_counter() - t0
     client = await connect(Settings(), address=plane.temporal.address)
-    activities, local = await activities_per_journey(client, done[0][1], done[0][0])
-    base = await baseline(plane, journeys, len(models), activities)
+    names = list(models)
+    latencies: list[float] = []
+    wall = base = 0.0
+    activities = local = 0
+    async with bare_temporal(plane) as bare:
+        for start in range(0, journeys, len(names)):
+            batch = names[:min(len(names), journeys - start)]
+
+            async def timed(repo: str) -> tuple[str, str]:
+                t = time.perf_counter()
+                done = await journey(plane, http, repo, models[repo])
+                latencies.append(time.perf_counter() - t)
+                return done
+            t0 = time.perf_counter()
+            done = await asyncio.gather(*(timed(m) for m in batch))
+            wall += time.perf_counter() - t0
+            if not activities:
+                activities, local = await activities_per_journey(client, done[0][1], done[0][0])
+            base += await bare(len(batch), activities)
     return JourneyFigures(models, journeys, wall, latencies, activities, local, base)
 
 

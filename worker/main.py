@@ -6,14 +6,15 @@ from __future__ import annotations
 
 import asyncio
 import signal
-from contextlib import asynccontextmanager
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import asynccontextmanager
 from datetime import timedelta
 
 from temporalio.worker import Worker
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
 
 from wingsmith.config import KUBE_TASK_QUEUE, TASK_QUEUE, Settings, get_settings
+from wingsmith.kube import preload as preload_kube_client
 from wingsmith.logs import configure_logging, get_logger
 from wingsmith.temporal import connect
 from wingsmith.tracing import configure_tracing
@@ -36,8 +37,8 @@ def build_workers(client, deps: WorkerDeps, *, task_queue: str = TASK_QUEUE,
     on its own queue (and thread pool) so a slow cluster cannot starve everything else."""
     common = dict(graceful_shutdown_timeout=timedelta(seconds=10), interceptors=[DomainMetrics(deps.db)])
     main = Worker(client, task_queue=task_queue, workflows=workflows(), activities=main_activities(deps),
-                  workflow_runner=WORKFLOW_RUNNER, activity_executor=ThreadPoolExecutor(max_threads, thread_name_prefix="wingsmith-act"),
-                  **common)
+                  workflow_runner=WORKFLOW_RUNNER,
+                  activity_executor=ThreadPoolExecutor(max_threads, thread_name_prefix="wingsmith-act"), **common)
     workers = [main]
     kube = kube_activities(deps)
     if kube:
@@ -72,6 +73,7 @@ async def run(settings: Settings) -> None:
         # A worker (re)started while Postgres restarts waits for it rather than dying in a loop.
         deps.db = await open_pool(settings.database_url, wait_seconds=60)
         await migrate(deps.db)
+    preload_kube_client()  # before polling: the first inventory read or rollout should not wait for imports
     workers = build_workers(client, deps, task_queue=settings.task_queue, kube_task_queue=settings.kube_task_queue)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()

@@ -73,3 +73,17 @@ def shared_api_client(ref: KubeconfigRef) -> k8s.ApiClient:
     with _shared_lock:
         _shared[key] = (version, now, client)
     return client
+
+
+# What the adapters call and read back. The kubernetes client imports each on first use; the core API
+# module alone is about a second of CPU, which the first inventory read or rollout would wait for.
+_PRELOAD = ("CoreV1Api", "CustomObjectsApi", "V1NodeList", "V1Node", "V1NodeSpec", "V1NodeStatus",
+            "V1NodeCondition", "V1PodList", "V1Pod", "V1PodSpec", "V1PodStatus", "V1PodCondition", "V1Container",
+            "V1ContainerStatus", "V1ResourceRequirements", "V1ObjectMeta", "V1Service", "V1Namespace")
+
+
+def preload() -> None:
+    """Import the parts of the kubernetes client the adapters use, at process start (a worker's
+    startup, not its first activity)."""
+    for name in _PRELOAD:
+        getattr(k8s, name)
