@@ -132,9 +132,11 @@ class FleetIndex:
     results shared by all the clusters in the same situation."""
 
     def __init__(self, inventories: list[ClusterInventory], clusters: list[ClusterInfo]):
-        self._infos = _unique(clusters, "clusters", lambda c: c.name)
-        self._invs = _unique(inventories, "inventories", lambda i: i.cluster)
+        self._infos = _unique({c.name: c for c in clusters}, clusters, "clusters", lambda c: c.name)
+        self._invs = _unique({i.cluster: i for i in inventories}, inventories, "inventories", lambda i: i.cluster)
         self._names = sorted(self._infos.keys() | self._invs.keys())
+        # Registered, with an inventory read: the clusters whose registration and inventory filters pass.
+        self._readable = {name for name, inv in self._invs.items() if not inv.error} & self._infos.keys()
         self._shelves: dict[str, _Shelf] = {}
         self._cards_notes: dict[str, str] = {}  # what a cluster has instead of the card asked for
 
@@ -199,16 +201,17 @@ class FleetIndex:
         groups: dict[int, tuple[FilterResult, list[str]]] = {}
         # Clusters without the card are one group: what each has instead is one cluster's story, not the fleet's.
         cardless = _without_card("", [], "", ctx).filters[0]
+        readable = self._readable
         for name in self._names:
-            info, inv = infos.get(name), invs.get(name)
             if name in holding:
-                static = _static(name, info, inv, ctx)
+                info = infos.get(name)  # holding implies an inventory was read, not that it is registered
+                static = _static(name, info, invs[name], ctx)
                 if ctx.static_passed[id(static)]:
                     candidates.append(_evaluate(name, info, static, shelved[name], ctx, score=True))
                     continue
                 failed = _first_failed(static)
-            elif info is None or inv is None or inv.error:
-                failed = _first_failed(_static(name, info, inv, ctx))
+            elif name not in readable:
+                failed = _first_failed(_static(name, infos.get(name), invs.get(name), ctx))
             elif name in shelved:  # nodes of the card, none with room
                 probe = _Candidate(name)
                 _node_filters(probe, shelved[name], ctx)
@@ -581,13 +584,14 @@ def _some(names: list[str], shown: int = 3) -> str:
     return f"{len(names)} cluster(s) ({', '.join(names[:shown])}{more})"
 
 
-def _unique(items: list[T], what: str, key: Callable[[T], str]) -> dict[str, T]:
-    out = {key(item): item for item in items}
-    if len(out) != len(items):
+def _unique(by_name: dict[str, T], items: list[T], what: str, key: Callable[[T], str]) -> dict[str, T]:
+    """`by_name`, built from `items` by the caller (a plain comprehension: this runs per cluster), or
+    an error naming a cluster that appears twice."""
+    if len(by_name) != len(items):
         seen: set[str] = set()
         for item in items:
             name = key(item)
             if name in seen:
                 raise PlacementInputError(f"{what}: cluster {name!r} appears more than once")
             seen.add(name)
-    return out
+    return by_name
