@@ -3,8 +3,10 @@ nothing (no row, no workflow); only the Hub file cache under the plane's home gr
 
 from __future__ import annotations
 
+import gzip
 import threading
 from collections import OrderedDict
+from typing import NamedTuple
 
 from fastapi import APIRouter, Query, Request
 from fastapi.responses import Response
@@ -59,7 +61,7 @@ async def resolve(request: Request, _viewer: Viewer,
     if proposal is not None:
         answer = _answers(request).get(_answer_key(proposal))
         if answer is not None:
-            return Response(answer, media_type="application/json")
+            return _respond(request, answer)
     else:
         try:
             proposal = await run_in_threadpool(resolver.resolve, parsed)
@@ -69,9 +71,22 @@ async def resolve(request: Request, _viewer: Viewer,
     # The enrichment is shared by every revision naming that commit; the answer names the one asked for.
     if enriched.revision != proposal.revision:
         enriched = enriched.model_copy(update={"revision": proposal.revision})
-    answer = enriched.model_dump_json().encode()
+    raw = enriched.model_dump_json().encode()
+    answer = _Answer(raw, gzip.compress(raw, compresslevel=6, mtime=0))
     _answers(request).put(_answer_key(proposal), answer)
-    return Response(answer, media_type="application/json")
+    return _respond(request, answer)
+
+
+class _Answer(NamedTuple):
+    raw: bytes
+    gzipped: bytes  # compressed once, when cached: a proposal is tens of KB of JSON, a fifth of it gzipped
+
+
+def _respond(request: Request, answer: _Answer) -> Response:
+    if "gzip" in request.headers.get("accept-encoding", ""):
+        return Response(answer.gzipped, media_type="application/json",
+                        headers={"Content-Encoding": "gzip", "Vary": "Accept-Encoding"})
+    return Response(answer.raw, media_type="application/json", headers={"Vary": "Accept-Encoding"})
 
 
 class _Answers:
@@ -80,15 +95,15 @@ class _Answers:
 
     def __init__(self, limit: int = 512):
         self._limit = limit
-        self._items: OrderedDict[tuple[str, str, str, str], bytes] = OrderedDict()
+        self._items: OrderedDict[tuple[str, str, str, str], _Answer] = OrderedDict()
 
-    def get(self, key: tuple[str, str, str, str]) -> bytes | None:
+    def get(self, key: tuple[str, str, str, str]) -> _Answer | None:
         answer = self._items.get(key)
         if answer is not None:
             self._items.move_to_end(key)
         return answer
 
-    def put(self, key: tuple[str, str, str, str], answer: bytes) -> None:
+    def put(self, key: tuple[str, str, str, str], answer: _Answer) -> None:
         self._items[key] = answer
         self._items.move_to_end(key)
         while len(self._items) > self._limit:

@@ -155,3 +155,12 @@ def test_each_revision_naming_a_commit_gets_its_own_name_back(client):
     assert (by_branch["revision"], by_sha["revision"]) == ("main", sha)
     assert {k: v for k, v in by_sha.items() if k != "revision"} == {k: v for k, v in by_branch.items()
                                                                      if k != "revision"}
+
+
+def test_a_client_that_accepts_gzip_gets_the_cached_answer_compressed(client):
+    params = {"source": "openai/gpt-oss-120b"}
+    plain = client.get("/v1/artifacts/resolve", params=params, headers={"Accept-Encoding": "identity"})
+    zipped = client.get("/v1/artifacts/resolve", params=params, headers={"Accept-Encoding": "gzip"})
+    assert plain.headers.get("content-encoding") is None and zipped.headers["content-encoding"] == "gzip"
+    assert zipped.json() == plain.json()  # the client decompresses
+    assert int(zipped.headers["content-length"]) < int(plain.headers["content-length"]) / 3
