@@ -167,12 +167,14 @@ def create_gateway_app(*, state_dir: Path | None = None, admin_token_ref: str | 
         resp.release()
 
     def _relay(resp: UpstreamResponse, state: BackendState, body: bytes | None) -> Response:
-        headers = {k.decode("latin-1"): v.decode("latin-1") for k, v in resp.headers
-                   if k.lower().decode("latin-1") not in _HOP_BY_HOP}
-        headers[BACKEND_HEADER] = state.backend.id
         if body is not None:
             _release(resp, state)
-            return Response(body, status_code=resp.status, headers=headers)
+            whole = Response(body, status_code=resp.status)
+            # The backend's headers as they came (bytes, no decoding and re-encoding), but our own length.
+            whole.raw_headers = [(k, v) for k, v in _relayed_headers(resp, state) if k != b"content-length"]
+            whole.raw_headers.append((b"content-length", str(len(body)).encode()))
+            return whole
+        headers = {k.decode("latin-1"): v.decode("latin-1") for k, v in _relayed_headers(resp, state)}
 
         async def chunks() -> AsyncIterator[bytes]:
             try:
@@ -318,6 +320,16 @@ def create_gateway_app(*, state_dir: Path | None = None, admin_token_ref: str | 
     app.state.table = table
     app.state.metrics = metrics
     return app
+
+
+_HOP_BY_HOP_BYTES = frozenset(h.encode() for h in _HOP_BY_HOP)
+
+
+def _relayed_headers(resp: UpstreamResponse, state: BackendState) -> list[tuple[bytes, bytes]]:
+    """The backend's answer headers minus hop-by-hop ones, names lower-cased, plus which backend answered."""
+    headers = [(k.lower(), v) for k, v in resp.headers if k.lower() not in _HOP_BY_HOP_BYTES]
+    headers.append((BACKEND_HEADER.encode(), state.backend.id.encode()))
+    return headers
 
 
 def _small_and_whole(resp: UpstreamResponse) -> bool:

@@ -117,7 +117,11 @@ class UpstreamResponse:
             await conn.feed(self._timeout)
 
     async def read(self) -> bytes:
-        return b"".join([chunk async for chunk in self.chunks()])
+        conn = self._conn
+        while not conn.complete:  # most answers of the hot path arrive whole with their headers
+            await conn.feed(self._timeout)
+        body, conn.body = conn.body, []
+        return b"".join(body)
 
     def release(self) -> None:
         conn, self._conn = self._conn, None
