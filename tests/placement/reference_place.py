@@ -1,5 +1,5 @@
 """FROZEN ORACLE, not product code: `wingsmith/placement/place.py` as it was before the fleet index
-(commit ad4f3a7), kept verbatim so tests/placement/test_index.py can prove the indexed placement
+(main at 46478ca), kept verbatim so tests/placement/test_index.py can prove the indexed placement
 decides exactly as the exhaustive one did. Do not edit; do not import outside tests.
 
 Placement: which clusters run how many replicas of a workload, and why.
@@ -81,7 +81,7 @@ def _place(plan: PlacementPlan, inventories: list[ClusterInventory],
     replicas = {c.name: c.replicas for c in candidates if c.replicas}
     return PlacementDecision(
         plan=plan, replicas=replicas, placed=placed, unplaced=unplaced,
-        summary=_summary(context, replicas, placed, unplaced, len(candidates)), clusters=verdicts)
+        summary=_summary(context, replicas, placed, unplaced, verdicts), clusters=verdicts)
 
 
 # --- evaluation -------------------------------------------------------------------------------------
@@ -349,9 +349,10 @@ def _verdict(cand: _Candidate, ctx: _Context, limit: int, unplaced: int) -> Clus
         fits=cand.fits, replicas=cand.replicas, node_use=node_use, unplaced_reason=reason)
 
 
-def _summary(ctx: _Context, replicas: dict[str, int], placed: int, unplaced: int, candidates: int) -> str:
+def _summary(ctx: _Context, replicas: dict[str, int], placed: int, unplaced: int,
+             verdicts: list[ClusterVerdict]) -> str:
     where = ", ".join(f"{name}={k}" for name, k in replicas.items())
-    if not candidates:
+    if not verdicts:
         return f"no clusters to place {ctx.plan.replicas} replica(s) of {ctx.shape} on"
     if not ctx.card.placeable:
         return (f"nothing placed: {ctx.card.display_name} is {ctx.card.vendor} hardware and Wingsmith places "
@@ -359,7 +360,10 @@ def _summary(ctx: _Context, replicas: dict[str, int], placed: int, unplaced: int
     if not unplaced:
         return f"placed {placed} replica(s) of {ctx.shape} on {len(replicas)} cluster(s): {where}"
     head = f"placed {placed} of {placed + unplaced} replica(s) of {ctx.shape}"
-    return head + (f" ({where})" if where else "") + f"; {unplaced} unplaced: each cluster's unplaced_reason says why"
+    # Every cluster's reason, in the summary itself: it is what the workflow's failure, the events,
+    # the CLI and the console show, and a person needs the reasons, not a pointer to them.
+    why = "; ".join(f"{v.cluster}: {v.unplaced_reason}" for v in verdicts if v.unplaced_reason)
+    return head + (f" ({where})" if where else "") + f"; {unplaced} unplaced. {why}"
 
 
 def _unique(items, what: str, key) -> dict:
