@@ -59,7 +59,7 @@ async def register_form(request: Request, principal: ConsoleOperator, source: st
     if blank_to_none(source or ""):
         try:
             # The API's resolve handler: the same proposal `GET /v1/artifacts/resolve` answers.
-            proposal = proposal_view(await resolve_api.resolve(request, principal, source=source.strip()))
+            proposal = proposal_view(await resolve_api.propose(request, source.strip()))
         except ApiError as err:
             error = err.message
     return render(request, "artifact_new.html", status_code=200, principal=principal, source=source or "",

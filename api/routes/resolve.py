@@ -50,6 +50,15 @@ def resolver_for(request: Request) -> Resolver:
 async def resolve(request: Request, _viewer: Viewer,
                   source: str = Query(..., description="hf:<org>/<name>[@<revision>], "
                                       "https://huggingface.co/<org>/<name>[/tree/<revision>] or <org>/<name>")):
+    return _respond(request, await _answer(request, source))
+
+
+async def propose(request: Request, source: str) -> ArtifactProposal:
+    """The proposal `GET /v1/artifacts/resolve` answers, as a model (for the console's pages)."""
+    return ArtifactProposal.model_validate_json((await _answer(request, source)).raw)
+
+
+async def _answer(request: Request, source: str) -> _Answer:
     try:
         parsed = parse_source(source)
     except InvalidSource as exc:
@@ -61,7 +70,7 @@ async def resolve(request: Request, _viewer: Viewer,
     if proposal is not None:
         answer = _answers(request).get(_answer_key(proposal))
         if answer is not None:
-            return _respond(request, answer)
+            return answer
     else:
         try:
             proposal = await run_in_threadpool(resolver.resolve, parsed)
@@ -74,7 +83,7 @@ async def resolve(request: Request, _viewer: Viewer,
     raw = enriched.model_dump_json().encode()
     answer = _Answer(raw, gzip.compress(raw, compresslevel=6, mtime=0))
     _answers(request).put(_answer_key(proposal), answer)
-    return _respond(request, answer)
+    return answer
 
 
 class _Answer(NamedTuple):
