@@ -122,14 +122,15 @@ def create_gateway_app(*, state_dir: Path | None = None, admin_token_ref: str | 
             if isinstance(outcome, str):
                 failures.append(f"{state.backend.id}: {outcome}")
                 continue
-            resp, body = outcome
+            # The answer's bytes get their own name: `body` is the request, resent on a retry.
+            resp, answer = outcome
             if resp.status in RETRY_STATUSES:
                 failures.append(f"{state.backend.id}: HTTP {resp.status}")
                 if resp.status not in NO_COOLDOWN_STATUSES:
                     table.failed(state, f"HTTP {resp.status}")
-                held = (resp, state, body)  # relayed as is if no other backend does better
+                held = (resp, state, answer)  # relayed as is if no other backend does better
                 continue
-            return _relay(resp, state, body)
+            return _relay(resp, state, answer)
         if held is not None:
             return _relay(*held)
         if not tried:

@@ -17,13 +17,14 @@ from wingsmith.gateway import Backend, EndpointRoutes, GatewayError, LocalGatewa
 MESSAGES = [{"role": "user", "content": "Say hello"}]
 
 
-def routes(*pairs: tuple[ScriptedBackend | str, int], model: str = MODEL) -> EndpointRoutes:
+def routes(*pairs: tuple[ScriptedBackend | str, int], model: str = MODEL,
+           served_model: str | None = None) -> EndpointRoutes:
     out = []
     for i, (backend, weight) in enumerate(pairs):
         url = backend if isinstance(backend, str) else backend.url
         name = f"b{i}" if isinstance(backend, str) else backend.name
         out.append(Backend(id=f"sim-{name}/{model}", cluster=f"sim-{name}", workload_id=f"wl-{i}", url=url,
-                           weight=weight))
+                           weight=weight, served_model=served_model))
     return EndpointRoutes(model_name=model, backends=out)
 
 
@@ -133,6 +134,19 @@ def test_a_failing_backend_costs_one_retried_request_and_no_client_error(gateway
     wait_until(lambda: not gateway.table.status(MODEL).backends[0].cooling_down)
     assert alpha.probes >= 1
     assert {chat(gateway).headers[BACKEND_HEADER] for _ in range(4)} == {f"sim-alpha/{MODEL}", f"sim-beta/{MODEL}"}
+
+
+def test_a_retry_resends_the_request_to_a_backend_serving_another_name(gateway, backends):
+    """A retried request is the client's request again, renamed for the backend that serves it (a
+    regression: the failed answer's bytes once took the request's place and the retry crashed)."""
+    alpha, beta = backends
+    gateway.client.set_routes(routes((alpha, 1000), (beta, 1), served_model="acme/Served-Name"))
+    alpha.mode = "error"
+    reply = chat(gateway)
+    assert reply.status_code == 200, reply.text
+    assert reply.headers[BACKEND_HEADER] == f"sim-beta/{MODEL}"
+    assert reply.json()["choices"][0]["message"]["content"].endswith("for acme/Served-Name")
+    assert alpha.completions == 1
 
 
 @pytest.mark.parametrize("failure", ["hang-up", "stopped"])
