@@ -20,8 +20,13 @@ from pydantic import BaseModel, Field, ValidationError
 from temporalio import activity
 from temporalio.exceptions import ApplicationError, CancelledError
 
-from wingsmith.dynamo.readiness import (evaluate_readiness, find_pod_failure, pods_ready,
-                                        ready_deadline_seconds, unschedulable_pods)
+from wingsmith.dynamo.readiness import (
+    evaluate_readiness,
+    find_pod_failure,
+    pods_ready,
+    ready_deadline_seconds,
+    unschedulable_pods,
+)
 from wingsmith.dynamo.render import SPEC_HASH_ANNOTATION, RenderError, render_dgd
 from wingsmith.dynamo.rollout_spec import RolloutSpec
 from wingsmith.kube import DgdClient, KubeconfigRef, KubeError, shared_api_client

@@ -15,9 +15,10 @@ import tempfile
 import time
 from pathlib import Path
 
+from stats import pct  # bench/stats.py (scripts run with bench/ on the path)
+
 from sim.hub import shipped_models, start_hub_server
 from wingsmith.hub import Resolver
-from stats import pct  # bench/stats.py (scripts run with bench/ on the path)
 
 
 def report(name: str, samples: list[float]) -> None:
@@ -58,6 +59,7 @@ def main() -> int:
         assert hub.request_count() == calls, "a cached resolve called the Hub"
 
         from fastapi.testclient import TestClient
+
         from api.app import create_app
         from api.auth import TokenTable
         from wingsmith.config import Settings

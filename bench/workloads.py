@@ -47,15 +47,14 @@ async def main() -> None:
 
 
 async def run(root, pg, temporal, hub, sims) -> None:
-    from worker.main import running_in_process
-    from workflows.starter import create_workload, register_artifact
     from wingsmith.recipes import load_catalog
     from wingsmith.review import ReviewRequest
-    from workflows.starter import artifact_handle
     from wingsmith.store.workloads import approved_artifact
     from wingsmith.workloads import WorkloadRequest, approved_artifact_from_row, plan_workload
+    from worker.main import running_in_process
     from worker.registry import WorkerDeps
     from workflows.artifact import ArtifactWorkflow
+    from workflows.starter import artifact_handle, create_workload, register_artifact
     from workflows.workload import WorkloadWorkflow
 
     pool = await open_pool(pg.dsn())

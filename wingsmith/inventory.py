@@ -18,7 +18,7 @@ Live read, from two list calls (nodes, then pods in every namespace):
 from __future__ import annotations
 
 from collections import Counter
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 from pydantic import BaseModel, Field, field_validator, model_validator
@@ -50,7 +50,7 @@ class ManualPool(BaseModel, frozen=True):
         return get_hardware(value).id
 
     @model_validator(mode="after")
-    def _free_fits(self) -> "ManualPool":
+    def _free_fits(self) -> ManualPool:
         if self.free_gpus is not None and self.free_gpus > self.per_node:
             raise ValueError(f"free_gpus ({self.free_gpus}) exceeds gpus_per_node ({self.per_node})")
         return self
@@ -178,4 +178,4 @@ def read_inventory(api_client: Any, cluster: str) -> ClusterInventory:
                         doing=f"listing pods of cluster {cluster}")
     facts = [f for f in (pod_facts(p) for p in pods.items or []) if f is not None]
     return summarize(cluster, [node_facts(n) for n in nodes.items or []], facts,
-                     read_at=datetime.now(timezone.utc))
+                     read_at=datetime.now(UTC))

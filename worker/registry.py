@@ -34,8 +34,8 @@ def workflows() -> list[type]:
 
 def main_activities(deps: WorkerDeps) -> list:
     from activities.artifact import ArtifactActivities
-    from activities.ping import ping
     from activities.endpoint import EndpointActivities
+    from activities.ping import ping
     from activities.watch import WatchActivities
     from activities.workload import WorkloadActivities
     artifacts = ArtifactActivities(deps.settings, deps.db, resolver=deps.extras.get("resolver"))

@@ -17,14 +17,29 @@ from temporalio.exceptions import ActivityError, ApplicationError
 from workflows.ids import MODEL, SHA, STAGE
 
 with workflow.unsafe.imports_passed_through():
-    from activities.artifact import (ArtifactActivities, ArtifactEventInput, ArtifactStateInput, EvidenceInput,
-                                     RecordDecisionInput, ReminderInput, ResolveArtifactInput, SaveDraftInput,
-                                     SizeDraftInput)
+    from activities.artifact import (
+        ArtifactActivities,
+        ArtifactEventInput,
+        ArtifactStateInput,
+        EvidenceInput,
+        RecordDecisionInput,
+        ReminderInput,
+        ResolveArtifactInput,
+        SaveDraftInput,
+        SizeDraftInput,
+    )
     from activities.watch import WatchActivities
-    from wingsmith.artifacts import (ArtifactOutcome, ArtifactStatus, ArtifactWorkflowInput, RefusedDecision,
-                                     artifact_id)
-    from wingsmith.review import (DraftFacts, RecordedDecision, ReviewRefused, ReviewRequest, ReviewSignal,
-                                  SIGNALS_OFF, check_review, check_signal_reviewer)
+    from wingsmith.artifacts import ArtifactOutcome, ArtifactStatus, ArtifactWorkflowInput, RefusedDecision, artifact_id
+    from wingsmith.review import (
+        SIGNALS_OFF,
+        DraftFacts,
+        RecordedDecision,
+        ReviewRefused,
+        ReviewRequest,
+        ReviewSignal,
+        check_review,
+        check_signal_reviewer,
+    )
     from wingsmith.watch import EnsureWatchInput, WatchInput, watchable
 
 # Hub errors that no retry can fix (the Hub's own answer, not a transient failure).

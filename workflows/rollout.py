@@ -19,8 +19,7 @@ from temporalio.exceptions import ActivityError, ApplicationError
 from workflows.ids import CLUSTERS, STAGE, WORKLOAD
 
 with workflow.unsafe.imports_passed_through():
-    from activities.rollout import (ApplyInput, DeleteInput, ProbeFrontendInput, RolloutActivities,
-                                    WaitReadyInput)
+    from activities.rollout import ApplyInput, DeleteInput, ProbeFrontendInput, RolloutActivities, WaitReadyInput
     from activities.workload import DeploymentRecord, WorkloadActivities
     from wingsmith.dynamo import RolloutSpec, dgd_name
     from wingsmith.kube import KubeconfigRef

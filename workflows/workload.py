@@ -34,14 +34,29 @@ from workflows.rollout import ClusterRolloutInput, ClusterRolloutResult, Cluster
 with workflow.unsafe.imports_passed_through():
     from activities.inventory import ReadInventoryInput, read_inventory
     from activities.observe import ObserveActivities, ObserveInput
-    from activities.workload import (ClusterTarget, DeploymentRecord, HealRecord, NoInput, PlaceInput,
-                                     PlacementRecord, WorkloadActivities, WorkloadRecord)
+    from activities.workload import (
+        ClusterTarget,
+        DeploymentRecord,
+        HealRecord,
+        NoInput,
+        PlaceInput,
+        PlacementRecord,
+        WorkloadActivities,
+        WorkloadRecord,
+    )
     from wingsmith.dynamo import dgd_name
     from wingsmith.endpoints import BackendDrained, BackendRef, EndpointRef, WorkloadRef
     from wingsmith.placement.models import ClusterInventory
     from wingsmith.reconcile import Applied, Observation, Verdict, judge
-    from wingsmith.workload_state import (ClusterState, DeleteRequest, ScaleRequest, Stage, WorkloadState,
-                                          WorkloadStatus, WorkloadWorkflowInput)
+    from wingsmith.workload_state import (
+        ClusterState,
+        DeleteRequest,
+        ScaleRequest,
+        Stage,
+        WorkloadState,
+        WorkloadStatus,
+        WorkloadWorkflowInput,
+    )
 
 SignalArg = TypeVar("SignalArg", WorkloadRef, BackendRef)
 

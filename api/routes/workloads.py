@@ -15,15 +15,20 @@ from api.auth import Operator, Viewer
 from api.deps import DbDep, SettingsDep, TemporalDep
 from api.errors import ApiError
 from api.routes.clusters import DryRunRequest, dry_run
-from workflows.starter import create_workload, workload_handle
 from wingsmith.dynamo import render_dgd
 from wingsmith.recipes import load_catalog
 from wingsmith.store import workloads as store
 from wingsmith.temporal import workflow_ui_url
 from wingsmith.workload_state import DeleteRequest, ScaleRequest, WorkloadStatus
-from wingsmith.workloads import (InvalidWorkload, WorkloadPlan, WorkloadRequest, approved_artifact_from_row,
-                                 plan_workload)
+from wingsmith.workloads import (
+    InvalidWorkload,
+    WorkloadPlan,
+    WorkloadRequest,
+    approved_artifact_from_row,
+    plan_workload,
+)
 from workflows.ids import workload_workflow_id
+from workflows.starter import create_workload, workload_handle
 from workflows.workload import WorkloadWorkflow
 
 router = APIRouter(prefix="/v1/workloads", tags=["workloads"])

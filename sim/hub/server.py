@@ -91,7 +91,7 @@ class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     # Headers and body go out in separate writes; with Nagle on, each answer waits for a delayed ACK.
     disable_nagle_algorithm = True
-    server: "_Server"
+    server: _Server
 
     def log_message(self, *_args) -> None:  # quiet: tests read the request log instead
         pass
@@ -353,7 +353,7 @@ class HubServerHandle:
         self._server.server_close()
         self._thread.join(timeout=5)
 
-    def __enter__(self) -> "HubServerHandle":
+    def __enter__(self) -> HubServerHandle:
         return self
 
     def __exit__(self, *_exc) -> None:

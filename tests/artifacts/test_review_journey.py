@@ -5,12 +5,11 @@ from __future__ import annotations
 import os
 
 from temporalio.api.enums.v1 import EventType
-from temporalio.client import WorkflowExecutionStatus
 
 from tests.artifacts.conftest import HF_TOKEN, KIMI, as_
 from tests.support import history_json, running_worker, save_history, wait_until
-from workflows.starter import artifact_handle
 from workflows.artifact import ArtifactWorkflow
+from workflows.starter import artifact_handle
 
 RECORD = os.environ.get("WINGSMITH_RECORD_HISTORIES") == "1"
 

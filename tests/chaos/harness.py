@@ -442,7 +442,7 @@ class _Chaos:
         try:
             await asyncio.wait_for(self.stopped.wait(), timeout=seconds)
             return True
-        except asyncio.TimeoutError:
+        except TimeoutError:
             return False
 
 

@@ -12,7 +12,6 @@ import pytest_asyncio
 
 from api.app import create_app
 from api.auth import TokenTable
-
 from tests.artifacts.conftest import KIMI, TOKENS, as_, deps, hub, settings  # noqa: F401 - fixtures
 from wingsmith.config import Settings
 

@@ -4,15 +4,14 @@ console's scale form changes replicas as the API sees them; delete from the cons
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from html import unescape
 
 from api.console.workloads import cluster_rows, event_rows
 from tests.console.conftest import browser_for, csrf_of, sign_in
 from tests.console.test_public_pages import rows
 from tests.support import running_worker
-from tests.workloads.conftest import (api, approved_kimi, as_, clusters, deps, dgds, hub, settings,  # noqa: F401
-                                      sims)
+from tests.workloads.conftest import api, approved_kimi, as_, clusters, deps, dgds, hub, settings, sims  # noqa: F401
 from tests.workloads.test_workload_journey import _status, _until_stage
 
 WL = "kimi-console"
@@ -113,7 +112,7 @@ async def test_workload_pages_scale_and_delete(plane, api, deps, temporal_client
 
 
 # Shapes as the registry and the workload workflow report them (from a run of the journey above).
-_AT = datetime(2025, 1, 1, 12, 0, 5, tzinfo=timezone.utc)
+_AT = datetime(2025, 1, 1, 12, 0, 5, tzinfo=UTC)
 _DEPLOYED = {"cluster": "sim-east", "dgd_name": "kimi-console-sim-east", "namespace": "wingsmith", "replicas": 1,
              "state": "applied", "frontend_url": None, "detail": {"generation": 1}}
 

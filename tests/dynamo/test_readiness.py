@@ -1,8 +1,14 @@
 import pytest
 
 from tests.dynamo.builders import KIMI_K3_WEIGHT_BYTES
-from wingsmith.dynamo.readiness import (READY_BASE_SECONDS, READY_MAX_SECONDS, evaluate_readiness,
-                                        find_pod_failure, pods_ready, ready_deadline_seconds)
+from wingsmith.dynamo.readiness import (
+    READY_BASE_SECONDS,
+    READY_MAX_SECONDS,
+    evaluate_readiness,
+    find_pod_failure,
+    pods_ready,
+    ready_deadline_seconds,
+)
 
 
 def dgd(generation, state=None, ready=None, observed=None, cond_generation="same"):

@@ -9,8 +9,7 @@ import pytest
 import yaml
 from pydantic import ValidationError
 
-from tests.dynamo.builders import (KIMI_K3_ARGS, KIMI_K3_PD_B300, kimi_k3_spec, small_spec,
-                                   validate_dgd)
+from tests.dynamo.builders import KIMI_K3_ARGS, KIMI_K3_PD_B300, kimi_k3_spec, small_spec, validate_dgd
 from wingsmith.dynamo import Engine, Layout, RenderError, WorkerPool, dgd_name, render_dgd
 from wingsmith.dynamo.render import SPEC_HASH_ANNOTATION, spec_hash
 

@@ -8,8 +8,7 @@ import json
 import pytest
 
 from tests.gateway.conftest import RunningGateway
-from tests.workloads.conftest import (HF_TOKEN, HF_TOKEN_ENV, TOKENS, api, approved_kimi, clusters, deps,  # noqa: F401
-                                      hub, sims)
+from tests.workloads.conftest import HF_TOKEN, HF_TOKEN_ENV, TOKENS, api, approved_kimi, clusters, deps, hub, sims  # noqa: F401
 
 
 @pytest.fixture

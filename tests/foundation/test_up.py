@@ -45,7 +45,7 @@ class Up:
     def api(self) -> str:
         return f"http://127.0.0.1:{self.ports['api']}"
 
-    def start(self, *args: str) -> "Up":
+    def start(self, *args: str) -> Up:
         self.home.mkdir(parents=True, exist_ok=True)
         self.proc = subprocess.Popen([sys.executable, "-m", "wingsmith.cli.main", "up", *args], env=self.env,
                                      stdout=open(self.out, "ab"), stderr=subprocess.STDOUT)

@@ -9,9 +9,9 @@ from fastapi.testclient import TestClient
 from api.app import create_app
 from api.auth import TokenTable
 from sim.hub import load_snapshot
+from tests.hub.conftest import FAST_RETRY, TOKEN
 from wingsmith.config import Settings
 from wingsmith.hub import Resolver
-from tests.hub.conftest import FAST_RETRY, TOKEN
 
 VIEWER, OPERATOR = "viewer-token-abc", "operator-token-xyz"
 TOKENS = json.dumps({VIEWER: {"name": "vera", "roles": ["viewer"]},

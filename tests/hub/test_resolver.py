@@ -6,10 +6,17 @@ import time
 import pytest
 
 from sim.hub import load_snapshot
-from wingsmith.hub import (GatedRepo, HubError, HubRateLimited, HubTokenUnavailable, HubUnavailable,
-                           RepoNotFound, RevisionNotFound)
 from tests.hub.conftest import TOKEN
 from tests.upstream import snapshot_config
+from wingsmith.hub import (
+    GatedRepo,
+    HubError,
+    HubRateLimited,
+    HubTokenUnavailable,
+    HubUnavailable,
+    RepoNotFound,
+    RevisionNotFound,
+)
 
 # The snapshot is checked against upstream's configs and totals in test_snapshot.py (upstream tier);
 # here the resolver must give back exactly what the Hub it talks to serves.

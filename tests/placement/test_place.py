@@ -8,8 +8,16 @@ from __future__ import annotations
 import pytest
 from pydantic import ValidationError
 
-from wingsmith.placement import (ClusterInfo, ClusterInventory, NodePool, PlacementConstraints,
-                                 PlacementDecision, PlacementInputError, PlacementPlan, place)
+from wingsmith.placement import (
+    ClusterInfo,
+    ClusterInventory,
+    NodePool,
+    PlacementConstraints,
+    PlacementDecision,
+    PlacementInputError,
+    PlacementPlan,
+    place,
+)
 
 KIMI_K26_H200 = dict(hardware="h200", gpus_per_node=8, nodes_per_replica=1)
 KIMI_K3_GB200 = dict(hardware="gb200", gpus_per_node=4, nodes_per_replica=4)

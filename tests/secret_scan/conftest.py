@@ -19,8 +19,7 @@ from cryptography.x509.oid import NameOID
 
 from sim.hub import start_hub_server
 from sim.hub.snapshot import load_snapshot
-from tests.endpoints.conftest import (HF_TOKEN, HF_TOKEN_ENV, TOKENS, api, approved_kimi, deps, gateway,  # noqa: F401
-                                      settings, sims)
+from tests.endpoints.conftest import HF_TOKEN, HF_TOKEN_ENV, TOKENS, api, approved_kimi, deps, gateway, settings, sims  # noqa: F401
 from tests.workloads.conftest import KIMI
 from wingsmith.store.clusters import ClusterSpec, create_cluster
 
@@ -40,7 +39,7 @@ def client_credentials() -> tuple[bytes, bytes]:
     key = ec.generate_private_key(ec.SECP256R1())
     name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "wingsmith-secret-scan"),
                       x509.NameAttribute(NameOID.ORGANIZATION_NAME, "system:masters")])
-    now = datetime.datetime.now(datetime.timezone.utc)
+    now = datetime.datetime.now(datetime.UTC)
     cert = (x509.CertificateBuilder().subject_name(name).issuer_name(name).public_key(key.public_key())
             .serial_number(x509.random_serial_number()).not_valid_before(now)
             .not_valid_after(now + datetime.timedelta(days=1)).sign(key, hashes.SHA256()))

@@ -20,8 +20,16 @@ from api.auth import TokenTable
 from tests.conftest import unique_queue
 from tests.secret_scan.echo_workflow import EchoIn, EchoOut, EchoWorkflow, describe
 from tests.secret_scan.scan import history_export
-from wingsmith.codec import (ENCODING, KEY_ID_KEY, EncryptionCodec, PayloadKeyError, codec_from_settings,
-                             data_converter, key_id, parse_key)
+from wingsmith.codec import (
+    ENCODING,
+    KEY_ID_KEY,
+    EncryptionCodec,
+    PayloadKeyError,
+    codec_from_settings,
+    data_converter,
+    key_id,
+    parse_key,
+)
 from wingsmith.config import Settings
 from wingsmith.temporal import connect
 

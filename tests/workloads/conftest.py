@@ -9,7 +9,7 @@ import pytest_asyncio
 from sim.kube import SimulatedClusters, default_cluster_specs
 from tests.artifacts.conftest import HF_TOKEN, HF_TOKEN_ENV, KIMI, TOKENS, api, as_, deps, hub  # noqa: F401
 from tests.support import running_worker, wait_until
-from wingsmith.store.clusters import ClusterSpec, create_cluster, list_clusters, delete_cluster
+from wingsmith.store.clusters import ClusterSpec, create_cluster
 
 
 @pytest.fixture(scope="module")
@@ -21,6 +21,7 @@ def sims(tmp_path_factory):
 @pytest.fixture
 def settings(hub, sims, tmp_path, monkeypatch):
     import json
+
     from tests.conftest import unique_queue
     from wingsmith.config import Settings
     monkeypatch.setenv(HF_TOKEN_ENV, HF_TOKEN)

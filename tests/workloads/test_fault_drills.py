@@ -51,7 +51,7 @@ async def test_every_cluster_failing_rolls_back_to_no_dgd(api, deps, temporal_cl
         try:
             await asyncio.wait_for(handle.result(), timeout=90)
             raise AssertionError("the workload should have failed")
-        except asyncio.TimeoutError:
+        except TimeoutError:
             raise
         except Exception as exc:  # noqa: BLE001 - WorkflowFailureError carries the cause
             assert "could not be placed" in str(exc.cause) or "could not be placed" in str(exc)

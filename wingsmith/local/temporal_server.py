@@ -63,7 +63,7 @@ class TemporalDevServer:
     def address(self) -> str:
         return f"127.0.0.1:{self.port}"
 
-    def start(self, timeout: float = 60) -> "TemporalDevServer":
+    def start(self, timeout: float = 60) -> TemporalDevServer:
         self.log_file.parent.mkdir(parents=True, exist_ok=True)
         if self.db_file is not None:
             self.db_file.parent.mkdir(parents=True, exist_ok=True)
