@@ -62,7 +62,8 @@ def serve_frontend(port: int, cluster: str) -> None:
     async def front(request):
         return await frontend.handle(frontends, request)
 
-    app = Starlette(routes=[Route("/frontends/{cluster}/{namespace}/{name}/{path:path}", front, methods=["GET", "POST"])])
+    app = Starlette(routes=[Route("/frontends/{cluster}/{namespace}/{name}/{path:path}", front,
+                                  methods=["GET", "POST"])])
     uvicorn.Server(uvicorn.Config(app, log_level="warning", access_log=False)).run(
         sockets=[listening_socket("127.0.0.1", port)])
 

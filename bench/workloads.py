@@ -19,6 +19,8 @@ import time
 import uuid
 from pathlib import Path
 
+from temporalio.client import WorkflowHandle
+
 from sim.hub import start_hub_server
 from sim.kube import SimulatedClusters, default_cluster_specs
 from wingsmith.config import Settings
@@ -29,6 +31,11 @@ from wingsmith.store.db import migrate, open_pool
 from wingsmith.temporal import connect
 
 MODEL, SHA_OF = "openai/gpt-oss-120b", None
+
+
+def _snapshot_sha(model: str) -> str:
+    """The commit the offline Hub serves for this model (read once, before any timing)."""
+    return json.loads(Path("sim/hub/snapshot.json").read_text())["models"][model]["sha"]
 
 
 async def main() -> None:
@@ -65,11 +72,12 @@ async def run(root, pg, temporal, hub, sims) -> None:
     settings = Settings(home=root / "home", hf_endpoint=hub.url, task_queue="bench", kube_task_queue="bench-kube",
                         rollout_poll_seconds=0.1, log_level="WARNING", log_format="json")
     client = await connect(settings, address=temporal.address)
-    sha = json.loads((Path("sim/hub/snapshot.json")).read_text())["models"][MODEL]["sha"]
+    sha = _snapshot_sha(MODEL)
     async with running_in_process(client, WorkerDeps(settings=settings, db=pool)):
         started = await register_artifact(client, settings, source=f"hf:{MODEL}", sha=sha, requested_by="bench")
         handle = artifact_handle(client, started.id)
-        while (await handle.query(ArtifactWorkflow.status)).stage != "draft":
+        # Polls a workflow query: the stage lives in another process, there is no local event to await.
+        while (await handle.query(ArtifactWorkflow.status)).stage != "draft":  # noqa: ASYNC110
             await asyncio.sleep(0.05)
         await handle.execute_update(ArtifactWorkflow.review, ReviewRequest(decision="approve", draft_version=1,
                                                                            reviewer="approver"))
@@ -78,21 +86,20 @@ async def run(root, pg, temporal, hub, sims) -> None:
         artifact = approved_artifact_from_row(row)
         print(f"approval → serving, {MODEL} on 1 × H200, simulated operator delay 0 s")
         for concurrent in (1, 10):
-            handles = []
-
-            async def one() -> float:
+            async def one() -> tuple[float, WorkflowHandle]:
                 request = WorkloadRequest(artifact_id=artifact.id, hardware="h200", layout="single_node_tp",
                                           replicas=1, gpus=1, name=f"bench-{uuid.uuid4().hex[:8]}")
                 plan = plan_workload(request, artifact, load_catalog(), image=settings.vllm_runtime_image,
                                      namespace="default", hf_token_secret=None)
                 t0 = time.perf_counter()
                 wf = await create_workload(client, settings, plan=plan, requested_by="bench", repo_id=MODEL)
-                while (await wf.query(WorkloadWorkflow.status)).stage != "serving":
+                while (await wf.query(WorkloadWorkflow.status)).stage != "serving":  # noqa: ASYNC110 (as above)
                     await asyncio.sleep(0.02)
-                handles.append(wf)
-                return time.perf_counter() - t0
+                return time.perf_counter() - t0, wf
             t0 = time.perf_counter()
-            times = await asyncio.gather(*(one() for _ in range(concurrent)))
+            runs = await asyncio.gather(*(one() for _ in range(concurrent)))
+            times = [elapsed for elapsed, _ in runs]
+            handles = [wf for _, wf in runs]
             wall = time.perf_counter() - t0
             print(f"  {concurrent:>2} concurrent: p50 {statistics.median(times):6.2f} s  max {max(times):6.2f} s  "
                   f"wall {wall:6.2f} s", flush=True)

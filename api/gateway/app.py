@@ -276,7 +276,8 @@ def create_gateway_app(*, state_dir: Path | None = None, admin_token_ref: str | 
                                 "invalid_request_error", "invalid_routes")
         body.setdefault("model_name", name)
         if body["model_name"] != name:
-            return openai_error(400, f"model_name {body['model_name']!r} in the body differs from {name!r} in the path.",
+            return openai_error(400,
+                                f"model_name {body['model_name']!r} in the body differs from {name!r} in the path.",
                                 "invalid_request_error", "model_name_mismatch", "model_name")
         try:
             routes = EndpointRoutes.model_validate(body)

@@ -269,7 +269,8 @@ class SimulatedClusters:
         operators = [asyncio.create_task(c.operator.run(self._tick)) for c in self._clusters.values()]
         operators.append(asyncio.create_task(self._keep_saving()))
         serving = asyncio.create_task(self._server.serve(sockets=[self._socket]))
-        while not self._server.started and not serving.done():
+        # uvicorn exposes readiness only as a flag, not an event to await.
+        while not self._server.started and not serving.done():  # noqa: ASYNC110
             await asyncio.sleep(0.01)
         self._ready.set()
         try:

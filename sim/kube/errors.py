@@ -75,7 +75,10 @@ def method_not_allowed(message: str = "the server does not allow this method on 
 
 
 def unsupported_media(content_type: str) -> KubeError:
-    return KubeError(415, "UnsupportedMediaType", f"the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml (got {content_type!r})")
+    return KubeError(415, "UnsupportedMediaType",
+                     "the body of the request was in an unknown format - accepted media types include: "
+                     "application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml "
+                     f"(got {content_type!r})")
 
 
 def internal(message: str) -> KubeError:

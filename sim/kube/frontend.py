@@ -28,7 +28,8 @@ class Frontend:
     models: tuple[str, ...]  # empty until every worker is ready: the frontend runs, nothing registered
 
     def reply(self, model: str, prompt: str) -> str:
-        digest = hashlib.sha256(f"{self.cluster}/{self.namespace}/{self.name}/{model}/{prompt}".encode()).hexdigest()[:8]
+        key = f"{self.cluster}/{self.namespace}/{self.name}/{model}/{prompt}"
+        digest = hashlib.sha256(key.encode()).hexdigest()[:8]
         return f"Hello from {self.name} in {self.namespace} on {self.cluster}, serving {model} ({digest})."
 
 
@@ -63,7 +64,8 @@ def _error(status: int, message: str, kind: str, code: str) -> JSONResponse:
 
 def _prompt(body: dict[str, Any]) -> str:
     if "messages" in body:
-        users = [m.get("content") for m in body.get("messages") or [] if isinstance(m, dict) and m.get("role") == "user"]
+        users = [m.get("content") for m in body.get("messages") or []
+                 if isinstance(m, dict) and m.get("role") == "user"]
         last = users[-1] if users else ""
         return last if isinstance(last, str) else json.dumps(last)
     prompt = body.get("prompt", "")
@@ -81,7 +83,8 @@ async def handle(frontends: Frontends, request: Request, faults: Faults | None =
         return JSONResponse({"status": "healthy" if frontend.models else "starting"})
     if route == "/v1/models" and request.method == "GET":
         return JSONResponse({"object": "list", "data": [
-            {"id": m, "object": "model", "created": frontends.created, "owned_by": "nvidia-dynamo"} for m in frontend.models]})
+            {"id": m, "object": "model", "created": frontends.created, "owned_by": "nvidia-dynamo"}
+            for m in frontend.models]})
     if route in ("/v1/chat/completions", "/v1/completions") and request.method == "POST":
         try:
             body = json.loads(await request.body() or b"{}")

@@ -54,7 +54,8 @@ def _beta_component(c: dict[str, Any]) -> Component:
     containers = pod.get("containers") or [{}]
     main = next((x for x in containers if x.get("name") == "main"), containers[0])
     resources = main.get("resources") or {}
-    gpus = (resources.get("limits") or {}).get("nvidia.com/gpu") or (resources.get("requests") or {}).get("nvidia.com/gpu")
+    gpus = ((resources.get("limits") or {}).get("nvidia.com/gpu")
+            or (resources.get("requests") or {}).get("nvidia.com/gpu"))
     return Component(
         name=c["name"], type=c.get("type") or "worker", replicas=_int(c.get("replicas"), 1),
         node_count=_int((c.get("multinode") or {}).get("nodeCount"), 1), gpus_per_pod=_int(gpus, 0),
@@ -68,7 +69,8 @@ def _alpha_component(name: str, s: dict[str, Any]) -> Component:
     main = extra.get("mainContainer") or {}
     resources = s.get("resources") or {}
     gpus = (resources.get("limits") or {}).get("gpu") or (resources.get("requests") or {}).get("gpu")
-    kind = s.get("subComponentType") if s.get("componentType") == "worker" and s.get("subComponentType") else s.get("componentType")
+    is_sub_worker = s.get("componentType") == "worker" and s.get("subComponentType")
+    kind = s.get("subComponentType") if is_sub_worker else s.get("componentType")
     return Component(
         name=name, type=kind or "worker", replicas=_int(s.get("replicas"), 1),
         node_count=_int((s.get("multinode") or {}).get("nodeCount"), 1), gpus_per_pod=_int(gpus, 0),

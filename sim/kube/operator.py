@@ -105,7 +105,8 @@ class SimulatedOperator:
             self._tear_down(namespace, name, meta)
             return
         url = self.frontend_url(namespace, name)
-        if FINALIZER not in (meta.get("finalizers") or []) or (meta.get("annotations") or {}).get(FRONTEND_URL_ANNOTATION) != url:
+        annotated_url = (meta.get("annotations") or {}).get(FRONTEND_URL_ANNOTATION)
+        if FINALIZER not in (meta.get("finalizers") or []) or annotated_url != url:
             dgd = self.store.patch(self._dgd, version, namespace, name, {"metadata": {
                 "finalizers": [*(f for f in meta.get("finalizers") or [] if f != FINALIZER), FINALIZER],
                 "annotations": {FRONTEND_URL_ANNOTATION: url}}}, MERGE, WriteOptions(manager=MANAGER))
@@ -172,8 +173,8 @@ class SimulatedOperator:
                     self._scheduled_at[(namespace, pod_name)] = clock
             status = self._pod_status(namespace, pod, part, clock, free)
             if _without_times(status) != _without_times(pod.get("status") or {}):
-                pod = self.store.replace(self._pods, "v1", namespace, pod_name,
-                                         {"metadata": {"name": pod_name}, "status": _keep_times(pod.get("status"), status)},
+                body = {"metadata": {"name": pod_name}, "status": _keep_times(pod.get("status"), status)}
+                pod = self.store.replace(self._pods, "v1", namespace, pod_name, body,
                                          WriteOptions(manager="kubelet"), subresource="status")
             result.append(pod)
         return result
@@ -262,7 +263,8 @@ class SimulatedOperator:
         per_component = {}
         for part in parts:
             ready, total = ready_by_component[part.name]
-            names = sorted({p["metadata"]["name"] for p in pods if p["metadata"]["labels"][LABEL_COMPONENT] == part.name})
+            names = sorted({p["metadata"]["name"] for p in pods
+                            if p["metadata"]["labels"][LABEL_COMPONENT] == part.name})
             entry = {"componentKind": "PodCliqueScalingGroup" if part.node_count > 1 else "PodClique",
                      "componentNames": names, "replicas": part.replicas, "updatedReplicas": part.replicas,
                      "readyReplicas": ready // max(part.node_count, 1),

@@ -183,7 +183,7 @@ def apply(live: dict[str, Any] | None, applied: dict[str, Any], managers: Manage
         if key == me:
             continue
         for owned in list(paths):
-            for path, value in intent.items():
+            for path in intent:
                 if _overlaps(owned, path):
                     shorter = owned if len(owned) <= len(path) else path
                     if get_path(current_view, shorter) != get_path(owned_view(applied), shorter):

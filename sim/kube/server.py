@@ -56,7 +56,8 @@ def build_app(clusters: dict[str, SimulatedCluster], frontends: Frontends) -> St
     async def kube(request: Request) -> Response:
         cluster = clusters.get(request.path_params["cluster"])
         if cluster is None:
-            return _status_response(errors.KubeError(404, "NotFound", f"no simulated cluster {request.path_params['cluster']!r}"))
+            unknown = request.path_params["cluster"]
+            return _status_response(errors.KubeError(404, "NotFound", f"no simulated cluster {unknown!r}"))
         if not _authorized(cluster, request):
             return _status_response(errors.unauthorized())
         faults = cluster.faults

@@ -82,7 +82,8 @@ class ClusterStore:
         rt = self._types.get((group, plural))
         if rt is None or version not in rt.versions:
             where = f"{group}/{version}" if group else version
-            raise errors.KubeError(404, "NotFound", f"the server could not find the requested resource ({where} {plural})")
+            raise errors.KubeError(404, "NotFound",
+                                   f"the server could not find the requested resource ({where} {plural})")
         return rt
 
     def type_of(self, group: str, plural: str) -> ResourceType:
@@ -98,7 +99,8 @@ class ClusterStore:
              labels: str | None = None, fields: str | None = None) -> dict[str, Any]:
         match_labels, match_fields = label_selector(labels), field_selector(fields)
         with self._lock:
-            items = [self._served(rt, version, e.obj) for (ns, _), e in sorted(self._objects[(rt.group, rt.plural)].items())
+            stored = sorted(self._objects[(rt.group, rt.plural)].items())
+            items = [self._served(rt, version, e.obj) for (ns, _), e in stored
                      if (namespace is None or ns == namespace) and match_labels(e.obj) and match_fields(e.obj)]
             return {"kind": f"{rt.kind}List", "apiVersion": rt.api_version(version),
                     "metadata": {"resourceVersion": str(self._rv)}, "items": items}
@@ -277,17 +279,21 @@ class ClusterStore:
     def _check_target(self, rt: ResourceType, namespace: str | None, name: str, body: dict[str, Any]) -> None:
         meta = body.get("metadata") or {}
         if meta.get("name") and meta["name"] != name:
-            raise errors.bad_request(f"the name of the object ({meta['name']}) does not match the name on the URL ({name})")
+            raise errors.bad_request(
+                f"the name of the object ({meta['name']}) does not match the name on the URL ({name})")
         if rt.namespaced and meta.get("namespace") and meta["namespace"] != namespace:
-            raise errors.bad_request("the namespace of the provided object does not match the namespace sent on the request")
+            raise errors.bad_request(
+                "the namespace of the provided object does not match the namespace sent on the request")
         if not name:
-            raise errors.invalid(rt.kind_qualified, "", [{"reason": "FieldValueRequired", "field": "metadata.name",
-                                                          "message": "Required value: name or generateName is required"}])
+            raise errors.invalid(rt.kind_qualified, "", [{
+                "reason": "FieldValueRequired", "field": "metadata.name",
+                "message": "Required value: name or generateName is required"}])
         if len(name) > 253 or not _NAME_RE.match(name):
             raise errors.invalid(rt.kind_qualified, name, [{
                 "reason": "FieldValueInvalid", "field": "metadata.name",
                 "message": f'Invalid value: "{name}": a lowercase RFC 1123 subdomain must consist of lower case '
-                           "alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character"}])
+                           "alphanumeric characters, '-' or '.', and must start and end with an alphanumeric "
+                           "character"}])
         api_version, kind = body.get("apiVersion"), body.get("kind")
         if (api_version and api_version.rpartition("/")[0] != rt.group) or (kind and kind != rt.kind):
             raise errors.bad_request(f"the API version in the data ({api_version}) and kind ({kind}) do not match "
@@ -303,7 +309,8 @@ class ClusterStore:
             raise errors.stale(rt.qualified, name)
 
     @staticmethod
-    def _merge_sub(rt: ResourceType, old: dict[str, Any], new: dict[str, Any], subresource: str | None) -> dict[str, Any]:
+    def _merge_sub(rt: ResourceType, old: dict[str, Any], new: dict[str, Any],
+                   subresource: str | None) -> dict[str, Any]:
         """Main-resource writes keep the old status; status writes keep everything but the status."""
         if subresource == "status":
             out = copy.deepcopy(old)
@@ -376,7 +383,8 @@ class ClusterStore:
         if (manager, kind) in managers:
             new_entry.manager_meta[(manager, kind)] = (rt.api_version(version), now())
         meta["managedFields"] = [
-            {"manager": m, "operation": o, "apiVersion": new_entry.manager_meta.get((m, o), (rt.api_version(version), ""))[0],
+            {"manager": m, "operation": o,
+             "apiVersion": new_entry.manager_meta.get((m, o), (rt.api_version(version), ""))[0],
              "time": new_entry.manager_meta.get((m, o), ("", now()))[1], "fieldsType": "FieldsV1",
              "fieldsV1": fields_v1(paths)}
             for (m, o), paths in sorted(managers.items())]

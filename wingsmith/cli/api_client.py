@@ -80,7 +80,7 @@ def call(args, method: str, path: str, body: Any, render: Callable[[Any], str], 
 def table(header: tuple[str, ...], rows: list[tuple]) -> str:
     cells = [tuple(str(c) for c in header)] + [tuple("-" if c in (None, "") else str(c) for c in r) for r in rows]
     widths = [max(len(r[i]) for r in cells) for i in range(len(header))]
-    return "\n".join("  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in cells)
+    return "\n".join("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in cells)
 
 
 def pairs(rows: list[tuple[str, Any]]) -> str:

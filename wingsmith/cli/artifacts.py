@@ -50,7 +50,8 @@ def _register(args) -> int:
         while time.monotonic() < deadline:
             code, art = request(args, "GET", f"/v1/artifacts/{data['id']}", prog=prog)
             if code == 0 and art.get("state") not in (None, "resolving"):
-                print(f"  state     {art['state']}" + (f" (draft v{art['draft']['version']})" if art.get("draft") else ""))
+                draft = f" (draft v{art['draft']['version']})" if art.get("draft") else ""
+                print(f"  state     {art['state']}{draft}")
                 for w in (art.get("draft") or {}).get("warnings", []):
                     print(f"  warning   {w}")
                 return 0

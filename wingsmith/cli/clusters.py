@@ -119,7 +119,7 @@ def _table(clusters: list[dict]) -> str:
                      c["kube_context"] or "(current)",
                      ",".join(f"{k}={v}" for k, v in sorted(c["labels"].items())) or "-"))
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
-    return "\n".join("  ".join(cell.ljust(w) for cell, w in zip(r, widths)).rstrip() for r in rows)
+    return "\n".join("  ".join(cell.ljust(w) for cell, w in zip(r, widths, strict=True)).rstrip() for r in rows)
 
 
 def _detail(c: dict) -> str:

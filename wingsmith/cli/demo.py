@@ -53,7 +53,8 @@ def _run(args) -> int:
     artifact = None
     for _ in range(120):
         code, artifact = request(args, "GET", f"/v1/artifacts/{reg['id']}", prog=prog)
-        if code == 0 and artifact.get("state") != "resolving" and (artifact.get("draft") or artifact["state"] != "draft"):
+        if code == 0 and artifact.get("state") != "resolving" and (
+                artifact.get("draft") or artifact["state"] != "draft"):
             break
         time.sleep(0.5)
     print(f"  state {artifact['state']}")

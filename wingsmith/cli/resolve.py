@@ -13,7 +13,8 @@ EXIT_CODES = {"InvalidSource": 2, "RepoNotFound": 3, "RevisionNotFound": 3, "Gat
 
 def register(sub) -> None:
     p = sub.add_parser("resolve", help="propose an artifact from a Hugging Face model (writes nothing)")
-    p.add_argument("source", help="hf:<org>/<name>[@rev], https://huggingface.co/<org>/<name>[/tree/<rev>] or <org>/<name>")
+    p.add_argument("source",
+                   help="hf:<org>/<name>[@rev], https://huggingface.co/<org>/<name>[/tree/<rev>] or <org>/<name>")
     p.add_argument("--json", action="store_true", help="print the full proposal as JSON")
     p.set_defaults(func=_run)
 
@@ -56,6 +57,7 @@ def render(p: ArtifactProposal) -> str:
     arch = p.architecture or "unknown"
     if p.wrapper:
         arch += f" (inside {p.wrapper.architecture})"
+    ignored = f", {len(p.files.ignored_weight_files)} duplicates ignored" if p.files.ignored_weight_files else ""
     rows = [
         ("model", f"{p.repo_id}@{p.revision}"), ("commit", p.sha), ("licence", lic),
         ("gated", f"yes ({p.gated_mode})" if p.gated else "no"), ("private", "yes" if p.private else "no"),
@@ -65,8 +67,7 @@ def render(p: ArtifactProposal) -> str:
         ("weights", f"{_gb(p.weight_bytes)} from {p.weight_bytes_source or 'no source'}"),
         ("parameters", f"{p.parameters.total:,} ({p.parameters.source})" if p.parameters.total else "unknown"),
         ("context", f"{p.context_length:,} tokens" if p.context_length else "unknown"),
-        ("files", f"{p.files.count} files, {p.files.weight_file_count} weight files"
-                  + (f", {len(p.files.ignored_weight_files)} duplicates ignored" if p.files.ignored_weight_files else "")),
+        ("files", f"{p.files.count} files, {p.files.weight_file_count} weight files" + ignored),
     ]
     width = max(len(k) for k, _ in rows)
     return "\n".join(f"{k:<{width}}  {v}" for k, v in rows)

@@ -69,16 +69,19 @@ def _run(args) -> int:
         print(report.model_dump_json(indent=2))
         return 0
     fit = report.fit
+    gpu = fit.per_gpu
+    wrapper = f" (in {report.wrapper_model_type})" if report.wrapper_model_type else ""
     lines = [
-        f"model            {report.model_type}" + (f" (in {report.wrapper_model_type})" if report.wrapper_model_type else ""),
+        f"model            {report.model_type}{wrapper}",
         f"weights          {report.weights_bytes:,} B ({report.weights_bytes_source})",
         f"floor            {report.floor.message}",
-        f"kv per token     {report.kv_bytes_per_token:,} B, {report.kv_bytes_per_token_scope} [{report.kv_cache.formula}]",
+        f"kv per token     {report.kv_bytes_per_token:,} B, {report.kv_bytes_per_token_scope} "
+        f"[{report.kv_cache.formula}]",
         f"shape            {fit.gpus} × {fit.hardware} {fit.layout}, context {fit.context}, "
         f"concurrency {fit.concurrency}, kv {fit.kv_dtype}",
-        f"per GPU          weights {fit.per_gpu.weights.value / 1e9:.2f} GB, kv {fit.per_gpu.kv_cache.value / 1e9:.2f} GB, "
-        f"activations {fit.per_gpu.activations.value / 1e9:.2f} GB, overhead {fit.per_gpu.runtime_overhead.value / 1e9:.2f} GB"
-        f" of {fit.per_gpu.budget.value / 1e9:.2f} GB",
+        f"per GPU          weights {gpu.weights.value / 1e9:.2f} GB, kv {gpu.kv_cache.value / 1e9:.2f} GB, "
+        f"activations {gpu.activations.value / 1e9:.2f} GB, overhead {gpu.runtime_overhead.value / 1e9:.2f} GB"
+        f" of {gpu.budget.value / 1e9:.2f} GB",
         f"verdict          {fit.verdict} (headroom {fit.headroom_gb} GB per GPU)",
         f"largest context  {fit.largest_context:,} at concurrency {fit.concurrency}"
         + (" (the model's maximum)" if fit.largest_context_capped_by_model else ""),

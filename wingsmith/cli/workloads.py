@@ -96,7 +96,8 @@ def _create(args) -> int:
         return 0
     plan = data["plan"]
     print(pairs([("workload", plan["workload_id"]), ("model", f"{plan['served_model_name']} ({plan['hf_model_id']})"),
-                 ("shape", f"{plan['replicas']} × {plan['gpus_per_replica']} {plan['hardware']} GPUs, {plan['layout']}"),
+                 ("shape",
+                  f"{plan['replicas']} × {plan['gpus_per_replica']} {plan['hardware']} GPUs, {plan['layout']}"),
                  ("--max-num-seqs", f"{plan['max_num_seqs'] or 'engine default'} ({plan['max_num_seqs_source']})"),
                  ("workflow", data.get("workflow_url"))]))
     if args.dry_run:

@@ -135,7 +135,8 @@ def routes_from_objects(route: dict[str, Any], services: list[dict[str, Any]]) -
     if not model:
         raise GatewayError("GatewayRouteUnreadable", f"AIGatewayRoute {route['metadata'].get('name')!r} has no "
                            f"{MODEL_ANNOTATION} annotation", retryable=False)
-    records = {s["metadata"]["name"]: ((s["metadata"].get("annotations") or {}).get(BACKEND_ANNOTATION)) for s in services}
+    records = {s["metadata"]["name"]: (s["metadata"].get("annotations") or {}).get(BACKEND_ANNOTATION)
+               for s in services}
     backends: list[Backend] = []
     for rule in route.get("spec", {}).get("rules") or []:
         for ref in rule.get("backendRefs") or []:

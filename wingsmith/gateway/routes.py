@@ -55,7 +55,7 @@ class Backend(BaseModel):
             # Credentials in a URL end up in logs and in rendered manifests.
             raise ValueError("backend url must not carry credentials")
         try:
-            parts.port
+            _ = parts.port  # urlsplit checks the port only when it is read
         except ValueError:
             raise ValueError(f"backend url {value!r} has an invalid port") from None
         if parts.path.rstrip("/").endswith("/v1"):

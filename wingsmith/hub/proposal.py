@@ -76,7 +76,8 @@ class ArtifactProposal(BaseModel, frozen=True):
     library: str | None = None
     model_type: str | None = None
     architecture: str | None = None
-    wrapper: WrappedModel | None = Field(None, description="the multimodal wrapper, when the text model sits inside one")
+    wrapper: WrappedModel | None = Field(None,
+                                         description="the multimodal wrapper, when the text model sits inside one")
     dtype: str | None = None
     quantization: Quantization | None = None
     weight_bytes: int | None
@@ -161,7 +162,8 @@ def build_proposal(facts: HubFacts, config: dict[str, Any], *, revision: str,
         repo_id=facts.repo_id, revision=revision, sha=facts.sha, license=license_of(facts),
         gated=facts.gated is not None, gated_mode=facts.gated, private=facts.private,
         pipeline_tag=facts.pipeline_tag, library=facts.library,
-        model_type=text.get("model_type"), architecture=config_facts.architecture(text) or config_facts.architecture(config),
+        model_type=text.get("model_type"),
+        architecture=config_facts.architecture(text) or config_facts.architecture(config),
         wrapper=WrappedModel(model_type=config.get("model_type"), architecture=config_facts.architecture(config))
         if wrapped else None,
         dtype=config_facts.dtype(config), quantization=config_facts.quantization(config),

@@ -51,7 +51,8 @@ def parse_source(text: str) -> ModelSource:
         body, form = text[3:], "hf"
     elif ":" in text.split("/", 1)[0]:
         scheme = text.split(":", 1)[0]
-        raise InvalidSource(f"unknown source scheme {scheme!r}: only hf:<org>/<name> and huggingface.co URLs are supported")
+        raise InvalidSource(
+            f"unknown source scheme {scheme!r}: only hf:<org>/<name> and huggingface.co URLs are supported")
     else:
         body, form = text, "bare"
     repo, sep, revision = body.partition("@")
@@ -88,7 +89,7 @@ def _build(repo: str, revision: str | None, form: str, text: str) -> ModelSource
     if len(pieces) != 2:
         raise InvalidSource(f"{text!r}: the repository must be <org>/<name> "
                             f"(got {len(pieces)} part{'s' if len(pieces) != 1 else ''})")
-    for label, piece in zip(("organisation", "model name"), pieces):
+    for label, piece in zip(("organisation", "model name"), pieces, strict=True):
         if not piece:
             raise InvalidSource(f"{text!r}: the {label} is empty")
         if not _NAME.fullmatch(piece) or "--" in piece or ".." in piece:

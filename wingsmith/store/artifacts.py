@@ -53,7 +53,8 @@ async def record_decision(pool: asyncpg.Pool, *, workflow_id: str, artifact_id: 
     state = {"approve": "approved", "reject": "rejected", "expire": "expired"}[decision.decision]
     async with pool.acquire() as conn, conn.transaction():
         await conn.execute(
-            """insert into reviews (artifact_id, draft_version, decision, reviewer, via, comment, selections, decided_at)
+            """insert into reviews
+                 (artifact_id, draft_version, decision, reviewer, via, comment, selections, decided_at)
                values ($1, $2, $3, $4, $5, $6, $7, $8) on conflict (artifact_id) do nothing""",
             artifact_id, decision.draft_version, decision.decision, decision.reviewer, decision.via,
             decision.comment, decision.selections.model_dump(), decision.decided_at)

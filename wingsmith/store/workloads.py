@@ -40,7 +40,8 @@ async def record_deployment(pool: asyncpg.Pool, *, workload_id: str, cluster: st
             await conn.execute("delete from deployments where workload_id = $1 and cluster = $2", workload_id, cluster)
         else:
             await conn.execute(
-                """insert into deployments (workload_id, cluster, dgd_name, namespace, replicas, state, frontend_url, detail)
+                """insert into deployments
+                     (workload_id, cluster, dgd_name, namespace, replicas, state, frontend_url, detail)
                    values ($1, $2, $3, $4, $5, $6, $7, $8)
                    on conflict (workload_id, cluster) do update set dgd_name = excluded.dgd_name,
                        namespace = excluded.namespace, replicas = excluded.replicas, state = excluded.state,
