@@ -11,6 +11,7 @@ import logging
 import sys
 
 import structlog
+from structlog.typing import EventDict, Processor, WrappedLogger
 
 _configured = False
 
@@ -21,7 +22,7 @@ def configure_logging(level: str = "INFO", fmt: str = "auto") -> None:
         return
     _configured = True
     use_console = fmt == "console" or (fmt == "auto" and sys.stderr.isatty())
-    shared = [
+    shared: list[Processor] = [
         structlog.contextvars.merge_contextvars,
         structlog.stdlib.add_log_level,
         structlog.stdlib.add_logger_name,
@@ -49,7 +50,7 @@ def configure_logging(level: str = "INFO", fmt: str = "auto") -> None:
         logging.getLogger(noisy).setLevel(logging.WARNING)
 
 
-def _temporal_extras(_logger, _name, event_dict):
+def _temporal_extras(_logger: WrappedLogger, _name: str, event_dict: EventDict) -> EventDict:
     """Lift the ids Temporal's loggers attach (`temporal_workflow` / `temporal_activity`) into
     top-level keys, so every line says which workflow or activity wrote it."""
     record = event_dict.get("_record")
@@ -68,7 +69,7 @@ def _temporal_extras(_logger, _name, event_dict):
     return event_dict
 
 
-def _trace_ids(_logger: object, _name: str, event_dict: dict) -> dict:
+def _trace_ids(_logger: WrappedLogger, _name: str, event_dict: EventDict) -> EventDict:
     """The OpenTelemetry trace and span of the line, so one journey's lines can be found together
     (and opened in a tracing backend when traces are exported)."""
     from wingsmith.tracing import current_trace_ids

@@ -22,6 +22,7 @@ from worker.metrics import DomainMetrics, metrics_runtime, serve_metrics
 from worker.registry import WorkerDeps, kube_activities, main_activities, workflows
 
 log = get_logger("wingsmith.worker")
+_GRACEFUL_SHUTDOWN = timedelta(seconds=10)
 
 # By default the sandbox imports every workflow module afresh for each workflow run (and whatever it
 # imports that is not passed through): measured at about a tenth of the worker's CPU during journeys
@@ -35,16 +36,17 @@ def build_workers(client, deps: WorkerDeps, *, task_queue: str = TASK_QUEUE,
                   kube_task_queue: str = KUBE_TASK_QUEUE, max_threads: int = 16) -> list[Worker]:
     """Two workers sharing a client: orchestration + light activities, and blocking Kubernetes I/O
     on its own queue (and thread pool) so a slow cluster cannot starve everything else."""
-    common = dict(graceful_shutdown_timeout=timedelta(seconds=10), interceptors=[DomainMetrics(deps.db)])
+    metrics = DomainMetrics(deps.db)
     main = Worker(client, task_queue=task_queue, workflows=workflows(), activities=main_activities(deps),
                   workflow_runner=WORKFLOW_RUNNER,
-                  activity_executor=ThreadPoolExecutor(max_threads, thread_name_prefix="wingsmith-act"), **common)
+                  activity_executor=ThreadPoolExecutor(max_threads, thread_name_prefix="wingsmith-act"),
+                  graceful_shutdown_timeout=_GRACEFUL_SHUTDOWN, interceptors=[metrics])
     workers = [main]
     kube = kube_activities(deps)
     if kube:
         workers.append(Worker(client, task_queue=kube_task_queue, activities=kube,
                               activity_executor=ThreadPoolExecutor(max_threads, thread_name_prefix="wingsmith-kube"),
-                              **common))
+                              graceful_shutdown_timeout=_GRACEFUL_SHUTDOWN, interceptors=[metrics]))
     return workers
 
 

@@ -12,7 +12,7 @@ from datetime import datetime, timedelta
 
 from temporalio import workflow
 from temporalio.common import RetryPolicy, SearchAttributePair, TypedSearchAttributes
-from temporalio.exceptions import ActivityError, ApplicationError
+from temporalio.exceptions import ActivityError, ApplicationError, FailureError
 
 from workflows.ids import MODEL, SHA, STAGE
 
@@ -32,6 +32,7 @@ with workflow.unsafe.imports_passed_through():
     from wingsmith.artifacts import ArtifactOutcome, ArtifactStatus, ArtifactWorkflowInput, RefusedDecision, artifact_id
     from wingsmith.review import (
         SIGNALS_OFF,
+        Decision,
         DraftFacts,
         RecordedDecision,
         ReviewRefused,
@@ -123,7 +124,7 @@ class ArtifactWorkflow:
 
     async def _wait_for_review(self) -> None:
         """Sleep until a decision, sending reminders before the deadline; expire at the deadline."""
-        assert self.deadline is not None
+        assert self.deadline is not None and self.draft is not None  # set together when the draft is ready
         reminders = sorted(self.deadline - timedelta(seconds=s) for s in self.params.policy.remind_before_seconds)
         for at in [r for r in reminders if r > workflow.now()] + [self.deadline]:
             timeout = (at - workflow.now()).total_seconds()
@@ -179,7 +180,7 @@ class ArtifactWorkflow:
             self.stage = "superseded"
             self.failure = f"superseded by {by}"
 
-    async def _on_signal(self, decision: str, signal: ReviewSignal) -> None:
+    async def _on_signal(self, decision: Decision, signal: ReviewSignal) -> None:
         reviewer = f"{signal.reviewer} (via Temporal)"
         version = signal.draft_version or (self.draft.version if self.draft else 0)
         try:
@@ -202,7 +203,7 @@ class ArtifactWorkflow:
                                          draft_version=version, selections=signal.selections,
                                          decided_at=workflow.now())
 
-    def _check(self, decision: str, reviewer: str, draft_version: int, body) -> None:
+    def _check(self, decision: Decision, reviewer: str, draft_version: int, body: ReviewRequest | ReviewSignal) -> None:
         if self.stage == "superseded":
             raise ReviewRefused("Superseded", f"this artifact was {self.failure}")
         check_review(decision, reviewer, draft_version, body.selections, draft=self.draft, decided=self.decision,
@@ -223,7 +224,7 @@ class ArtifactWorkflow:
     async def _fail(self, err: ActivityError) -> ArtifactOutcome:
         cause = err.cause
         kind = cause.type if isinstance(cause, ApplicationError) and cause.type else "ResolveFailed"
-        self.failure = f"{kind}: {cause.message if cause else err}"
+        self.failure = f"{kind}: {cause.message if isinstance(cause, FailureError) else err}"
         p = self.params
         await workflow.execute_local_activity_method(ArtifactActivities.set_artifact_state, ArtifactStateInput(
             workflow_id=workflow.info().workflow_id, artifact_id=self.id, repo_id=p.repo_id, revision=p.revision,

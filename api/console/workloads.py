@@ -127,7 +127,8 @@ def _parse_time(stamp: str) -> datetime | None:
 
 
 def _seconds(at: datetime | None) -> str:
-    return _aware(at).astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S UTC") if at else ""
+    aware = _aware(at)
+    return aware.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S UTC") if aware else ""
 
 
 def _aware(at: datetime | None) -> datetime | None:

@@ -251,7 +251,7 @@ def create_gateway_app(*, state_dir: Path | None = None, admin_token_ref: str | 
     async def admin_list(request: Request) -> Response:
         if denied := refused(request):
             return denied
-        return JSONResponse({"data": [table.status(m).model_dump(mode="json") for m in table.models()]})
+        return JSONResponse({"data": [status.model_dump(mode="json") for status in table.statuses()]})
 
     async def admin_route(request: Request) -> Response:
         if denied := refused(request):
@@ -284,10 +284,10 @@ def create_gateway_app(*, state_dir: Path | None = None, admin_token_ref: str | 
         except ValidationError as exc:
             problems = "; ".join(f"{'.'.join(str(p) for p in e['loc']) or 'body'}: {e['msg']}" for e in exc.errors())
             return openai_error(422, f"Invalid routes: {problems}", "invalid_request_error", "invalid_routes")
-        table.set(routes)
+        status = table.set(routes)
         await forget_unrouted()
         log.info("gateway routes set", model=name, backends={b.id: b.weight for b in routes.backends})
-        return JSONResponse(table.status(name).model_dump(mode="json"))
+        return JSONResponse(status.model_dump(mode="json"))
 
     async def healthz(request: Request) -> Response:
         return JSONResponse({"status": "ok", "endpoints": len(table.models())})

@@ -17,7 +17,7 @@ own refusals (503 no backend, 502 all failed).
 from __future__ import annotations
 
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
+from collections.abc import AsyncIterable, AsyncIterator, Awaitable, Callable, Iterable
 
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Histogram, generate_latest
 from prometheus_client.core import GaugeMetricFamily, Metric
@@ -78,8 +78,8 @@ class GatewayMetrics:
             return response
         return timed
 
-    async def _relayed(self, chunks: AsyncIterator[bytes], endpoint: str, backend: str, code: int,
-                       start: float) -> AsyncIterator[bytes]:
+    async def _relayed(self, chunks: AsyncIterable[str | bytes | memoryview], endpoint: str, backend: str, code: int,
+                       start: float) -> AsyncIterator[str | bytes | memoryview]:
         first = True
         try:
             async for chunk in chunks:

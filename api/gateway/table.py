@@ -10,6 +10,7 @@ import json
 import os
 import time
 from collections.abc import Callable
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -42,6 +43,14 @@ class Endpoint:
     backends: dict[str, BackendState] = field(default_factory=dict)
 
 
+def _status(endpoint: Endpoint) -> RouteStatus:
+    return RouteStatus(routes=endpoint.routes, backends=[
+        BackendStatus(id=s.backend.id, weight=s.backend.weight, healthy=not s.cooling,
+                      cooling_down=s.cooling, in_flight=s.in_flight, requests=s.requests,
+                      failures=s.failures, last_error=s.last_error)
+        for s in endpoint.backends.values()])
+
+
 class RouteTable:
     def __init__(self, state_dir: Path | None, *, first_probe_after: float = 0.5):
         self._endpoints: dict[str, Endpoint] = {}
@@ -63,7 +72,8 @@ class RouteTable:
     def all(self) -> list[EndpointRoutes]:
         return [self._endpoints[m].routes for m in self.models()]
 
-    def set(self, routes: EndpointRoutes) -> None:
+    def set(self, routes: EndpointRoutes) -> RouteStatus:
+        """Replace the model's routes; answers the status it now has."""
         old = self._endpoints.get(routes.model_name)
         states: dict[str, BackendState] = {}
         for backend in routes.backends:
@@ -74,8 +84,9 @@ class RouteTable:
                 states[backend.id] = prior
             else:
                 states[backend.id] = BackendState(backend)
-        self._endpoints[routes.model_name] = Endpoint(routes, states)
+        endpoint = self._endpoints[routes.model_name] = Endpoint(routes, states)
         self._save()
+        return _status(endpoint)
 
     def delete(self, model: str) -> bool:
         existed = self._endpoints.pop(model, None) is not None
@@ -85,17 +96,15 @@ class RouteTable:
 
     def status(self, model: str) -> RouteStatus | None:
         endpoint = self._endpoints.get(model)
-        if endpoint is None:
-            return None
-        return RouteStatus(routes=endpoint.routes, backends=[
-            BackendStatus(id=s.backend.id, weight=s.backend.weight, healthy=not s.cooling,
-                          cooling_down=s.cooling, in_flight=s.in_flight, requests=s.requests,
-                          failures=s.failures, last_error=s.last_error)
-            for s in endpoint.backends.values()])
+        return _status(endpoint) if endpoint is not None else None
+
+    def statuses(self) -> list[RouteStatus]:
+        return [_status(self._endpoints[m]) for m in self.models()]
 
     # ---- choosing a backend ----------------------------------------------------------------------
 
-    def pick(self, model: str, exclude: set[str] = frozenset()) -> BackendState | None:
+    # AbstractSet, not set: inside this class `set` names the method RouteTable.set.
+    def pick(self, model: str, exclude: AbstractSet[str] = frozenset()) -> BackendState | None:
         """Smooth weighted round-robin over the backends that take traffic and are not cooling down.
 
         Round-robin rather than random: shares follow the weights exactly over a few requests, so a

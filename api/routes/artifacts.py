@@ -87,9 +87,12 @@ async def get_artifact(org: str, name_at_sha: str, _viewer: Viewer, db: DbDep, s
     artifact = _artifact_id(org, name_at_sha)
     row = await store.get_artifact(db, artifact)
     live = await _live_status(request, artifact)
-    if row is None and live is None:
+    if row is not None:
+        out = row
+    elif live is not None:
+        out = {"id": artifact, "state": live.stage}
+    else:
         raise ApiError(404, f"artifact {artifact} not found")
-    out = row or {"id": artifact, "state": live.stage}
     out["workflow_id"] = artifact_workflow_id_of(artifact)
     out["workflow_url"] = workflow_ui_url(settings, out["workflow_id"])
     out["live"] = live.model_dump(mode="json") if live else None

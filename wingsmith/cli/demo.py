@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import sys
 import time
+from typing import Any
 
 from wingsmith.cli.api_client import API_HELP, request
 
@@ -50,7 +51,7 @@ def _run(args) -> int:
     if code:
         return code
     print(f"  artifact {reg['id']}\n  workflow {reg['workflow_url']}")
-    artifact = None
+    artifact: dict[str, Any] = {}
     for _ in range(120):
         code, artifact = request(args, "GET", f"/v1/artifacts/{reg['id']}", prog=prog)
         if code == 0 and artifact.get("state") != "resolving" and (

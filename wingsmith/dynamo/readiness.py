@@ -52,7 +52,7 @@ class Readiness(BaseModel):
 def evaluate_readiness(obj: dict[str, Any], generation: int) -> Readiness:
     """Readiness of a DGD object (as the API returns it) for `generation`."""
     status = obj.get("status") or {}
-    cond = next((c for c in status.get("conditions") or [] if c.get("type") == "Ready"), {})
+    cond: dict[str, Any] = next((c for c in status.get("conditions") or [] if c.get("type") == "Ready"), {})
     observed = status.get("observedGeneration")
     cond_gen = cond.get("observedGeneration", observed)
     ready = (observed == generation and cond_gen == generation

@@ -22,7 +22,7 @@ from kubernetes import client as k8s
 
 from wingsmith.gateway.client import GatewayError
 from wingsmith.gateway.routes import Backend, BackendStatus, EndpointRoutes, RouteStatus
-from wingsmith.kube.client import KubeconfigRef, new_api_client
+from wingsmith.kube.client import KubeconfigRef, new_api_client, raw_json
 from wingsmith.kube.errors import KubeError, with_retries
 
 AI_GROUP, AI_VERSION = "aigateway.envoyproxy.io", "v1alpha1"
@@ -255,7 +255,7 @@ class EnvoyGatewayClient:
             resp = self._custom.list_namespaced_custom_object(
                 group, version, self.namespace, plural, label_selector=selector,
                 _request_timeout=REQUEST_TIMEOUT, _preload_content=False)
-            return json.loads(resp.data).get("items") or []
+            return raw_json(resp).get("items") or []
         return self._retry(call, f"listing {kind} objects in {self.namespace}")
 
     def _get(self, kind: str, name: str) -> dict[str, Any] | None:
@@ -270,7 +270,7 @@ class EnvoyGatewayClient:
                 if exc.status == 404:
                     return None
                 raise
-            return json.loads(resp.data)
+            return raw_json(resp)
         return self._retry(call, f"reading {kind} {self.namespace}/{name}")
 
     def _delete(self, kind: str, name: str) -> bool:

@@ -82,7 +82,8 @@ def quantization(config: dict[str, Any]) -> Quantization | None:
 
 def _compressed_tensors(qc: dict[str, Any]) -> Quantization:
     groups = qc.get("config_groups") or {}
-    weights = next((g.get("weights") for g in groups.values() if isinstance(g, dict) and g.get("weights")), {}) or {}
+    found = next((g.get("weights") for g in groups.values() if isinstance(g, dict) and g.get("weights")), None)
+    weights: dict[str, Any] = found or {}
     block = weights.get("block_structure")
     scale = weights.get("scale_dtype")
     return Quantization(method="compressed-tensors", format=qc.get("format"),

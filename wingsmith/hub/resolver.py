@@ -30,7 +30,7 @@ from huggingface_hub.utils import parse_ratelimit_headers
 try:  # huggingface_hub 1.x/2.x speak httpx2; keep working if that ever changes back
     import httpx2 as _httpx
 except ImportError:  # pragma: no cover
-    import httpx as _httpx
+    import httpx as _httpx  # type: ignore[no-redef]  # the same API under its older name
 
 from wingsmith.hub import token as hub_token
 from wingsmith.hub.errors import GatedRepo, HubError, HubRateLimited, HubUnavailable, RepoNotFound, RevisionNotFound

@@ -78,17 +78,19 @@ def estimate_from_config(config: dict[str, Any]) -> WeightFigure:
     base = _TORCH_DTYPE_BYTES.get(config_facts.dtype(config) or "bfloat16", 2)
     quantized_bytes = float(base)
     quantized_share: set[str] = set()
+    scheme = ""
     if quant is not None and quant.bits:
         group = quant.group_size or 0
         # Scales: one byte per group for MX/compressed formats; block scales are negligible.
         quantized_bytes = quant.bits / 8 + (1 / group if group else 0)
         keeps_attention = any(re.search(r"attn|attention", p) for p in quant.high_precision)
         quantized_share = {"experts"} if keeps_attention and parts["experts"] else {"experts", "attention", "dense_mlp"}
+        scheme = f"{quant.method} {quant.bits}-bit"
     total = 0.0
     for part, count in parts.items():
         total += count * (quantized_bytes if part in quantized_share else base)
     label = f"estimated from config ({sum(parts.values()):,} parameters"
-    label += f", {quant.method} {quant.bits}-bit on {', '.join(sorted(quantized_share))})" if quantized_share else ")"
+    label += f", {scheme} on {', '.join(sorted(quantized_share))})" if quantized_share else ")"
     return WeightFigure(source="config_estimate", bytes=int(total), note=label)
 
 

@@ -6,15 +6,18 @@ name), never its contents or credentials; the client is built when an activity r
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 from collections.abc import Collection
 from pathlib import Path
+from typing import Any, cast
 
 from kubernetes import client as k8s
 from kubernetes import config as k8s_config
 from kubernetes.config.config_exception import ConfigException
 from pydantic import BaseModel, ConfigDict, Field
+from urllib3 import BaseHTTPResponse
 
 from wingsmith.kube.errors import KubeError, classify
 from wingsmith.kube.plugins import check_credential_plugins, exec_allow_from_env, withhold_plugin_output
@@ -87,3 +90,9 @@ def preload() -> None:
     startup, not its first activity)."""
     for name in _PRELOAD:
         getattr(k8s, name)
+
+
+def raw_json(resp: object) -> Any:
+    """The JSON body of a call made with `_preload_content=False`. The generated client then
+    returns urllib3's response, though its signatures still name the decoded model."""
+    return json.loads(cast(BaseHTTPResponse, resp).data)

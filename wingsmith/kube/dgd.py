@@ -5,16 +5,16 @@ Blocking (the kubernetes client is synchronous): call from sync activities only.
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
 
 from kubernetes import client as k8s
 from pydantic import BaseModel
 
 from wingsmith.dynamo.names import DYNAMO_GRAPH_LABEL
 from wingsmith.dynamo.render import GROUP, PLURAL, VERSION
+from wingsmith.kube.client import raw_json
 from wingsmith.kube.errors import KubeError, with_retries
 
 FIELD_MANAGER = "wingsmith"
@@ -81,7 +81,7 @@ class DgdClient:
             GROUP, VERSION, namespace, PLURAL, name, manifest, field_manager=FIELD_MANAGER,
             force=True, _content_type=APPLY_CONTENT_TYPE, _request_timeout=REQUEST_TIMEOUT,
             _preload_content=False), f"applying DynamoGraphDeployment {namespace}/{name}")
-        obj = json.loads(resp.data)
+        obj = raw_json(resp)
         m = obj["metadata"]
         return AppliedObject(name=m["name"], namespace=m.get("namespace", namespace), uid=m["uid"],
                              generation=int(m["generation"]), resource_version=m["resourceVersion"])
@@ -89,8 +89,9 @@ class DgdClient:
     def get(self, name: str, namespace: str) -> dict[str, Any] | None:
         def call() -> dict[str, Any] | None:
             try:
-                return self.custom.get_namespaced_custom_object(
-                    GROUP, VERSION, namespace, PLURAL, name, _request_timeout=REQUEST_TIMEOUT)
+                # The generated client types a custom object as `object`; the API answers a JSON object.
+                return cast(dict[str, Any], self.custom.get_namespaced_custom_object(
+                    GROUP, VERSION, namespace, PLURAL, name, _request_timeout=REQUEST_TIMEOUT))
             except k8s.exceptions.ApiException as exc:
                 if exc.status == 404:
                     return None
@@ -112,7 +113,7 @@ class DgdClient:
             resp = self.core.list_namespaced_pod(
                 namespace, label_selector=f"{DYNAMO_GRAPH_LABEL}={name}",
                 _preload_content=False, _request_timeout=REQUEST_TIMEOUT)
-            return json.loads(resp.data).get("items") or []
+            return raw_json(resp).get("items") or []
         return self._retry(call, f"listing pods of {namespace}/{name}")
 
     def delete(self, name: str, namespace: str) -> bool:

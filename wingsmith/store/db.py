@@ -8,6 +8,7 @@ import time
 from importlib import resources
 
 import asyncpg
+from asyncpg.pool import PoolConnectionProxy
 
 # Any number works as long as every Wingsmith process uses the same one: it serialises migrations
 # when several processes start at once.
@@ -38,7 +39,7 @@ def migration_files() -> list[tuple[str, str]]:
     return sorted((f.name, f.read_text()) for f in folder.iterdir() if f.name.endswith(".sql"))
 
 
-async def migrate(pool_or_conn) -> list[str]:
+async def migrate(pool_or_conn: asyncpg.Pool | asyncpg.Connection) -> list[str]:
     """Apply the migrations not yet recorded in `schema_migrations`; returns those applied now."""
     applied_now = []
     async with _acquire(pool_or_conn) as conn:
@@ -57,16 +58,16 @@ async def migrate(pool_or_conn) -> list[str]:
 
 
 class _acquire:
-    def __init__(self, pool_or_conn):
+    def __init__(self, pool_or_conn: asyncpg.Pool | asyncpg.Connection) -> None:
         self._src = pool_or_conn
-        self._conn = None
+        self._conn: PoolConnectionProxy | None = None
 
-    async def __aenter__(self) -> asyncpg.Connection:
+    async def __aenter__(self) -> asyncpg.Connection | PoolConnectionProxy:
         if isinstance(self._src, asyncpg.Pool):
             self._conn = await self._src.acquire()
             return self._conn
         return self._src
 
-    async def __aexit__(self, *exc):
-        if self._conn is not None:
+    async def __aexit__(self, *exc: object) -> None:
+        if self._conn is not None and isinstance(self._src, asyncpg.Pool):
             await self._src.release(self._conn)

@@ -89,7 +89,7 @@ async def get_workload(pool: asyncpg.Pool, workload_id: str) -> dict[str, Any] |
     return out
 
 
-async def approved_artifact(pool: asyncpg.Pool, artifact_id: str) -> dict[str, Any] | None:
+async def approved_artifact(pool: asyncpg.Pool, artifact_id: str) -> asyncpg.Record | None:
     """The artifact a workload names, in any spelling of its repo id (Hub ids are case-insensitive);
     the row carries the canonical id the plan then uses."""
     return await pool.fetchrow(
