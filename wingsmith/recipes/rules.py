@@ -3,6 +3,7 @@ and command synthesis so the two can never disagree."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import TypeVar
 
 from wingsmith.recipes.models import Catalog, Feature, HardwareProfile, Recipe, Strategy, Variant
@@ -22,7 +23,7 @@ def hardware_keys(profile: HardwareProfile) -> list[str]:
     return [profile.id, profile.generation, profile.brand.lower()]
 
 
-def pick(overrides: dict[str, T], profile: HardwareProfile) -> tuple[str | None, T | None]:
+def pick(overrides: Mapping[str, T], profile: HardwareProfile) -> tuple[str | None, T | None]:
     for key in hardware_keys(profile):
         if key in overrides:
             return key, overrides[key]

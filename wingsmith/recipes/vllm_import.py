@@ -259,18 +259,19 @@ def read_recipe(path: Path, root: Path, parts: PartProblems | None = None) -> Re
     strategies = parts.keep(lambda: str_list(doc.get("compatible_strategies"), "compatible_strategies"), no_names)
     if not strategies and not omni:
         parts.note("compatible_strategies", "missing or empty: no layout to serve with", scope="warning")
-    min_gpus = parts.keep(lambda: _min_gpus(doc.get("strategy_min_gpus"), "strategy_min_gpus"), {})
+    min_gpus = parts.keep(lambda: _min_gpus(doc.get("strategy_min_gpus"), "strategy_min_gpus"),
+                          dict[str, int | dict[str, int]]())
     try:
         return Recipe(
             path=rel, model_id=model_id, title=str(meta.get("title") or model_id),
             architecture=model.get("architecture"), parameter_count=_opt_str(model.get("parameter_count")),
             context_length=parts.keep(lambda: _opt_int(model.get("context_length"), "model.context_length"), None),
             min_vllm_version=_opt_str(model.get("min_vllm_version")),
-            tasks=parts.keep(lambda: str_list(meta.get("tasks"), "meta.tasks"), []),
-            hardware=parts.keep(lambda: str_map(meta.get("hardware"), "meta.hardware"), {}),
+            tasks=parts.keep(lambda: str_list(meta.get("tasks"), "meta.tasks"), list[str]()),
+            hardware=parts.keep(lambda: str_map(meta.get("hardware"), "meta.hardware"), dict[str, str]()),
             default_hardware=_opt_str(meta.get("default_hardware")),
-            base_args=parts.keep(lambda: str_list(model.get("base_args"), "model.base_args"), []),
-            base_env=parts.keep(lambda: str_map(model.get("base_env"), "model.base_env"), {}),
+            base_args=parts.keep(lambda: str_list(model.get("base_args"), "model.base_args"), list[str]()),
+            base_env=parts.keep(lambda: str_map(model.get("base_env"), "model.base_env"), dict[str, str]()),
             features=features, opt_in_features=opt_in,
             hardware_opt_in_features=parts.each(doc.get("hardware_opt_in_features"), "hardware_opt_in_features",
                                                 lambda k, v, f: str_list(v, f)),
@@ -282,7 +283,8 @@ def read_recipe(path: Path, root: Path, parts: PartProblems | None = None) -> Re
                                           lambda k, v, f: _override(v, f)),
             strategy_overrides=parts.each(doc.get("strategy_overrides"), "strategy_overrides",
                                           lambda k, v, f: _strategy_override(v, f)),
-            docker_images=parts.keep(lambda: _docker_images(model.get("docker_image"), "model.docker_image"), {}),
+            docker_images=parts.keep(lambda: _docker_images(model.get("docker_image"), "model.docker_image"),
+                                     dict[str, str]()),
             omni=omni, source_path=path.relative_to(root).as_posix())
     except ValidationError as exc:
         raise from_validation_error(exc) from None

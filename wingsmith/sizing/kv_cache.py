@@ -89,6 +89,8 @@ def kv_cache_spec_for(model: TextModel, kv_dtype: str = "auto") -> KvCacheSpec:
                          "sliding bytes per token × sliding_window",
                          sliding_bytes_per_token=sliding_fig.value, sliding_window=window)
     if mla:
+        if model.kv_lora_rank is None or model.qk_rope_head_dim is None:  # read_text_model sets both for MLA
+            raise SizingError("MLA layers need kv_lora_rank and qk_rope_head_dim")
         latent = model.kv_lora_rank + model.qk_rope_head_dim
         mla_fig = figure(mla * latent * b, "B/token per TP rank",
                          "MLA layers × (kv_lora_rank + qk_rope_head_dim) × kv_dtype_bytes",

@@ -13,7 +13,7 @@ Every attention layer is classified as one of four kinds, because each kind grow
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Literal, overload
 
 from pydantic import BaseModel
 
@@ -87,7 +87,12 @@ class TextModel(BaseModel, frozen=True):
         return self.experts is not None
 
 
+@overload
+def _int(cfg: dict, *keys: str, default: int | None = None, required: Literal[True] = True) -> int: ...
+@overload
+def _int(cfg: dict, *keys: str, default: int | None = None, required: bool) -> int | None: ...
 def _int(cfg: dict, *keys: str, default: int | None = None, required: bool = True) -> int | None:
+    """The first of `keys` the config sets, as an int; else `default`; else (when required) an error."""
     for key in keys:
         value = cfg.get(key)
         if value is not None:
@@ -167,7 +172,7 @@ def _layer_kinds(cfg: dict, n: int, mla: bool) -> tuple[tuple[LayerKind, ...], L
         if len(types) != n:
             raise SizingError(f"layer_types has {len(types)} entries but num_hidden_layers is {n}")
         kinds: list[LayerKind] = []
-        state = None
+        linear_state: LinearAttention | None = None
         for t in types:
             if t in ("full_attention", "attention", "global_attention"):
                 kinds.append(attention)
@@ -183,12 +188,13 @@ def _layer_kinds(cfg: dict, n: int, mla: bool) -> tuple[tuple[LayerKind, ...], L
             k_dim = _int(cfg, "linear_key_head_dim")
             v_dim = _int(cfg, "linear_value_head_dim")
             kernel = _int(cfg, "linear_conv_kernel_dim", default=4)
-            state = LinearAttention(kind="gated_delta_net", num_heads=v_heads, key_head_dim=k_dim,
-                                    value_head_dim=v_dim, conv_kernel=kernel,
-                                    conv_channels=2 * k_heads * k_dim + v_heads * v_dim)
-        return tuple(kinds), state
+            linear_state = LinearAttention(kind="gated_delta_net", num_heads=v_heads, key_head_dim=k_dim,
+                                           value_head_dim=v_dim, conv_kernel=kernel,
+                                           conv_channels=2 * k_heads * k_dim + v_heads * v_dim)
+        return tuple(kinds), linear_state
     if cfg.get("sliding_window") and cfg.get("use_sliding_window", True) and not mla:
-        return ("sliding",) * n, None  # Mistral style: every layer windowed
+        windowed: LayerKind = "sliding"
+        return (windowed,) * n, None  # Mistral style: every layer windowed
     return (attention,) * n, None
 
 

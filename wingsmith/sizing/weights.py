@@ -184,8 +184,9 @@ def estimate_parameters(model: TextModel) -> dict[str, int]:
     if model.kv_lora_rank is not None:
         q_dim = model.num_attention_heads * ((model.qk_nope_head_dim or 128) + (model.qk_rope_head_dim or 64))
         q = h * model.q_lora_rank + model.q_lora_rank * q_dim if model.q_lora_rank else h * q_dim
-        kv = h * (model.kv_lora_rank + model.qk_rope_head_dim) + model.kv_lora_rank * model.num_attention_heads * (
-            (model.qk_nope_head_dim or 128) + (model.v_head_dim or 128))
+        kv = (h * (model.kv_lora_rank + (model.qk_rope_head_dim or 64))
+              + model.kv_lora_rank * model.num_attention_heads * ((model.qk_nope_head_dim or 128)
+                                                                  + (model.v_head_dim or 128)))
         o = model.num_attention_heads * (model.v_head_dim or 128) * h
         attention = attention_layers * (q + kv + o)
     else:
