@@ -6,6 +6,7 @@ tests/artifacts, tests/workloads and tests/endpoints:
 
 from __future__ import annotations
 
+import asyncio
 import json
 from pathlib import Path
 
@@ -36,7 +37,7 @@ def test_no_version_markers_before_the_first_release():
 
 @pytest.mark.parametrize("path", HISTORIES, ids=lambda p: p.stem)
 async def test_history_replays(path: Path):
-    recorded = json.loads(path.read_text())
+    recorded = json.loads(await asyncio.to_thread(path.read_text))
     history = WorkflowHistory.from_json(recorded["workflow_id"], recorded["history"])
     replayer = Replayer(workflows=workflows(), data_converter=pydantic_data_converter)
     result = await replayer.replay_workflow(history, raise_on_replay_failure=False)

@@ -48,8 +48,10 @@ async def test_worker_killed_while_waiting_then_approval_completes(deps, tempora
                WINGSMITH_HOME=str(tmp_path / "worker-home"), WINGSMITH_LOG_FORMAT="json")
     env["TEMPORAL_ADDRESS"] = temporal_client.service_client.config.target_host
     env["TEMPORAL_NAMESPACE"] = temporal_client.namespace
-    worker = subprocess.Popen([sys.executable, "-m", "worker"], env=env, stdout=subprocess.DEVNULL,
-                              stderr=open(tmp_path / "worker.log", "wb"))
+    log_file = (tmp_path / "worker.log").open("wb")  # noqa: ASYNC230 - opening a local file does not wait
+    # Popen only starts the worker process; the test waits for it later, asynchronously.
+    worker = subprocess.Popen([sys.executable, "-m", "worker"], env=env,  # noqa: ASYNC220
+                              stdout=subprocess.DEVNULL, stderr=log_file)
     try:
         started = await register_artifact(temporal_client, settings, source="hf:moonshotai/Kimi-K2-Instruct",
                                           sha="15c22b7e05ab113c7831f441aee0f728ff34d1df", requested_by="olga")

@@ -36,7 +36,8 @@ async def test_register_draft_approve(api, deps, temporal_client, pg_pool):
     async with running_worker(temporal_client, deps):
         reg = await _register(api)
         assert reg["id"].startswith(f"{KIMI}@") and reg["workflow_id"] == f"artifact/{reg['id']}"
-        assert reg["started"] is True and reg["workflow_url"].endswith("/workflows/" + reg["workflow_id"].replace("/", "%2F").replace("@", "%40"))
+        escaped_id = reg["workflow_id"].replace("/", "%2F").replace("@", "%40")
+        assert reg["started"] is True and reg["workflow_url"].endswith("/workflows/" + escaped_id)
 
         art = await _draft(api, reg["id"])
         draft = art["draft"]
@@ -66,7 +67,8 @@ async def test_register_draft_approve(api, deps, temporal_client, pg_pool):
         assert row["decision"] == "approve" and row["reviewer"] == "ana" and row["comment"] == "floors checked"
         assert row["selections"] == {"variant": "default", "features": ["spec_decoding"]}
         assert await pg_pool.fetchval("select state from artifacts where id = $1", reg["id"]) == "approved"
-        kinds = [r["kind"] for r in await pg_pool.fetch("select kind from events where subject = $1 order by id", reg["id"])]
+        kinds = [r["kind"] for r in await pg_pool.fetch("select kind from events where subject = $1 order by id",
+                                                        reg["id"])]
         assert kinds == ["draft_saved", "draft_approved"]
 
         # Deciding again is a conflict, and the history holds no secret.
@@ -140,8 +142,8 @@ async def test_signals_decide_and_refusals_are_recorded(api, deps, temporal_clie
         outcome = await handle.result()
         assert outcome.stage == "approved"
         assert outcome.decision.via == "signal" and outcome.decision.reviewer == "ana (via Temporal)"
-        refusals = await pg_pool.fetch("select actor, detail from events where subject = $1 and kind = 'decision_refused'",
-                                       reg["id"])
+        refusals = await pg_pool.fetch(
+            "select actor, detail from events where subject = $1 and kind = 'decision_refused'", reg["id"])
         assert len(refusals) == 7
         if RECORD:
             save_history("artifact_signals", handle.id, await history_json(handle))

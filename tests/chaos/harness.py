@@ -506,7 +506,7 @@ async def _run(bed: _Bed) -> ChaosReport:
         # Postgres goes away while rollouts and endpoint passes are in flight.
         postgres = asyncio.create_task(chaos.restart_postgres(after=chaos.rng.uniform(3.0, 8.0)))
         tasks.append(postgres)
-        for ep, group in zip(endpoints, groups):
+        for ep, group in zip(endpoints, groups, strict=True):
             await _wait_rows(bed, group)
             await _call(bed, "POST", "/v1/endpoints", _OPERATOR, what=f"create {ep}",
                         json_body={"name": ep, "workloads": group})
@@ -529,14 +529,14 @@ async def _run(bed: _Bed) -> ChaosReport:
             else:
                 report.lost.append(f"workload {name}: still {st.stage} after {c.settle_timeout:.0f}s")
         _say(c, f"settled: {report.serving} serving, {report.failed} failed; checking")
-        report.lost += await _check_settled(bed, statuses, dict(zip(endpoints, groups)))
+        report.lost += await _check_settled(bed, statuses, dict(zip(endpoints, groups, strict=True)))
         scaled = await _scale_round_trip(bed, [n for n in names if statuses[n] and statuses[n].stage == "serving"])
         if scaled:
             report.scaled = len(scaled)
             statuses.update(await _settle(bed, scaled, c.settle_timeout))
             report.lost += [f"workload {n}: {statuses[n].stage if statuses[n] else 'no answer'} after scaling"
                             for n in scaled if not statuses[n] or statuses[n].stage != "serving"]
-            report.lost += await _check_settled(bed, statuses, dict(zip(endpoints, groups)))
+            report.lost += await _check_settled(bed, statuses, dict(zip(endpoints, groups, strict=True)))
 
         # Outside the plane: by hand through the Kubernetes API, a partition, a restart of everything.
         by_endpoint = dict(zip(endpoints, groups, strict=True))
@@ -583,9 +583,9 @@ def _fault_counts(bed: _Bed) -> dict[str, int]:
     return dict(total)
 
 
-async def _wait_rows(bed: _Bed, workloads: list[str], timeout: float = 300) -> None:
+async def _wait_rows(bed: _Bed, workloads: list[str], within: float = 300) -> None:
     """An endpoint may only name workloads the registry knows; their first row comes from an activity."""
-    deadline = time.monotonic() + timeout
+    deadline = time.monotonic() + within
     while time.monotonic() < deadline:
         try:
             rows = await bed.pool.fetch("select id from workloads where id = any($1::text[])", workloads)
@@ -607,14 +607,14 @@ async def _status(bed: _Bed, name: str):
         return None
 
 
-async def _settle(bed: _Bed, names: list[str], timeout: float) -> dict[str, Any]:
+async def _settle(bed: _Bed, names: list[str], within: float) -> dict[str, Any]:
     """Wait until every workflow says serving or failed, and the registry says the same."""
-    deadline = time.monotonic() + timeout
+    deadline = time.monotonic() + within
     statuses: dict[str, Any] = {n: None for n in names}
     last_log = 0.0
     while True:
         pending = [n for n in names if statuses[n] is None or statuses[n].stage not in ("serving", "failed")]
-        for n, st in zip(pending, await asyncio.gather(*(_status(bed, n) for n in pending))):
+        for n, st in zip(pending, await asyncio.gather(*(_status(bed, n) for n in pending)), strict=True):
             statuses[n] = st or statuses[n]
         pending = [n for n in names if statuses[n] is None or statuses[n].stage not in ("serving", "failed")]
         if not pending:
@@ -770,11 +770,11 @@ async def _tear_down(bed: _Bed, names: list[str], endpoints: list[str], statuses
     await asyncio.gather(*(_call(bed, method, path, _OPERATOR, ok=ok) for method, path, ok in calls))
 
 
-async def _wait_all_closed(bed: _Bed, timeout: float) -> list[str]:
+async def _wait_all_closed(bed: _Bed, within: float) -> list[str]:
     """Every workflow of the run ends; a workload or endpoint that ends otherwise than completed (or a
     workload's failed rollback) is lost."""
     from temporalio.client import WorkflowExecutionStatus
-    deadline = time.monotonic() + timeout
+    deadline = time.monotonic() + within
     last_log = 0.0
     while True:
         running = [w.id async for w in bed.client.list_workflows("ExecutionStatus = 'Running'")]

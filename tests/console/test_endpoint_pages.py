@@ -4,6 +4,7 @@ that really gets a chat completion when pasted into a shell."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
 import subprocess
@@ -58,7 +59,8 @@ async def test_endpoint_pages_show_backends_weights_health_and_a_working_curl(
             assert page.status_code == 200, page.text
             # A pasted curl, run by a shell, gets an answer from one of the two clusters.
             (curl,) = commands(page.text)
-            done = subprocess.run(["bash", "-c", curl], capture_output=True, text=True, timeout=30)
+            done = await asyncio.to_thread(subprocess.run, ["bash", "-c", curl], capture_output=True, text=True,
+                                           timeout=30)
             assert done.returncode == 0, done.stderr
             assert json.loads(done.stdout)["choices"][0]["message"]["content"]
 

@@ -143,7 +143,8 @@ def test_journey_calls_are_well_formed_shell_with_bodies_the_api_accepts():
     workload = WorkloadRequest(**body_of(steps[2].calls[0]))
     assert workload.artifact_id == "moonshotai/Kimi-K3@" + "0" * 40
     assert (workload.hardware, workload.layout) == ("gb200", "multi_node_tp")
-    assert workload_body("Qwen/Qwen3.5-397B-A17B", hardware="h200", layout="single_node_tp")["name"] == "qwen3-5-397b-a17b"
+    body = workload_body("Qwen/Qwen3.5-397B-A17B", hardware="h200", layout="single_node_tp")
+    assert body["name"] == "qwen3-5-397b-a17b"
 
 
 def test_a_floor_warning_is_highlighted_on_the_draft():

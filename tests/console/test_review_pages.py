@@ -93,7 +93,8 @@ async def test_list_draft_page_and_review(plane, deps, temporal_client, pg_pool)
             after = await ana.get(done.headers["location"])
             assert re.search(r'id="artifact-state">approved<', after.text)
             assert "Your decision (approve) was recorded" in after.text and 'id="review-form"' not in after.text
-            again = await ana.post(f"{page_url}/review", data={"csrf": token, "decision": "reject", "draft_version": "1"})
+            again = await ana.post(f"{page_url}/review",
+                                   data={"csrf": token, "decision": "reject", "draft_version": "1"})
             assert again.status_code == 409 and "no longer waiting for a review" in unescape(again.text)
 
 
@@ -101,6 +102,7 @@ async def test_unknown_and_malformed_artifacts(plane):
     async with browser_for(plane) as vic:
         await sign_in(vic, "tok-vic")
         missing = await vic.get("/console/artifacts/nobody/nothing@" + "0" * 40)
-        assert missing.status_code == 404 and "not found" in missing.text and "text/html" in missing.headers["content-type"]
+        assert missing.status_code == 404 and "not found" in missing.text
+        assert "text/html" in missing.headers["content-type"]
         malformed = await vic.get("/console/artifacts/nobody/nothing")
         assert malformed.status_code == 422 and "artifact ids look like" in malformed.text

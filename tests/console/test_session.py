@@ -8,7 +8,8 @@ from tests.console.conftest import browser_for, csrf_of, sign_in
 async def test_pages_behind_sign_in_redirect_to_the_login_page(anon):
     for path, target in [("/console", "%2Fconsole"),
                          ("/console?state=draft", "%2Fconsole%3Fstate%3Ddraft"),
-                         ("/console/artifacts/moonshotai/Kimi-K3@abc", "%2Fconsole%2Fartifacts%2Fmoonshotai%2FKimi-K3%40abc")]:
+                         ("/console/artifacts/moonshotai/Kimi-K3@abc",
+                          "%2Fconsole%2Fartifacts%2Fmoonshotai%2FKimi-K3%40abc")]:
         r = await anon.get(path)
         assert r.status_code == 303 and r.headers["location"] == f"/console/login?next={target}", path
     # The API's JSON routes still answer in JSON.

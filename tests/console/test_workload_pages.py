@@ -22,7 +22,7 @@ def _serving_replicas(live: dict) -> int:
 
 
 async def test_workload_pages_scale_and_delete(plane, api, deps, temporal_client, clusters,  # noqa: F811
-                                               approved_kimi):
+                                               approved_kimi):  # noqa: F811
     async with browser_for(plane) as vic, browser_for(plane) as olga:
         await sign_in(vic, "tok-vic")
         await sign_in(olga, "tok-olga")

@@ -28,13 +28,13 @@ def _main(component):
 def _parallel_world(args: list[str]) -> int:
     """GPUs a vLLM argument list uses, read independently of the renderer's own parser."""
     sizes = {"--tensor-parallel-size": 1, "--pipeline-parallel-size": 1, "--data-parallel-size": 1}
-    for flag, value in zip(args, args[1:]):
+    for flag, value in zip(args, args[1:], strict=False):
         if flag in sizes:
             sizes[flag] = int(value)
     return sizes["--tensor-parallel-size"] * sizes["--pipeline-parallel-size"] * sizes["--data-parallel-size"]
 
 
-@pytest.mark.parametrize(("hardware", "layout"), CASES, ids=[f"{h}-{l}" for h, l in CASES])
+@pytest.mark.parametrize(("hardware", "layout"), CASES, ids=[f"{h}-{lay}" for h, lay in CASES])
 def test_every_layout_renders_a_dgd_the_crd_accepts(hardware, layout):
     dgd = render_dgd(kimi_k3_spec(hardware, layout))
     validate_dgd(dgd)
@@ -43,7 +43,7 @@ def test_every_layout_renders_a_dgd_the_crd_accepts(hardware, layout):
     assert types == (["decode", "frontend", "prefill"] if layout == "pd_cluster" else ["frontend", "worker"])
 
 
-@pytest.mark.parametrize(("hardware", "layout"), CASES, ids=[f"{h}-{l}" for h, l in CASES])
+@pytest.mark.parametrize(("hardware", "layout"), CASES, ids=[f"{h}-{lay}" for h, lay in CASES])
 def test_nodes_times_gpus_per_node_is_the_layouts_gpu_count(hardware, layout):
     dgd = render_dgd(kimi_k3_spec(hardware, layout))
     for worker in _workers(dgd):
@@ -131,7 +131,7 @@ def test_the_spec_hash_annotation_names_exactly_the_rendered_spec():
 def test_worker_arguments_gain_identity_flags_and_lose_http_server_flags():
     dgd = render_dgd(kimi_k3_spec("b300", "pd_cluster"))
     decode = _main(next(c for c in _workers(dgd) if c["type"] == "decode"))["args"]
-    pairs = dict(zip(decode, decode[1:]))
+    pairs = dict(zip(decode, decode[1:], strict=False))
     assert decode[:2] == ["--model", "moonshotai/Kimi-K3"]
     assert pairs["--served-model-name"] == "kimi-k3"
     assert pairs["--revision"] == kimi_k3_spec("b300", "pd_cluster").hf_revision
@@ -158,7 +158,8 @@ def test_per_node_rendezvous_flags_are_left_to_the_operator():
 def test_rendering_its_own_arguments_again_changes_nothing():
     spec = kimi_k3_spec("b200", "multi_node_dep")
     first = render_dgd(spec)
-    again = spec.model_copy(update={"worker": spec.worker.model_copy(update={"args": _main(_workers(first)[0])["args"]})})
+    rendered_args = _main(_workers(first)[0])["args"]
+    again = spec.model_copy(update={"worker": spec.worker.model_copy(update={"args": rendered_args})})
     assert render_dgd(again) == first == render_dgd(spec)
 
 
@@ -208,7 +209,8 @@ def test_hugging_face_token_is_only_a_secret_reference():
     dgd = render_dgd(kimi_k3_spec("b300", "single_node_tp"))
     for component in dgd["spec"]["components"]:
         env = {e["name"]: e for e in _main(component)["env"]}
-        assert env["HF_TOKEN"] == {"name": "HF_TOKEN", "valueFrom": {"secretKeyRef": {"name": "hf-token", "key": "HF_TOKEN"}}}
+        assert env["HF_TOKEN"] == {"name": "HF_TOKEN",
+                                   "valueFrom": {"secretKeyRef": {"name": "hf-token", "key": "HF_TOKEN"}}}
         assert env["HF_HOME"]["value"] == "/model-cache"
         assert _main(component)["volumeMounts"] == [{"name": "model-cache", "mountPath": "/model-cache"}]
         assert component["podTemplate"]["spec"]["volumes"] == [
@@ -343,7 +345,7 @@ def test_serve_commands_from_the_recipe_catalog_render_valid_graphs(hardware, la
         worker = pool([c for c in cmd.commands if c.role == "decode"])
     else:
         worker, prefill = pool(cmd.commands), None
-    stated = dict(zip(worker.args, worker.args[1:])).get("--max-num-seqs")
+    stated = dict(zip(worker.args, worker.args[1:], strict=False)).get("--max-num-seqs")
     spec = kimi_k3_spec(hardware, layout, worker=worker, prefill=prefill, env={},
                         max_num_seqs=int(stated) if stated else None)
     dgd = render_dgd(spec)

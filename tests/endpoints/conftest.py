@@ -21,7 +21,7 @@ def gateway(tmp_path):
 
 
 @pytest.fixture
-def settings(hub, sims, gateway, tmp_path, monkeypatch):
+def settings(hub, sims, gateway, tmp_path, monkeypatch):  # noqa: F811 - pytest fixtures imported above
     from tests.conftest import unique_queue
     from wingsmith.config import Settings
     monkeypatch.setenv(HF_TOKEN_ENV, HF_TOKEN)

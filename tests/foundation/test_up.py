@@ -4,6 +4,7 @@ stop cleanly on SIGTERM, and keep its data and workflows across a restart."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import signal
@@ -99,22 +100,23 @@ async def test_up_serves_survives_a_worker_kill_and_restarts_with_its_state(tmp_
     up = Up(tmp_path / "home").start()
     try:
         up.wait_ready()
-        assert httpx.get(f"http://127.0.0.1:{up.ports['ui']}/", timeout=5).status_code == 200  # Temporal UI
-        assert httpx.get(f"{up.api}/healthz").json() == {"status": "ok"}
+        ui = await asyncio.to_thread(httpx.get, f"http://127.0.0.1:{up.ports['ui']}/", timeout=5)
+        assert ui.status_code == 200  # Temporal UI
+        assert (await asyncio.to_thread(httpx.get, f"{up.api}/healthz")).json() == {"status": "ok"}
         headers = {"Authorization": f"Bearer {up.token()}"}
         assert up.token() in up.out.read_text()  # printed for the person who ran `up`
 
         wid = await _ping(up)
 
         # A second `up` on the same home refuses and says why.
-        second = subprocess.run([sys.executable, "-m", "wingsmith.cli.main", "up"], env=up.env,
-                                capture_output=True, text=True, timeout=30)
+        second = await asyncio.to_thread(subprocess.run, [sys.executable, "-m", "wingsmith.cli.main", "up"],
+                                         env=up.env, capture_output=True, text=True, timeout=30)
         assert second.returncode == 1 and "already running" in second.stdout
 
         # Killing the worker leaves the API up; the supervisor brings a new worker.
         old = _worker_pid(up)
         os.kill(old, signal.SIGKILL)
-        assert httpx.get(f"{up.api}/readyz", timeout=5).status_code == 200
+        assert (await asyncio.to_thread(httpx.get, f"{up.api}/readyz", timeout=5)).status_code == 200
         deadline = time.monotonic() + 20
         while time.monotonic() < deadline:
             try:
@@ -122,7 +124,7 @@ async def test_up_serves_survives_a_worker_kill_and_restarts_with_its_state(tmp_
                     break
             except (AssertionError, psutil.Error):
                 pass
-            time.sleep(0.3)
+            await asyncio.sleep(0.3)
         await _ping(up)
 
         # Write something to the registry so the restart can prove it survived.

@@ -94,7 +94,9 @@ class ScriptedBackend:
                     piece = word if i == 0 else " " + word
                     delta = {"index": 0, "finish_reason": None}
                     delta.update({"delta": {"content": piece}} if chat else {"text": piece})
-                    yield f"data: {json.dumps({'id': 'x1', 'object': 'chat.completion.chunk', 'created': 1, 'model': body['model'], 'choices': [delta]})}\n\n".encode()
+                    chunk = {"id": "x1", "object": "chat.completion.chunk", "created": 1, "model": body["model"],
+                             "choices": [delta]}
+                    yield f"data: {json.dumps(chunk)}\n\n".encode()
                     if self.chunk_delay:
                         await asyncio.sleep(self.chunk_delay)
                     if self.mode == "break-mid-stream" and i == 1:
@@ -102,7 +104,8 @@ class ScriptedBackend:
                 yield b"data: [DONE]\n\n"
             return StreamingResponse(events(), media_type="text/event-stream")
 
-        return Starlette(routes=[Route("/v1/models", list_models), Route("/v1/chat/completions", complete, methods=["POST"]),
+        return Starlette(routes=[Route("/v1/models", list_models),
+                                 Route("/v1/chat/completions", complete, methods=["POST"]),
                                  Route("/v1/completions", complete, methods=["POST"])])
 
     def stop(self) -> None:

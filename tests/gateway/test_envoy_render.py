@@ -57,7 +57,8 @@ def test_route_matches_the_model_header_with_weighted_refs():
         (backend_name("kimi-k3", b.id), b.weight) for b in ROUTES.backends]
     assert rule["backendRefs"][2]["modelNameOverride"] == "moonshotai/Kimi-K3"
     assert "modelNameOverride" not in rule["backendRefs"][0]
-    assert route["spec"]["parentRefs"] == [{"name": "wingsmith", "kind": "Gateway", "group": "gateway.networking.k8s.io"}]
+    assert route["spec"]["parentRefs"] == [
+        {"name": "wingsmith", "kind": "Gateway", "group": "gateway.networking.k8s.io"}]
     assert rule["timeouts"] == {"request": "600s"}
 
 

@@ -78,7 +78,8 @@ def test_unknown_model_is_404_in_openai_shape(gateway, backends):
 
 def test_bad_requests_get_openai_errors(gateway, backends):
     gateway.client.set_routes(routes((backends[0], 1)))
-    not_json = httpx.post(f"{gateway.url}/v1/chat/completions", content=b"{", headers={"content-type": "application/json"})
+    not_json = httpx.post(f"{gateway.url}/v1/chat/completions", content=b"{",
+                          headers={"content-type": "application/json"})
     assert (not_json.status_code, not_json.json()["error"]["code"]) == (400, "invalid_json")
     no_model = httpx.post(f"{gateway.url}/v1/chat/completions", json={"messages": MESSAGES})
     assert (no_model.status_code, no_model.json()["error"]["param"]) == (400, "model")
@@ -188,8 +189,9 @@ def test_removed_sim_frontend_moves_traffic_to_the_other_cluster(gateway, sim):
         gateway.client.set_routes(routes((east.frontend_url("default", "kimi-east"), 1),
                                          (west.frontend_url("default", "kimi-west"), 1)))
         client = openai.OpenAI(base_url=f"{gateway.url}/v1", api_key="unused", max_retries=0)
-        first = {client.chat.completions.create(model=MODEL, messages=MESSAGES).choices[0].message.content.split(" in ")[0]
-                 for _ in range(4)}
+        answers = [client.chat.completions.create(model=MODEL, messages=MESSAGES).choices[0].message.content
+                   for _ in range(4)]
+        first = {answer.split(" in ")[0] for answer in answers}
         assert first == {"Hello from kimi-east", "Hello from kimi-west"}
         sim.frontends.remove("sim-east", "default", "kimi-east")  # the east cluster stops serving
         after = [client.chat.completions.create(model=MODEL, messages=MESSAGES).choices[0].message.content

@@ -83,7 +83,8 @@ def test_gated_is_403_with_how_to_grant(client, hub):
     r = client.get("/v1/artifacts/resolve", params={"source": "Qwen/Qwen3-8B"})
     assert r.status_code == 403
     err = r.json()["error"]
-    assert err["code"] == "gated_repo" and "accept the model's terms at https://huggingface.co/Qwen/Qwen3-8B" in err["message"]
+    assert err["code"] == "gated_repo"
+    assert "accept the model's terms at https://huggingface.co/Qwen/Qwen3-8B" in err["message"]
 
 
 def test_5xx_is_503_naming_the_cause(client, hub):

@@ -33,7 +33,8 @@ def pod(name, node_name, gpus, *, labels=None, phase="Running", init_gpus=None, 
         init = [k8s.V1Container(name="init", resources=k8s.V1ResourceRequirements(
             requests={"nvidia.com/gpu": str(init_gpus)}))]
     return k8s.V1Pod(metadata=k8s.V1ObjectMeta(name=name, namespace="ns", labels=labels or {}),
-                     spec=k8s.V1PodSpec(node_name=node_name, containers=[k8s.V1Container(name="c", resources=resources)],
+                     spec=k8s.V1PodSpec(node_name=node_name,
+                                        containers=[k8s.V1Container(name="c", resources=resources)],
                                         init_containers=init),
                      status=k8s.V1PodStatus(phase=phase))
 
@@ -68,8 +69,9 @@ def test_live_inventory_feeds_placement_without_over_committing():
 
 
 def test_manual_inventory_defaults_to_the_cards_node_size_and_all_free():
-    inv = ManualInventory(pools=[{"hardware": "GB300", "nodes": 18}, {"hardware": "b200", "nodes": 2,
-                                                                       "gpus_per_node": 8, "free_gpus": 3}]).to_inventory("x")
+    manual = ManualInventory(pools=[{"hardware": "GB300", "nodes": 18},
+                                    {"hardware": "b200", "nodes": 2, "gpus_per_node": 8, "free_gpus": 3}])
+    inv = manual.to_inventory("x")
     assert [(p.hardware_id, p.gpus_per_node, p.free_gpus, p.nodes) for p in inv.pools] == [
         ("gb300", 4, 4, 18), ("b200", 8, 3, 2)]
     assert inv.source == "manual"

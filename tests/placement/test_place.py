@@ -76,7 +76,8 @@ def test_more_replicas_than_capacity_are_explained_per_cluster():
     assert (decision.placed, decision.unplaced, decision.complete) == (3, 2, False)
     assert "full" in verdict(decision, "a").unplaced_reason
     assert "full" in verdict(decision, "b").unplaced_reason
-    assert "no h200 nodes" in verdict(decision, "c").unplaced_reason and "b200" in verdict(decision, "c").unplaced_reason
+    reason = verdict(decision, "c").unplaced_reason
+    assert "no h200 nodes" in reason and "b200" in reason
     assert "2 unplaced" in decision.summary
     # The summary (the workflow's failure, the events, CLI and console) carries every reason itself.
     for name in ("a", "b", "c"):
@@ -209,7 +210,8 @@ def test_missing_failed_and_unregistered_inventories():
     assert decision.placed == 0
     assert failed(decision, "broken")["inventory"] == "inventory read failed: API server unreachable"
     assert "no inventory" in failed(decision, "unread")["inventory"]
-    assert failed(decision, "stranger") == {"registered": "not registered: an inventory was given for an unknown cluster"}
+    assert failed(decision, "stranger") == {
+        "registered": "not registered: an inventory was given for an unknown cluster"}
     assert [v.cluster for v in decision.clusters] == ["broken", "stranger", "unread"]
 
 

@@ -49,7 +49,7 @@ def client_credentials() -> tuple[bytes, bytes]:
 
 
 @pytest.fixture(scope="module")
-def kube_credentials(sims, tmp_path_factory) -> dict:
+def kube_credentials(sims, tmp_path_factory) -> dict:  # noqa: F811 - pytest fixtures imported above
     """The emulator's kubeconfig with a client certificate and key added to every user, written
     0600 to a file of its own; the plane is given only its path."""
     cert_pem, key_pem = client_credentials()
@@ -66,7 +66,7 @@ def kube_credentials(sims, tmp_path_factory) -> dict:
 
 
 @pytest_asyncio.fixture(loop_scope="session")
-async def clusters(pg_pool, sims, kube_credentials):
+async def clusters(pg_pool, sims, kube_credentials):  # noqa: F811 - pytest fixtures imported above
     for name in sims.names:
         sims.faults(name).reset()
         spec = sims.cluster(name).spec

@@ -80,7 +80,8 @@ def test_key_ids_are_stable_distinct_and_do_not_reveal_the_key():
 def test_settings_name_where_a_key_is_missing(monkeypatch, key_file):
     monkeypatch.delenv("WINGSMITH_TEST_PAYLOAD_KEY", raising=False)
     assert codec_from_settings(Settings()) is None and data_converter(Settings()) is pydantic_data_converter
-    with pytest.raises(PayloadKeyError, match="WINGSMITH_TEST_PAYLOAD_KEY named by WINGSMITH_PAYLOAD_KEY_REF is not set"):
+    with pytest.raises(PayloadKeyError,
+                       match="WINGSMITH_TEST_PAYLOAD_KEY named by WINGSMITH_PAYLOAD_KEY_REF is not set"):
         codec_from_settings(Settings(payload_key_ref="WINGSMITH_TEST_PAYLOAD_KEY"))
     with pytest.raises(PayloadKeyError, match="OLD_KEY_REFS is set but WINGSMITH_PAYLOAD_KEY_REF is not"):
         codec_from_settings(Settings(payload_old_key_refs=[f"file:{key_file}"]))
@@ -287,7 +288,8 @@ async def test_cors_preflight_admits_only_the_temporal_ui(codec_api, key_file):
 ])
 async def test_bad_codec_requests_say_what_is_wrong(codec_api, key_file, body, problem):
     async with codec_api(Settings(payload_key_ref=f"file:{key_file}")) as api:
-        r = await api.post("/codec/decode", content=body, headers=_bearer("tok-vic", **{"Content-Type": "application/json"}))
+        r = await api.post("/codec/decode", content=body,
+                           headers=_bearer("tok-vic", **{"Content-Type": "application/json"}))
         assert r.status_code == 400 and problem in r.json()["error"]["message"]
 
 

@@ -10,6 +10,7 @@ loaded that client key."""
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import io
 import json
@@ -109,24 +110,28 @@ async def test_journey_leaves_no_secret_in_histories_logs_registry_or_clusters(
             assert r.status_code == 202, r.text
             live = await _until_stage(api, "kimi-scan", {"serving", "failed"})
             assert live["stage"] == "serving", live
-            r = await api.post("/v1/endpoints", headers=as_("tok-olga"), json={"name": "kimi-k3", "workloads": ["kimi-scan"]})
+            r = await api.post("/v1/endpoints", headers=as_("tok-olga"),
+                               json={"name": "kimi-k3", "workloads": ["kimi-scan"]})
             assert r.status_code == 202, r.text
 
             async def routed():
                 route = gateway.client.get_route("kimi-k3")
                 return route if route and route.serving else None
             await wait_until(routed, timeout=30, what="the endpoint's gateway route")
-            answer = httpx.post(f"{gateway.url}/v1/chat/completions", timeout=10, json={
+            answer = await asyncio.to_thread(httpx.post, f"{gateway.url}/v1/chat/completions", timeout=10, json={
                 "model": "kimi-k3", "messages": [{"role": "user", "content": "hello"}]})
             assert answer.status_code == 200, answer.text
 
     # The secrets were really used, so a clean scan means something.
     kimi_file = f"{hub.url}/{KIMI}/resolve/main/config.json"
-    assert httpx.head(kimi_file).status_code in (401, 403), "Kimi-K3 must be gated for this test"
-    assert httpx.head(kimi_file, headers={"Authorization": f"Bearer {secrets['hf token']}"}).status_code == 200
+    anonymous = await asyncio.to_thread(httpx.head, kimi_file)
+    assert anonymous.status_code in (401, 403), "Kimi-K3 must be gated for this test"
+    granted = await asyncio.to_thread(httpx.head, kimi_file, headers={"Authorization": f"Bearer {secrets['hf token']}"})
+    assert granted.status_code == 200
     assert hub.request_count(KIMI) > 0
     east = clusters.cluster("sim-east").server_url
-    assert httpx.get(f"{east}/api/v1/namespaces").status_code == 401, "the emulator must check bearer tokens"
+    unauthenticated = await asyncio.to_thread(httpx.get, f"{east}/api/v1/namespaces")
+    assert unauthenticated.status_code == 401, "the emulator must check bearer tokens"
     assert dgds(clusters, "kimi-scan"), "the plane wrote to the clusters with the kubeconfig's token"
     # The emulator speaks plain http, where the kubernetes client sends no client certificate; what
     # can be shown is that the file the plane was pointed at, as the client parses it, carries the key.

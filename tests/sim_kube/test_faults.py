@@ -26,8 +26,8 @@ def _waiting_reason(status) -> str | None:
 def test_crash_loop(sim, core, custom, namespace):
     sim.faults("sim-east").crash_loop = True
     apply(custom, namespace, dgd("crash"))
-    status = wait_for(lambda: (s := _worker_status(core, namespace, "crash")) and _waiting_reason(s) == "CrashLoopBackOff"
-                      and s, what="CrashLoopBackOff")
+    status = wait_for(lambda: (s := _worker_status(core, namespace, "crash"))
+                      and _waiting_reason(s) == "CrashLoopBackOff" and s, what="CrashLoopBackOff")
     assert status.container_statuses[0].last_state.terminated.exit_code == 1
     first = status.container_statuses[0].restart_count
     wait_for(lambda: _worker_status(core, namespace, "crash").container_statuses[0].restart_count > first,
@@ -39,8 +39,8 @@ def test_crash_loop(sim, core, custom, namespace):
 def test_image_pull_back_off(sim, core, custom, namespace):
     sim.faults("sim-east").image_pull = True
     apply(custom, namespace, dgd("pull"))
-    status = wait_for(lambda: (s := _worker_status(core, namespace, "pull")) and _waiting_reason(s) == "ImagePullBackOff"
-                      and s, what="ImagePullBackOff")
+    status = wait_for(lambda: (s := _worker_status(core, namespace, "pull"))
+                      and _waiting_reason(s) == "ImagePullBackOff" and s, what="ImagePullBackOff")
     assert status.phase == "Pending"
     assert "vllm-runtime:1.3.0" in status.container_statuses[0].state.waiting.message
 

@@ -19,7 +19,7 @@ def sims(tmp_path_factory):
 
 
 @pytest.fixture
-def settings(hub, sims, tmp_path, monkeypatch):
+def settings(hub, sims, tmp_path, monkeypatch):  # noqa: F811 - pytest fixtures imported above
     import json
 
     from tests.conftest import unique_queue
@@ -47,7 +47,7 @@ async def clusters(pg_pool, sims):
 
 
 @pytest_asyncio.fixture(loop_scope="session")
-async def approved_kimi(api, deps, temporal_client):
+async def approved_kimi(api, deps, temporal_client):  # noqa: F811 - pytest fixtures imported above
     """Kimi-K3 registered by an operator and approved by an approver, through the API (once per module)."""
     listed = (await api.get("/v1/artifacts", params={"state": "approved", "model": KIMI},
                             headers=as_("tok-vic"))).json()["artifacts"]
