@@ -1,13 +1,13 @@
 """Hugging Face Hub adapter: parse a model source, resolve it into an artifact proposal."""
 
 from wingsmith.hub.errors import (
-                                  GatedRepo,
-                                  HubError,
-                                  HubRateLimited,
-                                  HubTokenUnavailable,
-                                  HubUnavailable,
-                                  RepoNotFound,
-                                  RevisionNotFound,
+    GatedRepo,
+    HubError,
+    HubRateLimited,
+    HubTokenUnavailable,
+    HubUnavailable,
+    RepoNotFound,
+    RevisionNotFound,
 )
 from wingsmith.hub.proposal import ArtifactProposal
 from wingsmith.hub.resolver import MissingConfig, Resolver, RetryPolicy
