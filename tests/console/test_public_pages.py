@@ -152,9 +152,9 @@ def test_a_floor_warning_is_highlighted_on_the_draft():
     checked here: the plane's sizing of the real config with weights a third over the published floor."""
     from api.console.rendering import templates
     from api.console.views import variant_rows
+    from tests.upstream import snapshot_config
     from wingsmith.drafts import VariantSizing
     from wingsmith.recipes import evidence_for, load_catalog
-    from tests.upstream import snapshot_config
     from wingsmith.sizing import size_model
 
     catalog = load_catalog()

@@ -58,4 +58,4 @@ def holder_with(settings: Settings, role: str, *, not_named: str | None = None) 
     directly; `not_named` skips a principal (the approver of a four-eyes review is someone else)."""
     holders = [h for h in token_holders(settings) if grants(h.roles, role) and h.name != not_named]
     direct = [h for h in holders if role in h.roles]
-    return (direct or holders or [None])[0]
+    return (direct or holders)[0] if holders else None
