@@ -56,7 +56,7 @@ def proposal_view(proposal: ArtifactProposal) -> ProposalView:
 @router.get("/artifacts/new")
 async def register_form(request: Request, principal: ConsoleOperator, source: str | None = None):
     proposal, error = None, None
-    if blank_to_none(source or ""):
+    if source is not None and blank_to_none(source):
         try:
             # The API's resolve handler: the same proposal `GET /v1/artifacts/resolve` answers.
             proposal = proposal_view(await resolve_api.propose(request, source.strip()))

@@ -143,6 +143,8 @@ async def check_workload(form: WorkloadForm, request: Request, principal: Princi
         result = await workloads_api.create(body, principal, db, settings, request)
     except ApiError as err:
         return Check(refusal=err.message)
+    if not isinstance(result, workloads_api.DryRun):  # the body asked for a dry run
+        raise TypeError(f"a dry-run create answered {type(result).__name__}")
     return Check(plan=result.plan, placement=PlacementDecision.model_validate(result.placement))
 
 
@@ -193,4 +195,6 @@ async def create_workload(request: Request, principal: ConsoleOperator, db: DbDe
         created = await workloads_api.create(body, principal, db, settings, request)
     except ApiError as err:
         return await _page(request, principal, db, settings, form, status_code=err.status, error=err.message)
+    if not isinstance(created, workloads_api.Created):  # the form never asks for a dry run
+        raise TypeError(f"a create answered {type(created).__name__}")
     return redirect(workload_path(created.id) + "?" + urlencode({"created": 1}))

@@ -81,7 +81,8 @@ def candidates(recipe: Recipe, evidence: Evidence, catalog: Catalog) -> list[Can
                 command = serve_command(recipe, evidence.default_variant, hw, layout.name, [], catalog=catalog)
             except (InvalidChoice, LookupError):
                 continue
-            if memory[hw] is not None and command.gpus * memory[hw] < floor:
+            per_gpu = memory[hw]
+            if per_gpu is not None and command.gpus * per_gpu < floor:
                 continue
             found.append(Candidate(hardware=hw, layout=layout.name, gpus=command.gpus, nodes=command.nodes))
     # Disaggregation is a tuning choice, never the first thing to suggest; then the fewest GPUs.

@@ -74,7 +74,8 @@ async def test_approve_kimi_in_the_browser(plane, deps, temporal_client):
                     "only on gb200, gb300, h200")
                 await expect(page.locator('tr[data-variant="default"]')).to_contain_text("1680 GB")
                 await expect(page.locator('tr[data-variant="nvfp4"]')).to_contain_text("1650 GB")
-                await expect(page.locator("#recipe-link")).to_have_attribute("href", re.compile(r"/blob/[0-9a-f]{40}/models/moonshotai/Kimi-K3.yaml$"))
+                recipe_blob = re.compile(r"/blob/[0-9a-f]{40}/models/moonshotai/Kimi-K3.yaml$")
+                await expect(page.locator("#recipe-link")).to_have_attribute("href", recipe_blob)
 
                 # Choose another card and layout: the command is rebuilt server-side.
                 await page.locator("#command-form select[name=hardware]").select_option("gb200")
