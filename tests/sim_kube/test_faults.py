@@ -163,7 +163,8 @@ def test_injected_errors_and_latency_per_deployment(sim, custom, namespace):
     for name in ("good", "bad"):
         wait_for(lambda n=name: ready_for(get(custom, namespace, n), 1), what=f"{name} ready")
     cluster = sim.cluster("sim-east")
-    r = httpx.patch(f"{sim.base_url}/admin/clusters/sim-east/faults", headers={"Authorization": f"Bearer {cluster.token}"},
+    admin = {"Authorization": f"Bearer {cluster.token}"}
+    r = httpx.patch(f"{sim.base_url}/admin/clusters/sim-east/faults", headers=admin,
                     json={"frontends": {"bad": {"error_rate": 1.0, "latency": 0.3}}})
     assert r.status_code == 200 and r.json()["frontends"] == {"bad": {"error_rate": 1.0, "latency": 0.3}}, r.text
     body = {"model": "acme/Tiny-1B", "messages": [{"role": "user", "content": "hi"}]}
@@ -180,7 +181,7 @@ def test_injected_errors_and_latency_per_deployment(sim, custom, namespace):
 
     sim.faults("sim-east").update({"frontends": {"bad": {"error_rate": 0.0, "latency": 0.0}}})
     assert call("bad")[0] == 200
-    r = httpx.patch(f"{sim.base_url}/admin/clusters/sim-east/faults", headers={"Authorization": f"Bearer {cluster.token}"},
+    r = httpx.patch(f"{sim.base_url}/admin/clusters/sim-east/faults", headers=admin,
                     json={"frontends": {"bad": {"error_rate": 2}}})
     assert r.status_code == 422
     sim.faults("sim-east").reset()
