@@ -54,9 +54,12 @@ _IO = workflow.ActivityConfig(
 # round trip through the server to dispatch them or to report back (on the dev server each such trip
 # is tens of milliseconds); the result is still recorded (a marker), retried and idempotent.
 # Registry writes, and the pure evidence and sizing steps over the shipped catalog, are local.
-_DB = workflow.LocalActivityConfig(
-    start_to_close_timeout=timedelta(seconds=30),
-    retry_policy=RetryPolicy(initial_interval=timedelta(seconds=1), maximum_interval=timedelta(seconds=30)))
+_DB_TIMEOUT = timedelta(seconds=30)
+_DB_RETRY = RetryPolicy(initial_interval=timedelta(seconds=1), maximum_interval=timedelta(seconds=30))
+_DB = workflow.LocalActivityConfig(start_to_close_timeout=_DB_TIMEOUT, retry_policy=_DB_RETRY)
+# Creating the watch's schedule is a scheduled (server-dispatched) activity with the registry writes'
+# limits; making it local would change the command sequence the recorded histories hold.
+_DB_SCHEDULED = workflow.ActivityConfig(start_to_close_timeout=_DB_TIMEOUT, retry_policy=_DB_RETRY)
 _COMPUTE = workflow.LocalActivityConfig(
     start_to_close_timeout=timedelta(minutes=2),
     retry_policy=RetryPolicy(initial_interval=timedelta(seconds=1), maximum_interval=timedelta(minutes=1),
@@ -118,7 +121,7 @@ class ArtifactWorkflow:
                 # From now on the branch is watched: a new commit opens a new draft against this one.
                 await workflow.execute_activity_method(WatchActivities.ensure_schedule, EnsureWatchInput(
                     watch=WatchInput(repo_id=params.repo_id, branch=params.revision, policy=params.policy),
-                    task_queue=workflow.info().task_queue), **_DB)
+                    task_queue=workflow.info().task_queue), **_DB_SCHEDULED)
         await workflow.wait_condition(workflow.all_handlers_finished)
         return ArtifactOutcome(artifact_id=self.id, stage=self.stage, decision=self.decision)
 

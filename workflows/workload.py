@@ -65,9 +65,12 @@ SignalArg = TypeVar("SignalArg", WorkloadRef, BackendRef)
 # Local activities: they run inside the workflow task on the worker that holds the workflow, with no
 # round trip through the server to dispatch them or to report back (on the dev server each such trip
 # is tens of milliseconds); the result is still recorded (a marker), retried and idempotent.
-_DB = workflow.LocalActivityConfig(
-    start_to_close_timeout=timedelta(seconds=10),
-    retry_policy=RetryPolicy(initial_interval=timedelta(seconds=1), maximum_interval=timedelta(seconds=5)))
+_DB_TIMEOUT = timedelta(seconds=10)
+_DB_RETRY = RetryPolicy(initial_interval=timedelta(seconds=1), maximum_interval=timedelta(seconds=5))
+_DB = workflow.LocalActivityConfig(start_to_close_timeout=_DB_TIMEOUT, retry_policy=_DB_RETRY)
+# The heal and deployment records are still scheduled (server-dispatched) activities with the same
+# limits; making them local changes the command sequence, so it waits for a re-recording of histories.
+_DB_SCHEDULED = workflow.ActivityConfig(start_to_close_timeout=_DB_TIMEOUT, retry_policy=_DB_RETRY)
 
 
 # One look is one read; a look that gets no answer at all (worker gone, cluster hung) counts as an
@@ -537,7 +540,7 @@ class WorkloadWorkflow:
         await workflow.execute_activity_method(WorkloadActivities.record_heal, HealRecord(
             workload_id=self.plan.workload_id, workflow_id=info.workflow_id, step=f"heal:{self.state.heals}",
             cluster=cluster, action=action, problem=verdict.problem or "other", cause=verdict.cause or "",
-            seconds=took, outcome=outcome), **_DB)
+            seconds=took, outcome=outcome), **_DB_SCHEDULED)
 
     async def _show_observed(self) -> None:
         """Stage and registry say what the last looks saw: `degraded` names each cluster and its cause,
@@ -561,7 +564,7 @@ class WorkloadWorkflow:
             dgd_name=state.dgd_name or dgd_name(self.plan.workload_id, state.cluster), namespace=self.plan.namespace,
             replicas=state.replicas, state=phase, frontend_url=state.frontend_url,
             detail={"generation": state.generation, **(detail or {})}, source=info.workflow_id,
-            step=f"{info.run_id}:watch:{state.cluster}:{phase}:{info.get_current_history_length()}"), **_DB)
+            step=f"{info.run_id}:watch:{state.cluster}:{phase}:{info.get_current_history_length()}"), **_DB_SCHEDULED)
 
     # --- teardown and rollback ------------------------------------------------------------------------
 

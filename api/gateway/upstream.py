@@ -97,16 +97,22 @@ class UpstreamResponse:
     __slots__ = ("_conn", "_pool", "_timeout", "status", "headers")
 
     def __init__(self, conn: _Connection, pool: Upstream, timeout: float):
-        self._conn, self._pool, self._timeout = conn, pool, timeout
+        self._conn: _Connection | None = conn
+        self._pool, self._timeout = pool, timeout
         self.status = conn.status
         self.headers = conn.headers
 
+    def _live(self) -> _Connection:
+        if self._conn is None:
+            raise RuntimeError("this answer was released: its connection may serve another request now")
+        return self._conn
+
     @property
     def complete(self) -> bool:
-        return self._conn.complete
+        return self._live().complete
 
     async def chunks(self) -> AsyncIterator[bytes]:
-        conn = self._conn
+        conn = self._live()
         while True:
             if conn.body:
                 pending, conn.body = conn.body, []
@@ -117,7 +123,7 @@ class UpstreamResponse:
             await conn.feed(self._timeout)
 
     async def read(self) -> bytes:
-        conn = self._conn
+        conn = self._live()
         while not conn.complete:  # most answers of the hot path arrive whole with their headers
             await conn.feed(self._timeout)
         body, conn.body = conn.body, []
@@ -207,8 +213,8 @@ class Upstream:
 class Upstreams:
     """One `Upstream` per backend origin, made on first use: a request allocates no client."""
 
-    def __init__(self, **options: float):
-        self._options = options
+    def __init__(self, *, connect_timeout: float = 3.0, read_timeout: float = 600.0, max_idle: int = 64):
+        self._connect_timeout, self._read_timeout, self._max_idle = connect_timeout, read_timeout, max_idle
         self._pools: dict[str, Upstream] = {}
         self._by_url: dict[str, tuple[Upstream, str]] = {}
 
@@ -220,7 +226,8 @@ class Upstreams:
             origin = f"{parts.scheme}://{parts.netloc}"
             pool = self._pools.get(origin)
             if pool is None:
-                pool = self._pools[origin] = Upstream(origin, **self._options)
+                pool = self._pools[origin] = Upstream(origin, connect_timeout=self._connect_timeout,
+                                                      read_timeout=self._read_timeout, max_idle=self._max_idle)
             found = self._by_url[url] = (pool, parts.path.rstrip("/"))
         return found
 

@@ -160,7 +160,8 @@ def _evaluate(name: str, info: ClusterInfo | None, inv: ClusterInventory | None,
         _check(cand, "node_shape", True, f"{card.id} nodes with {g}+ GPUs: {sum(p.nodes for p in shaped)}")
     elif matching:
         biggest = max(p.gpus_per_node for p in matching)
-        _check(cand, "node_shape", False, f"its largest {card.id} node has {biggest} GPUs; a replica needs {g} per node")
+        _check(cand, "node_shape", False,
+               f"its largest {card.id} node has {biggest} GPUs; a replica needs {g} per node")
     else:
         _check(cand, "node_shape", False, f"no {card.id} nodes to hold {g} GPUs per node")
 

@@ -162,6 +162,7 @@ class FleetIndex:
         ctx = _Context(plan, card)
         shelf = self._shelf(card.id)
         holding = set(shelf.holding(ctx.g, ctx.n)) if card.placeable else set()
+        ruled_out: list[RuledOut]
         if explain_every_cluster:
             candidates, ruled_out = self._every_cluster(shelf, holding, ctx), []
         else:
