@@ -618,7 +618,12 @@ async def _settle(bed: _Bed, names: list[str], within: float) -> dict[str, Any]:
             statuses[n] = st or statuses[n]
         pending = [n for n in names if statuses[n] is None or statuses[n].stage not in ("serving", "failed")]
         if not pending:
-            if await _registry_agrees(bed, statuses) == []:
+            # Judge the registry against what every workflow says now, not what it said when it first
+            # settled: a workload that settled early may have been degraded by a later look since.
+            for n, st in zip(names, await asyncio.gather(*(_status(bed, n) for n in names)), strict=True):
+                statuses[n] = st or statuses[n]
+            settled = all(statuses[n] is not None and statuses[n].stage in ("serving", "failed") for n in names)
+            if settled and await _registry_agrees(bed, statuses) == []:
                 return statuses
         if time.monotonic() > deadline:
             return statuses
