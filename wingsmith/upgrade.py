@@ -5,6 +5,8 @@ streaming). Past a threshold the upgrade rolls back, and the figures that failed
 
 from __future__ import annotations
 
+from typing import Literal
+
 from pydantic import BaseModel, Field
 
 from wingsmith.gateway.traffic import BackendTraffic
@@ -57,3 +59,40 @@ def judge(old: BackendTraffic, new: BackendTraffic, t: UpgradeThresholds) -> Ste
     # Errors are judged on any traffic: a version that fails everything it gets fails at once.
     return StepVerdict(healthy=not failures, enough_traffic=enough or bool(failures), figures=figures,
                        failures=failures)
+
+
+# --- what a person (or a `follow: auto` approval) asks, and what the upgrade reports ---------------
+
+class UpgradeRequest(BaseModel):
+    """The `upgrade` update of a workload's workflow (`POST /v1/workloads/{id}/upgrade`): move the
+    workload to another approved artifact, cluster by cluster, in gateway-weight steps."""
+
+    artifact_id: str = Field(description="<org>/<name>@<sha> of an approved artifact")
+    requested_by: str = "unknown"
+    reason: str | None = Field(default=None, description="why, when not a person's request (e.g. follow: auto)")
+    steps: list[int] = Field(default_factory=lambda: [10, 50, 100], min_length=1, max_length=10,
+                             description="percent of the cluster's traffic on the new version at each step; "
+                                         "ends at 100")
+    dwell_seconds: float = Field(default=60, ge=0, le=86_400, description="how long each step is watched")
+    thresholds: UpgradeThresholds = Field(default_factory=UpgradeThresholds)
+
+
+UpgradeState = Literal["running", "paused", "succeeded", "rolled_back", "aborted", "failed"]
+
+
+class UpgradeClusterProgress(BaseModel):
+    cluster: str
+    phase: str = Field(description="waiting, surging, bringing up, step N of M, draining old, done, rolled back")
+    new_weight_percent: int = 0
+    verdict: StepVerdict | None = Field(default=None, description="the last window's comparison")
+
+
+class UpgradeStatus(BaseModel):
+    upgrade_id: str
+    workload_id: str
+    from_artifact_id: str
+    to_artifact_id: str
+    state: UpgradeState
+    requested_by: str
+    clusters: list[UpgradeClusterProgress] = Field(default_factory=list)
+    failures: list[str] = Field(default_factory=list, description="the figures that made it roll back")
