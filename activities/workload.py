@@ -58,6 +58,7 @@ class PlacementRecord(BaseModel):
 class DeploymentRecord(BaseModel):
     workload_id: str
     cluster: str
+    revision: int = 0
     dgd_name: str
     namespace: str
     replicas: int
@@ -119,7 +120,7 @@ class WorkloadActivities:
         await store.record_deployment(self._pool(), workload_id=r.workload_id, cluster=r.cluster,
                                       dgd_name=r.dgd_name, namespace=r.namespace, replicas=r.replicas,
                                       state=r.state, frontend_url=r.frontend_url, detail=r.detail,
-                                      source=r.source, step=r.step)
+                                      source=r.source, step=r.step, revision=r.revision)
 
     @activity.defn(name="workload.record_heal")
     async def record_heal(self, r: HealRecord) -> None:

@@ -3,10 +3,14 @@ that really serve it. The pure rules live here (which deployments become backend
 weight), together with the messages the workload and endpoint workflows send each other.
 
 A backend is one workload's deployment on one cluster, named by a typed `BackendRef`; its gateway
-id (`<cluster>/<workload>`) is derived from it in one place.
+id (`<cluster>/<workload>`, and `<cluster>/<workload>/r<n>` for a version an upgrade brought up) is
+derived from it in one place. While an upgrade shifts traffic on a cluster, the two versions there
+share that cluster's weight by an explicit split (percent to the new one) instead of by replicas.
 """
 
 from __future__ import annotations
+
+import math
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -20,11 +24,20 @@ class BackendRef(BaseModel):
 
     cluster: str
     workload_id: str
+    revision: int = Field(default=0, ge=0, description="which version on that cluster (see `dgd_name`)")
 
     @property
     def id(self) -> str:
         """The gateway's backend id (`Backend.id`)."""
-        return f"{self.cluster}/{self.workload_id}"
+        return f"{self.cluster}/{self.workload_id}" + (f"/r{self.revision}" if self.revision else "")
+
+    @classmethod
+    def of(cls, backend: Backend) -> BackendRef:
+        """The ref a routed backend was made from (its id carries the revision)."""
+        base = f"{backend.cluster}/{backend.workload_id}"
+        tail = backend.id[len(base):]
+        revision = int(tail[2:]) if tail.startswith("/r") and tail[2:].isdigit() else 0
+        return cls(cluster=backend.cluster, workload_id=backend.workload_id, revision=revision)
 
 
 class ServingDeployment(BaseModel):
@@ -35,10 +48,13 @@ class ServingDeployment(BaseModel):
     replicas: int
     frontend_url: str
     served_model_name: str | None
+    revision: int = 0
+    split_percent: int | None = Field(default=None, ge=0, le=100, description="set while an upgrade shifts traffic "
+                                      "on this cluster: this version's percent of the workload's traffic there")
 
     @property
     def ref(self) -> BackendRef:
-        return BackendRef(cluster=self.cluster, workload_id=self.workload_id)
+        return BackendRef(cluster=self.cluster, workload_id=self.workload_id, revision=self.revision)
 
 
 def backend_weight(replicas: int, leaving: bool) -> int:
@@ -50,16 +66,35 @@ def backend_weight(replicas: int, leaving: bool) -> int:
 def routes_from_deployments(name: str, deployments: list[ServingDeployment], listing: list[bool], *,
                             draining_workloads: list[str], draining_backends: list[BackendRef]) -> EndpointRoutes:
     """The endpoint's routes: the deployments whose frontend lists the served name right now
-    (`listing`, one answer per deployment), weighted by replicas, leaving ones at weight 0."""
+    (`listing`, one answer per deployment), weighted by replicas, leaving ones at weight 0. A
+    cluster under a traffic split gives each version its percent of that cluster's replica weight;
+    every weight is then scaled by the smallest factor that keeps those percents whole."""
+    scale = _split_scale([d.split_percent for d in deployments if d.split_percent is not None])
     backends = []
     for d, lists in zip(deployments, listing, strict=True):
         if not lists:
             continue
         leaving = d.workload_id in draining_workloads or d.ref in draining_backends
+        weight = backend_weight(d.replicas, leaving) * scale
+        if d.split_percent is not None and not leaving:
+            weight = weight * d.split_percent // 100
         backends.append(Backend(id=d.ref.id, cluster=d.cluster, workload_id=d.workload_id, url=d.frontend_url,
-                                weight=backend_weight(d.replicas, leaving),
+                                weight=min(weight, MAX_WEIGHT),
                                 served_model=d.served_model_name if d.served_model_name != name else None))
     return EndpointRoutes(model_name=name, backends=backends)
+
+
+MAX_WEIGHT = 10_000  # the gateway's limit on one backend's weight
+
+
+def _split_scale(percents: list[int]) -> int:
+    """1 without splits; else the least factor f with f * p / 100 whole for every split percent p
+    (10 % → 10, 50 % → 2, both → 10), so a split of a one-replica cluster still has weights 1 : 9."""
+    scale = 1
+    for p in percents:
+        need = 100 // math.gcd(p, 100)
+        scale = scale * need // math.gcd(scale, need)
+    return scale
 
 
 # --- what the workload and endpoint workflows tell each other (typed signals) ---------------------

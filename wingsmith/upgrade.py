@@ -5,6 +5,7 @@ streaming). Past a threshold the upgrade rolls back, and the figures that failed
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Literal
 
 from pydantic import BaseModel, Field
@@ -75,6 +76,36 @@ class UpgradeRequest(BaseModel):
                                          "ends at 100")
     dwell_seconds: float = Field(default=60, ge=0, le=86_400, description="how long each step is watched")
     thresholds: UpgradeThresholds = Field(default_factory=UpgradeThresholds)
+    # Another shape of the same model (or of the same artifact): None keeps the workload's.
+    variant: str | None = Field(default=None, max_length=100, description="another precision variant")
+    features: list[str] | None = Field(default=None, max_length=50, description="the opt-in features from now on")
+    layout: str | None = Field(default=None, max_length=100, description="another parallelism layout")
+
+    def changes_shape(self) -> bool:
+        return self.variant is not None or self.features is not None or self.layout is not None
+
+
+class UpgradeControl(BaseModel):
+    """`pause_upgrade`, `resume_upgrade`, `abort_upgrade`: who asks, and why."""
+
+    requested_by: str = "unknown"
+    reason: str | None = Field(default=None, max_length=500)
+
+
+def steps_problem(steps: list[int]) -> str | None:
+    """Why these weight steps cannot be walked (None when they can): percents rising to 100."""
+    if any(not 0 < p <= 100 for p in steps):
+        return f"steps must be percents between 1 and 100, got {steps}"
+    if any(b <= a for a, b in zip(steps, steps[1:], strict=False)):
+        return f"steps must rise, got {steps}"
+    if steps[-1] != 100:
+        return f"steps must end at 100 (all traffic on the new version), got {steps}"
+    return None
+
+
+def same_repository(a: str, b: str) -> bool:
+    """Two artifact ids (`<org>/<name>@<sha>`) of one Hugging Face repository (ids are case-insensitive)."""
+    return a.rsplit("@", 1)[0].lower() == b.rsplit("@", 1)[0].lower()
 
 
 UpgradeState = Literal["running", "paused", "succeeded", "rolled_back", "aborted", "failed"]
@@ -85,6 +116,10 @@ class UpgradeClusterProgress(BaseModel):
     phase: str = Field(description="waiting, surging, bringing up, step N of M, draining old, done, rolled back")
     new_weight_percent: int = 0
     verdict: StepVerdict | None = Field(default=None, description="the last window's comparison")
+    replicas: int = 0
+    surge: bool = Field(default=False, description="no room for both versions: one replica at a time")
+    old_dgd: str | None = None
+    new_dgd: str | None = None
 
 
 class UpgradeStatus(BaseModel):
@@ -96,3 +131,17 @@ class UpgradeStatus(BaseModel):
     requested_by: str
     clusters: list[UpgradeClusterProgress] = Field(default_factory=list)
     failures: list[str] = Field(default_factory=list, description="the figures that made it roll back")
+    update_id: str | None = Field(default=None, description="the Temporal update that started it (idempotency)")
+    revision: int = Field(default=0, description="the new version's revision (its DGDs are named with it)")
+    steps: list[int] = Field(default_factory=list)
+    dwell_seconds: float = 0
+    paused_reason: str | None = None
+    started_at: datetime | None = None
+    finished_at: datetime | None = None
+
+    @property
+    def running(self) -> bool:
+        return self.state in ("running", "paused")
+
+    def cluster(self, name: str) -> UpgradeClusterProgress:
+        return next(c for c in self.clusters if c.cluster == name)

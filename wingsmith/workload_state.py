@@ -8,6 +8,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
+from wingsmith.upgrade import UpgradeStatus
 from wingsmith.workloads import WorkloadPlan
 
 # `degraded`: what was observed is less than what was asked (a deployment missing, unready or
@@ -21,6 +22,7 @@ class ClusterState(BaseModel):
     replicas: int = 0
     state: Literal["pending", "rolling_out", "serving", "degraded", "failed", "deleting", "deleted"] = "pending"
     dgd_name: str | None = None
+    revision: int = Field(default=0, description="the version its DGD runs (bumped by each upgrade)")
     frontend_url: str | None = None
     error: str | None = Field(default=None, description="why it failed, or what the watch saw wrong (degraded)")
     # What the plane applied, which the watch compares the live object with.
@@ -52,6 +54,8 @@ class WorkloadState(BaseModel):
     leftovers: list[str] = Field(default_factory=list, description="clusters whose replicas moved while they could "
                                  "not be reached: their old DGD is removed when they answer again")
     heals: int = 0
+    upgrade: UpgradeStatus | None = Field(default=None, description="the running or the last upgrade")
+    upgrades: int = Field(default=0, description="upgrades started, which numbers them")
 
 
 class WorkloadWorkflowInput(BaseModel):
@@ -85,6 +89,7 @@ class WorkloadStatus(BaseModel):
     clusters: list[ClusterState]
     failure: str | None = None
     events: list[str] = Field(default_factory=list)
+    upgrade: UpgradeStatus | None = None
 
     @property
     def serving_replicas(self) -> int:

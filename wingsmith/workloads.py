@@ -104,13 +104,15 @@ class WorkloadPlan(BaseModel):
     placement: PlacementPlan
     fit: dict[str, Any]
     drift: DriftPolicy = "heal"
+    revision: int = Field(default=0, ge=0, description="bumped by each upgrade: the DGDs of this plan are named "
+                          "with it (`wingsmith.dynamo.dgd_name`)")
 
     def rollout_spec(self, cluster: str, replicas: int) -> RolloutSpec:
         """The per-cluster rendering input: the same plan, with this cluster's share of replicas."""
         worker = self.worker.model_copy(update={"replicas": replicas})
         prefill = self.prefill.model_copy(update={"replicas": replicas}) if self.prefill else None
         return RolloutSpec(
-            workload_id=self.workload_id, cluster=cluster, artifact_id=self.artifact_id,
+            workload_id=self.workload_id, cluster=cluster, revision=self.revision, artifact_id=self.artifact_id,
             artifact_sha=self.artifact_sha, draft_version=self.draft_version,
             served_model_name=self.served_model_name, hf_model_id=self.hf_model_id, hf_revision=self.hf_revision,
             engine=Engine(self.engine), layout=Layout(self.layout), hardware_id=self.hardware, worker=worker,

@@ -36,13 +36,15 @@ def main_activities(deps: WorkerDeps) -> list:
     from activities.artifact import ArtifactActivities
     from activities.endpoint import EndpointActivities
     from activities.ping import ping
+    from activities.upgrade import UpgradeActivities
     from activities.watch import WatchActivities
     from activities.workload import WorkloadActivities
     artifacts = ArtifactActivities(deps.settings, deps.db, resolver=deps.extras.get("resolver"))
     return [ping, artifacts.resolve_artifact, artifacts.gather_evidence, artifacts.size_draft, artifacts.save_draft,
             artifacts.record_decision, artifacts.record_artifact_event, artifacts.set_artifact_state,
             artifacts.remind_reviewers, *WorkloadActivities(deps.db).all(),
-            *EndpointActivities(deps.settings, deps.db).all(), *WatchActivities(artifacts).all()]
+            *EndpointActivities(deps.settings, deps.db).all(), *WatchActivities(artifacts).all(),
+            *UpgradeActivities(deps.settings, deps.db).all()]
 
 
 def kube_activities(deps: WorkerDeps) -> list:

@@ -224,8 +224,7 @@ class EndpointWorkflow:
         if not self.state.draining:
             return
         draining = list(self.state.draining)
-        await self._wait_drained([BackendRef(cluster=b.cluster, workload_id=b.workload_id)
-                                  for b in (self.state.routes.backends if self.state.routes else [])
+        await self._wait_drained([BackendRef.of(b) for b in (self.state.routes.backends if self.state.routes else [])
                                   if b.workload_id in draining])
         self.state.workloads = [w for w in self.state.workloads if w not in draining]
         self.state.draining = [w for w in self.state.draining if w not in draining]

@@ -18,7 +18,7 @@ WORKLOAD = SearchAttributeKey.for_keyword("WingsmithWorkload")
 CLUSTERS = SearchAttributeKey.for_keyword_list("WingsmithCluster")
 
 __all__ = ["CLUSTERS", "MODEL", "SHA", "STAGE", "WORKLOAD", "artifact_workflow_id", "artifact_workflow_id_of",
-           "cluster_rollout_workflow_id", "endpoint_workflow_id", "workload_workflow_id"]
+           "cluster_rollout_workflow_id", "endpoint_workflow_id", "upgrade_id", "workload_workflow_id"]
 
 
 def artifact_workflow_id_of(artifact: str) -> str:
@@ -30,8 +30,15 @@ def workload_workflow_id(workload_id: str) -> str:
     return f"workload/{workload_id}"
 
 
-def cluster_rollout_workflow_id(workload_id: str, cluster: str) -> str:
-    return f"workload/{workload_id}/cluster/{cluster}"
+def cluster_rollout_workflow_id(workload_id: str, cluster: str, revision: int = 0) -> str:
+    """Revision n > 0 (a version an upgrade brought up) rolls out under its own id, so the old
+    version's heals and the new version's rollout never collide."""
+    return f"workload/{workload_id}/cluster/{cluster}" + (f"/r{revision}" if revision else "")
+
+
+def upgrade_id(workload_id: str, revision: int) -> str:
+    """The n-th upgrade of a workload (its target revision): what the events and status call it."""
+    return f"workload/{workload_id}/upgrade/{revision}"
 
 
 def endpoint_workflow_id(name: str) -> str:

@@ -47,6 +47,7 @@ class ClusterRolloutInput(BaseModel):
     mode: Literal["apply", "delete"]
     workload_id: str
     cluster: str
+    revision: int = 0  # which version on this cluster (an upgrade runs two side by side)
     kubeconfig: KubeconfigRef
     namespace: str
     spec: RolloutSpec | None = None  # apply only
@@ -75,7 +76,7 @@ class ClusterRolloutWorkflow:
 
     @workflow.run
     async def run(self, params: ClusterRolloutInput) -> ClusterRolloutResult:
-        name = dgd_name(params.workload_id, params.cluster)
+        name = dgd_name(params.workload_id, params.cluster, params.revision)
         # Its own attributes, so a rollout started from user code is found like one its workload started.
         workflow.upsert_search_attributes([WORKLOAD.value_set(params.workload_id),
                                            CLUSTERS.value_set([params.cluster]), STAGE.value_set("rollout")])
@@ -136,8 +137,8 @@ class ClusterRolloutWorkflow:
                       detail: dict[str, Any] | None = None, frontend_url: str | None = None) -> None:
         info = workflow.info()
         await workflow.execute_local_activity_method(WorkloadActivities.record_deployment, DeploymentRecord(
-            workload_id=params.workload_id, cluster=params.cluster, dgd_name=name, namespace=params.namespace,
-            replicas=replicas, state=state, frontend_url=frontend_url, detail=detail or {},
+            workload_id=params.workload_id, cluster=params.cluster, revision=params.revision, dgd_name=name,
+            namespace=params.namespace, replicas=replicas, state=state, frontend_url=frontend_url, detail=detail or {},
             source=info.workflow_id, step=f"{info.run_id}:{state}"), **_DB)
 
 

@@ -27,6 +27,7 @@ from temporalio.common import RetryPolicy, SearchAttributePair, TypedSearchAttri
 from temporalio.exceptions import ActivityError, ApplicationError, ChildWorkflowError
 
 import workflows.endpoint as endpoint_workflow  # a module import: the two workflows signal each other
+import workflows.upgrade as upgrades
 from workflows.history import time_to_continue_as_new
 from workflows.ids import CLUSTERS, MODEL, SHA, STAGE, WORKLOAD, cluster_rollout_workflow_id
 from workflows.rollout import ClusterRolloutInput, ClusterRolloutResult, ClusterRolloutWorkflow
@@ -48,6 +49,7 @@ with workflow.unsafe.imports_passed_through():
     from wingsmith.endpoints import BackendDrained, BackendRef, EndpointRef, WorkloadRef
     from wingsmith.placement.models import ClusterInventory
     from wingsmith.reconcile import Applied, Observation, Verdict, judge
+    from wingsmith.upgrade import UpgradeControl, UpgradeRequest, UpgradeStatus
     from wingsmith.workload_state import (
         ClusterState,
         DeleteRequest,
@@ -57,6 +59,7 @@ with workflow.unsafe.imports_passed_through():
         WorkloadStatus,
         WorkloadWorkflowInput,
     )
+    from wingsmith.workloads import WorkloadPlan
 
 SignalArg = TypeVar("SignalArg", WorkloadRef, BackendRef)
 
@@ -102,6 +105,8 @@ class WorkloadWorkflow:
         self.known_targets: dict[str, ClusterTarget] | None = None  # refreshed when a cluster is not in it
         self.place_again_at: datetime | None = None
         self.place_again_wait = timedelta(0)
+        self.upgrade_run: upgrades.Upgrade | None = None  # the upgrade in flight (workflows/upgrade.py)
+        self.upgrade_pending: str | None = None  # an upgrade update being planned
 
     # --- lifecycle ------------------------------------------------------------------------------
 
@@ -123,6 +128,7 @@ class WorkloadWorkflow:
             self._set_stage("serving")
             await self._record("serving", f"serving:{self.state.placement_revision}", self._summary())
         await self._watch()
+        await upgrades.end_before_delete(self)
         async with self.lock:
             await self._tear_down()
         await workflow.wait_condition(workflow.all_handlers_finished)
@@ -153,6 +159,41 @@ class WorkloadWorkflow:
             raise ApplicationError("a delete of this workload is pending; it cannot be scaled", type="NotScalable")
         if self.state.stage in ("deleting", "deleted", "failed"):
             raise ApplicationError(f"workload is {self.state.stage}; it cannot be scaled", type="NotScalable")
+        if self.upgrade_run is not None or self.upgrade_pending is not None:
+            raise ApplicationError("an upgrade is running; scale once it ends (or abort it)", type="NotScalable")
+
+    @workflow.update
+    async def upgrade(self, request: UpgradeRequest) -> UpgradeStatus:
+        """Move to another approved artifact, progressively (workflows/upgrade.py); answers once started."""
+        return await upgrades.start(self, request)
+
+    @upgrade.validator
+    def _validate_upgrade(self, request: UpgradeRequest) -> None:
+        upgrades.validate(self, request)
+
+    @workflow.update
+    def pause_upgrade(self, request: UpgradeControl) -> UpgradeStatus:
+        return upgrades.control(self, "pause", request)
+
+    @pause_upgrade.validator
+    def _validate_pause(self, request: UpgradeControl) -> None:
+        upgrades.validate_control(self, "pause")
+
+    @workflow.update
+    def resume_upgrade(self, request: UpgradeControl) -> UpgradeStatus:
+        return upgrades.control(self, "resume", request)
+
+    @resume_upgrade.validator
+    def _validate_resume(self, request: UpgradeControl) -> None:
+        upgrades.validate_control(self, "resume")
+
+    @workflow.update
+    def abort_upgrade(self, request: UpgradeControl) -> UpgradeStatus:
+        return upgrades.control(self, "abort", request)
+
+    @abort_upgrade.validator
+    def _validate_abort(self, request: UpgradeControl) -> None:
+        upgrades.validate_control(self, "abort")
 
     @workflow.update
     async def delete(self, request: DeleteRequest) -> WorkloadStatus:
@@ -194,7 +235,8 @@ class WorkloadWorkflow:
         return WorkloadStatus(workload_id=self.plan.workload_id, stage=self.state.stage, replicas=self._replicas(),
                               served_model_name=self.plan.served_model_name,
                               clusters=sorted(self.state.clusters.values(), key=lambda c: c.cluster),
-                              failure=self.state.failure, events=self.state.events[-50:])
+                              failure=self.state.failure, events=self.state.events[-50:],
+                              upgrade=self.state.upgrade)
 
     # --- converging on a replica count ---------------------------------------------------------------
 
@@ -298,19 +340,21 @@ class WorkloadWorkflow:
             self._event(f"{name} removed")
             return name, 0
         state.state, state.replicas, state.error = "serving", replicas, None
-        state.dgd_name, state.frontend_url = result.dgd_name, result.frontend_url
+        state.dgd_name, state.frontend_url, state.revision = result.dgd_name, result.frontend_url, self.plan.revision
         state.generation, state.spec_hash, state.unhealthy_since, state.drift = (
             result.generation, result.spec_hash, None, None)
         self._event(f"{name} serving {replicas} replica(s) at {result.frontend_url}")
         await self._notify_subscribers()
         return name, 0
 
-    async def _cluster_rollout(self, target: ClusterTarget, replicas: int,
-                               mode: Literal["apply", "delete"]) -> ClusterRolloutResult:
-        name = target.info.name
+    async def _cluster_rollout(self, target: ClusterTarget, replicas: int, mode: Literal["apply", "delete"],
+                               plan: WorkloadPlan | None = None) -> ClusterRolloutResult:
+        """`plan`: another version's (an upgrade's); the workload's own by default."""
+        name, plan = target.info.name, plan or self.plan
         return await workflow.execute_child_workflow(
-            ClusterRolloutWorkflow.run, self._rollout_input(target, replicas, mode),
-            id=cluster_rollout_workflow_id(self.plan.workload_id, name), task_queue=workflow.info().task_queue,
+            ClusterRolloutWorkflow.run, self._rollout_input(target, replicas, mode, plan),
+            id=cluster_rollout_workflow_id(plan.workload_id, name, plan.revision),
+            task_queue=workflow.info().task_queue,
             static_summary=f"{mode} {self.plan.workload_id} on {name} ({replicas} replicas)",
             search_attributes=TypedSearchAttributes([
                 SearchAttributePair(WORKLOAD, self.plan.workload_id), SearchAttributePair(CLUSTERS, [name]),
@@ -329,13 +373,13 @@ class WorkloadWorkflow:
         self.state.clusters[name].dgd_name = None
         self._event(f"{name}: the failed deployment was removed")
 
-    def _rollout_input(self, target: ClusterTarget, replicas: int,
-                       mode: Literal["apply", "delete"]) -> ClusterRolloutInput:
+    def _rollout_input(self, target: ClusterTarget, replicas: int, mode: Literal["apply", "delete"],
+                       plan: WorkloadPlan) -> ClusterRolloutInput:
         return ClusterRolloutInput(
-            mode=mode, workload_id=self.plan.workload_id, cluster=target.info.name, kubeconfig=target.kubeconfig,
-            namespace=self.plan.namespace,
-            spec=self.plan.rollout_spec(target.info.name, replicas) if replicas else None,
-            weight_bytes=self.plan.weight_bytes, kube_task_queue=self.params.kube_task_queue,
+            mode=mode, workload_id=plan.workload_id, cluster=target.info.name, revision=plan.revision,
+            kubeconfig=target.kubeconfig, namespace=plan.namespace,
+            spec=plan.rollout_spec(target.info.name, replicas) if replicas else None,
+            weight_bytes=plan.weight_bytes, kube_task_queue=self.params.kube_task_queue,
             ready_deadline_seconds=self.params.ready_deadline_seconds, poll_seconds=self.params.poll_seconds,
             unschedulable_grace_seconds=self.params.unschedulable_grace_seconds)
 
@@ -347,8 +391,9 @@ class WorkloadWorkflow:
         watch = self.params.watch
         probe_every = max(1, round(watch.probe_seconds / watch.status_seconds))
         looks = 0
-        def time_to_continue() -> bool:
-            return looks >= watch.looks_per_run or time_to_continue_as_new(self.params.history_limit)
+        def time_to_continue() -> bool:  # not while an upgrade runs: it carries on in this run
+            return self.upgrade_run is None and (looks >= watch.looks_per_run
+                                                 or time_to_continue_as_new(self.params.history_limit))
 
         while True:
             try:
@@ -405,7 +450,7 @@ class WorkloadWorkflow:
             seen = await workflow.execute_activity_method(
                 ObserveActivities.observe, ObserveInput(
                     cluster=name, kubeconfig=target.kubeconfig, namespace=self.plan.namespace,
-                    name=(state and state.dgd_name) or dgd_name(self.plan.workload_id, name),
+                    name=(state and state.dgd_name) or dgd_name(self.plan.workload_id, name, self.plan.revision),
                     served_model_name=self.plan.served_model_name if probe else None),
                 **_look_options(self.params.kube_task_queue))
         except ActivityError as err:
@@ -420,7 +465,7 @@ class WorkloadWorkflow:
         if state.spec_hash is None and seen.exists:  # applied before the plane recorded what it applied
             state.spec_hash, state.generation = seen.spec_hash, seen.generation
         applied = Applied(cluster=state.cluster, dgd_name=state.dgd_name or dgd_name(self.plan.workload_id,
-                                                                                      state.cluster),
+                                                                                      state.cluster, state.revision),
                           namespace=self.plan.namespace, spec_hash=state.spec_hash or "",
                           generation=state.generation, replicas=state.replicas,
                           served_model_name=self.plan.served_model_name)
@@ -546,7 +591,7 @@ class WorkloadWorkflow:
         """Stage and registry say what the last looks saw: `degraded` names each cluster and its cause,
         or the replicas missing; never `serving` over nothing."""
         problems = {n: c.error or "degraded" for n, c in sorted(self.state.clusters.items()) if c.state == "degraded"}
-        missing = self.plan.replicas - self._replicas()
+        missing = self.plan.replicas - self._replicas() - upgrades.standing_in(self)
         stage: Stage = "degraded" if problems or missing > 0 else "serving"
         if stage == self.state.stage:
             return
@@ -560,8 +605,9 @@ class WorkloadWorkflow:
     async def _record_deployment(self, state: ClusterState, phase: str, detail: dict[str, Any] | None = None) -> None:
         info = workflow.info()
         await workflow.execute_activity_method(WorkloadActivities.record_deployment, DeploymentRecord(
-            workload_id=self.plan.workload_id, cluster=state.cluster,
-            dgd_name=state.dgd_name or dgd_name(self.plan.workload_id, state.cluster), namespace=self.plan.namespace,
+            workload_id=self.plan.workload_id, cluster=state.cluster, revision=state.revision,
+            dgd_name=state.dgd_name or dgd_name(self.plan.workload_id, state.cluster, state.revision),
+            namespace=self.plan.namespace,
             replicas=state.replicas, state=phase, frontend_url=state.frontend_url,
             detail={"generation": state.generation, **(detail or {})}, source=info.workflow_id,
             step=f"{info.run_id}:watch:{state.cluster}:{phase}:{info.get_current_history_length()}"), **_DB_SCHEDULED)
@@ -594,7 +640,9 @@ class WorkloadWorkflow:
             self._event("endpoints did not confirm draining within the grace period; deleting anyway")
 
     def _backend(self, cluster: str) -> BackendRef:
-        return BackendRef(cluster=cluster, workload_id=self.plan.workload_id)
+        held = self.state.clusters.get(cluster)
+        return BackendRef(cluster=cluster, workload_id=self.plan.workload_id,
+                          revision=held.revision if held else self.plan.revision)
 
     def _me(self) -> WorkloadRef:
         return WorkloadRef(workload_id=self.plan.workload_id)
@@ -602,18 +650,21 @@ class WorkloadWorkflow:
     async def _drain_clusters(self, clusters: list[str]) -> None:
         """Endpoints stop sending new requests to these clusters and let in-flight ones finish before
         the scale-down removes their deployments (as a delete drains the whole workload)."""
+        await self._drain_backends([self._backend(name) for name in clusters], ", ".join(clusters))
+
+    async def _drain_backends(self, backends: list[BackendRef], clusters: str) -> None:
         waiting: set[tuple[str, BackendRef]] = set()
         for wid in list(self.state.subscribers):
-            for name in clusters:
-                if await self._signal(wid, endpoint_workflow.EndpointWorkflow.backend_leaving, self._backend(name)):
-                    waiting.add((wid, self._backend(name)))
+            for backend in backends:
+                if await self._signal(wid, endpoint_workflow.EndpointWorkflow.backend_leaving, backend):
+                    waiting.add((wid, backend))
         try:
             await workflow.wait_condition(lambda: waiting <= self.backends_drained,
                                           timeout=timedelta(seconds=self.params.drain_grace_seconds))
             if waiting:
-                self._event(f"endpoints drained {', '.join(clusters)}")
+                self._event(f"endpoints drained {clusters}")
         except TimeoutError:
-            self._event(f"endpoints did not confirm draining {', '.join(clusters)} in time; removing anyway")
+            self._event(f"endpoints did not confirm draining {clusters} in time; removing anyway")
         self.backends_drained -= waiting
 
     async def _delete_everywhere(self) -> None:
@@ -677,8 +728,9 @@ class WorkloadWorkflow:
         return sum(c.replicas for c in self.state.clusters.values() if c.state == "serving")
 
     def _held(self) -> int:
-        """Replicas serving or degraded: a degraded cluster's replicas are the watch's to heal or move."""
-        return sum(c.replicas for c in self.state.clusters.values() if c.state in _HOLDING)
+        """Replicas serving or degraded: a degraded cluster's replicas are the watch's to heal or move
+        (and those of an upgrade's new version that stand in for old ones)."""
+        return sum(c.replicas for c in self.state.clusters.values() if c.state in _HOLDING) + upgrades.standing_in(self)
 
     def _summary(self) -> dict[str, int]:
         return {name: c.replicas for name, c in sorted(self.state.clusters.items()) if c.state == "serving"}

@@ -7,11 +7,11 @@ from typing import Any
 
 from fastapi import APIRouter, Query, Request
 from pydantic import BaseModel, Field
-from temporalio.client import WorkflowUpdateFailedError, WorkflowUpdateStage
+from temporalio.client import Client, WorkflowUpdateFailedError, WorkflowUpdateStage
 from temporalio.exceptions import ApplicationError
 from temporalio.service import RPCError, RPCStatusCode
 
-from api.auth import Operator, Viewer
+from api.auth import Operator, Principal, Viewer
 from api.deps import DbDep, SettingsDep, TemporalDep
 from api.errors import ApiError
 from api.routes.clusters import DryRunRequest, dry_run
@@ -19,6 +19,7 @@ from wingsmith.dynamo import render_dgd
 from wingsmith.recipes import load_catalog
 from wingsmith.store import workloads as store
 from wingsmith.temporal import workflow_ui_url
+from wingsmith.upgrade import UpgradeControl, UpgradeRequest, UpgradeStatus, steps_problem
 from wingsmith.workload_state import DeleteRequest, ScaleRequest, WorkloadStatus
 from wingsmith.workloads import (
     InvalidWorkload,
@@ -50,6 +51,26 @@ class DryRun(BaseModel):
 
 class ScaleBody(BaseModel):
     replicas: int = Field(ge=1, le=256)
+
+
+class UpgradeBody(UpgradeRequest):
+    """`UpgradeRequest` as a person sends it: who asks comes from the token, not the body."""
+
+    requested_by: str = Field(default="unknown", exclude=True, json_schema_extra={"readOnly": True})
+    reason: str | None = Field(default=None, max_length=500, description="why (shown in the events)")
+
+
+class ControlBody(BaseModel):
+    reason: str | None = Field(default=None, max_length=500)
+
+
+class UpgradeAnswer(BaseModel):
+    upgrade: UpgradeStatus
+    workflow_url: str
+
+
+# Refusals about what was asked (422) and about the workload's state now (409).
+_INVALID_UPGRADE = {"InvalidSteps", "OtherRepository", "SameArtifact", "ArtifactNotUpgradable"}
 
 
 @router.post("", status_code=202, response_model=Created | DryRun, summary="Create a workload (or dry-run it)")
@@ -99,6 +120,7 @@ async def get_workload(workload_id: str, _viewer: Viewer, db: DbDep, settings: S
     out["workflow_id"] = workload_workflow_id(workload_id)
     out["workflow_url"] = workflow_ui_url(settings, out["workflow_id"])
     out["live"] = live.model_dump(mode="json") if live else None
+    out["upgrade"] = live.upgrade.model_dump(mode="json") if live and live.upgrade else None
     return out
 
 
@@ -110,6 +132,52 @@ async def scale(workload_id: str, body: ScaleBody, principal: Operator, temporal
                                            ScaleRequest(replicas=body.replicas, requested_by=principal.name))
     except (WorkflowUpdateFailedError, RPCError) as err:
         raise _update_error(err, workload_id) from None
+
+
+@router.post("/{workload_id}/upgrade", status_code=202, response_model=UpgradeAnswer,
+             summary="Upgrade a workload to another approved artifact, progressively (operator)")
+async def upgrade(workload_id: str, body: UpgradeBody, principal: Operator, temporal: TemporalDep,
+                  settings: SettingsDep) -> UpgradeAnswer:
+    if (problem := steps_problem(body.steps)) is not None:
+        raise ApiError(422, problem, code="invalid_upgrade", details={"field": "steps"})
+    request = UpgradeRequest(**body.model_dump(exclude={"requested_by"}), requested_by=principal.name)
+    try:
+        status = await workload_handle(temporal, workload_id).execute_update(WorkloadWorkflow.upgrade, request)
+    except (WorkflowUpdateFailedError, RPCError) as err:
+        raise _update_error(err, workload_id) from None
+    return UpgradeAnswer(upgrade=status, workflow_url=workflow_ui_url(settings, workload_workflow_id(workload_id)))
+
+
+async def _control(workload_id: str, verb: str, body: ControlBody | None, principal: Principal,
+                   temporal: Client) -> UpgradeStatus:
+    update = {"pause": WorkloadWorkflow.pause_upgrade, "resume": WorkloadWorkflow.resume_upgrade,
+              "abort": WorkloadWorkflow.abort_upgrade}[verb]
+    control = UpgradeControl(requested_by=principal.name, reason=body.reason if body else None)
+    try:
+        return await workload_handle(temporal, workload_id).execute_update(update, control)
+    except (WorkflowUpdateFailedError, RPCError) as err:
+        raise _update_error(err, workload_id) from None
+
+
+@router.post("/{workload_id}/upgrade/pause", response_model=UpgradeStatus,
+             summary="Pause the running upgrade after its current step (operator)")
+async def pause_upgrade(workload_id: str, principal: Operator, temporal: TemporalDep,
+                        body: ControlBody | None = None) -> UpgradeStatus:
+    return await _control(workload_id, "pause", body, principal, temporal)
+
+
+@router.post("/{workload_id}/upgrade/resume", response_model=UpgradeStatus,
+             summary="Resume a paused upgrade (operator)")
+async def resume_upgrade(workload_id: str, principal: Operator, temporal: TemporalDep,
+                         body: ControlBody | None = None) -> UpgradeStatus:
+    return await _control(workload_id, "resume", body, principal, temporal)
+
+
+@router.post("/{workload_id}/upgrade/abort", response_model=UpgradeStatus,
+             summary="Abort the running upgrade: weights back, the new version removed (operator)")
+async def abort_upgrade(workload_id: str, principal: Operator, temporal: TemporalDep,
+                        body: ControlBody | None = None) -> UpgradeStatus:
+    return await _control(workload_id, "abort", body, principal, temporal)
 
 
 @router.delete("/{workload_id}", status_code=202, summary="Delete a workload (drains endpoints, then tears down)")
@@ -127,7 +195,9 @@ def _update_error(err: Exception, workload_id: str) -> ApiError:
     if isinstance(err, WorkflowUpdateFailedError):
         cause = err.cause
         if isinstance(cause, ApplicationError):
-            return ApiError(409, cause.message, code="conflict")
+            if cause.type in _INVALID_UPGRADE:
+                return ApiError(422, cause.message, code="invalid_upgrade", details={"reason": cause.type})
+            return ApiError(409, cause.message, code="conflict", details={"reason": cause.type} if cause.type else None)
         return ApiError(409, str(cause or err), code="conflict")
     assert isinstance(err, RPCError)
     if err.status == RPCStatusCode.NOT_FOUND:

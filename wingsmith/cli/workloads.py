@@ -1,4 +1,5 @@
-"""`wingsmith workloads create|list|show|scale|delete` and `wingsmith endpoints create|list|show|set-workloads|delete`,
+"""`wingsmith workloads create|list|show|scale|upgrade|pause-upgrade|resume-upgrade|abort-upgrade|delete`
+and `wingsmith endpoints create|list|show|set-workloads|delete`,
 through a running plane's API, with progress while they wait."""
 
 from __future__ import annotations
@@ -40,6 +41,22 @@ def register(sub) -> None:
     s.add_argument("replicas", type=int)
     add_common(s)
     s.set_defaults(func=_scale)
+    u = verbs.add_parser("upgrade", help="move to another approved artifact, progressively (operator)")
+    u.add_argument("id")
+    u.add_argument("artifact_id", help="<org>/<name>@<sha> of an approved artifact of the same model")
+    u.add_argument("--steps", default="10,50,100", help="percent of traffic on the new version at each step")
+    u.add_argument("--dwell", type=float, default=60, help="seconds each step is watched before the next")
+    u.add_argument("--reason", help="why (shown in the events)")
+    u.add_argument("--wait", action="store_true", help="follow it until it succeeds, rolls back or is aborted")
+    add_common(u)
+    u.set_defaults(func=_upgrade)
+    for verb, text in (("pause", "stop after the current step"), ("resume", "go on"),
+                       ("abort", "roll back: weights back, the new version removed")):
+        c = verbs.add_parser(f"{verb}-upgrade", help=f"{text} (operator)")
+        c.add_argument("id")
+        c.add_argument("--reason")
+        add_common(c)
+        c.set_defaults(func=_control, control=verb)
 
     e = sub.add_parser("endpoints", help="one model name routed to workloads on every cluster")
     everbs = e.add_subparsers(dest="verb", metavar="VERB", required=True)
@@ -138,6 +155,57 @@ def _show(args) -> int:
 def _scale(args) -> int:
     return call(args, "PATCH", f"/v1/workloads/{args.id}", {"replicas": args.replicas},
                 lambda s: f"{args.id}: {s['replicas']} replica(s), {s['stage']}", prog="wingsmith workloads scale")
+
+
+def upgrade_text(u: dict) -> str:
+    rows = [("upgrade", u["upgrade_id"]), ("state", u["state"] + (f" ({u['paused_reason']})" if u.get("paused_reason")
+                                                                  else "")),
+            ("from", u["from_artifact_id"]), ("to", u["to_artifact_id"])]
+    for c in u.get("clusters", []):
+        figures = (c.get("verdict") or {}).get("figures") or {}
+        seen = (f"; new {figures.get('new_requests')} req, errors {figures.get('new_error_rate')}, old "
+                f"{figures.get('old_requests')} req, errors {figures.get('old_error_rate')}" if figures else "")
+        rows.append((f"cluster {c['cluster']}", f"{c['phase']}, {c['new_weight_percent']}% new"
+                                                + (" (surge)" if c.get("surge") else "") + seen))
+    rows += [("failure", f) for f in u.get("failures", [])]
+    return pairs(rows)
+
+
+def _upgrade(args) -> int:
+    prog = "wingsmith workloads upgrade"
+    try:
+        steps = [int(p) for p in args.steps.split(",") if p.strip()]
+    except ValueError:
+        print(f"{prog}: --steps takes percents separated by commas, e.g. 10,50,100", file=sys.stderr)
+        return 2
+    body = {"artifact_id": args.artifact_id, "steps": steps, "dwell_seconds": args.dwell, "reason": args.reason}
+    code, data = request(args, "POST", f"/v1/workloads/{args.id}/upgrade", body, prog=prog)
+    if code:
+        return code
+    print(upgrade_text(data["upgrade"]) + f"\n  watch {data['workflow_url']}", flush=True)
+    if not args.wait:
+        return 0
+    seen = 0
+    deadline = time.monotonic() + 24 * 3600
+    while time.monotonic() < deadline:
+        code, w = request(args, "GET", f"/v1/workloads/{args.id}", prog=prog)
+        if code:
+            return code
+        live = (w or {}).get("live") or {}
+        for event in live.get("events", [])[seen:]:
+            print(f"  {event}", flush=True)
+        seen = max(seen, len(live.get("events", [])))
+        u = (w or {}).get("upgrade") or {}
+        if u.get("upgrade_id") == data["upgrade"]["upgrade_id"] and u.get("finished_at"):
+            print(upgrade_text(u))
+            return 0 if u["state"] == "succeeded" else 1
+        time.sleep(1)
+    return 1
+
+
+def _control(args) -> int:
+    return call(args, "POST", f"/v1/workloads/{args.id}/upgrade/{args.control}", {"reason": args.reason},
+                upgrade_text, prog=f"wingsmith workloads {args.control}-upgrade")
 
 
 def _delete(args) -> int:

@@ -23,6 +23,7 @@ LABEL_WORKLOAD = f"{DOMAIN}/workload"
 LABEL_CLUSTER = f"{DOMAIN}/cluster"
 LABEL_ARTIFACT_SHA = f"{DOMAIN}/artifact-sha"
 LABEL_DRAFT_VERSION = f"{DOMAIN}/draft-version"
+ANNOTATION_REVISION = f"{DOMAIN}/revision"
 # The label the Dynamo operator puts on every pod of a graph deployment.
 DYNAMO_GRAPH_LABEL = "nvidia.com/dynamo-graph-deployment-name"
 
@@ -44,13 +45,18 @@ def dns1123(raw: str, *, max_len: int = MAX_NAME, salt: str | None = None) -> st
     return f"{head}-{suffix}" if head else suffix
 
 
-def dgd_name(workload_id: str, cluster: str) -> str:
-    """The DynamoGraphDeployment name of one workload on one cluster."""
+def dgd_name(workload_id: str, cluster: str, revision: int = 0) -> str:
+    """The DynamoGraphDeployment name of one workload on one cluster. An upgrade brings the new
+    version up beside the old one under its own name: revision n > 0 adds `-r<n>` (the first
+    version keeps the name it always had, so deployments made before upgrades existed stay found)."""
     if not workload_id or not cluster:
         raise ValueError("dgd_name needs both a workload id and a cluster name")
-    raw = f"{workload_id}-{cluster}"
+    if revision < 0:
+        raise ValueError("a revision is 0 or more")
+    raw = f"{workload_id}-{cluster}" + (f"-r{revision}" if revision else "")
     # Salting with the pair keeps ("a-b", "c") and ("a", "b-c") apart once a hash is added.
-    return dns1123(raw, salt=f"{workload_id}\x00{cluster}")
+    salt = f"{workload_id}\x00{cluster}" + (f"\x00{revision}" if revision else "")
+    return dns1123(raw, salt=salt)
 
 
 def label_value(raw: str) -> str:

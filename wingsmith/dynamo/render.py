@@ -49,7 +49,7 @@ class RenderError(ValueError):
 
 
 def render_dgd(spec: RolloutSpec) -> dict[str, Any]:
-    name = names.dgd_name(spec.workload_id, spec.cluster)
+    name = names.dgd_name(spec.workload_id, spec.cluster, spec.revision)
     runtime_version = _runtime_version(spec)
     if spec.layout is Layout.pd_cluster:
         assert spec.prefill is not None  # RolloutSpec guarantees it for pd_cluster
@@ -109,6 +109,8 @@ def link_annotations(spec: RolloutSpec) -> dict[str, str]:
     }
     if spec.hf_revision:
         notes[f"{d}/hf-revision"] = spec.hf_revision
+    if spec.revision:
+        notes[names.ANNOTATION_REVISION] = str(spec.revision)
     return notes
 
 

@@ -68,6 +68,8 @@ class RolloutSpec(BaseModel):
 
     workload_id: str = Field(min_length=1)
     cluster: str = Field(min_length=1)
+    revision: int = Field(default=0, ge=0, description="which version of the workload on this cluster: an "
+                          "upgrade brings revision n+1 up beside n, each its own DGD")
     artifact_id: str = Field(min_length=1)
     artifact_sha: str = Field(description="the Hugging Face commit the artifact pins (40 hex)")
     draft_version: int = Field(ge=1)

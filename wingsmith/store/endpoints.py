@@ -12,14 +12,20 @@ from wingsmith.store.artifacts import record_event
 
 
 async def serving_deployments(pool: asyncpg.Pool, workload_ids: list[str]) -> list[ServingDeployment]:
-    """Deployments of these workloads recorded as serving with a frontend, by workload and cluster."""
+    """Deployments of these workloads recorded as serving with a frontend, by workload, cluster and
+    revision; under an upgrade's traffic split each carries its percent."""
     rows = await pool.fetch(
-        """select d.workload_id, d.cluster, d.replicas, d.frontend_url, w.spec->>'served_model_name' as served
+        """select d.workload_id, d.cluster, d.revision, d.replicas, d.frontend_url,
+                  w.spec->>'served_model_name' as served,
+                  case when s.revision is null then null when s.revision = d.revision then s.percent
+                       else 100 - s.percent end as split
            from deployments d join workloads w on w.id = d.workload_id
+                left join traffic_splits s on s.workload_id = d.workload_id and s.cluster = d.cluster
            where d.workload_id = any($1::text[]) and d.state = 'serving' and d.frontend_url is not null
-           order by d.workload_id, d.cluster""", workload_ids)
+           order by d.workload_id, d.cluster, d.revision""", workload_ids)
     return [ServingDeployment(workload_id=r["workload_id"], cluster=r["cluster"], replicas=r["replicas"],
-                              frontend_url=r["frontend_url"], served_model_name=r["served"]) for r in rows]
+                              frontend_url=r["frontend_url"], served_model_name=r["served"], revision=r["revision"],
+                              split_percent=r["split"]) for r in rows]
 
 
 async def upsert_endpoint(pool: asyncpg.Pool, *, name: str, workloads: list[str], state: str, workflow_id: str,

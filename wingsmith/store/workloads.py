@@ -16,7 +16,8 @@ async def upsert_workload(pool: asyncpg.Pool, *, workload_id: str, artifact_id: 
         await conn.execute(
             """insert into workloads (id, artifact_id, spec, state, workflow_id, requested_by)
                values ($1, $2, $3, $4, $5, $6)
-               on conflict (id) do update set state = excluded.state, spec = excluded.spec, updated_at = now()""",
+               on conflict (id) do update set state = excluded.state, spec = excluded.spec,
+                   artifact_id = excluded.artifact_id, updated_at = now()""",
             workload_id, artifact_id, spec, state, workflow_id, requested_by)
         await record_event(conn, source=workflow_id, step=step, subject=workload_id, kind=f"workload_{state}",
                            actor=requested_by, detail=detail)
@@ -34,22 +35,45 @@ async def save_placement(pool: asyncpg.Pool, *, workload_id: str, revision: int,
 
 async def record_deployment(pool: asyncpg.Pool, *, workload_id: str, cluster: str, dgd_name: str, namespace: str,
                             replicas: int, state: str, frontend_url: str | None, detail: dict, source: str,
-                            step: str) -> None:
+                            step: str, revision: int = 0) -> None:
+    """One row per version on a cluster (an upgrade runs two side by side), keyed by its revision."""
     async with pool.acquire() as conn, conn.transaction():
         if state == "deleted":
-            await conn.execute("delete from deployments where workload_id = $1 and cluster = $2", workload_id, cluster)
+            await conn.execute("delete from deployments where workload_id = $1 and cluster = $2 and revision = $3",
+                               workload_id, cluster, revision)
         else:
             await conn.execute(
                 """insert into deployments
-                     (workload_id, cluster, dgd_name, namespace, replicas, state, frontend_url, detail)
-                   values ($1, $2, $3, $4, $5, $6, $7, $8)
-                   on conflict (workload_id, cluster) do update set dgd_name = excluded.dgd_name,
+                     (workload_id, cluster, revision, dgd_name, namespace, replicas, state, frontend_url, detail)
+                   values ($1, $2, $3, $4, $5, $6, $7, $8, $9)
+                   on conflict (workload_id, cluster, revision) do update set dgd_name = excluded.dgd_name,
                        namespace = excluded.namespace, replicas = excluded.replicas, state = excluded.state,
                        frontend_url = coalesce(excluded.frontend_url, deployments.frontend_url),
                        detail = excluded.detail, updated_at = now()""",
-                workload_id, cluster, dgd_name, namespace, replicas, state, frontend_url, detail)
+                workload_id, cluster, revision, dgd_name, namespace, replicas, state, frontend_url, detail)
+        extra = {"revision": revision} if revision else {}
         await record_event(conn, source=source, step=step, subject=workload_id, kind=f"deployment_{state}",
-                           detail={"cluster": cluster, "replicas": replicas, **detail})
+                           detail={"cluster": cluster, "replicas": replicas, **extra, **detail})
+
+
+async def set_traffic_split(pool: asyncpg.Pool, *, workload_id: str, cluster: str, revision: int,
+                            percent: int | None) -> None:
+    """`percent` of the workload's traffic on `cluster` to `revision` (the rest to its other one);
+    None: no split, weights follow replicas again. Idempotent."""
+    if percent is None:
+        await pool.execute("delete from traffic_splits where workload_id = $1 and cluster = $2", workload_id, cluster)
+        return
+    await pool.execute(
+        """insert into traffic_splits (workload_id, cluster, revision, percent) values ($1, $2, $3, $4)
+           on conflict (workload_id, cluster) do update set revision = excluded.revision,
+               percent = excluded.percent, updated_at = now()""", workload_id, cluster, revision, percent)
+
+
+async def record_upgrade_event(pool: asyncpg.Pool, *, workload_id: str, source: str, step: str, kind: str,
+                               actor: str, detail: dict) -> None:
+    async with pool.acquire() as conn:
+        await record_event(conn, source=source, step=step, subject=workload_id, kind=kind, actor=actor,
+                           detail=detail)
 
 
 async def record_heal(pool: asyncpg.Pool, *, workload_id: str, workflow_id: str, step: str, cluster: str,
@@ -68,8 +92,8 @@ async def list_workloads(pool: asyncpg.Pool, *, limit: int = 200) -> list[dict[s
     for r in rows:
         item = dict(r)
         item["deployments"] = [dict(d) for d in await pool.fetch(
-            "select cluster, dgd_name, replicas, state, frontend_url from deployments where workload_id = $1 "
-            "order by cluster", r["id"])]
+            "select cluster, revision, dgd_name, replicas, state, frontend_url from deployments "
+            "where workload_id = $1 order by cluster, revision", r["id"])]
         out.append(item)
     return out
 
@@ -80,7 +104,7 @@ async def get_workload(pool: asyncpg.Pool, workload_id: str) -> dict[str, Any] |
         return None
     out = dict(row)
     out["deployments"] = [dict(d) for d in await pool.fetch(
-        "select * from deployments where workload_id = $1 order by cluster", workload_id)]
+        "select * from deployments where workload_id = $1 order by cluster, revision", workload_id)]
     placement = await pool.fetchrow("select revision, decision from placements where workload_id = $1 "
                                     "order by revision desc limit 1", workload_id)
     out["placement"] = dict(placement) if placement else None

@@ -1,0 +1,152 @@
+"""Activities of a workload's progressive upgrade: plan the new version from the registry, set a
+cluster's traffic split, read the gateway's counters for the two versions, and write the upgrade's
+events. Each is idempotent: a plan and a reading are reads, a split and an event are keyed writes."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import asyncpg
+import httpx
+from pydantic import BaseModel
+from temporalio import activity
+from temporalio.exceptions import ApplicationError
+
+from wingsmith.config import Settings
+from wingsmith.gateway.traffic import BackendCounters, parse_counters
+from wingsmith.recipes import load_catalog
+from wingsmith.store import workloads as store
+from wingsmith.upgrade import UpgradeRequest, same_repository
+from wingsmith.workloads import (
+    InvalidWorkload,
+    WorkloadPlan,
+    WorkloadRequest,
+    approved_artifact_from_row,
+    check_artifact,
+    plan_workload,
+)
+
+
+class PlanUpgradeInput(BaseModel):
+    current: WorkloadPlan
+    request: UpgradeRequest
+
+
+class PlanUpgradeOutput(BaseModel):
+    plan: WorkloadPlan | None = None
+    problem: str | None = None  # why the upgrade is refused, in the user's words
+    kind: str | None = None  # the refusal's type name
+
+
+class SplitInput(BaseModel):
+    workload_id: str
+    cluster: str
+    revision: int
+    percent: int | None  # None: no split, weights follow replicas again
+
+
+class CountersInput(BaseModel):
+    endpoints: list[str]
+    backends: list[str]
+
+
+class CountersOutput(BaseModel):
+    counters: dict[str, BackendCounters]
+
+
+class UpgradeEvent(BaseModel):
+    workload_id: str
+    source: str
+    step: str
+    kind: str
+    actor: str = "system"
+    detail: dict[str, Any] = {}
+
+
+def upgrade_request_of(plan: WorkloadPlan, request: UpgradeRequest) -> WorkloadRequest:
+    """What the workload was created with, on the new artifact (and any new shape asked for)."""
+    return WorkloadRequest(
+        artifact_id=request.artifact_id, name=plan.workload_id, engine=plan.engine, hardware=plan.hardware,
+        layout=request.layout or plan.layout, replicas=plan.replicas, variant=request.variant or plan.variant,
+        features=plan.features if request.features is None else request.features,
+        gpus=None if request.layout else plan.gpus_per_replica, constraints=plan.placement.constraints,
+        served_model_name=plan.served_model_name, context=int(plan.fit.get("context") or 8192),
+        concurrency=int(plan.fit.get("concurrency") or 16), drift=plan.drift)
+
+
+class UpgradeActivities:
+    def __init__(self, settings: Settings, db: asyncpg.Pool | None):
+        self.settings = settings
+        self.db = db
+
+    def _pool(self) -> asyncpg.Pool:
+        if self.db is None:
+            raise ApplicationError("the worker has no database configured (DATABASE_URL)", type="NoDatabase")
+        return self.db
+
+    @activity.defn(name="upgrade.plan")
+    async def plan(self, params: PlanUpgradeInput) -> PlanUpgradeOutput:
+        """The new version's plan, checked like a create: the artifact approved and not superseded, of
+        the same repository, and the shape still fitting. A refusal is an answer, not an error."""
+        current, request = params.current, params.request
+        if not same_repository(request.artifact_id, current.artifact_id):
+            return PlanUpgradeOutput(kind="OtherRepository", problem=(
+                f"{request.artifact_id} is another repository than {current.artifact_id}: an upgrade moves a "
+                "workload within its model; create a new workload for another one"))
+        row = await store.approved_artifact(self._pool(), request.artifact_id)
+        try:
+            artifact = check_artifact(approved_artifact_from_row(row) if row is not None else None,
+                                      request.artifact_id)
+            plan = plan_workload(upgrade_request_of(current, request), artifact, load_catalog(),
+                                 image=current.image, namespace=current.namespace,
+                                 hf_token_secret=current.hf_token_secret, workload_id=current.workload_id)
+        except InvalidWorkload as exc:
+            return PlanUpgradeOutput(kind="ArtifactNotUpgradable", problem=str(exc))
+        if plan.artifact_id == current.artifact_id and not request.changes_shape():
+            return PlanUpgradeOutput(kind="SameArtifact", problem=f"the workload already runs {current.artifact_id}")
+        return PlanUpgradeOutput(plan=plan.model_copy(update={"revision": current.revision + 1}))
+
+    @activity.defn(name="upgrade.set_split")
+    async def set_split(self, params: SplitInput) -> None:
+        await store.set_traffic_split(self._pool(), workload_id=params.workload_id, cluster=params.cluster,
+                                      revision=params.revision, percent=params.percent)
+
+    @activity.defn(name="upgrade.read_counters")
+    async def read_counters(self, params: CountersInput) -> CountersOutput:
+        """Each backend's cumulative counters at the gateway, summed over the endpoints routing it."""
+        url = self.settings.gateway_url.rstrip("/") + "/metrics"
+        try:
+            async with httpx.AsyncClient(timeout=5, trust_env=False) as http:
+                r = await http.get(url)
+        except httpx.HTTPError as err:
+            raise ApplicationError(f"the gateway's metrics ({url}) did not answer: {type(err).__name__}",
+                                   type="GatewayUnreadable") from None
+        if r.status_code != 200:
+            raise ApplicationError(f"the gateway's metrics ({url}) answered {r.status_code}", type="GatewayUnreadable")
+        return CountersOutput(counters=sum_counters(r.text, params.endpoints, params.backends))
+
+    @activity.defn(name="upgrade.record")
+    async def record(self, e: UpgradeEvent) -> None:
+        await store.record_upgrade_event(self._pool(), workload_id=e.workload_id, source=e.source, step=e.step,
+                                         kind=e.kind, actor=e.actor, detail=e.detail)
+
+    def all(self) -> list[Callable[..., Any]]:
+        return [self.plan, self.set_split, self.read_counters, self.record]
+
+
+def sum_counters(text: str, endpoints: list[str], backends: list[str]) -> dict[str, BackendCounters]:
+    """Requests and histograms add up over endpoints; the cooldown counter is per backend already."""
+    out = {b: BackendCounters() for b in backends}
+    for endpoint in endpoints:
+        for backend, c in parse_counters(text, endpoint).items():
+            if backend not in out:
+                continue
+            total = out[backend]
+            total.requests += c.requests
+            total.failures += c.failures
+            total.cooldowns = max(total.cooldowns, c.cooldowns)
+            for mine, theirs in ((total.duration, c.duration), (total.first_byte, c.first_byte)):
+                for le, n in theirs.items():
+                    mine[le] = mine.get(le, 0) + n
+    return out

@@ -1,0 +1,492 @@
+"""A workload's progressive upgrade, run by its WorkloadWorkflow (`workload/<id>`) beside the watch.
+
+`upgrade` (an update) plans the new version from the registry (the artifact approved, not
+superseded, of the same repository; the workload's shape re-checked), then returns at once while
+the rollout goes on in the workflow:
+
+- cluster by cluster, the canary (the cluster holding most replicas) first: the new version's DGD
+  (`<workload>-<cluster>-r<n>`) comes up beside the old one at 0 % of that cluster's traffic;
+- the gateway weight moves in the request's steps (default 10 → 50 → 100 %); each step dwells,
+  and the gateway's counters of the two versions over the dwell are compared (`wingsmith.upgrade.judge`);
+- a cluster without room for both versions surges: the new version one replica at a time while
+  the old one gives one back, each replica a step;
+- past a threshold, or on `abort_upgrade`: weights back, every new DGD drained and removed, the
+  old replicas restored, the figures in the events and in `UpgradeStatus.failures`;
+- once every cluster serves the new version at 100 %: the old DGDs are drained and removed, the
+  workload's plan becomes the new one (registry row and `WingsmithSha` too).
+
+The watch loop keeps watching (and healing) the old deployments meanwhile; the upgrade takes the
+workflow's lock only for what changes them (surge, swap, restore), never for a dwell. Nothing a user
+sends makes it retry forever: too little traffic to judge, or a gateway that cannot be read, pauses
+it for a person (`resume_upgrade` goes on, `abort_upgrade` rolls back).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import timedelta
+from typing import TYPE_CHECKING, Any, Literal
+
+from temporalio import workflow
+from temporalio.common import RetryPolicy
+from temporalio.exceptions import ActivityError, ApplicationError, ChildWorkflowError
+
+import workflows.endpoint as endpoint_workflow
+from workflows.ids import SHA, upgrade_id
+from workflows.rollout import ClusterRolloutResult
+
+with workflow.unsafe.imports_passed_through():
+    from activities.upgrade import (
+        CountersInput,
+        PlanUpgradeInput,
+        SplitInput,
+        UpgradeActivities,
+        UpgradeEvent,
+    )
+    from activities.workload import ClusterTarget, PlaceInput, WorkloadActivities
+    from wingsmith.dynamo import dgd_name
+    from wingsmith.endpoints import BackendRef
+    from wingsmith.gateway.traffic import BackendCounters, BackendTraffic
+    from wingsmith.upgrade import (
+        UpgradeClusterProgress,
+        UpgradeControl,
+        UpgradeRequest,
+        UpgradeState,
+        UpgradeStatus,
+        judge,
+        same_repository,
+        steps_problem,
+    )
+    from wingsmith.workload_state import ClusterState
+    from wingsmith.workloads import WorkloadPlan
+
+if TYPE_CHECKING:
+    from workflows.workload import WorkloadWorkflow
+
+_DB = workflow.LocalActivityConfig(
+    start_to_close_timeout=timedelta(seconds=10),
+    retry_policy=RetryPolicy(initial_interval=timedelta(seconds=1), maximum_interval=timedelta(seconds=5)))
+# A person waits on the plan (the update's answer): a registry that stays down refuses, it does not hang.
+_PLAN = workflow.ActivityConfig(
+    start_to_close_timeout=timedelta(seconds=30),
+    retry_policy=RetryPolicy(initial_interval=timedelta(seconds=1), maximum_attempts=3))
+_COUNTERS = workflow.ActivityConfig(
+    start_to_close_timeout=timedelta(seconds=15),
+    retry_policy=RetryPolicy(initial_interval=timedelta(seconds=1), maximum_attempts=3))
+# Windows with too little traffic to judge before the upgrade waits for a person.
+_WINDOWS_BEFORE_HOLD = 3
+Control = Literal["pause", "resume", "abort"]
+
+
+class _Stop(Exception):
+    """Ends the rollout: everything new is taken back, and the status says why."""
+
+    def __init__(self, state: UpgradeState, failures: list[str]) -> None:
+        super().__init__("; ".join(failures))
+        self.state, self.failures = state, failures
+
+
+# --- what the workload workflow's handlers call ------------------------------------------------------
+
+def validate(wf: WorkloadWorkflow, request: UpgradeRequest) -> None:
+    """The `upgrade` update's validator: refuses without touching state. The artifact's own checks
+    (unknown, unapproved, superseded, does not fit) need the registry: the handler's plan does them."""
+    info = workflow.current_update_info()
+    last = wf.state.upgrade
+    if info is not None and last is not None and last.update_id == info.id:
+        return  # the same update again (a retried `follow:` send): answered with its status
+    stage = wf.state.stage
+    if wf.deleting or stage in ("deleting", "deleted", "failed"):
+        raise ApplicationError(f"workload is {'being deleted' if wf.deleting else stage}; it cannot be upgraded",
+                               type="NotServing")
+    if last is not None and last.running:
+        raise ApplicationError(f"an upgrade to {last.to_artifact_id} is already {last.state}; pause, resume or "
+                               "abort it, or wait for it to end", type="UpgradeRunning")
+    if wf.upgrade_pending is not None:
+        raise ApplicationError("another upgrade is being planned; wait for its answer", type="UpgradeRunning")
+    if stage != "serving":
+        raise ApplicationError(f"workload is {stage}, not serving: upgrade it once it serves", type="NotServing")
+    if (problem := steps_problem(request.steps)) is not None:
+        raise ApplicationError(problem, type="InvalidSteps")
+    if not same_repository(request.artifact_id, wf.plan.artifact_id):
+        raise ApplicationError(f"{request.artifact_id} is another repository than {wf.plan.artifact_id}: an upgrade "
+                               "moves a workload within its model", type="OtherRepository")
+    if request.artifact_id.lower() == wf.plan.artifact_id.lower() and not request.changes_shape():
+        raise ApplicationError(f"the workload already runs {wf.plan.artifact_id}", type="SameArtifact")
+
+
+async def start(wf: WorkloadWorkflow, request: UpgradeRequest) -> UpgradeStatus:
+    """Plan the new version, then start the rollout beside the watch and answer with its status."""
+    info = workflow.current_update_info()
+    update = info.id if info is not None else None
+    if wf.state.upgrade is not None and update is not None and wf.state.upgrade.update_id == update:
+        return wf.state.upgrade
+    validate(wf, request)  # again: another update may have been accepted since this one's validator ran
+    wf.upgrade_pending = update or "unnamed"
+    try:
+        try:
+            planned = await workflow.execute_activity_method(
+                UpgradeActivities.plan, PlanUpgradeInput(current=wf.plan, request=request), **_PLAN)
+        except ActivityError as err:
+            raise ApplicationError(f"the upgrade could not be planned: {_cause(err)}", type="UpgradeNotPlanned",
+                                   non_retryable=True) from None
+        if planned.plan is None:
+            raise ApplicationError(planned.problem or "the upgrade was refused", type=planned.kind or "NotUpgradable",
+                                   non_retryable=True)
+        if wf.deleting or wf.state.stage != "serving":
+            raise ApplicationError(f"workload is {wf.state.stage} now; it cannot be upgraded", type="NotServing")
+        wf.state.upgrades += 1
+        order = sorted((n for n, c in wf.state.clusters.items() if c.state == "serving"),
+                       key=lambda n: (-wf.state.clusters[n].replicas, n))
+        status = UpgradeStatus(
+            upgrade_id=upgrade_id(wf.plan.workload_id, wf.state.upgrades), workload_id=wf.plan.workload_id,
+            from_artifact_id=wf.plan.artifact_id, to_artifact_id=planned.plan.artifact_id, state="running",
+            requested_by=request.requested_by, update_id=update, revision=planned.plan.revision,
+            steps=list(request.steps), dwell_seconds=request.dwell_seconds, started_at=workflow.now(),
+            clusters=[UpgradeClusterProgress(cluster=n, phase="waiting", replicas=wf.state.clusters[n].replicas,
+                                             old_dgd=wf.state.clusters[n].dgd_name) for n in order])
+        run = Upgrade(wf, request, planned.plan, status)
+        wf.state.upgrade, wf.upgrade_run = status, run
+        run.task = asyncio.create_task(run.run())
+        return status
+    finally:
+        wf.upgrade_pending = None
+
+
+def validate_control(wf: WorkloadWorkflow, verb: Control) -> None:
+    run = wf.upgrade_run
+    if run is None:
+        last = wf.state.upgrade
+        raise ApplicationError(f"no upgrade is running (the last one {last.state})" if last else
+                               "no upgrade is running", type="NoUpgrade")
+    if verb == "pause" and run.paused:
+        raise ApplicationError("the upgrade is already paused", type="AlreadyPaused")
+    if verb == "resume" and not run.paused:
+        raise ApplicationError("the upgrade is not paused", type="NotPaused")
+
+
+def control(wf: WorkloadWorkflow, verb: Control, request: UpgradeControl) -> UpgradeStatus:
+    validate_control(wf, verb)
+    run = wf.upgrade_run
+    assert run is not None
+    why = f" ({request.reason})" if request.reason else ""
+    if verb == "pause":
+        run.pause(f"paused by {request.requested_by}{why}")
+    elif verb == "resume":
+        run.resume(request.requested_by)
+    else:
+        run.aborting = f"aborted by {request.requested_by}{why}"
+    return run.status
+
+
+def standing_in(wf: WorkloadWorkflow) -> int:
+    """Replicas of the new version standing in for old ones a surge took down (the watch counts them)."""
+    return sum(wf.upgrade_run.surged.values()) if wf.upgrade_run is not None else 0
+
+
+async def end_before_delete(wf: WorkloadWorkflow) -> None:
+    """A delete aborts a running upgrade and waits for its rollback before the teardown starts."""
+    if wf.upgrade_run is not None:
+        wf.upgrade_run.aborting = wf.upgrade_run.aborting or "the workload is being deleted"
+        await workflow.wait_condition(lambda: wf.upgrade_run is None)
+
+
+# --- the rollout ---------------------------------------------------------------------------------------
+
+class Upgrade:
+    """One upgrade in flight: its status is also the workload's `state.upgrade` (carried across
+    continue-as-new, which waits for it to end)."""
+
+    def __init__(self, wf: WorkloadWorkflow, request: UpgradeRequest, plan: WorkloadPlan,
+                 status: UpgradeStatus) -> None:
+        self.wf, self.request, self.plan, self.status = wf, request, plan, status
+        self.number = wf.state.upgrades
+        self.order = [c.cluster for c in status.clusters]
+        self.targets: dict[str, ClusterTarget] = {}
+        self.touched: list[str] = []
+        self.new: dict[str, ClusterRolloutResult] = {}
+        self.surged: dict[str, int] = {}  # cluster -> old replicas a surge took down
+        self.baseline: dict[str, BackendTraffic] = {}  # the old version's last judged window per cluster
+        self.paused = False
+        self.aborting: str | None = None
+        self.task: asyncio.Task[None] | None = None
+
+    async def run(self) -> None:
+        s = self.status
+        self._event(f"started by {s.requested_by}: {s.from_artifact_id} → {s.to_artifact_id}, steps "
+                    f"{'/'.join(map(str, s.steps))} %, dwell {s.dwell_seconds:g} s, clusters {', '.join(self.order)}")
+        await self._record("workload_upgrade_started", "started", {
+            "from": s.from_artifact_id, "to": s.to_artifact_id, "steps": s.steps, "dwell_seconds": s.dwell_seconds,
+            "clusters": self.order, "reason": self.request.reason})
+        try:
+            self.targets = await self.wf._targets()
+            for name in self.order:
+                await self._upgrade_cluster(name)
+            await self._promote()
+        except _Stop as stop:
+            await self._roll_back(stop)
+        except Exception as exc:  # noqa: BLE001 - whatever went wrong, two versions must not stay routed
+            await self._roll_back(_Stop("failed", [f"{type(exc).__name__}: {exc}"]))
+        finally:
+            s.finished_at = workflow.now()
+            self.wf.upgrade_run = None
+            workflow.set_current_details("")
+
+    # --- one cluster --------------------------------------------------------------------------------
+
+    async def _upgrade_cluster(self, name: str) -> None:
+        p = self.status.cluster(name)
+        target = self._target(name)
+        self.touched.append(name)
+        await self._split(name, 0)  # the new version joins its endpoints at 0 % until the first step
+        p.surge = not await self._room(target, p.replicas)
+        if p.surge and not await self._room(target, 1):
+            raise _Stop("failed", [f"{name} has no room for even one more replica of the new version; free "
+                                   "capacity there (or scale the workload down) and upgrade again"])
+        canary = " (canary)" if name == self.order[0] else ""
+        if not p.surge:
+            p.phase = "bringing up" + canary
+            await self._bring_up(target, p.replicas)
+            for i, percent in enumerate(self.request.steps, 1):
+                await self._step(name, percent, f"step {i} of {len(self.request.steps)}{canary}")
+        else:
+            self._event(f"{name} cannot hold both versions: one replica at a time")
+            for k in range(1, p.replicas + 1):
+                p.phase = f"surging: replica {k} of {p.replicas}{canary}"
+                await self._bring_up(target, k)
+                if k < p.replicas:
+                    await self._scale_old(target, p.replicas - k)
+                await self._step(name, 100 * k // p.replicas, f"replica {k} of {p.replicas}{canary}")
+        p.phase = "all traffic on the new version" + ("; waiting for the other clusters" if name != self.order[-1]
+                                                      else "")
+
+    async def _room(self, target: ClusterTarget, replicas: int) -> bool:
+        """Whether the cluster can hold `replicas` more of the new version beside what runs there."""
+        name = target.info.name
+        inventory = await self.wf._inventory(target)
+        constraints = self.plan.placement.constraints.model_copy(update={
+            "allowed_clusters": [name], "denied_clusters": [], "max_replicas_per_cluster": None})
+        plan = self.plan.placement.model_copy(update={"replicas": replicas, "constraints": constraints})
+        decision = await workflow.execute_local_activity_method(
+            WorkloadActivities.place, PlaceInput(plan=plan, inventories=[inventory], clusters=[target.info]),
+            start_to_close_timeout=timedelta(seconds=10))
+        return decision.placed >= replicas
+
+    async def _bring_up(self, target: ClusterTarget, replicas: int) -> None:
+        name = target.info.name
+        p = self.status.cluster(name)
+        p.new_dgd = dgd_name(self.plan.workload_id, name, self.plan.revision)
+        try:
+            self.new[name] = await self.wf._cluster_rollout(target, replicas, "apply", plan=self.plan)
+        except ChildWorkflowError as err:
+            raise _Stop("rolled_back", [f"{name}: the new version did not come up: {_cause(err)}"]) from None
+        self._event(f"{name}: the new version serves {replicas} replica(s) at {self.new[name].frontend_url}")
+
+    async def _scale_old(self, target: ClusterTarget, replicas: int) -> None:
+        name = target.info.name
+        async with self.wf.lock:
+            self.surged[name] = self.status.cluster(name).replicas - replicas
+            _, lost = await self.wf._roll_out(target, replicas)
+        if lost:
+            raise _Stop("rolled_back", [f"{name}: the old version could not be scaled to {replicas} replica(s)"])
+
+    async def _step(self, name: str, percent: int, label: str) -> None:
+        p = self.status.cluster(name)
+        p.phase, p.new_weight_percent = label, percent
+        workflow.set_current_details(f"upgrade {self.number} to {self.status.to_artifact_id}: {name} {label}, "
+                                     f"{percent} % on the new version")
+        await self._split(name, percent)
+        self._event(f"{name} {label}: {percent} % of its traffic on the new version")
+        endpoints = [wid.removeprefix("endpoint/") for wid in self.wf.state.subscribers]
+        windows = 0
+        while True:
+            if not endpoints:
+                await self._dwell()
+                self._event(f"{name}: no endpoint routes this workload, so there is no traffic to compare")
+                break
+            before = await self._counters(name, endpoints)
+            if before is None:
+                continue  # the gateway could not be read: a person resumed; count again
+            await self._dwell()
+            after = await self._counters(name, endpoints)
+            if after is None:
+                continue
+            if await self._judged(name, percent, windows, before, after):
+                break
+            windows += 1
+            if windows >= _WINDOWS_BEFORE_HOLD:
+                await self._hold(f"{name} at {percent} %: too little traffic to the new version in {windows} windows "
+                                 f"to judge (fewer than {self.request.thresholds.min_requests} requests each); resume "
+                                 "to go on, abort to roll back")
+                break
+        await self._wait_while_paused()
+
+    async def _judged(self, name: str, percent: int, window: int, before: tuple[BackendCounters, BackendCounters],
+                      after: tuple[BackendCounters, BackendCounters]) -> bool:
+        """Compare the window; raise to roll back; True when the step has its verdict."""
+        t = self.request.thresholds
+        old, new = after[0].since(before[0]), after[1].since(before[1])
+        if old.attempts >= t.min_requests:
+            self.baseline[name] = old
+        elif name in self.baseline:  # at 100 % the old version gets nothing: compare with its last window
+            old = self.baseline[name]
+        verdict = judge(old, new, t)
+        self.status.cluster(name).verdict = verdict
+        await self._record("workload_upgrade_step", f"{name}:{percent}:{window}", {
+            "cluster": name, "percent": percent, "healthy": verdict.healthy, "enough_traffic": verdict.enough_traffic,
+            "figures": verdict.figures, "failures": verdict.failures})
+        f = verdict.figures
+        self._event(f"{name} at {percent} %: new {f['new_requests']} requests, error rate {f['new_error_rate']}, "
+                    f"p99 {_ms(f['new_p99_seconds'])}; old {f['old_requests']}, {f['old_error_rate']}, "
+                    f"p99 {_ms(f['old_p99_seconds'])}")
+        if not verdict.healthy:
+            raise _Stop("rolled_back", [f"{name} at {percent} %: {failure}" for failure in verdict.failures])
+        return verdict.enough_traffic
+
+    async def _counters(self, name: str, endpoints: list[str]) -> tuple[BackendCounters, BackendCounters] | None:
+        old, new = self._ref(name, self.wf.plan.revision).id, self._ref(name, self.plan.revision).id
+        try:
+            read = await workflow.execute_activity_method(
+                UpgradeActivities.read_counters, CountersInput(endpoints=endpoints, backends=[old, new]), **_COUNTERS)
+        except ActivityError as err:
+            await self._hold(f"the gateway's counters could not be read ({_cause(err)}); resume to try again, "
+                             "abort to roll back")
+            return None
+        return read.counters[old], read.counters[new]
+
+    # --- pause, resume, abort ---------------------------------------------------------------------------
+
+    def pause(self, why: str) -> None:
+        self.paused = True
+        self.status.state, self.status.paused_reason = "paused", why
+        self._event(why + "; it stops after the current step")
+
+    def resume(self, by: str) -> None:
+        self.paused = False
+        self.status.state, self.status.paused_reason = "running", None
+        self._event(f"resumed by {by}")
+
+    async def _hold(self, why: str) -> None:
+        self.pause(why)
+        await self._record("workload_upgrade_paused", f"held:{workflow.info().get_current_history_length()}",
+                           {"reason": why})
+        await self._wait_while_paused()
+
+    async def _wait_while_paused(self) -> None:
+        await workflow.wait_condition(lambda: not self.paused or self._ending() is not None)
+        if (why := self._ending()) is not None:
+            raise _Stop("aborted", [why])
+
+    async def _dwell(self) -> None:
+        if self.request.dwell_seconds > 0:
+            try:
+                await workflow.wait_condition(lambda: self._ending() is not None,
+                                              timeout=timedelta(seconds=self.request.dwell_seconds))
+            except TimeoutError:
+                pass
+        if (why := self._ending()) is not None:
+            raise _Stop("aborted", [why])
+
+    def _ending(self) -> str | None:
+        if self.aborting is None and self.wf.deleting:
+            self.aborting = "the workload is being deleted"
+        return self.aborting
+
+    # --- the end: promote, or take everything back ------------------------------------------------------
+
+    async def _promote(self) -> None:
+        """Every cluster serves the new version at 100 %: drain and remove the old DGDs, and the
+        workload's plan becomes the new one."""
+        wf = self.wf
+        async with wf.lock:
+            changed = sorted(set(self.order) ^ {n for n, c in wf.state.clusters.items() if c.state == "serving"})
+            if changed:
+                raise _Stop("rolled_back", [f"the workload's clusters changed during the upgrade "
+                                            f"({', '.join(changed)}: healed or moved by the watch); upgrade again"])
+            for name in self.order:
+                p = self.status.cluster(name)
+                p.phase = "draining the old version"
+                old_ref = wf._backend(name)
+                await wf._drain_clusters([name])
+                try:
+                    await wf._cluster_rollout(self._target(name), 0, "delete")
+                except ChildWorkflowError as err:
+                    wf._event(f"{name}: the old deployment could not be removed ({_cause(err)}); it is left there")
+                new = self.new[name]
+                wf.state.clusters[name] = ClusterState(
+                    cluster=name, replicas=new.replicas, state="serving", dgd_name=new.dgd_name,
+                    revision=self.plan.revision, frontend_url=new.frontend_url, generation=new.generation,
+                    spec_hash=new.spec_hash)
+                self.surged.pop(name, None)
+                await self._split(name, None)
+                for wid in list(wf.state.subscribers):
+                    await wf._signal(wid, endpoint_workflow.EndpointWorkflow.backend_gone, old_ref)
+                p.phase = "done"
+            wf.plan = self.plan
+            workflow.upsert_search_attributes([SHA.value_set(self.plan.artifact_sha)])
+            self.status.state = "succeeded"
+            self._event(f"succeeded: the workload runs {self.plan.artifact_id}")
+            await wf._record(wf.state.stage, f"upgraded:{self.number}", {
+                "from": self.status.from_artifact_id, "to": self.plan.artifact_id, "revision": self.plan.revision})
+            await self._record("workload_upgrade_succeeded", "succeeded", {
+                "from": self.status.from_artifact_id, "to": self.plan.artifact_id, "clusters": self.order})
+
+    async def _roll_back(self, stop: _Stop) -> None:
+        """Weights back, the new DGDs drained and removed, surged replicas restored; the figures stay."""
+        wf = self.wf
+        self._event(f"{'aborted' if stop.state == 'aborted' else 'rolling back'}: {'; '.join(stop.failures)}")
+        for name in reversed(self.touched):
+            p = self.status.cluster(name)
+            p.phase, p.new_weight_percent = "rolling back", 0
+            target = self._target(name)
+            await self._split(name, 0)
+            new_ref = self._ref(name, self.plan.revision)
+            await wf._drain_backends([new_ref], name)
+            try:
+                await wf._cluster_rollout(target, 0, "delete", plan=self.plan)
+            except ChildWorkflowError as err:
+                wf._event(f"{name}: the new deployment could not be removed ({_cause(err)}); it is left there")
+            if name in self.surged:
+                async with wf.lock:
+                    await wf._roll_out(target, p.replicas)
+                del self.surged[name]
+            await self._split(name, None)
+            for wid in list(wf.state.subscribers):
+                await wf._signal(wid, endpoint_workflow.EndpointWorkflow.backend_gone, new_ref)
+            p.phase = "rolled back"
+        self.status.state, self.status.failures, self.status.paused_reason = stop.state, stop.failures, None
+        await self._record(f"workload_upgrade_{stop.state}", stop.state, {
+            "from": self.status.from_artifact_id, "to": self.status.to_artifact_id, "failures": stop.failures,
+            "figures": {c.cluster: c.verdict.figures for c in self.status.clusters if c.verdict is not None}})
+
+    # --- helpers ---------------------------------------------------------------------------------------
+
+    def _target(self, name: str) -> ClusterTarget:
+        if name not in self.targets:
+            raise _Stop("failed", [f"{name} is no longer registered"])
+        return self.targets[name]
+
+    def _ref(self, name: str, revision: int) -> BackendRef:
+        return BackendRef(cluster=name, workload_id=self.plan.workload_id, revision=revision)
+
+    async def _split(self, name: str, percent: int | None) -> None:
+        await workflow.execute_local_activity_method(UpgradeActivities.set_split, SplitInput(
+            workload_id=self.plan.workload_id, cluster=name, revision=self.plan.revision, percent=percent), **_DB)
+        await self.wf._notify_subscribers()
+
+    async def _record(self, kind: str, step: str, detail: dict[str, Any]) -> None:
+        await workflow.execute_local_activity_method(UpgradeActivities.record, UpgradeEvent(
+            workload_id=self.plan.workload_id, source=workflow.info().workflow_id,
+            step=f"upgrade:{self.number}:{step}", kind=kind, actor=self.status.requested_by,
+            detail={"upgrade_id": self.status.upgrade_id, **detail}), **_DB)
+
+    def _event(self, text: str) -> None:
+        self.wf._event(f"upgrade {self.number}: {text}")
+
+
+def _cause(err: ChildWorkflowError | ActivityError) -> str:
+    return getattr(err.cause, "message", None) or str(err)
+
+
+def _ms(seconds: float | int | None) -> str:
+    return "n/a" if seconds is None else f"{float(seconds) * 1000:.0f} ms"
