@@ -1,8 +1,9 @@
 """Determinism guard: every committed history in tests/histories/ replays against today's workflow
 code, so a change to a workflow's command sequence fails here. Before the first release there is no
 `workflow.patched`: re-record (README, "Changing a workflow"). The recorders are the journeys in
-tests/artifacts, tests/workloads and tests/endpoints:
-`WINGSMITH_RECORD_HISTORIES=1 .venv/bin/python -m pytest tests/artifacts tests/workloads tests/endpoints`."""
+tests/artifacts, tests/workloads, tests/endpoints, tests/watch and tests/upgrade:
+`WINGSMITH_RECORD_HISTORIES=1 .venv/bin/python -m pytest tests/artifacts tests/workloads tests/endpoints tests/watch
+tests/upgrade`."""
 
 from __future__ import annotations
 
@@ -25,7 +26,7 @@ def test_histories_are_committed():
     assert {"artifact_approved", "artifact_rejected", "artifact_signals", "workload_scale_delete", "cluster_rollout",
             "endpoint_scale_down_and_delete", "workload_drained_scale_down", "workload_delete_retried",
             "workload_failed_cluster_removed", "live_inventory", "workload_healed_missing_dgd",
-            "endpoint_set_workloads", "watch_opened_draft"} <= names
+            "endpoint_set_workloads", "watch_opened_draft", "workload_upgraded_then_rolled_back"} <= names
 
 
 def test_no_version_markers_before_the_first_release():

@@ -1,0 +1,188 @@
+"""Day 2, end to end on the real plane's parts (Temporal dev server, Postgres, the offline Hub, the
+simulated clusters and their Dynamo operator, the local gateway): register → approve → a workload on
+two clusters and its endpoint; `wingsmith hub commit` → the watch's schedule triggered → a new draft
+whose diff names the changed key → approved → `POST .../upgrade` completes while clients through
+the gateway see no error, leaving exactly one DGD per cluster (read through the kubernetes client);
+then an upgrade to a version whose new DGDs fail every request rolls itself back, the figures in the
+events, and the clients still see no error (the gateway retries a failed attempt elsewhere)."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+
+import httpx
+import kubernetes
+
+from sim.kube.faults import FrontendFaults
+from tests.support import history_json, running_worker, save_history, wait_until
+from tests.watch.test_watch import REPO, WATCH, _approve, _next_run, _register_and_approve
+from tests.workloads.conftest import as_
+from tests.workloads.test_workload_journey import _until_stage
+from wingsmith.cli.main import build_parser
+from wingsmith.config import get_settings
+from wingsmith.dynamo import GROUP, PLURAL, VERSION, dgd_name
+
+WORKLOAD = "gpt-up"
+MODEL = "gpt-oss"
+CLUSTERS = ["sim-east", "sim-west"]
+
+
+@dataclass
+class Clients:
+    sent: int = 0
+    errors: list[str] = field(default_factory=list)
+    by_backend: dict[str, int] = field(default_factory=dict)
+
+
+@asynccontextmanager
+async def client_loops(gateway_url: str, loops: int = 3) -> AsyncIterator[Clients]:
+    """Clients sending chat completions through the gateway until the block ends."""
+    seen, stop = Clients(), asyncio.Event()
+
+    async def one(http: httpx.AsyncClient) -> None:
+        while not stop.is_set():
+            try:
+                r = await http.post("/v1/chat/completions", json={
+                    "model": MODEL, "messages": [{"role": "user", "content": "hello"}]})
+                seen.sent += 1
+                if r.status_code != 200:
+                    seen.errors.append(f"{r.status_code}: {r.text[:200]}")
+                else:
+                    backend = r.headers.get("x-wingsmith-backend", "?")
+                    seen.by_backend[backend] = seen.by_backend.get(backend, 0) + 1
+            except httpx.HTTPError as err:
+                seen.errors.append(repr(err))
+    async with httpx.AsyncClient(base_url=gateway_url, timeout=10, trust_env=False) as http:
+        tasks = [asyncio.create_task(one(http)) for _ in range(loops)]
+        try:
+            yield seen
+        finally:
+            stop.set()
+            await asyncio.gather(*tasks)
+
+
+def dgds_on(sims, cluster: str) -> list[str]:
+    """The DynamoGraphDeployments of the workload on one cluster, read through the kubernetes client."""
+    api_client = kubernetes.config.new_client_from_config(config_file=str(sims.kubeconfig_path),
+                                                          context=sims.context(cluster))
+    try:
+        items = kubernetes.client.CustomObjectsApi(api_client).list_namespaced_custom_object(
+            GROUP, VERSION, "default", PLURAL)["items"]
+    finally:
+        api_client.close()
+    return sorted(i["metadata"]["name"] for i in items if i["metadata"]["name"].startswith(WORKLOAD))
+
+
+async def _new_commit(api, temporal_client, hub, monkeypatch, capsys, seen: set[str], setting: str) -> str:  # noqa: F811
+    """`wingsmith hub commit` on the offline Hub, the watch triggered: the id of the draft it opened."""
+    monkeypatch.setenv("WINGSMITH_HF_ENDPOINT", hub.url)
+    get_settings.cache_clear()
+    args = build_parser().parse_args(["hub", "commit", REPO, "--set", setting])
+    assert args.func(args) == 0
+    sha = capsys.readouterr().out.strip()
+    get_settings.cache_clear()
+    r = await api.post(f"/v1/watches/{REPO}@main/trigger", headers=as_("tok-olga"))
+    assert r.status_code == 200, r.text
+    _, outcome = await _next_run(temporal_client, seen)
+    assert outcome["opened"] == f"{REPO}@{sha}", outcome
+    return outcome["opened"]
+
+
+async def _upgrade(api, artifact: str) -> dict:  # noqa: F811
+    r = await api.post(f"/v1/workloads/{WORKLOAD}/upgrade", headers=as_("tok-olga"), json={
+        "artifact_id": artifact, "dwell_seconds": 2, "thresholds": {"min_requests": 2}})
+    assert r.status_code == 202, r.text
+    started = r.json()["upgrade"]
+    assert started["state"] == "running" and started["requested_by"] == "olga", started
+
+    async def ended():
+        got = (await api.get(f"/v1/workloads/{WORKLOAD}", headers=as_("tok-vic"))).json()
+        up = got.get("upgrade") or {}
+        return got if up.get("upgrade_id") == started["upgrade_id"] and up.get("finished_at") else None
+    await wait_until(ended, timeout=90, interval=0.3, what="the upgrade to end")
+    # Once more: a GET reads the registry before it asks the workflow, and the upgrade writes its last
+    # event before it says it ended, so only a read that starts after the end sees both.
+    return (await api.get(f"/v1/workloads/{WORKLOAD}", headers=as_("tok-vic"))).json()
+
+
+async def test_upgrade_then_a_bad_version_rolls_back(api, deps, temporal_client, clusters, gateway, hub,
+                                                     pg_pool, monkeypatch, capsys):  # noqa: F811
+    sims = clusters
+    began = time.monotonic()
+    async with running_worker(temporal_client, deps):
+        approved = await _register_and_approve(api, f"hf:{REPO}")
+        r = await api.post("/v1/workloads", headers=as_("tok-olga"), json={
+            "artifact_id": approved["id"], "hardware": "h200", "replicas": 2, "name": WORKLOAD,
+            "served_model_name": MODEL, "constraints": {"allowed_clusters": CLUSTERS}})
+        assert r.status_code == 202, r.text
+        await _until_stage(api, WORKLOAD, {"serving"})
+        assert {c: dgds_on(sims, c) for c in CLUSTERS} == {c: [dgd_name(WORKLOAD, c)] for c in CLUSTERS}
+        r = await api.post("/v1/endpoints", headers=as_("tok-olga"), json={"name": MODEL, "workloads": [WORKLOAD]})
+        assert r.status_code == 202, r.text
+
+        async def routed(ids: set[str]):
+            route = gateway.client.get_route(MODEL)
+            return route if route and {b.id for b in route.backends if b.weight > 0} == ids else None
+        await wait_until(lambda: routed({f"{c}/{WORKLOAD}" for c in CLUSTERS}), timeout=30, what="both routed")
+
+        # Upstream moves; the watch opens a draft whose diff names the key; a person approves it.
+        seen = {a.action.first_execution_run_id
+                for a in (await temporal_client.get_schedule_handle(WATCH).describe()).info.recent_actions}
+        new_id = await _new_commit(api, temporal_client, hub, monkeypatch, capsys, seen,
+                                   "max_position_embeddings=65536")
+        draft = await _approve(api, new_id)
+        assert draft["diff"]["changed"] == ["config.max_position_embeddings"], draft["diff"]
+
+        # 1. The upgrade, under client traffic: no client error, one DGD per cluster, the new one.
+        async with client_loops(gateway.url) as traffic:
+            await asyncio.sleep(0.5)
+            done = await _upgrade(api, new_id)
+        upgrade = done["upgrade"]
+        assert upgrade["state"] == "succeeded", upgrade
+        assert traffic.errors == [] and traffic.sent > 50, (traffic.sent, traffic.errors[:5])
+        assert any(b.endswith("/r1") for b in traffic.by_backend), traffic.by_backend  # the new one took traffic
+        assert {c: dgds_on(sims, c) for c in CLUSTERS} == {c: [dgd_name(WORKLOAD, c, 1)] for c in CLUSTERS}
+        assert done["artifact_id"] == new_id and done["live"]["stage"] == "serving"
+        steps = [e for e in done["events"] if e["kind"] == "workload_upgrade_step"]
+        assert {(e["detail"]["cluster"], e["detail"]["percent"]) for e in steps} >= {
+            (c, p) for c in CLUSTERS for p in (10, 50, 100)}, steps
+        assert all(e["detail"]["healthy"] for e in steps)
+        await wait_until(lambda: routed({f"{c}/{WORKLOAD}/r1" for c in CLUSTERS}), timeout=30,
+                         what="the new version routed alone")
+
+        # 2. A version whose new DGDs fail every request: it rolls itself back, clients see nothing.
+        bad_id = await _new_commit(api, temporal_client, hub, monkeypatch, capsys, seen,
+                                   "max_position_embeddings=32768")
+        await _approve(api, bad_id)
+        for c in CLUSTERS:
+            sims.faults(c).frontends = {dgd_name(WORKLOAD, c, 2): FrontendFaults(error_rate=1.0)}
+        async with client_loops(gateway.url) as traffic:
+            await asyncio.sleep(0.5)
+            done = await _upgrade(api, bad_id)
+        upgrade = done["upgrade"]
+        assert upgrade["state"] == "rolled_back", upgrade
+        assert upgrade["failures"] and "error rate 100.0%" in upgrade["failures"][0], upgrade["failures"]
+        assert traffic.errors == [] and traffic.sent > 20, (traffic.sent, traffic.errors[:5])
+        rolled = [e for e in done["events"] if e["kind"] == "workload_upgrade_rolled_back"]
+        assert rolled and rolled[-1]["detail"]["failures"] == upgrade["failures"], [e["kind"] for e in done["events"]]
+        canary = upgrade["clusters"][0]["cluster"]
+        assert rolled[-1]["detail"]["figures"][canary]["new_error_rate"] == 1.0
+        assert {c: dgds_on(sims, c) for c in CLUSTERS} == {c: [dgd_name(WORKLOAD, c, 1)] for c in CLUSTERS}
+        assert done["artifact_id"] == new_id  # still the version that passed
+        assert any("rolling back" in e for e in done["live"]["events"])
+
+        r = await api.delete(f"/v1/endpoints/{MODEL}", headers=as_("tok-olga"))
+        assert r.status_code == 202
+        r = await api.delete(f"/v1/workloads/{WORKLOAD}", headers=as_("tok-olga"))
+        assert r.status_code == 202
+        await _until_stage(api, WORKLOAD, {"deleted"}, timeout=60)
+        assert all(dgds_on(sims, c) == [] for c in CLUSTERS)
+        if os.environ.get("WINGSMITH_RECORD_HISTORIES") == "1":
+            handle = temporal_client.get_workflow_handle(f"workload/{WORKLOAD}")
+            save_history("workload_upgraded_then_rolled_back", handle.id, await history_json(handle))
+    print(f"upgrade journey: {time.monotonic() - began:.1f} s")
