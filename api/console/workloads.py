@@ -1,6 +1,6 @@
-"""Workload pages: the list, and one workload's clusters, events and links, with the scale and delete
-forms for operators. Reads and changes go through the REST handlers in api.routes.workloads, so the
-console and the API say the same thing and refuse the same things."""
+"""Workload pages: the list, and one workload's clusters, events, links and upgrade progress, with the
+scale, delete and pause/resume/abort forms for operators. Reads and changes go through the REST
+handlers in api.routes.workloads, so the console and the API say the same thing and refuse the same things."""
 
 from __future__ import annotations
 
@@ -150,6 +150,39 @@ def _last_failure(events: list[dict[str, Any]]) -> str | None:
     return next((c for c in reversed(causes) if c), None)
 
 
+UPGRADE_WORDS = {
+    "running": "running", "paused": "paused (it holds after its current step)", "succeeded": "succeeded",
+    "rolled_back": "rolled back by itself", "aborted": "aborted and rolled back", "failed": "failed and rolled back",
+}
+_CONTROLS = {"pause": workloads_api.pause_upgrade, "resume": workloads_api.resume_upgrade,
+             "abort": workloads_api.abort_upgrade}
+
+
+class FigureRow(BaseModel):
+    """One compared figure of the last window: the new version next to the old one."""
+
+    what: str
+    new: str
+    old: str
+
+
+def upgrade_figures(figures: dict[str, Any] | None) -> list[FigureRow]:
+    if not figures:
+        return []
+
+    def ms(v: Any) -> str:
+        return "—" if v is None else f"{float(v) * 1000:.1f} ms"
+
+    def rate(v: Any) -> str:
+        return "—" if v is None else f"{float(v):.1%}"
+    f = figures
+    return [FigureRow(what="requests", new=str(f.get("new_requests", "—")), old=str(f.get("old_requests", "—"))),
+            FigureRow(what="error rate", new=rate(f.get("new_error_rate")), old=rate(f.get("old_error_rate"))),
+            FigureRow(what="p99 latency", new=ms(f.get("new_p99_seconds")), old=ms(f.get("old_p99_seconds"))),
+            FigureRow(what="p99 time to first token", new=ms(f.get("new_ttft_p99_seconds")),
+                      old=ms(f.get("old_ttft_p99_seconds")))]
+
+
 def workload_path(workload_id: str) -> str:
     return "/console/workloads/" + quote(workload_id, safe="")
 
@@ -182,7 +215,8 @@ async def _workload_page(request: Request, workload_id: str, principal, db, sett
         artifact_path=draft_path(w["artifact_id"]) if w.get("artifact_id") else None,
         can_change=principal.has("operator") and stage not in _SETTLED_OUT, error=error,
         scaled=request.query_params.get("scaled"), created=request.query_params.get("created"),
-        deleting=request.query_params.get("deleting"),
+        deleting=request.query_params.get("deleting"), upgrade=w.get("upgrade"), upgrade_words=UPGRADE_WORDS,
+        upgrade_figures=upgrade_figures, controlled=request.query_params.get("upgrade"),
         page_path=workload_path(workload_id))
 
 
@@ -224,3 +258,21 @@ async def delete(request: Request, workload_id: str, principal: ConsoleOperator,
         return await _workload_page(request, workload_id, principal, db, settings, status_code=err.status,
                                     error=err.message)
     return redirect(workload_path(workload_id) + "?deleting=1")
+
+
+@router.post("/workloads/{workload_id}/upgrade/{action}")
+async def upgrade_control(request: Request, workload_id: str, action: str, principal: ConsoleOperator, db: DbDep,
+                          settings: SettingsDep, temporal: TemporalDep):
+    """Pause, resume or abort the running upgrade, through the API's own handlers."""
+    form = await read_form(request)
+    check_csrf(request, form)
+    control = _CONTROLS.get(action)
+    if control is None:
+        return await _workload_page(request, workload_id, principal, db, settings, status_code=404,
+                                    error=f"An upgrade can be paused, resumed or aborted, not {action!r}.")
+    try:
+        await control(workload_id, principal, temporal, workloads_api.ControlBody(reason=first(form, "reason") or None))
+    except ApiError as err:
+        return await _workload_page(request, workload_id, principal, db, settings, status_code=err.status,
+                                    error=err.message)
+    return redirect(workload_path(workload_id) + "?" + urlencode({"upgrade": action}))

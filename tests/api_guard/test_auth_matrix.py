@@ -88,6 +88,7 @@ ACCESS: dict[tuple[str, str], str] = {
     ("GET", "/console/workloads/{workload_id}"): "viewer",
     ("POST", "/console/workloads/{workload_id}/scale"): "operator",
     ("POST", "/console/workloads/{workload_id}/delete"): "operator",
+    ("POST", "/console/workloads/{workload_id}/upgrade/{action}"): "operator",
     ("GET", "/console/endpoints"): "viewer",
     ("GET", "/console/endpoints/{name}"): "viewer",
     ("POST", "/console/endpoints/{name}/workloads"): "operator",

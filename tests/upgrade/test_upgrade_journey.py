@@ -14,11 +14,13 @@ import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
+from html import unescape
 
 import httpx
 import kubernetes
 
 from sim.kube.faults import FrontendFaults
+from tests.console.conftest import csrf_of, sign_in
 from tests.support import history_json, running_worker, save_history, wait_until
 from tests.watch.test_watch import REPO, WATCH, _approve, _next_run, _register_and_approve
 from tests.workloads.conftest import as_
@@ -93,12 +95,14 @@ async def _new_commit(api, temporal_client, hub, monkeypatch, capsys, seen: set[
     return outcome["opened"]
 
 
-async def _upgrade(api, artifact: str) -> dict:  # noqa: F811
+async def _upgrade(api, artifact: str, console_pause: bool = False) -> dict:  # noqa: F811
     r = await api.post(f"/v1/workloads/{WORKLOAD}/upgrade", headers=as_("tok-olga"), json={
         "artifact_id": artifact, "dwell_seconds": 2, "thresholds": {"min_requests": 2}})
     assert r.status_code == 202, r.text
     started = r.json()["upgrade"]
     assert started["state"] == "running" and started["requested_by"] == "olga", started
+    if console_pause:
+        await _pause_and_resume_in_the_console(api)
 
     async def ended():
         got = (await api.get(f"/v1/workloads/{WORKLOAD}", headers=as_("tok-vic"))).json()
@@ -108,6 +112,21 @@ async def _upgrade(api, artifact: str) -> dict:  # noqa: F811
     # Once more: a GET reads the registry before it asks the workflow, and the upgrade writes its last
     # event before it says it ended, so only a read that starts after the end sees both.
     return (await api.get(f"/v1/workloads/{WORKLOAD}", headers=as_("tok-vic"))).json()
+
+
+async def _pause_and_resume_in_the_console(api) -> None:  # noqa: F811
+    """An operator pauses the running upgrade from the workload page, sees it held, and resumes it."""
+    await sign_in(api, "tok-olga")
+    page = await api.get(f"/console/workloads/{WORKLOAD}")
+    assert 'id="upgrade-pause-form"' in page.text and 'id="upgrade-abort-form"' in page.text, page.text[:300]
+    r = await api.post(f"/console/workloads/{WORKLOAD}/upgrade/pause", data={"csrf": csrf_of(page.text)})
+    assert r.status_code == 303, r.text
+    page = await api.get(r.headers["location"])
+    assert 'id="upgrade-controlled"' in page.text and 'id="upgrade-resume-form"' in page.text
+    assert "paused by olga" in page.text
+    r = await api.post(f"/console/workloads/{WORKLOAD}/upgrade/resume", data={"csrf": csrf_of(page.text)})
+    assert r.status_code == 303, r.text
+    api.cookies.clear()
 
 
 async def test_upgrade_then_a_bad_version_rolls_back(api, deps, temporal_client, clusters, gateway, hub,
@@ -141,7 +160,7 @@ async def test_upgrade_then_a_bad_version_rolls_back(api, deps, temporal_client,
         # 1. The upgrade, under client traffic: no client error, one DGD per cluster, the new one.
         async with client_loops(gateway.url) as traffic:
             await asyncio.sleep(0.5)
-            done = await _upgrade(api, new_id)
+            done = await _upgrade(api, new_id, console_pause=True)
         upgrade = done["upgrade"]
         assert upgrade["state"] == "succeeded", upgrade
         assert traffic.errors == [] and traffic.sent > 50, (traffic.sent, traffic.errors[:5])
@@ -175,6 +194,13 @@ async def test_upgrade_then_a_bad_version_rolls_back(api, deps, temporal_client,
         assert {c: dgds_on(sims, c) for c in CLUSTERS} == {c: [dgd_name(WORKLOAD, c, 1)] for c in CLUSTERS}
         assert done["artifact_id"] == new_id  # still the version that passed
         assert any("rolling back" in e for e in done["live"]["events"])
+        # The workload page shows the figures that failed, next to the old version's.
+        await sign_in(api, "tok-vic")
+        page = unescape((await api.get(f"/console/workloads/{WORKLOAD}")).text)
+        api.cookies.clear()
+        assert 'id="upgrade-failures"' in page and upgrade["failures"][0] in page
+        assert '<tr data-figure="error rate"><th>error rate</th><td>100.0%</td>' in page
+        assert 'id="upgrade-pause-form"' not in page  # nothing to control once it ended
 
         r = await api.delete(f"/v1/endpoints/{MODEL}", headers=as_("tok-olga"))
         assert r.status_code == 202
