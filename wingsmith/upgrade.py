@@ -11,6 +11,7 @@ from typing import Literal
 from pydantic import BaseModel, Field
 
 from wingsmith.gateway.traffic import BackendTraffic
+from wingsmith.text import MAX_LIST, CommentText, NameText
 
 
 class UpgradeThresholds(BaseModel):
@@ -77,9 +78,10 @@ class UpgradeRequest(BaseModel):
     dwell_seconds: float = Field(default=60, ge=0, le=86_400, description="how long each step is watched")
     thresholds: UpgradeThresholds = Field(default_factory=UpgradeThresholds)
     # Another shape of the same model (or of the same artifact): None keeps the workload's.
-    variant: str | None = Field(default=None, max_length=100, description="another precision variant")
-    features: list[str] | None = Field(default=None, max_length=50, description="the opt-in features from now on")
-    layout: str | None = Field(default=None, max_length=100, description="another parallelism layout")
+    variant: NameText | None = Field(default=None, description="another precision variant")
+    features: list[NameText] | None = Field(default=None, max_length=MAX_LIST,
+                                            description="the opt-in features from now on")
+    layout: NameText | None = Field(default=None, description="another parallelism layout")
 
     def changes_shape(self) -> bool:
         return self.variant is not None or self.features is not None or self.layout is not None
@@ -89,7 +91,7 @@ class UpgradeControl(BaseModel):
     """`pause_upgrade`, `resume_upgrade`, `abort_upgrade`: who asks, and why."""
 
     requested_by: str = "unknown"
-    reason: str | None = Field(default=None, max_length=500)
+    reason: CommentText | None = None
 
 
 def steps_problem(steps: list[int]) -> str | None:

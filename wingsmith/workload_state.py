@@ -90,6 +90,7 @@ class WorkloadStatus(BaseModel):
     failure: str | None = None
     events: list[str] = Field(default_factory=list)
     upgrade: UpgradeStatus | None = None
+    artifact_id: str | None = Field(default=None, description="the artifact it runs (an upgrade changes it)")
 
     @property
     def serving_replicas(self) -> int:

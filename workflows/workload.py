@@ -236,7 +236,7 @@ class WorkloadWorkflow:
                               served_model_name=self.plan.served_model_name,
                               clusters=sorted(self.state.clusters.values(), key=lambda c: c.cluster),
                               failure=self.state.failure, events=self.state.events[-50:],
-                              upgrade=self.state.upgrade)
+                              upgrade=self.state.upgrade, artifact_id=self.plan.artifact_id)
 
     # --- converging on a replica count ---------------------------------------------------------------
 
@@ -355,7 +355,8 @@ class WorkloadWorkflow:
             ClusterRolloutWorkflow.run, self._rollout_input(target, replicas, mode, plan),
             id=cluster_rollout_workflow_id(plan.workload_id, name, plan.revision),
             task_queue=workflow.info().task_queue,
-            static_summary=f"{mode} {self.plan.workload_id} on {name} ({replicas} replicas)",
+            static_summary=f"{mode} {plan.workload_id} on {name} ({replicas} replicas)"
+            + (f", revision {plan.revision}" if plan.revision else ""),
             search_attributes=TypedSearchAttributes([
                 SearchAttributePair(WORKLOAD, self.plan.workload_id), SearchAttributePair(CLUSTERS, [name]),
                 SearchAttributePair(STAGE, "rollout")]))

@@ -19,6 +19,7 @@ from wingsmith.dynamo import render_dgd
 from wingsmith.recipes import load_catalog
 from wingsmith.store import workloads as store
 from wingsmith.temporal import workflow_ui_url
+from wingsmith.text import CommentText, SourceText
 from wingsmith.upgrade import UpgradeControl, UpgradeRequest, UpgradeStatus, steps_problem
 from wingsmith.workload_state import DeleteRequest, ScaleRequest, WorkloadStatus
 from wingsmith.workloads import (
@@ -26,6 +27,7 @@ from wingsmith.workloads import (
     WorkloadPlan,
     WorkloadRequest,
     approved_artifact_from_row,
+    check_artifact,
     plan_workload,
 )
 from workflows.ids import workload_workflow_id
@@ -56,12 +58,13 @@ class ScaleBody(BaseModel):
 class UpgradeBody(UpgradeRequest):
     """`UpgradeRequest` as a person sends it: who asks comes from the token, not the body."""
 
+    artifact_id: SourceText = Field(description="<org>/<name>@<sha> of an approved artifact of the same model")
     requested_by: str = Field(default="unknown", exclude=True, json_schema_extra={"readOnly": True})
-    reason: str | None = Field(default=None, max_length=500, description="why (shown in the events)")
+    reason: CommentText | None = Field(default=None, description="why (shown in the events)")
 
 
 class ControlBody(BaseModel):
-    reason: str | None = Field(default=None, max_length=500)
+    reason: CommentText | None = None
 
 
 class UpgradeAnswer(BaseModel):
@@ -137,9 +140,15 @@ async def scale(workload_id: str, body: ScaleBody, principal: Operator, temporal
 @router.post("/{workload_id}/upgrade", status_code=202, response_model=UpgradeAnswer,
              summary="Upgrade a workload to another approved artifact, progressively (operator)")
 async def upgrade(workload_id: str, body: UpgradeBody, principal: Operator, temporal: TemporalDep,
-                  settings: SettingsDep) -> UpgradeAnswer:
+                  settings: SettingsDep, db: DbDep) -> UpgradeAnswer:
     if (problem := steps_problem(body.steps)) is not None:
         raise ApiError(422, problem, code="invalid_upgrade", details={"field": "steps"})
+    # The registry's word first (the workflow's planning checks the same again before anything starts).
+    row = await store.approved_artifact(db, body.artifact_id)
+    try:
+        check_artifact(approved_artifact_from_row(row) if row is not None else None, body.artifact_id)
+    except InvalidWorkload as exc:
+        raise ApiError(422, str(exc), code="invalid_upgrade", details={"field": exc.field}) from None
     request = UpgradeRequest(**body.model_dump(exclude={"requested_by"}), requested_by=principal.name)
     try:
         status = await workload_handle(temporal, workload_id).execute_update(WorkloadWorkflow.upgrade, request)

@@ -167,12 +167,28 @@ async def test_upgrade_then_a_bad_version_rolls_back(api, deps, temporal_client,
         assert any(b.endswith("/r1") for b in traffic.by_backend), traffic.by_backend  # the new one took traffic
         assert {c: dgds_on(sims, c) for c in CLUSTERS} == {c: [dgd_name(WORKLOAD, c, 1)] for c in CLUSTERS}
         assert done["artifact_id"] == new_id and done["live"]["stage"] == "serving"
+        assert done["live"]["artifact_id"] == new_id
         steps = [e for e in done["events"] if e["kind"] == "workload_upgrade_step"]
         assert {(e["detail"]["cluster"], e["detail"]["percent"]) for e in steps} >= {
             (c, p) for c in CLUSTERS for p in (10, 50, 100)}, steps
         assert all(e["detail"]["healthy"] for e in steps)
         await wait_until(lambda: routed({f"{c}/{WORKLOAD}/r1" for c in CLUSTERS}), timeout=30,
                          what="the new version routed alone")
+
+        # Refusals, in the one error shape: about the request 422, about the workload now 409.
+        for body, status, words in (
+                ({"artifact_id": new_id}, 422, "already runs"),
+                ({"artifact_id": f"{REPO}@{'0' * 40}"}, 422, "not found"),
+                ({"artifact_id": f"moonshotai/Kimi-K3@{'0' * 40}"}, 422, "not found"),
+                ({"artifact_id": new_id, "steps": [10, 50]}, 422, "must end at 100"),
+                ({"artifact_id": new_id, "dwell_seconds": -1}, 422, "dwell_seconds")):
+            r = await api.post(f"/v1/workloads/{WORKLOAD}/upgrade", headers=as_("tok-olga"), json=body)
+            assert r.status_code == status and words in r.json()["error"]["message"], (body, r.text[:1500])
+        r = await api.post(f"/v1/workloads/{WORKLOAD}/upgrade/pause", headers=as_("tok-olga"))
+        assert r.status_code == 409 and r.json()["error"]["code"] == "conflict", r.text
+        assert "no upgrade is running (the last one succeeded)" in r.json()["error"]["message"]
+        r = await api.post("/v1/workloads/nothing-here/upgrade", headers=as_("tok-olga"), json={"artifact_id": new_id})
+        assert r.status_code == 404, r.text
 
         # 2. A version whose new DGDs fail every request: it rolls itself back, clients see nothing.
         bad_id = await _new_commit(api, temporal_client, hub, monkeypatch, capsys, seen,
