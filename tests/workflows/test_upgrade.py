@@ -16,7 +16,7 @@ from tests.support import wait_until
 from tests.workflows.fakes import SHA, workload_input
 from tests.workflows.upgrade_world import NEW_ARTIFACT, NEW_SHA, UpgradeWorld, upgrade_worker
 from wingsmith.upgrade import UpgradeControl, UpgradeRequest, UpgradeStatus, UpgradeThresholds
-from wingsmith.workload_state import DeleteRequest, WorkloadStatus
+from wingsmith.workload_state import DeleteRequest, WatchSettings, WorkloadStatus
 from workflows.endpoint import EndpointWorkflow, EndpointWorkflowInput
 from workflows.workload import WorkloadWorkflow
 
@@ -231,3 +231,77 @@ async def test_the_update_refuses_clearly_and_is_idempotent_per_update_id(time_s
         status = await b.workload.query(WorkloadWorkflow.status)
         assert any("no endpoint routes this workload" in e for e in status.events)
         assert status.upgrade is not None and status.upgrade.upgrade_id == "workload/wl/upgrade/1"
+
+
+async def test_what_cannot_be_judged_pauses_for_a_person_instead_of_retrying(time_skipping_env: WorkflowEnvironment):
+    world = UpgradeWorld(capacity={"sim-a": 4}, gateway_down=True)
+    async with bed(time_skipping_env, world, replicas=1) as b:
+        await b.upgrade(steps=[100])
+        held = await b.state("paused")
+        assert held.paused_reason and "the gateway's counters could not be read" in held.paused_reason
+        world.gateway_down, world.traffic = False, 0  # the gateway answers, but nobody sends requests
+        await b.workload.execute_update(WorkloadWorkflow.resume_upgrade, UpgradeControl(requested_by="ana"))
+
+        async def starved() -> UpgradeStatus | None:
+            up = (await b.workload.query(WorkloadWorkflow.status)).upgrade
+            return up if up and up.paused_reason and "too little traffic" in up.paused_reason else None
+        held = await wait_until(starved, timeout=30, what="the upgrade to hold for lack of traffic")
+        assert held.state == "paused" and "in 3 windows" in (held.paused_reason or "")
+        await b.workload.execute_update(WorkloadWorkflow.resume_upgrade, UpgradeControl(requested_by="ana"))
+        assert (await b.ended()).state == "succeeded"  # a person accepted the step
+        assert [e.kind for e in world.events].count("workload_upgrade_paused") == 2
+
+
+async def test_a_delete_during_an_upgrade_rolls_it_back_and_removes_both_versions(
+        time_skipping_env: WorkflowEnvironment):
+    world = UpgradeWorld(capacity={"sim-a": 4})
+    client = time_skipping_env.client
+    async with upgrade_worker(client, world) as queue:
+        workload = await client.start_workflow(WorkloadWorkflow.run, workload_input(queue, replicas=1),
+                                               id="workload/wl", task_queue=queue)
+
+        async def serving() -> bool:
+            return (await workload.query(WorkloadWorkflow.status)).stage == "serving"
+        await wait_until(serving, what="the workload to serve")
+        await workload.execute_update(WorkloadWorkflow.upgrade, UpgradeRequest(
+            artifact_id=NEW_ARTIFACT, requested_by="ana", steps=[100], dwell_seconds=3600))
+        await wait_until(lambda: _has(world, "wl-sim-a-r1"), what="the new version to come up")
+        await workload.start_update(WorkloadWorkflow.delete, DeleteRequest(requested_by="t"),
+                                    wait_for_stage=WorkflowUpdateStage.ACCEPTED)
+        ended = await workload.result()
+        assert ended.stage == "deleted" and world.deployments == {}
+        assert ended.upgrade is not None and ended.upgrade.state == "aborted"
+        assert ended.upgrade.failures == ["the workload is being deleted"]
+
+
+async def test_continue_as_new_waits_for_the_upgrade_and_carries_its_status(time_skipping_env: WorkflowEnvironment):
+    world = UpgradeWorld(capacity={"sim-a": 4})
+    client = time_skipping_env.client
+    async with upgrade_worker(client, world) as queue:
+        # Looks every second grow the history past the limit quickly: without an upgrade it would continue as
+        # new within seconds.
+        params = workload_input(queue, replicas=1, history_limit=150,
+                                watch=WatchSettings(status_seconds=1, probe_seconds=1))
+        workload = await client.start_workflow(WorkloadWorkflow.run, params, id="workload/wl", task_queue=queue)
+
+        async def serving() -> bool:
+            return (await workload.query(WorkloadWorkflow.status)).stage == "serving"
+        await wait_until(serving, what="the workload to serve")
+        await client.get_workflow_handle("workload/wl").execute_update(
+            WorkloadWorkflow.upgrade, UpgradeRequest(artifact_id=NEW_ARTIFACT, requested_by="ana", steps=[50, 100],
+                                                     dwell_seconds=3, thresholds=FAST))
+        # The run that took the update cannot continue as new before the upgrade ends.
+        first_run = (await client.get_workflow_handle("workload/wl").describe()).run_id
+
+        async def next_run() -> str | None:
+            run = (await client.get_workflow_handle("workload/wl").describe()).run_id
+            return run if run != first_run else None
+        await wait_until(next_run, timeout=60, what="the workload to continue as new")
+        status = await client.get_workflow_handle_for(WorkloadWorkflow.run, "workload/wl").query(
+            WorkloadWorkflow.status)
+        assert status.upgrade is not None and status.upgrade.state == "succeeded"  # not cut short by the new run
+        assert status.artifact_id == NEW_ARTIFACT and [c.dgd_name for c in status.clusters] == ["wl-sim-a-r1"]
+        handle = client.get_workflow_handle_for(WorkloadWorkflow.run, "workload/wl")
+        await handle.start_update(WorkloadWorkflow.delete, DeleteRequest(requested_by="t"),
+                                  wait_for_stage=WorkflowUpdateStage.ACCEPTED)
+        assert (await handle.result()).stage == "deleted" and world.deployments == {}
