@@ -276,8 +276,19 @@ class Upgrade:
         name = target.info.name
         p = self.status.cluster(name)
         p.new_dgd = dgd_name(self.plan.workload_id, name, self.plan.revision)
+        # An abort (or a delete) does not wait for a version that may take long to come up: the rollout
+        # child is cancelled, and the rollback removes whatever it applied.
+        child = asyncio.ensure_future(self.wf._cluster_rollout(target, replicas, "apply", plan=self.plan))
+        await workflow.wait_condition(lambda: child.done() or self._ending() is not None)
+        if not child.done():
+            child.cancel()
+            try:
+                await child
+            except (asyncio.CancelledError, ChildWorkflowError):
+                pass
+            raise _Stop("aborted", [self._ending() or "aborted"])
         try:
-            self.new[name] = await self.wf._cluster_rollout(target, replicas, "apply", plan=self.plan)
+            self.new[name] = child.result()
         except ChildWorkflowError as err:
             raise _Stop("rolled_back", [f"{name}: the new version did not come up: {_cause(err)}"]) from None
         self._event(f"{name}: the new version serves {replicas} replica(s) at {self.new[name].frontend_url}")

@@ -305,3 +305,14 @@ async def test_continue_as_new_waits_for_the_upgrade_and_carries_its_status(time
         await handle.start_update(WorkloadWorkflow.delete, DeleteRequest(requested_by="t"),
                                   wait_for_stage=WorkflowUpdateStage.ACCEPTED)
         assert (await handle.result()).stage == "deleted" and world.deployments == {}
+
+
+async def test_abort_does_not_wait_for_a_new_version_that_never_gets_ready(time_skipping_env: WorkflowEnvironment):
+    world = UpgradeWorld(capacity={"sim-a": 4}, hold_ready={"wl-sim-a-r1"})
+    async with bed(time_skipping_env, world, replicas=1) as b:
+        await b.upgrade()
+        await wait_until(lambda: _has(world, "wl-sim-a-r1"), what="the new version to be applied")
+        await b.workload.execute_update(WorkloadWorkflow.abort_upgrade, UpgradeControl(requested_by="ana"))
+        done = await b.ended()
+        assert done.state == "aborted" and done.failures == ["aborted by ana"]
+        assert sorted(world.deployments) == ["wl-sim-a"]  # the half-applied new version removed

@@ -5,6 +5,7 @@ backend in proportion to its weight, failing `error_rate[backend id]` of them.""
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
@@ -111,6 +112,9 @@ class UpgradeWorld(World):
 
     @activity.defn(name="rollout.wait_ready")
     async def wait_ready(self, params: WaitReadyInput) -> WaitReadyOutput:
+        while params.name in self.hold_ready:  # never ready until cancelled
+            activity.heartbeat()
+            await asyncio.sleep(0.1)
         if params.name in self.crash_looping:
             raise ApplicationError(f"pod of {params.name} is in CrashLoopBackOff", type="PodCrashLooping",
                                    non_retryable=True)
