@@ -224,10 +224,12 @@ class Upgrade:
                 await self._upgrade_cluster(name)
             await self._promote()
         except _Stop as stop:
-            await self._roll_back(stop)
+            await self._roll_back_or_say_why(stop)
         except Exception as exc:  # noqa: BLE001 - whatever went wrong, two versions must not stay routed
-            await self._roll_back(_Stop("failed", [f"{type(exc).__name__}: {exc}"]))
+            await self._roll_back_or_say_why(_Stop("failed", [f"{type(exc).__name__}: {exc}"]))
         finally:
+            if s.running:  # never left "running" with nothing running: a new upgrade could not start
+                s.state = "failed"
             s.finished_at = workflow.now()
             self.wf.upgrade_run = None
             workflow.set_current_details("")
@@ -441,6 +443,15 @@ class Upgrade:
                 "from": self.status.from_artifact_id, "to": self.plan.artifact_id, "revision": self.plan.revision})
             await self._record("workload_upgrade_succeeded", "succeeded", {
                 "from": self.status.from_artifact_id, "to": self.plan.artifact_id, "clusters": self.order})
+
+    async def _roll_back_or_say_why(self, stop: _Stop) -> None:
+        try:
+            await self._roll_back(stop)
+        except Exception as exc:  # noqa: BLE001 - said in the status and the events; the watch heals the rest
+            self.status.state = "failed"
+            self.status.failures = [*stop.failures, f"the rollback did not finish ({type(exc).__name__}: {exc}); "
+                                                    "check the clusters' graphs"]
+            self._event(self.status.failures[-1])
 
     async def _roll_back(self, stop: _Stop) -> None:
         """Weights back, the new DGDs drained and removed, surged replicas restored; the figures stay."""
