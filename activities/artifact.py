@@ -21,7 +21,8 @@ from wingsmith.drafts import DraftContent, build_draft_content
 from wingsmith.hub.errors import HubError, HubRateLimited
 from wingsmith.hub.proposal import ArtifactProposal
 from wingsmith.logs import get_logger
-from wingsmith.recipes import Evidence, evidence_for, load_catalog
+from wingsmith.recipes import Evidence, evidence_for, load_catalog_version
+from wingsmith.recipes.catalog import catalog_in_force
 from wingsmith.review import RecordedDecision
 from wingsmith.secrets import SecretUnavailable, read_secret_ref
 from wingsmith.store import artifacts as store
@@ -36,6 +37,7 @@ class ResolveArtifactInput(BaseModel):
 
 class EvidenceInput(BaseModel):
     repo_id: str
+    catalog_version: str | None = None  # None: the catalog in force
 
 
 class EvidenceResult(BaseModel):
@@ -135,7 +137,13 @@ class ArtifactActivities:
 
     @activity.defn(name="gather_evidence")
     def gather_evidence(self, params: EvidenceInput) -> EvidenceResult:
-        catalog = load_catalog()
+        # A draft the watch opened for a catalog change reads the version it was opened for, even if
+        # another has been put in force since.
+        try:
+            catalog = (load_catalog_version(params.catalog_version, self.settings.catalogs_dir)
+                       if params.catalog_version else catalog_in_force(self.settings.catalogs_dir))
+        except (LookupError, ValueError) as exc:
+            raise ApplicationError(str(exc), type="CatalogUnavailable", non_retryable=True) from None
         match = catalog.find(params.repo_id)
         return EvidenceResult(catalog_version=catalog.version,
                               evidence=evidence_for(match, catalog) if match else None)

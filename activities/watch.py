@@ -30,9 +30,18 @@ from temporalio.exceptions import ApplicationError
 from activities.artifact import ArtifactActivities, hub_failure
 from wingsmith.artifacts import artifact_id
 from wingsmith.hub.errors import HubError
+from wingsmith.recipes import Catalog, load_catalog_version
+from wingsmith.recipes.catalog import catalog_in_force
 from wingsmith.secrets import SecretUnavailable, read_secret_ref
 from wingsmith.store import artifacts as store
-from wingsmith.watch import EnsureWatchInput, UpstreamCheck, WatchInput, WatchNotice, watch_schedule_id
+from wingsmith.watch import (
+    EnsureWatchInput,
+    UpstreamCheck,
+    WatchInput,
+    WatchNotice,
+    evidence_moved,
+    watch_schedule_id,
+)
 
 log = logging.getLogger("wingsmith.watch")
 
@@ -41,6 +50,7 @@ class WatchActivities:
     def __init__(self, artifacts: ArtifactActivities):
         self.artifacts = artifacts  # its Hub resolver and registry pool
         self.settings = artifacts.settings
+        self.catalogs = artifacts.settings.catalogs_dir
 
     @activity.defn(name="watch.check")
     async def check(self, params: WatchInput) -> UpstreamCheck:
@@ -53,10 +63,31 @@ class WatchActivities:
         pool = self.artifacts._pool()
         approved = await store.latest_approved(pool, params.repo_id)
         head = artifact_id(proposal.repo_id, proposal.sha)
-        state = await store.artifact_state(pool, head)
-        return UpstreamCheck(head_sha=proposal.sha, approved_id=approved["id"] if approved else None,
-                             approved_sha=approved["sha"] if approved else None,
-                             known=state is not None and state != "failed")
+        catalog = await asyncio.to_thread(catalog_in_force, self.catalogs)  # a first read parses a file
+        check = UpstreamCheck(head_sha=proposal.sha, approved_id=approved["id"] if approved else None,
+                              approved_sha=approved["sha"] if approved else None,
+                              known=await self._exists(head), catalog_version=catalog.version)
+        if approved is None:
+            return check
+        draft = approved.get("draft") or {}
+        check.approved_catalog_version = draft.get("catalog_version")
+        if check.approved_catalog_version != check.catalog_version:
+            before = await asyncio.to_thread(self._catalog, check.approved_catalog_version)
+            check.evidence_moved = evidence_moved(params.repo_id, approved, before, catalog)
+            check.evidence_known = await self._exists(artifact_id(approved["repo_id"], approved["sha"],
+                                                                  catalog.version))
+        return check
+
+    def _catalog(self, version: str | None) -> Catalog | None:
+        try:
+            return load_catalog_version(version, self.catalogs) if version else None
+        except (LookupError, ValueError):
+            return None  # no longer held: only the evidence itself is compared
+
+    async def _exists(self, artifact: str) -> bool:
+        """A draft or a decision exists for it (a failed one may be tried again)."""
+        state = await store.artifact_state(self.artifacts._pool(), artifact)
+        return state is not None and state != "failed"
 
     @activity.defn(name="watch.ensure_schedule")
     async def ensure_schedule(self, params: EnsureWatchInput) -> str:
@@ -85,8 +116,12 @@ class WatchActivities:
 
     @activity.defn(name="watch.notify")
     async def notify(self, notice: WatchNotice) -> None:
-        log.info("upstream moved: %s@%s is now %s; new draft %s (approved: %s)", notice.repo_id, notice.branch,
-                 notice.head_sha, notice.new_artifact_id, notice.approved_id)
+        if notice.reason == "recipe catalog":
+            log.info("recipe evidence moved: %s@%s under catalog %s; new draft %s (approved: %s)", notice.repo_id,
+                     notice.branch, notice.catalog_version, notice.new_artifact_id, notice.approved_id)
+        else:
+            log.info("upstream moved: %s@%s is now %s; new draft %s (approved: %s)", notice.repo_id, notice.branch,
+                     notice.head_sha, notice.new_artifact_id, notice.approved_id)
         ref = self.settings.watch_webhook_ref
         if not ref:
             return
@@ -97,7 +132,8 @@ class WatchActivities:
                                    non_retryable=True) from None
         async with httpx.AsyncClient(timeout=10) as http:
             try:
-                r = await http.post(url, json={"event": "upstream_moved", **notice.model_dump()})
+                event = "recipe_evidence_moved" if notice.reason == "recipe catalog" else "upstream_moved"
+                r = await http.post(url, json={"event": event, **notice.model_dump()})
             except httpx.HTTPError as exc:
                 raise ApplicationError(f"the watch webhook did not answer ({type(exc).__name__})",
                                        type="WebhookFailed") from None

@@ -23,8 +23,8 @@ from wingsmith.local.tokens import local_admin_tokens
 from wingsmith.logs import configure_logging, get_logger
 from wingsmith.tracing import configure_tracing, instrument_fastapi
 
-ROUTE_MODULES = ["health", "recipes", "resolve", "artifacts", "clusters", "workloads", "endpoints", "watches",
-                 "console", "codec"]
+ROUTE_MODULES = ["health", "recipes", "resolve", "artifacts", "clusters", "workloads", "follow", "endpoints",
+                 "watches", "console", "codec"]
 
 log = get_logger("wingsmith.api")
 

@@ -13,12 +13,20 @@ from wingsmith.review import DraftFacts, RecordedDecision
 Stage = Literal["resolving", "draft", "approved", "rejected", "expired", "superseded", "failed"]
 
 
-def artifact_id(repo_id: str, sha: str) -> str:
-    return f"{repo_id}@{sha}"
+def evidence_tag(catalog_version: str) -> str:
+    """`recipes-<content hash>` of a catalog version: names a draft opened for new recipe evidence."""
+    return "recipes-" + catalog_version.rsplit(".", 1)[-1]
 
 
-def artifact_workflow_id(repo_id: str, sha: str) -> str:
-    return f"artifact/{artifact_id(repo_id, sha)}"
+def artifact_id(repo_id: str, sha: str, catalog_version: str | None = None) -> str:
+    """`<org>/<name>@<sha>`; a draft the watch opened because the recipe catalog changed the model's
+    evidence (same commit) is `<org>/<name>@<sha>+recipes-<catalog hash>`, a review of its own."""
+    base = f"{repo_id}@{sha}"
+    return f"{base}+{evidence_tag(catalog_version)}" if catalog_version else base
+
+
+def artifact_workflow_id(repo_id: str, sha: str, catalog_version: str | None = None) -> str:
+    return f"artifact/{artifact_id(repo_id, sha, catalog_version)}"
 
 
 class ReviewPolicy(BaseModel):
@@ -38,6 +46,8 @@ class ArtifactWorkflowInput(BaseModel):
     sha: str
     requested_by: str
     policy: ReviewPolicy = Field(default_factory=ReviewPolicy)
+    catalog_version: str | None = Field(None, description="set when the watch opened this draft for new recipe "
+                                        "evidence at an approved commit: the catalog version to read it from")
 
 
 class RefusedDecision(BaseModel):

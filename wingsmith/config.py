@@ -149,6 +149,11 @@ class Settings(BaseSettings):
         return self.home.expanduser().resolve()
 
     @property
+    def catalogs_dir(self) -> Path:
+        """Stored recipe catalog versions (refreshes, local edits) and which one is in force."""
+        return self.home_dir / "catalogs"
+
+    @property
     def tokens_file(self) -> Path:
         return self.home_dir / "tokens.json"
 

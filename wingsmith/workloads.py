@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import re
 import uuid
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, Field, field_validator
 
@@ -19,6 +19,10 @@ from wingsmith.sizing import SizingError, fit_check
 from wingsmith.text import MAX_LIST, NameText, ServedModelName, SourceText
 
 _NAME = re.compile(r"^[a-z0-9]([-a-z0-9]{0,38}[a-z0-9])?$")
+
+# Whether approving a newer draft of the same repository upgrades this workload by itself (`auto`) or
+# only tells its owners (`manual`).
+Follow = Literal["manual", "auto"]
 
 
 class InvalidWorkload(ValueError):
@@ -49,6 +53,9 @@ class WorkloadRequest(BaseModel):
     concurrency: int = Field(default=16, ge=1, description="concurrent sequences the fit check uses")
     drift: DriftPolicy = Field(default="heal", description="a DGD edited outside the plane is put back (`heal`) "
                                "or only reported (`report`); a missing one is always re-applied")
+    follow: Follow = Field(default="manual", description="`auto`: approving a newer draft of this repository "
+                           "(a new commit, or new recipe evidence) starts this workload's progressive upgrade; "
+                           "`manual`: it only records that a newer approved version exists")
     dry_run: bool = False
 
     @field_validator("name")
@@ -106,6 +113,7 @@ class WorkloadPlan(BaseModel):
     drift: DriftPolicy = "heal"
     revision: int = Field(default=0, ge=0, description="bumped by each upgrade: the DGDs of this plan are named "
                           "with it (`wingsmith.dynamo.dgd_name`)")
+    follow: Follow = "manual"
 
     def rollout_spec(self, cluster: str, replicas: int) -> RolloutSpec:
         """The per-cluster rendering input: the same plan, with this cluster's share of replicas."""
@@ -176,7 +184,7 @@ def plan_workload(request: WorkloadRequest, artifact: ApprovedArtifact, catalog:
         raise InvalidWorkload(str(exc), field="layout/features") from None
     fit = _fit(request, artifact, command)
     worker, prefill = _pools(command)
-    applied, source = _max_num_seqs(command, artifact.repo_id, card.id, catalog)
+    applied, source = max_num_seqs_for(command, artifact.repo_id, card.id, catalog)
     if applied is not None and "--max-num-seqs" not in worker.args:
         worker = worker.model_copy(update={"args": [*worker.args, "--max-num-seqs", str(applied)]})
     variant = next((v for v in artifact.evidence.get("variants", []) if v["name"] == request.variant), None)
@@ -195,7 +203,7 @@ def plan_workload(request: WorkloadRequest, artifact: ApprovedArtifact, catalog:
         placement=PlacementPlan(hardware=card.id, gpus_per_node=max(1, command.gpus // max(1, command.nodes)),
                                 nodes_per_replica=command.nodes, replicas=request.replicas,
                                 constraints=request.constraints),
-        fit=fit, drift=request.drift)
+        fit=fit, drift=request.drift, follow=request.follow)
 
 
 def _fit(request: WorkloadRequest, artifact: ApprovedArtifact, command: ServeCommand) -> dict[str, Any]:
@@ -230,7 +238,7 @@ def _pools(command: ServeCommand) -> tuple[WorkerPool, WorkerPool | None]:
     return pool(command.commands, command.gpus), None
 
 
-def _max_num_seqs(command: ServeCommand, repo_id: str, card: str, catalog: Catalog) -> tuple[int | None, str]:
+def max_num_seqs_for(command: ServeCommand, repo_id: str, card: str, catalog: Catalog) -> tuple[int | None, str]:
     """The one default the plane applies: --max-num-seqs from Dynamo's aggregated recipe for the card.
     A tested vLLM recipe flag that already sets it wins and is named as the source instead."""
     args = command.commands[0].args if command.commands else command.args

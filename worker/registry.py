@@ -35,6 +35,7 @@ def workflows() -> list[type]:
 def main_activities(deps: WorkerDeps) -> list:
     from activities.artifact import ArtifactActivities
     from activities.endpoint import EndpointActivities
+    from activities.follow import FollowActivities
     from activities.ping import ping
     from activities.upgrade import UpgradeActivities
     from activities.watch import WatchActivities
@@ -44,7 +45,8 @@ def main_activities(deps: WorkerDeps) -> list:
             artifacts.record_decision, artifacts.record_artifact_event, artifacts.set_artifact_state,
             artifacts.remind_reviewers, *WorkloadActivities(deps.db).all(),
             *EndpointActivities(deps.settings, deps.db).all(), *WatchActivities(artifacts).all(),
-            *UpgradeActivities(deps.settings, deps.db).all()]
+            *UpgradeActivities(deps.settings, deps.db).all(),
+            *FollowActivities(artifacts).all()]
 
 
 def kube_activities(deps: WorkerDeps) -> list:

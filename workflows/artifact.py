@@ -28,6 +28,7 @@ with workflow.unsafe.imports_passed_through():
         SaveDraftInput,
         SizeDraftInput,
     )
+    from activities.follow import FollowActivities, FollowApproval
     from activities.watch import WatchActivities
     from wingsmith.artifacts import ArtifactOutcome, ArtifactStatus, ArtifactWorkflowInput, RefusedDecision, artifact_id
     from wingsmith.review import (
@@ -60,6 +61,12 @@ _DB = workflow.LocalActivityConfig(start_to_close_timeout=_DB_TIMEOUT, retry_pol
 # Creating the watch's schedule is a scheduled (server-dispatched) activity with the registry writes'
 # limits; making it local would change the command sequence the recorded histories hold.
 _DB_SCHEDULED = workflow.ActivityConfig(start_to_close_timeout=_DB_TIMEOUT, retry_policy=_DB_RETRY)
+# Telling the followers sends updates through the Temporal client: retried while Temporal does not
+# answer, a bounded number of times (a refusal is an answer, recorded and not retried).
+_FOLLOW = workflow.ActivityConfig(
+    start_to_close_timeout=timedelta(minutes=2),
+    retry_policy=RetryPolicy(initial_interval=timedelta(seconds=2), maximum_interval=timedelta(minutes=1),
+                             maximum_attempts=10))
 _COMPUTE = workflow.LocalActivityConfig(
     start_to_close_timeout=timedelta(minutes=2),
     retry_policy=RetryPolicy(initial_interval=timedelta(seconds=1), maximum_interval=timedelta(minutes=1),
@@ -71,7 +78,7 @@ class ArtifactWorkflow:
     @workflow.init
     def __init__(self, params: ArtifactWorkflowInput) -> None:
         self.params = params
-        self.id = artifact_id(params.repo_id, params.sha)
+        self.id = artifact_id(params.repo_id, params.sha, params.catalog_version)
         self.stage = "resolving"
         self.draft: DraftFacts | None = None
         self.deadline: datetime | None = None
@@ -90,7 +97,8 @@ class ArtifactWorkflow:
             proposal = await workflow.execute_activity_method(
                 acts.resolve_artifact, ResolveArtifactInput(repo_id=params.repo_id, sha=params.sha), **_IO)
             evidence = await workflow.execute_local_activity_method(
-                acts.gather_evidence, EvidenceInput(repo_id=params.repo_id), **_COMPUTE)
+                acts.gather_evidence, EvidenceInput(repo_id=params.repo_id, catalog_version=params.catalog_version),
+                **_COMPUTE)
             content = await workflow.execute_local_activity_method(
                 acts.size_draft, SizeDraftInput(proposal=proposal, evidence=evidence.evidence), **_COMPUTE)
         except ActivityError as err:
@@ -122,6 +130,7 @@ class ArtifactWorkflow:
                 await workflow.execute_activity_method(WatchActivities.ensure_schedule, EnsureWatchInput(
                     watch=WatchInput(repo_id=params.repo_id, branch=params.revision, policy=params.policy),
                     task_queue=workflow.info().task_queue), **_DB_SCHEDULED)
+                await self._tell_followers(wf_id)
         await workflow.wait_condition(workflow.all_handlers_finished)
         return ArtifactOutcome(artifact_id=self.id, stage=self.stage, decision=self.decision)
 
@@ -146,6 +155,16 @@ class ArtifactWorkflow:
             await workflow.execute_local_activity_method(ArtifactActivities.remind_reviewers, ReminderInput(
                 workflow_id=workflow.info().workflow_id, artifact_id=self.id, deadline=self.deadline,
                 reminder=self.reminders_sent), **_DB)
+
+    async def _tell_followers(self, wf_id: str) -> None:
+        """The workloads on an older artifact of this branch: `follow: auto` ones get the upgrade
+        update, manual ones an event. Best effort: the approval stands whatever they answer."""
+        assert self.decision is not None
+        try:
+            await workflow.execute_activity_method(FollowActivities.upgrade_followers, FollowApproval(
+                workflow_id=wf_id, artifact_id=self.id, approver=self.decision.reviewer), **_FOLLOW)
+        except ActivityError as err:
+            workflow.logger.warning("follow: the workloads on older artifacts were not all told: %s", err.cause)
 
     def _settled(self) -> bool:
         return self.decision is not None or self.stage == "superseded"

@@ -13,12 +13,12 @@ from temporalio.exceptions import WorkflowAlreadyStartedError
 from temporalio.workflow import ParentClosePolicy
 
 from workflows.artifact import ArtifactWorkflow
-from workflows.ids import MODEL, STAGE, artifact_workflow_id
+from workflows.ids import MODEL, STAGE
 
 with workflow.unsafe.imports_passed_through():
     from activities.watch import WatchActivities
-    from wingsmith.artifacts import ArtifactWorkflowInput, artifact_id
-    from wingsmith.watch import WatchInput, WatchNotice, WatchOutcome
+    from wingsmith.artifacts import ArtifactWorkflowInput, artifact_id, artifact_workflow_id
+    from wingsmith.watch import UpstreamCheck, WatchInput, WatchNotice, WatchOutcome
 
 _HUB = workflow.ActivityConfig(
     start_to_close_timeout=timedelta(minutes=2),
@@ -36,28 +36,45 @@ class WatchWorkflow:
     async def run(self, params: WatchInput) -> WatchOutcome:
         workflow.upsert_search_attributes([MODEL.value_set(params.repo_id), STAGE.value_set("watching")])
         check = await workflow.execute_activity_method(WatchActivities.check, params, **_HUB)
-        outcome = WatchOutcome(repo_id=params.repo_id, branch=params.branch, head_sha=check.head_sha, note="")
-        if not check.moved:
-            outcome.note = "no approved artifact to compare with" if check.approved_sha is None else "unchanged"
-        elif check.known:
-            outcome.note = f"{check.head_sha[:12]} has an artifact already"
+        outcome = WatchOutcome(repo_id=params.repo_id, branch=params.branch, head_sha=check.head_sha,
+                               catalog_version=check.catalog_version, note="")
+        if check.moved:
+            if check.known:
+                outcome.note = f"{check.head_sha[:12]} has an artifact already"
+            else:
+                await self._open(params, check, outcome, check.head_sha, None)
+        elif check.approved_sha is None:
+            outcome.note = "no approved artifact to compare with"
+        elif check.evidence_moved:
+            # Same commit, new recipe evidence: a review of its own (`...@<sha>+recipes-<hash>`).
+            if check.evidence_known:
+                outcome.note = f"catalog {check.catalog_version} has a draft for this model already"
+            else:
+                await self._open(params, check, outcome, check.approved_sha, check.catalog_version)
         else:
-            opened = artifact_id(params.repo_id, check.head_sha)
-            try:
-                await workflow.start_child_workflow(
-                    ArtifactWorkflow.run, ArtifactWorkflowInput(
-                        repo_id=params.repo_id, revision=params.branch, sha=check.head_sha,
-                        requested_by=f"watch {params.repo_id}@{params.branch}", policy=params.policy),
-                    id=artifact_workflow_id(params.repo_id, check.head_sha),
-                    parent_close_policy=ParentClosePolicy.ABANDON,  # the draft waits for its review, not for us
-                    static_summary=f"Review {params.repo_id}@{check.head_sha[:12]} (opened by the watch)")
-            except WorkflowAlreadyStartedError:
-                outcome.note = f"a draft for {check.head_sha[:12]} is open already"
-                return outcome
-            outcome.opened = opened
-            outcome.note = f"{params.branch} moved to {check.head_sha[:12]}: draft {opened} opened"
-            await workflow.execute_activity_method(WatchActivities.notify, WatchNotice(
-                repo_id=params.repo_id, branch=params.branch, approved_id=check.approved_id,
-                new_artifact_id=opened, head_sha=check.head_sha), **_NOTIFY)
+            outcome.note = "unchanged"
         workflow.upsert_search_attributes([STAGE.value_set("opened" if outcome.opened else "unchanged")])
         return outcome
+
+    async def _open(self, params: WatchInput, check: UpstreamCheck, outcome: WatchOutcome, sha: str,
+                    catalog_version: str | None) -> None:
+        opened = artifact_id(params.repo_id, sha, catalog_version)
+        why = f"recipe catalog {catalog_version}" if catalog_version else f"{params.branch} moved to {sha[:12]}"
+        try:
+            await workflow.start_child_workflow(
+                ArtifactWorkflow.run, ArtifactWorkflowInput(
+                    repo_id=params.repo_id, revision=params.branch, sha=sha,
+                    requested_by=f"watch {params.repo_id}@{params.branch}", policy=params.policy,
+                    catalog_version=catalog_version),
+                id=artifact_workflow_id(params.repo_id, sha, catalog_version),
+                parent_close_policy=ParentClosePolicy.ABANDON,  # the draft waits for its review, not for us
+                static_summary=f"Review {opened} (opened by the watch: {why})")
+        except WorkflowAlreadyStartedError:
+            outcome.note = f"a draft for {opened} is open already"
+            return
+        outcome.opened = opened
+        outcome.note = f"{why}: draft {opened} opened"
+        await workflow.execute_activity_method(WatchActivities.notify, WatchNotice(
+            repo_id=params.repo_id, branch=params.branch, approved_id=check.approved_id, new_artifact_id=opened,
+            head_sha=sha, reason="recipe catalog" if catalog_version else "new commit",
+            catalog_version=catalog_version), **_NOTIFY)

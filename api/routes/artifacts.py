@@ -20,6 +20,7 @@ from api.routes.resolve import hub_error_to_api, resolver_for
 from wingsmith.artifacts import ArtifactStatus, ReviewPolicy
 from wingsmith.config import Settings
 from wingsmith.hub import HubError, InvalidSource, parse_source
+from wingsmith.recipes import Catalog, load_catalog_version
 from wingsmith.review import HTTP_STATUS, ReviewDecision, ReviewRequest
 from wingsmith.store import artifacts as store
 from wingsmith.temporal import workflow_ui_url
@@ -99,8 +100,18 @@ async def get_artifact(org: str, name_at_sha: str, _viewer: Viewer, db: DbDep, s
     # A draft of a repository that has an approved artifact shows what it changes against it.
     approved = await store.latest_approved(db, row["repo_id"], other_than=artifact) if row and row.get("draft") \
         else None
-    out["diff"] = draft_diff(approved, row) if approved and row else None
+    out["diff"] = draft_diff(approved, row, (draft_catalog(approved, settings), draft_catalog(row, settings))) \
+        if approved and row else None
     return out
+
+
+def draft_catalog(row: dict[str, Any], settings: Settings) -> Catalog | None:
+    """The recipe catalog a registry row's draft was built from, when this plane holds it."""
+    version = (row.get("draft") or {}).get("catalog_version")
+    try:
+        return load_catalog_version(version, settings.catalogs_dir) if version else None
+    except (LookupError, ValueError):
+        return None
 
 
 @router.post("/{org}/{name_at_sha}/review", response_model=ArtifactStatus, summary="Approve or reject a draft")

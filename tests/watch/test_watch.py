@@ -14,15 +14,19 @@ from html import unescape
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
+from temporalio.service import RPCError
 
 from tests.artifacts.conftest import HF_TOKEN, HF_TOKEN_ENV, TOKENS, api, as_, deps, hub  # noqa: F401
 from tests.console.conftest import sign_in
 from tests.support import history_json, running_worker, save_history, wait_until
 from wingsmith.cli.main import build_parser
 from wingsmith.config import Settings, get_settings
+from wingsmith.recipes import load_catalog
 
 REPO = "openai/gpt-oss-20b"
 WATCH = f"watch/{REPO}@main"
+OTHER = "openai/gpt-oss-120b"
+OTHER_WATCH = f"watch/{OTHER}@main"
 WEBHOOK_ENV = "WINGSMITH_TEST_WATCH_WEBHOOK"
 
 
@@ -76,9 +80,9 @@ async def _approve(api, artifact: str) -> dict:  # noqa: F811
     return got
 
 
-async def _next_run(temporal_client, seen: set[str]):
+async def _next_run(temporal_client, seen: set[str], watch: str = WATCH):
     """The outcome of the schedule's newest run that is not in `seen`."""
-    handle = temporal_client.get_schedule_handle(WATCH)
+    handle = temporal_client.get_schedule_handle(watch)
 
     async def started():
         # By run id: two runs started within one second share the workflow id the schedule gives them.
@@ -140,7 +144,8 @@ async def test_a_new_commit_opens_a_draft_with_a_diff(
         assert diff["weight_bytes"]["approved"] == diff["weight_bytes"]["new"] and not diff["variants"]
         assert draft["requested_by"] == f"watch {REPO}@main"
         assert notices == [{"event": "upstream_moved", "repo_id": REPO, "branch": "main",
-                            "approved_id": approved["id"], "new_artifact_id": new_id, "head_sha": new_sha}]
+                            "approved_id": approved["id"], "new_artifact_id": new_id, "head_sha": new_sha,
+                            "reason": "new commit", "catalog_version": None}]
         # The console's draft page shows the same diff.
         await sign_in(api, "tok-vic")
         page = unescape((await api.get(f"/console/artifacts/{new_id}")).text)
@@ -169,3 +174,67 @@ async def test_a_new_commit_opens_a_draft_with_a_diff(
         await _approve(api, new_id)
         schedules = [s.id async for s in await temporal_client.list_schedules() if s.id.startswith(WATCH)]
         assert schedules == [WATCH]
+
+
+async def test_a_recipe_change_opens_a_draft_at_the_same_commit(
+        api, deps, temporal_client, webhook, settings, capsys):  # noqa: F811
+    """The catalog trigger: `wingsmith recipes edit` puts a new catalog version in force; the next run opens
+    `<repo>@<sha>+recipes-<hash>` whose diff shows the evidence, flag and --max-num-seqs change. (Another
+    repository than the test above, whose watch keeps that test's task queue.)"""
+    _, notices = webhook
+    async with running_worker(temporal_client, deps):
+        approved = await _register_and_approve(api, f"hf:{OTHER}")
+        shipped = approved["draft"]["catalog_version"]
+
+        async def described():
+            try:
+                return await temporal_client.get_schedule_handle(OTHER_WATCH).describe()
+            except RPCError:
+                return None  # the approval creates it just after the decision is recorded
+        desc = await wait_until(described, timeout=20, what="the watch schedule")
+        seen = {a.action.first_execution_run_id for a in desc.info.recent_actions}
+        await api.post(f"/v1/watches/{OTHER}@main/trigger", headers=as_("tok-olga"))
+        _, outcome = await _next_run(temporal_client, seen, OTHER_WATCH)
+        assert outcome["opened"] is None and outcome["note"] == "unchanged", outcome
+        assert outcome["catalog_version"] == shipped  # each run records the catalog it looked at
+
+        args = build_parser().parse_args([
+            "recipes", "edit", OTHER, "--catalog-dir", str(settings.catalogs_dir),
+            "--set", f"base_args={json.dumps([*load_catalog().find(OTHER).recipe.base_args, '--max-num-seqs', '64'])}",
+            "--set", "variants.default.vram_minimum_gb=99"])
+        assert args.func(args) == 0
+        version = re.search(r"catalog (\S+) in force", capsys.readouterr().out).group(1)
+        assert version != shipped
+
+        await api.post(f"/v1/watches/{OTHER}@main/trigger", headers=as_("tok-olga"))
+        run, outcome = await _next_run(temporal_client, seen, OTHER_WATCH)
+        new_id = f"{approved['id']}+recipes-{version.rsplit('.', 1)[-1]}"
+        assert outcome["opened"] == new_id and outcome["catalog_version"] == version, outcome
+        if os.environ.get("WINGSMITH_RECORD_HISTORIES") == "1":
+            save_history("watch_opened_catalog_draft", run.id, await history_json(run))
+
+        async def drafted():
+            got = (await api.get(f"/v1/artifacts/{new_id}", headers=as_("tok-vic"))).json()
+            return got if got.get("state") == "draft" and got.get("draft") else None
+        draft = await wait_until(drafted, timeout=60, what="the catalog draft")
+        assert draft["sha"] == approved["sha"] and draft["draft"]["catalog_version"] == version
+        diff = draft["diff"]
+        assert diff["against"] == approved["id"] and not diff["config"], diff
+        assert diff["changed"] == ["catalog_version", "flag.--max-num-seqs", "max_num_seqs", "variant.default"], diff
+        assert diff["variants"][0]["new"]["vram_minimum_gb"] == 99
+        assert diff["command"]["flags"] == [{"flag": "--max-num-seqs", "approved": None, "new": "64"}]
+        assert diff["command"]["max_num_seqs"]["new"] == 64
+        assert notices[-1]["event"] == "recipe_evidence_moved" and notices[-1]["new_artifact_id"] == new_id
+        await sign_in(api, "tok-vic")
+        page = unescape((await api.get(f"/console/artifacts/{new_id}")).text)
+        assert 'id="diff-flags"' in page and '<tr data-flag="--max-num-seqs">' in page, page
+        assert 'id="diff-max-num-seqs"' in page
+
+        # Once is enough; and once approved, the same catalog is nothing new.
+        await api.post(f"/v1/watches/{OTHER}@main/trigger", headers=as_("tok-olga"))
+        _, outcome = await _next_run(temporal_client, seen, OTHER_WATCH)
+        assert outcome["opened"] is None and "has a draft for this model already" in outcome["note"], outcome
+        await _approve(api, new_id)
+        await api.post(f"/v1/watches/{OTHER}@main/trigger", headers=as_("tok-olga"))
+        _, outcome = await _next_run(temporal_client, seen, OTHER_WATCH)
+        assert outcome["opened"] is None and outcome["note"] == "unchanged", outcome

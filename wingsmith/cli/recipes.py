@@ -1,5 +1,6 @@
-"""`wingsmith recipes import|refresh|show`: build the catalog from upstream snapshots, fetch a newer
-one pinned to a commit, and show a model's evidence and tested command."""
+"""`wingsmith recipes import|refresh|edit|use|show`: build the catalog from upstream snapshots, fetch a
+newer one pinned to a commit, change a recipe locally, choose the version in force, and show a model's
+evidence and tested command."""
 
 from __future__ import annotations
 
@@ -36,6 +37,22 @@ def register(subparsers) -> None:
     ref.add_argument("--catalog-dir", type=Path, default=None, help="where catalog versions are kept "
                      "(default: <WINGSMITH_HOME>/catalogs)")
     ref.set_defaults(func=_refresh)
+
+    edit = sub.add_parser("edit", help="a local recipe change, put in force as a new catalog version (for trying "
+                          "the watch's catalog trigger offline)")
+    edit.add_argument("model", help="Hugging Face id whose recipe to change, e.g. openai/gpt-oss-20b")
+    edit.add_argument("--set", dest="changes", action="append", required=True, metavar="KEY=VALUE",
+                      help="a recipe field (dotted, as `recipes show --json` names them under the catalog's recipe, "
+                           "e.g. variants.default.vram_minimum_gb=48 or base_args='[\"--max-num-seqs\",\"64\"]'); "
+                           "the value is read as JSON if it parses (repeatable)")
+    edit.add_argument("--catalog-dir", type=Path, default=None, help="where catalog versions are kept "
+                      "(default: <WINGSMITH_HOME>/catalogs)")
+    edit.set_defaults(func=_edit)
+
+    use = sub.add_parser("use", help="put a stored catalog version (or `shipped`) in force for new drafts")
+    use.add_argument("version", help="a version under the catalog dir, or `shipped`")
+    use.add_argument("--catalog-dir", type=Path, default=None, help="(default: <WINGSMITH_HOME>/catalogs)")
+    use.set_defaults(func=_use)
 
     show = sub.add_parser("show", help="a model's recipe evidence, and the serve command for a choice")
     show.add_argument("model", help="Hugging Face id, e.g. moonshotai/Kimi-K3 or RedHatAI/Kimi-K3-NVFP4")
@@ -86,6 +103,45 @@ def _refresh(args: argparse.Namespace) -> int:
         print(f"skipped {problem.file}: field {problem.field}: {problem.reason}", file=sys.stderr)
     print(("new catalog version " if result.created else "already stored: catalog version ")
           + f"{result.version} at {result.path}")
+    return 0
+
+
+def _catalogs_dir(args: argparse.Namespace) -> Path:
+    from wingsmith.config import get_settings
+    return args.catalog_dir or get_settings().catalogs_dir
+
+
+def _edit(args: argparse.Namespace) -> int:
+    from wingsmith.cli.hub import parse_change
+    from wingsmith.recipes.catalog import RecipeEditRefused, catalog_in_force, edit_recipe, put_in_force
+    try:
+        changes = dict(parse_change(c) for c in args.changes)
+    except argparse.ArgumentTypeError as exc:
+        print(f"wingsmith recipes edit: {exc}", file=sys.stderr)
+        return 2
+    directory = _catalogs_dir(args)
+    try:
+        before = catalog_in_force(directory)
+        after = edit_recipe(before, args.model, changes)
+    except (LookupError, ValueError) as exc:  # RecipeEditRefused is a ValueError
+        print(f"wingsmith recipes edit: {exc}", file=sys.stderr)
+        return 1 if not isinstance(exc, RecipeEditRefused) else 2
+    put_in_force(after, directory)
+    print(f"catalog {after.version} in force (was {before.version}); a watch run of {args.model} now opens a draft "
+          "if this changed its evidence")
+    return 0
+
+
+def _use(args: argparse.Namespace) -> int:
+    from wingsmith.recipes.catalog import load_catalog_version, put_in_force
+    directory = _catalogs_dir(args)
+    try:
+        catalog = load_catalog() if args.version == "shipped" else load_catalog_version(args.version, directory)
+    except (LookupError, ValueError) as exc:
+        print(f"wingsmith recipes use: {exc}", file=sys.stderr)
+        return 1
+    put_in_force(catalog, directory)
+    print(f"catalog {catalog.version} in force")
     return 0
 
 

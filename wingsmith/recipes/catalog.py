@@ -13,10 +13,10 @@ import re
 from functools import lru_cache
 from pathlib import Path
 
-from pydantic import BaseModel
+from pydantic import BaseModel, ValidationError
 
 from wingsmith.recipes.dynamo_import import import_dynamo
-from wingsmith.recipes.models import Catalog, RecipeMatch, SourceStamp
+from wingsmith.recipes.models import Catalog, Recipe, RecipeMatch, SourceStamp
 from wingsmith.recipes.problems import ImportProblem
 from wingsmith.recipes.vllm_import import import_vllm
 
@@ -145,3 +145,76 @@ def find_recipe(catalog: Catalog, hf_id: str) -> RecipeMatch | None:
             if variant.model_id and variant.model_id.lower() == wanted:
                 return RecipeMatch(recipe=recipe, variant=name, matched_by="variant model_id")
     return None
+
+
+# --- the catalog in force: what new drafts are built from ------------------------------------------
+# The shipped catalog, unless `<catalogs dir>/in-force` names a stored version (a refresh, or a local
+# edit). The watch compares it with the catalog an approved draft came from.
+
+IN_FORCE = "in-force"
+
+
+def catalog_in_force(directory: Path | None) -> Catalog:
+    if directory is None:
+        return load_catalog()
+    try:
+        version = (Path(directory) / IN_FORCE).read_text().strip()
+    except FileNotFoundError:
+        return load_catalog()
+    return _stored_version(version, str(Path(directory)))
+
+
+@lru_cache(maxsize=8)
+def _stored_version(version: str, directory: str) -> Catalog:
+    # Stored versions are never rewritten, so a version read once stays right.
+    return load_catalog_version(version, Path(directory))
+
+
+def put_in_force(catalog: Catalog, directory: Path) -> Path:
+    """Store the catalog (if it is new) and make it the one new drafts are built from."""
+    directory = Path(directory)
+    if catalog.version != load_catalog().version:
+        try:
+            store_catalog_version(catalog, directory)
+        except CatalogVersionExists:
+            pass
+    directory.mkdir(parents=True, exist_ok=True)
+    pointer = directory / IN_FORCE
+    tmp = pointer.with_suffix(".tmp")
+    tmp.write_text(catalog.version + "\n")
+    os.replace(tmp, pointer)
+    return pointer
+
+
+class RecipeEditRefused(ValueError):
+    pass
+
+
+def _assign(target: dict, dotted: str, value: object) -> None:
+    *path, last = dotted.split(".")
+    for part in path:
+        child = target.get(part)
+        if not isinstance(child, dict):
+            raise RecipeEditRefused(f"{dotted}: {part!r} is not an object in this recipe")
+        target = child
+    target[last] = value
+
+
+def edit_recipe(catalog: Catalog, hf_id: str, changes: dict[str, object]) -> Catalog:
+    """A new catalog version in which the recipe `hf_id` finds has these fields set (dotted keys into
+    the recipe as the catalog holds it, e.g. `variants.default.vram_minimum_gb`): the local stand-in
+    for an upstream recipe change, so the watch's catalog trigger can be tried offline."""
+    match = catalog.find(hf_id)
+    if match is None:
+        raise RecipeEditRefused(f"no recipe for {hf_id} in catalog {catalog.version}")
+    body = catalog.model_dump(mode="json")
+    recipe = body["recipes"][match.recipe.path]
+    for key, value in changes.items():
+        _assign(recipe, key, value)
+    try:
+        body["recipes"][match.recipe.path] = Recipe.model_validate(recipe).model_dump(mode="json")
+    except ValidationError as exc:
+        raise RecipeEditRefused(f"the edited recipe is not valid: {exc.errors()[0]['loc']}: "
+                                f"{exc.errors()[0]['msg']}") from None
+    body["version"] = catalog_version(body)
+    return Catalog.model_validate(body)

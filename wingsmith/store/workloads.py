@@ -8,6 +8,7 @@ from typing import Any
 import asyncpg
 
 from wingsmith.store.artifacts import record_event
+from wingsmith.store.follow import follow_of
 
 
 async def upsert_workload(pool: asyncpg.Pool, *, workload_id: str, artifact_id: str, spec: dict, state: str,
@@ -110,6 +111,7 @@ async def get_workload(pool: asyncpg.Pool, workload_id: str) -> dict[str, Any] |
     out["placement"] = dict(placement) if placement else None
     out["events"] = [dict(e) for e in await pool.fetch(
         "select step, kind, actor, detail, at from events where subject = $1 order by id", workload_id)]
+    out["follow"] = await follow_of(pool, workload_id)
     return out
 
 
