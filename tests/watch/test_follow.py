@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import random
+import re
 from datetime import timedelta
 
 import pytest
@@ -18,12 +19,15 @@ from temporalio.worker import UnsandboxedWorkflowRunner, Worker
 from activities.follow import UPGRADE_UPDATE, follow_update_id
 from tests.artifacts.conftest import HF_TOKEN, HF_TOKEN_ENV, TOKENS, api, as_, deps, hub  # noqa: F401
 from tests.conftest import unique_queue
+from tests.console.conftest import sign_in
 from tests.support import history_json, running_worker, save_history, wait_until
 from tests.watch.test_watch import _approve, _register_and_approve
 from wingsmith.cli.main import build_parser
 from wingsmith.config import Settings, get_settings
+from wingsmith.recipes import load_catalog
 from wingsmith.store import workloads as workloads_store
 from wingsmith.upgrade import UpgradeRequest, UpgradeStatus
+from wingsmith.workloads import WorkloadRequest, approved_artifact_from_row, plan_workload
 from workflows.ids import artifact_workflow_id_of, workload_workflow_id
 
 REPO = "openai/gpt-oss-20b"
@@ -74,7 +78,14 @@ def settings(hub, tmp_path, monkeypatch) -> Settings:  # noqa: F811
 
 
 async def _workload(pg_pool, workload_id: str, artifact_id: str, follow: str | None, state: str = "serving") -> None:
-    spec = {"follow": follow} if follow else {}  # no key: a workload created before follow existed
+    """The registry row a workload's workflow writes: its plan, made by the planner from the approved draft."""
+    artifact = approved_artifact_from_row(await workloads_store.approved_artifact(pg_pool, artifact_id))
+    plan = plan_workload(WorkloadRequest(artifact_id=artifact_id, name=workload_id, hardware="h200",
+                                         follow=follow or "manual"), artifact, load_catalog(),
+                         image="vllm-runtime:test", namespace="default", hf_token_secret=None)
+    spec = plan.model_dump(mode="json")
+    if follow is None:
+        del spec["follow"]  # a plan written before follow existed
     await workloads_store.upsert_workload(pg_pool, workload_id=workload_id, artifact_id=artifact_id, spec=spec,
                                           state=state, workflow_id=workload_workflow_id(workload_id),
                                           requested_by="olga", step="created")
@@ -116,6 +127,9 @@ async def test_approval_upgrades_auto_followers_and_tells_manual_ones(
         assert r.status_code == 409 and r.json()["error"]["code"] == "workload_not_live", r.text
         r = await api.patch("/v1/workloads/w-auto/follow", json={"follow": "auto"}, headers=as_("tok-vic"))
         assert r.status_code == 403
+        await sign_in(api, "tok-vic")
+        page = (await api.get("/console/workloads/w-later")).text
+        assert re.search(r'<tr id="follow"><th>Follow</th><td>auto ', page), page
 
         # Upstream moves; the watch opens a draft; a person approves it.
         monkeypatch.setenv("WINGSMITH_HF_ENDPOINT", hub.url)

@@ -71,3 +71,11 @@ def test_text_only_and_encoder_parallel_exclude_each_other():
     k25 = _artifact("moonshotai/Kimi-K2.5", "moonshotai/Kimi-K2-Instruct", 595_000_000_000)
     with pytest.raises(InvalidWorkload, match="text_only.*encoder_parallel|encoder_parallel.*text_only"):
         _plan(k25, hardware="gb200", layout="multi_node_tp", features=["text_only", "encoder_parallel"])
+
+
+def test_the_follow_policy_is_manual_unless_asked_and_rides_in_the_plan():
+    artifact = _artifact(*KIMI_K3)
+    assert _plan(artifact, hardware="gb200", layout="multi_node_tp_dp").follow == "manual"
+    assert _plan(artifact, hardware="gb200", layout="multi_node_tp_dp", follow="auto").follow == "auto"
+    with pytest.raises(ValueError, match="follow"):
+        WorkloadRequest(artifact_id=artifact.id, hardware="gb200", follow="sometimes")
