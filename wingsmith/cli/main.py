@@ -8,7 +8,8 @@ import importlib
 import os
 import sys
 
-COMMAND_MODULES = ["up", "demo", "resolve", "artifacts", "workloads", "recipes", "size", "clusters", "hub", "watch"]
+COMMAND_MODULES = ["up", "demo", "resolve", "artifacts", "workloads", "follow", "recipes", "size", "clusters", "hub",
+                   "watch"]
 
 
 def build_parser() -> argparse.ArgumentParser:
