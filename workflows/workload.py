@@ -742,7 +742,7 @@ class WorkloadWorkflow:
             workload_id=self.plan.workload_id, artifact_id=self.plan.artifact_id,
             spec=self.plan.model_dump(mode="json", include={"hardware", "layout", "variant", "features", "replicas",
                                                             "served_model_name", "engine", "gpus_per_replica",
-                                                            "max_num_seqs", "max_num_seqs_source"}),
+                                                            "max_num_seqs", "max_num_seqs_source", "follow"}),
             state=state, workflow_id=info.workflow_id, requested_by=self.params.requested_by,
             step=f"{info.run_id}:{step}", detail=detail), **_DB)
 

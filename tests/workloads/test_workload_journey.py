@@ -27,7 +27,7 @@ async def _until_stage(api, workload_id, stages, timeout=60):  # noqa: ASYNC109 
 async def test_create_scale_delete(api, deps, temporal_client, clusters, approved_kimi, pg_pool):
     sims = clusters
     body = {"artifact_id": approved_kimi, "hardware": "h200", "layout": "multi_node_tp_dp", "replicas": 2,
-            "name": "kimi-journey"}
+            "name": "kimi-journey", "follow": "auto"}
     async with running_worker(temporal_client, deps):
         r = await api.post("/v1/workloads", json=body, headers=as_("tok-olga"))
         assert r.status_code == 202, r.text
@@ -53,6 +53,7 @@ async def test_create_scale_delete(api, deps, temporal_client, clusters, approve
 
         row = await _status(api, "kimi-journey")
         assert row["state"] == "serving" and {d["cluster"] for d in row["deployments"]} == set(serving)
+        assert row["follow"] == "auto" and row["spec"]["follow"] == "auto"  # the workflow's record keeps it
         assert all(d["state"] == "serving" and d["frontend_url"] for d in row["deployments"])
 
         r = await api.patch("/v1/workloads/kimi-journey", json={"replicas": 3}, headers=as_("tok-olga"))
