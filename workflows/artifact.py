@@ -64,6 +64,7 @@ _DB_SCHEDULED = workflow.ActivityConfig(start_to_close_timeout=_DB_TIMEOUT, retr
 # Telling the followers sends updates through the Temporal client: retried while Temporal does not
 # answer, a bounded number of times (a refusal is an answer, recorded and not retried).
 _FOLLOW = workflow.ActivityConfig(
+    summary="follow: upgrade the branch's follow: auto workloads, tell the manual ones",
     start_to_close_timeout=timedelta(minutes=2),
     retry_policy=RetryPolicy(initial_interval=timedelta(seconds=2), maximum_interval=timedelta(minutes=1),
                              maximum_attempts=10))
