@@ -230,11 +230,30 @@ async def test_a_recipe_change_opens_a_draft_at_the_same_commit(
         assert 'id="diff-flags"' in page and '<tr data-flag="--max-num-seqs">' in page, page
         assert 'id="diff-max-num-seqs"' in page
 
-        # Once is enough; and once approved, the same catalog is nothing new.
+        # Once is enough.
         await api.post(f"/v1/watches/{OTHER}@main/trigger", headers=as_("tok-olga"))
         _, outcome = await _next_run(temporal_client, seen, OTHER_WATCH)
         assert outcome["opened"] is None and "has a draft for this model already" in outcome["note"], outcome
-        await _approve(api, new_id)
+
+        # A second recipe change before the review: its draft supersedes the first one.
+        args = build_parser().parse_args([
+            "recipes", "edit", OTHER, "--catalog-dir", str(settings.catalogs_dir),
+            "--set", "variants.default.vram_minimum_gb=98"])
+        assert args.func(args) == 0
+        second = re.search(r"catalog (\S+) in force", capsys.readouterr().out).group(1)
+        await api.post(f"/v1/watches/{OTHER}@main/trigger", headers=as_("tok-olga"))
+        _, outcome = await _next_run(temporal_client, seen, OTHER_WATCH)
+        newer_id = f"{approved['id']}+recipes-{second.rsplit('.', 1)[-1]}"
+        assert outcome["opened"] == newer_id, outcome
+
+        async def superseded():
+            got = (await api.get(f"/v1/artifacts/{new_id}", headers=as_("tok-vic"))).json()
+            return got if got.get("state") == "superseded" else None
+        gone = await wait_until(superseded, timeout=30, what="the first draft superseded")
+        assert gone["superseded_by"] == newer_id
+
+        # Once approved, the same catalog is nothing new.
+        await _approve(api, newer_id)
         await api.post(f"/v1/watches/{OTHER}@main/trigger", headers=as_("tok-olga"))
         _, outcome = await _next_run(temporal_client, seen, OTHER_WATCH)
         assert outcome["opened"] is None and outcome["note"] == "unchanged", outcome

@@ -34,14 +34,15 @@ async def save_draft(pool: asyncpg.Pool, *, workflow_id: str, artifact_id: str, 
             """insert into drafts (artifact_id, version, catalog_version, evidence, sizing, warnings)
                values ($1, $2, $3, $4, $5, $6) on conflict (artifact_id, version) do nothing""",
             artifact_id, version, catalog_version, evidence, sizing, warnings)
-        # Only a newer registration of the *same revision name* at *another commit* supersedes, and
-        # only drafts: pinning an old sha on purpose must not retire the branch head, and a decision
-        # (approved, rejected, expired) stands whatever is registered after it.
+        # Only a newer draft of the *same revision name* (another commit, or the same commit with
+        # newer recipe evidence) supersedes, and only drafts: pinning an old sha on purpose must not
+        # retire the branch head, and a decision (approved, rejected, expired) stands whatever is
+        # registered after it.
         rows = await conn.fetch(
             """update artifacts set superseded_by = $1, updated_at = now(), state = 'superseded'
-               where lower(repo_id) = lower($2) and revision = $3 and sha <> $4 and id <> $1
+               where lower(repo_id) = lower($2) and revision = $3 and id <> $1
                  and superseded_by is null and state in ('resolving', 'draft') and $3 !~ '^[0-9a-f]{40}$'
-               returning workflow_id, state""", artifact_id, repo_id, revision, sha)
+               returning workflow_id, state""", artifact_id, repo_id, revision)
         await record_event(conn, source=workflow_id, step=f"draft-saved:{version}", subject=artifact_id,
                            kind="draft_saved", actor=requested_by,
                            detail={"version": version, "warnings": len(warnings), "catalog_version": catalog_version})
