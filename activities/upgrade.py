@@ -72,7 +72,7 @@ def upgrade_request_of(plan: WorkloadPlan, request: UpgradeRequest) -> WorkloadR
         features=plan.features if request.features is None else request.features,
         gpus=None if request.layout else plan.gpus_per_replica, constraints=plan.placement.constraints,
         served_model_name=plan.served_model_name, context=int(plan.fit.get("context") or 8192),
-        concurrency=int(plan.fit.get("concurrency") or 16), drift=plan.drift)
+        concurrency=int(plan.fit.get("concurrency") or 16), drift=plan.drift, follow=plan.follow)
 
 
 class UpgradeActivities:

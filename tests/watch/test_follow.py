@@ -174,3 +174,11 @@ async def test_approval_upgrades_auto_followers_and_tells_manual_ones(
         if os.environ.get("WINGSMITH_RECORD_HISTORIES") == "1":
             approval = temporal_client.get_workflow_handle(artifact_workflow_id_of(new))
             save_history("artifact_approved_with_followers", approval.id, await history_json(approval))
+
+
+def test_an_upgrade_keeps_the_follow_policy():
+    """The new version's plan is made from the old one's request: a workload that follows keeps following."""
+    from activities.upgrade import upgrade_request_of
+    from tests.workloads.test_plan import KIMI_K3, _artifact, _plan
+    plan = _plan(_artifact(*KIMI_K3), hardware="gb200", layout="multi_node_tp_dp", follow="auto")
+    assert upgrade_request_of(plan, UpgradeRequest(artifact_id=plan.artifact_id)).follow == "auto"
