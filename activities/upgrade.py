@@ -15,7 +15,7 @@ from temporalio.exceptions import ApplicationError
 
 from wingsmith.config import Settings
 from wingsmith.gateway.traffic import BackendCounters, parse_counters
-from wingsmith.recipes import load_catalog
+from wingsmith.recipes.catalog import catalog_of_draft
 from wingsmith.store import workloads as store
 from wingsmith.upgrade import UpgradeRequest, same_repository
 from wingsmith.workloads import (
@@ -98,7 +98,8 @@ class UpgradeActivities:
         try:
             artifact = check_artifact(approved_artifact_from_row(row) if row is not None else None,
                                       request.artifact_id)
-            plan = plan_workload(upgrade_request_of(current, request), artifact, load_catalog(),
+            catalog = catalog_of_draft(artifact.catalog_version, self.settings.catalogs_dir)
+            plan = plan_workload(upgrade_request_of(current, request), artifact, catalog,
                                  image=current.image, namespace=current.namespace,
                                  hf_token_secret=current.hf_token_secret, workload_id=current.workload_id)
         except InvalidWorkload as exc:

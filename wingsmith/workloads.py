@@ -79,6 +79,8 @@ class ApprovedArtifact(BaseModel):
     weight_bytes: int | None
     # The draft's sizing of each variant (its checkpoint may be another repo, with other bytes).
     variant_weight_bytes: dict[str, int] = Field(default_factory=dict)
+    catalog_version: str | None = Field(default=None, description="the recipe catalog the draft's evidence came "
+                                        "from: plans read their serve command there")
 
     def weights_for(self, variant: str) -> int | None:
         return self.variant_weight_bytes.get(variant) or (self.weight_bytes if variant == "default" else None)
@@ -141,7 +143,8 @@ def approved_artifact_from_row(row) -> ApprovedArtifact:
         id=row["id"], repo_id=row["repo_id"], sha=row["sha"], state=row["state"], superseded_by=row["superseded_by"],
         draft_version=row["draft_version"] or 0, evidence=row["evidence"] or {}, config=proposal.get("config") or {},
         weight_bytes=proposal.get("weight_bytes"),
-        variant_weight_bytes={s["variant"]: s["weight"]["bytes"] for s in sizing if s.get("weight")})
+        variant_weight_bytes={s["variant"]: s["weight"]["bytes"] for s in sizing if s.get("weight")},
+        catalog_version=row.get("catalog_version"))
 
 
 def check_artifact(artifact: ApprovedArtifact | None, artifact_id: str) -> ApprovedArtifact:

@@ -16,7 +16,7 @@ from api.deps import DbDep, SettingsDep, TemporalDep
 from api.errors import ApiError
 from api.routes.clusters import DryRunRequest, dry_run
 from wingsmith.dynamo import render_dgd
-from wingsmith.recipes import load_catalog
+from wingsmith.recipes.catalog import catalog_of_draft
 from wingsmith.store import workloads as store
 from wingsmith.temporal import workflow_ui_url
 from wingsmith.text import CommentText, SourceText
@@ -84,7 +84,9 @@ async def create(body: WorkloadRequest, principal: Operator, db: DbDep, settings
     try:
         if artifact is None:
             raise InvalidWorkload(f"artifact {body.artifact_id} not found; register it first", field="artifact_id")
-        plan = plan_workload(body, artifact, load_catalog(), image=settings.vllm_runtime_image,
+        # The catalog the approved draft's evidence came from: its flags are what the reviewer saw.
+        catalog = catalog_of_draft(artifact.catalog_version, settings.catalogs_dir)
+        plan = plan_workload(body, artifact, catalog, image=settings.vllm_runtime_image,
                              namespace=settings.deploy_namespace, hf_token_secret=settings.hf_token_secret)
     except InvalidWorkload as exc:
         raise ApiError(422, str(exc), code="invalid_workload",

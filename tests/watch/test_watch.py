@@ -252,8 +252,14 @@ async def test_a_recipe_change_opens_a_draft_at_the_same_commit(
         gone = await wait_until(superseded, timeout=30, what="the first draft superseded")
         assert gone["superseded_by"] == newer_id
 
-        # Once approved, the same catalog is nothing new.
+        # Once approved, the same catalog is nothing new; a workload planned from it runs its flags.
         await _approve(api, newer_id)
+        choice = diff["command"]["choice"]
+        r = await api.post("/v1/workloads", headers=as_("tok-olga"), json={
+            "artifact_id": newer_id, "hardware": choice["hardware"], "layout": choice["layout"], "dry_run": False})
+        assert r.status_code == 202, r.text
+        plan = r.json()["plan"]
+        assert plan["max_num_seqs"] == 64 and "vLLM recipe" in plan["max_num_seqs_source"], plan
         await api.post(f"/v1/watches/{OTHER}@main/trigger", headers=as_("tok-olga"))
         _, outcome = await _next_run(temporal_client, seen, OTHER_WATCH)
         assert outcome["opened"] is None and outcome["note"] == "unchanged", outcome

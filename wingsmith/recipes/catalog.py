@@ -170,6 +170,18 @@ def _stored_version(version: str, directory: str) -> Catalog:
     return load_catalog_version(version, Path(directory))
 
 
+def catalog_of_draft(version: str | None, directory: Path | None) -> Catalog:
+    """The catalog a draft's evidence came from, which a workload planned from that draft must use
+    (its flags are what the reviewer approved); the shipped one if the draft names no other, or if
+    this plane no longer holds that version."""
+    if not version or version == load_catalog().version or directory is None:
+        return load_catalog()
+    try:
+        return _stored_version(version, str(Path(directory)))
+    except (LookupError, ValueError):
+        return load_catalog()
+
+
 def put_in_force(catalog: Catalog, directory: Path) -> Path:
     """Store the catalog (if it is new) and make it the one new drafts are built from."""
     directory = Path(directory)

@@ -120,9 +120,9 @@ async def approved_artifact(pool: asyncpg.Pool, artifact_id: str) -> asyncpg.Rec
     the row carries the canonical id the plan then uses."""
     return await pool.fetchrow(
         """select a.id, a.repo_id, a.sha, a.state, a.superseded_by, a.proposal, d.version as draft_version, d.evidence,
-                  d.sizing
-           from artifacts a left join lateral (select version, evidence, sizing from drafts where artifact_id = a.id
-                                               order by version desc limit 1) d on true
+                  d.sizing, d.catalog_version
+           from artifacts a left join lateral (select version, evidence, sizing, catalog_version from drafts
+                                               where artifact_id = a.id order by version desc limit 1) d on true
            where lower(a.id) = lower($1) order by a.id = $1 desc, a.created_at limit 1""", artifact_id)
 
 
