@@ -248,10 +248,12 @@ def _start_backing_services(plane: Plane) -> dict[str, str]:
         _say(f"gateway: OpenAI-compatible router at {env['WINGSMITH_GATEWAY_URL']}/v1")
 
     if plane.simulated_clusters:
-        _start_child(plane, "simulated-clusters",
-                     [sys.executable, "-m", "sim.kube", "--home", str(home / "sim"),
-                      "--port", str(s.simulated_clusters_port), "--operator-delay", str(s.simulated_operator_delay)],
-                     s.simulated_clusters_port)
+        sim = _start_child(plane, "simulated-clusters",
+                           [sys.executable, "-m", "sim.kube", "--home", str(home / "sim"),
+                            "--port", str(s.simulated_clusters_port),
+                            "--operator-delay", str(s.simulated_operator_delay)],
+                           s.simulated_clusters_port)
+        _wait_for_described_clusters(plane, sim)
         _say(f"clusters: sim-east, sim-west (4 × 8 H200 each), sim-nvl (8 × 4 GB200) at "
              f"http://127.0.0.1:{s.simulated_clusters_port}")
     return env
@@ -276,6 +278,19 @@ def _register_simulated_clusters(plane: Plane, api_url: str) -> None:
             _say(f"clusters: could not register {name}: {r.json().get('error', {}).get('message', r.status_code)}")
         else:
             _say(f"clusters: registered {name} (as {admin.name})")
+
+
+def _wait_for_described_clusters(plane: Plane, child: Child, timeout: float = 30) -> None:
+    """The port answering is not proof enough: another process may hold it (our child then dies on
+    bind), so `up` waits for the file the emulator writes and names the child's own last words."""
+    path = plane.home / "sim" / "clusters.json"
+    deadline = time.monotonic() + timeout
+    while not path.exists():
+        if child.process is not None and child.process.poll() is not None:
+            raise RuntimeError(child.died(" before describing its clusters"))
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"the simulated clusters did not write {path} within {timeout:.0f} s")
+        time.sleep(0.1)
 
 
 def _described_clusters(plane: Plane) -> dict:
