@@ -18,13 +18,16 @@ import httpx
 from pydantic import BaseModel, Field
 from temporalio import activity
 
-from wingsmith.kube import DgdClient, KubeconfigRef, KubeError, new_api_client
+from wingsmith.kube import DgdClient, KubeconfigRef, KubeError, shared_api_client
 from wingsmith.kube.dgd import frontend_url_of
 from wingsmith.reconcile import FrontendCheck, Observation, read_observation
 
-# A look is cheap and repeated every few seconds: a cluster that does not answer within a few
-# quick attempts is unreachable *this time*; the next look asks again.
-_ATTEMPTS = 3
+# A look is cheap and repeated every few seconds, and bounded so that it always answers well within
+# the workflow's look timeout (workflows/workload.py): a few quick attempts (one flaky 500 is not a
+# partition), each given 2 s to connect and 2 s to answer; a cluster that does not answer within them
+# is unreachable *this time*, and the next look asks again. Worst case (a hung API) about 11 s.
+_ATTEMPTS = 5
+_REQUEST_TIMEOUT = (2.0, 2.0)
 
 
 class ObserveInput(BaseModel):
@@ -33,14 +36,16 @@ class ObserveInput(BaseModel):
     name: str = Field(min_length=1, description="the DGD")
     namespace: str = Field(min_length=1)
     served_model_name: str | None = Field(default=None, description="probe the frontend for this name; None: skip")
-    probe_timeout_seconds: float = Field(default=5.0, gt=0, le=60)
+    probe_timeout_seconds: float = Field(default=3.0, gt=0, le=60)
 
 
 ClientFactory = Callable[[KubeconfigRef], DgdClient]
 
 
 def _dgd_client(ref: KubeconfigRef) -> DgdClient:
-    return DgdClient(new_api_client(ref), attempts=_ATTEMPTS)
+    # The process's client for this kubeconfig, as rollouts use: a look every few seconds per workload
+    # should not build a client (and its connection pool) each time.
+    return DgdClient(shared_api_client(ref), owns_api=False, attempts=_ATTEMPTS, request_timeout=_REQUEST_TIMEOUT)
 
 
 class ObserveActivities:

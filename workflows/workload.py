@@ -76,18 +76,36 @@ _DB = workflow.LocalActivityConfig(start_to_close_timeout=_DB_TIMEOUT, retry_pol
 _DB_SCHEDULED = workflow.ActivityConfig(start_to_close_timeout=_DB_TIMEOUT, retry_policy=_DB_RETRY)
 
 
-# One look is one read; a look that gets no answer at all (worker gone, cluster hung) counts as an
-# unreachable look, and the next one asks again.
+# One look is one read, with no retry: the next look asks again. The activity answers within ~11 s
+# whatever the cluster does (activities/observe.py), so a look with no answer after 15 s lost its worker
+# (killed, restarting): that says nothing about the cluster and is not taken as "unreachable". Only
+# when the plane's Kubernetes worker has given no answer for `_UNANSWERED_LIMIT` is the cluster shown
+# unreachable: nothing can be known of it then, and serving must not be claimed over nothing.
 def _look_options(kube_task_queue: str) -> workflow.ActivityConfig:
     return workflow.ActivityConfig(
-        task_queue=kube_task_queue, start_to_close_timeout=timedelta(seconds=45),
-        retry_policy=RetryPolicy(maximum_attempts=2, initial_interval=timedelta(seconds=1)))
+        task_queue=kube_task_queue, start_to_close_timeout=timedelta(seconds=15),
+        retry_policy=RetryPolicy(maximum_attempts=1))
+_UNANSWERED_LIMIT = timedelta(seconds=60)
 # Replicas a heal could not place again are tried again, backing off up to this.
 _PLACE_AGAIN_MAX = timedelta(minutes=10)
 
 
 class _Unplaceable(Exception):
     pass
+
+
+class _ChangeLock(asyncio.Lock):
+    """The workload's lock, held by whatever changes its clusters (a scale, a heal, an upgrade's step,
+    the teardown). It counts its releases, so a look can tell that what it observed without the lock
+    may predate a change."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.changes = 0
+
+    def release(self) -> None:
+        self.changes += 1
+        super().release()
 
 
 @workflow.defn
@@ -97,7 +115,7 @@ class WorkloadWorkflow:
         self.params = params
         self.plan = params.plan
         self.state = params.resume or WorkloadState()
-        self.lock = asyncio.Lock()
+        self.lock = _ChangeLock()
         self.deleting = False
         self.drained_endpoints: set[str] = set()
         self.backends_drained: set[tuple[str, BackendRef]] = set()  # (endpoint workflow id, backend)
@@ -107,6 +125,7 @@ class WorkloadWorkflow:
         self.place_again_wait = timedelta(0)
         self.upgrade_run: upgrades.Upgrade | None = None  # the upgrade in flight (workflows/upgrade.py)
         self.upgrade_pending: str | None = None  # an upgrade update being planned
+        self.unanswered: dict[str, datetime] = {}  # cluster -> first look in a row that got no answer
 
     # --- lifecycle ------------------------------------------------------------------------------
 
@@ -411,24 +430,35 @@ class WorkloadWorkflow:
                 if self.deleting:
                     return
                 workflow.continue_as_new(self.params.model_copy(update={"resume": self.state, "plan": self.plan}))
-            async with self.lock:
-                if self.deleting:
-                    return
+            if not self.lock.locked():  # a scale is changing the clusters: look again next period
                 await self._look(probe=looks % probe_every == 0)
             looks += 1
 
     async def _look(self, *, probe: bool) -> None:
+        """Observe every cluster without holding the lock, so a scale never waits for a slow look; act
+        under it, on observations still current: a change made under the lock meanwhile (a scale, an
+        upgrade's step) makes them stale."""
+        changes = self.lock.changes
         watched = sorted(name for name, c in self.state.clusters.items() if c.state in _HOLDING)
         names = [*watched, *(n for n in self.state.leftovers if n not in watched)]
-        if names:
-            targets = await self._watch_targets(names)
-            names = [n for n in names if n in targets]  # an unregistered cluster cannot be looked at
-            seen = await asyncio.gather(*(self._observe(targets[n], probe=probe and n in watched) for n in names))
-            for name, observation in zip(names, seen, strict=True):
-                if name in watched:
-                    await self._act_on(targets[name], observation)
-                else:
-                    await self._remove_leftover(targets[name], observation)
+        targets = await self._watch_targets(names) if names else {}
+        names = [n for n in names if n in targets]  # an unregistered cluster cannot be looked at
+        seen = await asyncio.gather(*(self._observe(targets[n], probe=probe and n in watched) for n in names))
+        async with self.lock:
+            if self.deleting or changes != self.lock.changes:
+                return
+            await self._act_on_looks(targets, watched, dict(zip(names, seen, strict=True)), probe=probe)
+
+    async def _act_on_looks(self, targets: dict[str, ClusterTarget], watched: list[str],
+                            seen: dict[str, Observation | None], *, probe: bool) -> None:
+        for name, observation in seen.items():
+            observation = observation or self._unanswered(name)
+            if observation is None:
+                continue
+            if name in watched:
+                await self._act_on(targets[name], observation)
+            else:
+                await self._remove_leftover(targets[name], observation)
         if probe and self._held() < self.plan.replicas:
             # Short of the target (a heal or the first placement could not place everything):
             # placement is asked again, backing off, until inventories change.
@@ -444,7 +474,7 @@ class WorkloadWorkflow:
             self.known_targets = await self._targets()
         return self.known_targets
 
-    async def _observe(self, target: ClusterTarget, *, probe: bool) -> Observation:
+    async def _observe(self, target: ClusterTarget, *, probe: bool) -> Observation | None:
         name = target.info.name
         state = self.state.clusters.get(name)
         try:
@@ -454,10 +484,21 @@ class WorkloadWorkflow:
                     name=(state and state.dgd_name) or dgd_name(self.plan.workload_id, name, self.plan.revision),
                     served_model_name=self.plan.served_model_name if probe else None),
                 **_look_options(self.params.kube_task_queue))
-        except ActivityError as err:
-            seen = Observation(cluster=name, at=workflow.now(), reachable=False, error=f"no answer: {_cause(err)}")
+        except ActivityError:
+            return None  # no answer: the look's worker was lost (see _look_options)
+        self.unanswered.pop(name, None)
         # The workflow's clock, not the worker's: graces and heal durations stay deterministic.
         return seen.model_copy(update={"at": workflow.now()})
+
+    def _unanswered(self, name: str) -> Observation | None:
+        """A look without an answer is skipped, unless none has come for `_UNANSWERED_LIMIT`: then the
+        cluster counts as unreachable (and its grace starts)."""
+        now = workflow.now()
+        since = self.unanswered.setdefault(name, now)
+        if now - since < _UNANSWERED_LIMIT:
+            return None
+        return Observation(cluster=name, at=now, reachable=False,
+                           error=f"no answer from the plane's Kubernetes worker for {_seconds(now - since)} s")
 
     async def _act_on(self, target: ClusterTarget, seen: Observation) -> None:
         state = self.state.clusters.get(target.info.name)

@@ -70,6 +70,9 @@ class World:
     refuse_deletes: dict[str, int] = field(default_factory=dict)  # cluster -> deletes still refused
     hold_ready: set[str] = field(default_factory=set)  # wait_ready blocks there until cancelled
     unreachable: set[str] = field(default_factory=set)  # watch.observe gets no answer there
+    silent: set[str] = field(default_factory=set)  # watch.observe itself gives no answer (its worker lost)
+    held_looks: asyncio.Event | None = None  # set: every look answers only once it is set (a slow look)
+    looks_waiting: int = 0
     generations: dict[str, int] = field(default_factory=dict)  # cluster -> generation of its deployment
     applied_generations: dict[str, int] = field(default_factory=dict)  # cluster -> the plane's last apply
     looks: int = 0
@@ -180,6 +183,18 @@ class World:
     @activity.defn(name="watch.observe")
     async def look(self, params: LookInput) -> Observation:
         self.looks += 1
+        seen = self._seen(params)
+        if self.held_looks is not None:  # answered only once released: what it saw may be stale by then
+            self.looks_waiting += 1
+            try:
+                await self.held_looks.wait()
+            finally:
+                self.looks_waiting -= 1
+        if params.cluster in self.silent:
+            raise ApplicationError("the look's worker went away", non_retryable=True)
+        return seen
+
+    def _seen(self, params: LookInput) -> Observation:
         cluster = params.cluster
         at = datetime.now(UTC)
         if cluster in self.unreachable:

@@ -3,12 +3,14 @@ path, with the clock skipped over the grace instead of waited out."""
 
 from __future__ import annotations
 
+import asyncio
+
 from temporalio.testing import WorkflowEnvironment
 
 from tests.support import wait_until
 from tests.workflows.fakes import World, fake_worker, workload_input
 from tests.workflows.test_workload import Handle, delete, serving, start
-from wingsmith.workload_state import WatchSettings, WorkloadStatus
+from wingsmith.workload_state import ScaleRequest, WatchSettings, WorkloadStatus
 from workflows.workload import WorkloadWorkflow
 
 FAST = WatchSettings(status_seconds=0.2, probe_seconds=0.4, grace_seconds=120)
@@ -153,4 +155,52 @@ async def test_replicas_that_cannot_be_placed_again_are_retried_until_room_appea
         world.unreachable.clear()
         await until(handle, lambda s: events_with(s, "sim-b answers again"), "sim-b cleaned up")
         assert world.dgds == {"sim-a": 1, "sim-c": 1}
+        assert (await delete(handle)).stage == "deleted"
+
+
+async def test_a_look_without_an_answer_is_not_taken_for_an_unreachable_cluster(
+        time_skipping_env: WorkflowEnvironment):
+    world = World(capacity={"sim-a": 1})
+    async with fake_worker(time_skipping_env.client, world) as queue:
+        handle = await start(time_skipping_env.client, workload_input(queue, replicas=1, watch=FAST), queue)
+        await serving(handle)
+        world.silent.add("sim-a")  # the plane's own worker keeps dying: its looks get no answer
+        looks = world.looks
+        await wait_until(lambda: _more_looks(world, looks + 3), what="looks without an answer")
+        await time_skipping_env.sleep(30)
+        status = await handle.query(WorkloadWorkflow.status)
+        assert status.stage == "serving" and not events_with(status, "degraded")
+        # Nothing heard for a minute: serving can no longer be claimed.
+        await time_skipping_env.sleep(40)
+        status = await until(handle, lambda s: s.stage == "degraded", "degraded after a minute without answers")
+        [seen] = status.clusters
+        assert "no answer from the plane's Kubernetes worker" in (seen.error or "") and not world.heals
+        world.silent.clear()
+        await until(handle, lambda s: s.stage == "serving", "serving again once looks are answered")
+        assert (await delete(handle)).stage == "deleted"
+
+
+async def test_a_scale_does_not_wait_for_a_look_in_flight_and_makes_it_stale(time_skipping_env: WorkflowEnvironment):
+    world = World(capacity={"sim-a": 2})
+    async with fake_worker(time_skipping_env.client, world) as queue:
+        handle = await start(time_skipping_env.client, workload_input(queue, replicas=1, watch=FAST), queue)
+        await serving(handle)
+        world.held_looks = asyncio.Event()
+        del world.dgds["sim-a"]  # deleted by hand; the next look sees it missing, but answers late
+
+        async def look_in_flight() -> bool:
+            return world.looks_waiting > 0
+        await wait_until(look_in_flight, what="a look in flight")
+        # The scale goes ahead (it applies sim-a again, with 2 replicas) while that look is still out.
+        status = await asyncio.wait_for(
+            handle.execute_update(WorkloadWorkflow.scale, ScaleRequest(replicas=2, requested_by="test")), 60)
+        assert status.stage == "serving" and status.replicas == 2 and world.looks_waiting > 0
+        assert world.dgds == {"sim-a": 2}
+        held, world.held_looks = world.held_looks, None
+        held.set()
+        looks = world.looks
+        await wait_until(lambda: _more_looks(world, looks + 3), what="more looks")
+        status = await handle.query(WorkloadWorkflow.status)
+        # "missing" was seen before the scale: dropped, not healed by a second apply.
+        assert status.stage == "serving" and not world.heals and not events_with(status, "degraded")
         assert (await delete(handle)).stage == "deleted"

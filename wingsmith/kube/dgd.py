@@ -48,13 +48,14 @@ class AppliedObject(BaseModel):
 
 
 class DgdClient:
-    def __init__(self, api: k8s.ApiClient, *, attempts: int = 6,
+    def __init__(self, api: k8s.ApiClient, *, attempts: int = 6, request_timeout: tuple[float, float] = REQUEST_TIMEOUT,
                  sleep: Callable[[float], None] = time.sleep, owns_api: bool = True):
         self.api = api
         self.owns_api = owns_api  # False: a shared client (shared_api_client), which close() leaves open
         self.custom = k8s.CustomObjectsApi(api)
         self.core = k8s.CoreV1Api(api)
         self.attempts = attempts
+        self.request_timeout = request_timeout  # (connect, read) seconds of each call
         self.sleep = sleep
 
     def close(self) -> None:
@@ -79,7 +80,7 @@ class DgdClient:
         # the object answers 201, which it would decode as None.
         resp = self._retry(lambda: self.custom.patch_namespaced_custom_object(
             GROUP, VERSION, namespace, PLURAL, name, manifest, field_manager=FIELD_MANAGER,
-            force=True, _content_type=APPLY_CONTENT_TYPE, _request_timeout=REQUEST_TIMEOUT,
+            force=True, _content_type=APPLY_CONTENT_TYPE, _request_timeout=self.request_timeout,
             _preload_content=False), f"applying DynamoGraphDeployment {namespace}/{name}")
         obj = raw_json(resp)
         m = obj["metadata"]
@@ -91,7 +92,7 @@ class DgdClient:
             try:
                 # The generated client types a custom object as `object`; the API answers a JSON object.
                 return cast(dict[str, Any], self.custom.get_namespaced_custom_object(
-                    GROUP, VERSION, namespace, PLURAL, name, _request_timeout=REQUEST_TIMEOUT))
+                    GROUP, VERSION, namespace, PLURAL, name, _request_timeout=self.request_timeout))
             except k8s.exceptions.ApiException as exc:
                 if exc.status == 404:
                     return None
@@ -112,7 +113,7 @@ class DgdClient:
         def call() -> list[dict[str, Any]]:
             resp = self.core.list_namespaced_pod(
                 namespace, label_selector=f"{DYNAMO_GRAPH_LABEL}={name}",
-                _preload_content=False, _request_timeout=REQUEST_TIMEOUT)
+                _preload_content=False, _request_timeout=self.request_timeout)
             return raw_json(resp).get("items") or []
         return self._retry(call, f"listing pods of {namespace}/{name}")
 
@@ -122,7 +123,7 @@ class DgdClient:
             try:
                 self.custom.delete_namespaced_custom_object(
                     GROUP, VERSION, namespace, PLURAL, name, propagation_policy="Foreground",
-                    _request_timeout=REQUEST_TIMEOUT)
+                    _request_timeout=self.request_timeout)
                 return True
             except k8s.exceptions.ApiException as exc:
                 if exc.status == 404:
