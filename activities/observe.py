@@ -11,6 +11,7 @@ Sync (the kubernetes client blocks): run it with a thread-pool `activity_executo
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from datetime import UTC, datetime
 
@@ -25,7 +26,9 @@ from wingsmith.reconcile import FrontendCheck, Observation, read_observation
 # A look is cheap and repeated every few seconds, and bounded so that it always answers well within
 # the workflow's look timeout (workflows/workload.py): a few quick attempts (one flaky 500 is not a
 # partition), each given 2 s to connect and 2 s to answer; a cluster that does not answer within them
-# is unreachable *this time*, and the next look asks again. Worst case (a hung API) about 11 s.
+# is unreachable *this time*, and the next look asks again. Worst case (a hung API) about 11 s. It
+# heartbeats between attempts and before the frontend probe, so a worker lost mid-look is noticed by
+# its missing heartbeat (the workflow's heartbeat timeout, a few seconds), not by the look's deadline.
 _ATTEMPTS = 5
 _REQUEST_TIMEOUT = (2.0, 2.0)
 
@@ -42,10 +45,21 @@ class ObserveInput(BaseModel):
 ClientFactory = Callable[[KubeconfigRef], DgdClient]
 
 
+def _heartbeat() -> None:
+    if activity.in_activity():
+        activity.heartbeat()
+
+
+def _heartbeat_and_sleep(seconds: float) -> None:
+    _heartbeat()
+    time.sleep(seconds)
+
+
 def _dgd_client(ref: KubeconfigRef) -> DgdClient:
     # The process's client for this kubeconfig, as rollouts use: a look every few seconds per workload
     # should not build a client (and its connection pool) each time.
-    return DgdClient(shared_api_client(ref), owns_api=False, attempts=_ATTEMPTS, request_timeout=_REQUEST_TIMEOUT)
+    return DgdClient(shared_api_client(ref), owns_api=False, attempts=_ATTEMPTS, request_timeout=_REQUEST_TIMEOUT,
+                     sleep=_heartbeat_and_sleep)
 
 
 class ObserveActivities:
@@ -65,6 +79,7 @@ class ObserveActivities:
         frontend = None
         if obj is not None and input.served_model_name is not None and not (obj.get("metadata") or {}).get(
                 "deletionTimestamp"):
+            _heartbeat()
             frontend = self._probe(frontend_url_of(obj), input.probe_timeout_seconds)
         return read_observation(input.cluster, at, obj, frontend)
 

@@ -31,8 +31,9 @@ _FINAL = ["InvalidRollout", "SchemaRejected", "Forbidden", "Unauthorized", "BadR
 _KUBE_RETRY = RetryPolicy(initial_interval=timedelta(seconds=1), maximum_interval=timedelta(seconds=30),
                           non_retryable_error_types=_FINAL)
 # A worker that dies mid-activity is noticed when its heartbeats stop: long waits heartbeat every
-# poll, so a short timeout lets another worker take over within seconds instead of minutes.
-_HEARTBEAT = timedelta(seconds=15)
+# poll (2 s by default), so a short timeout lets another worker take over within seconds. 15 s made
+# each worker crash cost a rollout (so a scale or a heal) 15 s plus the retry's backoff (chaos run).
+_HEARTBEAT = timedelta(seconds=8)
 # Registry writes take milliseconds: a worker that dies mid-write is written off after 10 s, and
 # while Postgres restarts they retry every few seconds, not every half minute.
 # Local activities: they run inside the workflow task on the worker that holds the workflow, with no

@@ -77,14 +77,15 @@ _DB_SCHEDULED = workflow.ActivityConfig(start_to_close_timeout=_DB_TIMEOUT, retr
 
 
 # One look is one read, with no retry: the next look asks again. The activity answers within ~11 s
-# whatever the cluster does (activities/observe.py), so a look with no answer after 15 s lost its worker
-# (killed, restarting): that says nothing about the cluster and is not taken as "unreachable". Only
-# when the plane's Kubernetes worker has given no answer for `_UNANSWERED_LIMIT` is the cluster shown
-# unreachable: nothing can be known of it then, and serving must not be claimed over nothing.
+# whatever the cluster does, heartbeating as it goes (activities/observe.py), so a look whose
+# heartbeat stops for 6 s, or with no answer after 20 s, lost its worker (killed, restarting): that
+# says nothing about the cluster and is not taken as "unreachable". Only when the plane's Kubernetes
+# worker has given no answer for `_UNANSWERED_LIMIT` is the cluster shown unreachable: nothing can be
+# known of it then, and serving must not be claimed over nothing.
 def _look_options(kube_task_queue: str) -> workflow.ActivityConfig:
     return workflow.ActivityConfig(
-        task_queue=kube_task_queue, start_to_close_timeout=timedelta(seconds=15),
-        retry_policy=RetryPolicy(maximum_attempts=1))
+        task_queue=kube_task_queue, start_to_close_timeout=timedelta(seconds=20),
+        heartbeat_timeout=timedelta(seconds=6), retry_policy=RetryPolicy(maximum_attempts=1))
 _UNANSWERED_LIMIT = timedelta(seconds=60)
 # Replicas a heal could not place again are tried again, backing off up to this.
 _PLACE_AGAIN_MAX = timedelta(minutes=10)
