@@ -915,12 +915,14 @@ async def _time_to_heal(bed: _Bed, since: float, healed: dict[str, Any]) -> tupl
     times: dict[str, float] = {}
     deadline = time.monotonic() + timeout
     while len(times) < len(healed) and time.monotonic() < deadline:
+        # All at once: a query waits up to 5 s for a workflow whose worker was just killed, and asking
+        # one after another would time the queue of queries rather than the heals.
+        pending = [n for n in healed if n not in times]
+        answers = await asyncio.gather(*(_status(bed, n) for n in pending))
         live = _live_dgds(bed)
-        for name, check in healed.items():
-            if name not in times:
-                status = await _status(bed, name)
-                if status is not None and _converged(name, status, live) and check(status, live):
-                    times[name] = time.monotonic() - since
+        for name, status in zip(pending, answers, strict=True):
+            if status is not None and _converged(name, status, live) and healed[name](status, live):
+                times[name] = time.monotonic() - since
         await asyncio.sleep(0.25)
     return list(times.values()), [f"workload {n}: not healed {timeout:.0f}s after the fault" for n in healed
                                   if n not in times]
@@ -970,8 +972,10 @@ async def _partition(bed: _Bed, report: ChaosReport, serving: list[str]) -> list
     seen_degraded: set[str] = set()
     try:
         while time.monotonic() - since < c.unreachable_seconds:
-            for name in affected:
-                status = await _status(bed, name)
+            # All at once, so that one slow answer (a worker just killed) does not leave the others
+            # unasked for seconds: each is asked again within seconds throughout the partition.
+            for name, status in zip(affected, await asyncio.gather(*(_status(bed, n) for n in affected)),
+                                    strict=True):
                 if status is not None and status.stage == "degraded":
                     seen_degraded.add(name)
             await asyncio.sleep(0.5)
