@@ -23,7 +23,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from sim.kube import SimulatedClusters, default_cluster_specs  # noqa: E402
+from sim.kube import ClusterSpec as SimClusterSpec  # noqa: E402
+from sim.kube import NodePool, SimulatedClusters, default_cluster_specs  # noqa: E402
 from wingsmith.config import Settings  # noqa: E402
 from wingsmith.dynamo import WorkerPool, render_dgd  # noqa: E402
 from wingsmith.dynamo.render import SPEC_HASH_ANNOTATION  # noqa: E402
@@ -68,7 +69,8 @@ async def main() -> None:
     root = Path(tempfile.mkdtemp(prefix="wingsmith-watch-bench-"))
     pg = LocalPostgres(root / "pg", free_port(), durable=False).start()
     temporal = TemporalDevServer(port=free_port(), ui_port=None, db_file=None, log_file=root / "temporal.log").start()
-    sims = SimulatedClusters(default_cluster_specs(), home=root / "sim", operator_delay=0.0, persist=False).start()
+    sims = SimulatedClusters(_cluster_specs(args.workloads), home=root / "sim", operator_delay=0.0,
+                             persist=False).start()
     worker = None
     try:
         pool = await open_pool(pg.dsn())
@@ -114,6 +116,20 @@ async def main() -> None:
         sims.stop()
         temporal.stop()
         pg.stop()
+
+
+def _cluster_specs(workloads: int) -> list[SimClusterSpec]:
+    """The default clusters, the H200 ones given nodes enough for every watched workload (one GPU each):
+    a DGD whose pods find no GPU would be unready, and the bench would watch degraded workloads."""
+    per_cluster = -(-workloads // len(CLUSTERS))
+    specs = []
+    for spec in default_cluster_specs():
+        if spec.name in CLUSTERS:
+            [pool] = spec.node_pools
+            nodes = max(pool.count, -(-per_cluster // pool.gpus_per_node))
+            spec = spec.model_copy(update={"node_pools": [NodePool.of("h200", nodes)]})
+        specs.append(spec)
+    return specs
 
 
 def _start_worker(env: dict[str, str], log: Path) -> subprocess.Popen:
