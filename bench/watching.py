@@ -75,6 +75,11 @@ async def main() -> None:
     try:
         pool = await open_pool(pg.dsn())
         await migrate(pool)
+        # The workloads' artifact, as approval leaves it: a workload whose stage changes writes its
+        # registry row, which must name a known artifact (else that write is retried for ever).
+        await pool.execute("insert into artifacts (id, repo_id, revision, sha, state, workflow_id, requested_by) "
+                           "values ($1, $2, $3, $3, 'approved', $4, 'bench')", _plan("x").artifact_id,
+                           _plan("x").hf_model_id, SHA, f"artifact/{_plan('x').artifact_id}")
         for name in sims.names:
             await create_cluster(pool, ClusterSpec(name=name, region=sims.cluster(name).spec.region,
                                                    kubeconfig=str(sims.kubeconfig_path), kube_context=name))
@@ -144,12 +149,12 @@ async def _place(client, settings: Settings, sims: SimulatedClusters, args: argp
 
     watch = WatchSettings(status_seconds=args.status_seconds, probe_seconds=args.probe_seconds)
     ids = []
+    kubes = {c: DgdClient(new_api_client(KubeconfigRef(path=str(sims.kubeconfig_path), context=c))) for c in CLUSTERS}
     for i in range(args.workloads):
         workload_id, cluster = f"watched-{i:04d}", CLUSTERS[i % len(CLUSTERS)]
         plan = _plan(workload_id)
         manifest = render_dgd(plan.rollout_spec(cluster, 1))
-        with DgdClient(new_api_client(KubeconfigRef(path=str(sims.kubeconfig_path), context=cluster))) as kube:
-            applied = await asyncio.to_thread(kube.apply, manifest)
+        applied = await asyncio.to_thread(kubes[cluster].apply, manifest)
         state = WorkloadState(stage="serving", clusters={cluster: ClusterState(
             cluster=cluster, replicas=1, state="serving", dgd_name=applied.name,
             frontend_url=sims.cluster(cluster).frontend_url("default", applied.name), generation=applied.generation,
@@ -159,6 +164,8 @@ async def _place(client, settings: Settings, sims: SimulatedClusters, args: argp
         await client.start_workflow(WorkloadWorkflow.run, params, id=workload_workflow_id(workload_id),
                                     task_queue=settings.task_queue, search_attributes=start_search_attributes(params))
         ids.append(workload_workflow_id(workload_id))
+    for kube in kubes.values():
+        kube.close()
     return ids
 
 
