@@ -11,8 +11,10 @@ Sync (the kubernetes client blocks): run it with a thread-pool `activity_executo
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable
+import contextvars
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime
 
 import httpx
@@ -23,14 +25,14 @@ from wingsmith.kube import DgdClient, KubeconfigRef, KubeError, shared_api_clien
 from wingsmith.kube.dgd import frontend_url_of
 from wingsmith.reconcile import FrontendCheck, Observation, read_observation
 
-# A look is cheap and repeated every few seconds, and bounded so that it always answers well within
-# the workflow's look timeout (workflows/workload.py): a few quick attempts (one flaky 500 is not a
-# partition), each given 2 s to connect and 2 s to answer; a cluster that does not answer within them
-# is unreachable *this time*, and the next look asks again. Worst case (a hung API) about 11 s. It
-# heartbeats between attempts and before the frontend probe, so a worker lost mid-look is noticed by
-# its missing heartbeat (the workflow's heartbeat timeout, a few seconds), not by the look's deadline.
+# A look is cheap and repeated every few seconds: a few quick attempts (one flaky 500 is not a
+# partition); a cluster whose API refuses or fails them all is unreachable *this time*, and the next
+# look asks again. A slow answer is waited for (each call gets 3 s to connect, 5 s to answer): while
+# the look runs, a helper thread heartbeats every 2 s, so the workflow tells a worker lost mid-look
+# (no heartbeat within seconds) from a slow cluster, and never takes slowness for a lost worker.
 _ATTEMPTS = 5
-_REQUEST_TIMEOUT = (2.0, 2.0)
+_REQUEST_TIMEOUT = (3.0, 5.0)
+_HEARTBEAT_EVERY = 2.0
 
 
 class ObserveInput(BaseModel):
@@ -45,21 +47,31 @@ class ObserveInput(BaseModel):
 ClientFactory = Callable[[KubeconfigRef], DgdClient]
 
 
-def _heartbeat() -> None:
-    if activity.in_activity():
-        activity.heartbeat()
+@contextmanager
+def _heartbeating(every: float = _HEARTBEAT_EVERY) -> Iterator[None]:
+    """Heartbeat from a helper thread until the block ends (the SDK's heartbeat of a threaded activity
+    is thread-safe; the thread runs in a copy of the activity's context to reach it)."""
+    if not activity.in_activity():
+        yield
+        return
+    stop, context = threading.Event(), contextvars.copy_context()
 
-
-def _heartbeat_and_sleep(seconds: float) -> None:
-    _heartbeat()
-    time.sleep(seconds)
+    def beat() -> None:
+        while not stop.wait(every):
+            context.run(activity.heartbeat)
+    beater = threading.Thread(target=beat, name="look-heartbeat", daemon=True)
+    beater.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        beater.join()
 
 
 def _dgd_client(ref: KubeconfigRef) -> DgdClient:
     # The process's client for this kubeconfig, as rollouts use: a look every few seconds per workload
     # should not build a client (and its connection pool) each time.
-    return DgdClient(shared_api_client(ref), owns_api=False, attempts=_ATTEMPTS, request_timeout=_REQUEST_TIMEOUT,
-                     sleep=_heartbeat_and_sleep)
+    return DgdClient(shared_api_client(ref), owns_api=False, attempts=_ATTEMPTS, request_timeout=_REQUEST_TIMEOUT)
 
 
 class ObserveActivities:
@@ -70,6 +82,10 @@ class ObserveActivities:
 
     @activity.defn(name="watch.observe")
     def observe(self, input: ObserveInput) -> Observation:
+        with _heartbeating():
+            return self._observe(input)
+
+    def _observe(self, input: ObserveInput) -> Observation:
         at = datetime.now(UTC)
         try:
             with self._client_for(input.kubeconfig) as kube:
@@ -79,7 +95,6 @@ class ObserveActivities:
         frontend = None
         if obj is not None and input.served_model_name is not None and not (obj.get("metadata") or {}).get(
                 "deletionTimestamp"):
-            _heartbeat()
             frontend = self._probe(frontend_url_of(obj), input.probe_timeout_seconds)
         return read_observation(input.cluster, at, obj, frontend)
 

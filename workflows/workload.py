@@ -76,15 +76,14 @@ _DB = workflow.LocalActivityConfig(start_to_close_timeout=_DB_TIMEOUT, retry_pol
 _DB_SCHEDULED = workflow.ActivityConfig(start_to_close_timeout=_DB_TIMEOUT, retry_policy=_DB_RETRY)
 
 
-# One look is one read, with no retry: the next look asks again. The activity answers within ~11 s
-# whatever the cluster does, heartbeating as it goes (activities/observe.py), so a look whose
-# heartbeat stops for 6 s, or with no answer after 20 s, lost its worker (killed, restarting): that
-# says nothing about the cluster and is not taken as "unreachable". Only when the plane's Kubernetes
-# worker has given no answer for `_UNANSWERED_LIMIT` is the cluster shown unreachable: nothing can be
-# known of it then, and serving must not be claimed over nothing.
+# One look is one read, with no retry: the next look asks again. The look heartbeats every 2 s while
+# it waits for the cluster (activities/observe.py), so one whose heartbeat stops for 6 s lost its
+# worker (killed, restarting); one with no answer after 30 s met a hung API. Neither says the cluster
+# is unreachable, and the look is skipped. Only after `_UNANSWERED_LIMIT` without any answer is the
+# cluster shown unreachable: nothing can be known of it then, and serving must not be claimed over it.
 def _look_options(kube_task_queue: str) -> workflow.ActivityConfig:
     return workflow.ActivityConfig(
-        task_queue=kube_task_queue, start_to_close_timeout=timedelta(seconds=20),
+        task_queue=kube_task_queue, start_to_close_timeout=timedelta(seconds=30),
         heartbeat_timeout=timedelta(seconds=6), retry_policy=RetryPolicy(maximum_attempts=1))
 _UNANSWERED_LIMIT = timedelta(seconds=60)
 # Replicas a heal could not place again are tried again, backing off up to this.
@@ -486,7 +485,7 @@ class WorkloadWorkflow:
                     served_model_name=self.plan.served_model_name if probe else None),
                 **_look_options(self.params.kube_task_queue))
         except ActivityError:
-            return None  # no answer: the look's worker was lost (see _look_options)
+            return None  # no answer: its worker was lost, or the API hangs (see _look_options)
         self.unanswered.pop(name, None)
         # The workflow's clock, not the worker's: graces and heal durations stay deterministic.
         return seen.model_copy(update={"at": workflow.now()})
@@ -499,7 +498,8 @@ class WorkloadWorkflow:
         if now - since < _UNANSWERED_LIMIT:
             return None
         return Observation(cluster=name, at=now, reachable=False,
-                           error=f"no answer from the plane's Kubernetes worker for {_seconds(now - since)} s")
+                           error=f"no answer to the plane's looks for {_seconds(now - since)} s (its API hangs, "
+                                 "or the plane's Kubernetes worker is gone)")
 
     async def _act_on(self, target: ClusterTarget, seen: Observation) -> None:
         state = self.state.clusters.get(target.info.name)

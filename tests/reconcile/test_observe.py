@@ -128,3 +128,18 @@ def test_a_frontend_that_stops_serving_the_name_is_seen(kubeconfig: KubeconfigRe
         seen = _look(kubeconfig, applied)
     assert seen.frontend is not None and seen.frontend.models == []
     assert judge(applied, seen).health == "degraded"
+
+
+def test_a_slow_answer_is_waited_for_while_the_look_heartbeats(sim: SimulatedClusters,
+                                                                 kubeconfig: KubeconfigRef) -> None:
+    """A slow API is slow, not unreachable: the look waits, heartbeating from a helper thread, so the
+    workflow does not take it for a look whose worker was lost."""
+    applied, _ = _serving(kubeconfig)
+    sim.faults(CLUSTER).update({"latency": 2.5})
+    beats: list[tuple[Any, ...]] = []
+    env = ActivityEnvironment()
+    env.on_heartbeat = lambda *details: beats.append(details)
+    seen = env.run(ObserveActivities().observe, ObserveInput(
+        cluster=CLUSTER, kubeconfig=kubeconfig, name=applied.dgd_name, namespace=applied.namespace))
+    assert seen.reachable and seen.exists and judge(applied, seen).action == "ok"
+    assert beats, "no heartbeat during a 2.5 s answer"

@@ -174,7 +174,7 @@ async def test_a_look_without_an_answer_is_not_taken_for_an_unreachable_cluster(
         await time_skipping_env.sleep(40)
         status = await until(handle, lambda s: s.stage == "degraded", "degraded after a minute without answers")
         [seen] = status.clusters
-        assert "no answer from the plane's Kubernetes worker" in (seen.error or "") and not world.heals
+        assert "no answer to the plane's looks" in (seen.error or "") and not world.heals
         world.silent.clear()
         await until(handle, lambda s: s.stage == "serving", "serving again once looks are answered")
         assert (await delete(handle)).stage == "deleted"
