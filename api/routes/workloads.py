@@ -7,7 +7,12 @@ from typing import Any
 
 from fastapi import APIRouter, Query, Request
 from pydantic import BaseModel, Field
-from temporalio.client import Client, WorkflowUpdateFailedError, WorkflowUpdateStage
+from temporalio.client import (
+    Client,
+    RPCTimeoutOrCancelledError,
+    WorkflowUpdateFailedError,
+    WorkflowUpdateStage,
+)
 from temporalio.exceptions import ApplicationError
 from temporalio.service import RPCError, RPCStatusCode
 
@@ -135,7 +140,7 @@ async def scale(workload_id: str, body: ScaleBody, principal: Operator, temporal
     try:
         return await handle.execute_update(WorkloadWorkflow.scale,
                                            ScaleRequest(replicas=body.replicas, requested_by=principal.name))
-    except (WorkflowUpdateFailedError, RPCError) as err:
+    except _UPDATE_ERRORS as err:
         raise _update_error(err, workload_id) from None
 
 
@@ -154,7 +159,7 @@ async def upgrade(workload_id: str, body: UpgradeBody, principal: Operator, temp
     request = UpgradeRequest(**body.model_dump(exclude={"requested_by"}), requested_by=principal.name)
     try:
         status = await workload_handle(temporal, workload_id).execute_update(WorkloadWorkflow.upgrade, request)
-    except (WorkflowUpdateFailedError, RPCError) as err:
+    except _UPDATE_ERRORS as err:
         raise _update_error(err, workload_id) from None
     return UpgradeAnswer(upgrade=status, workflow_url=workflow_ui_url(settings, workload_workflow_id(workload_id)))
 
@@ -166,7 +171,7 @@ async def _control(workload_id: str, verb: str, body: ControlBody | None, princi
     control = UpgradeControl(requested_by=principal.name, reason=body.reason if body else None)
     try:
         return await workload_handle(temporal, workload_id).execute_update(update, control)
-    except (WorkflowUpdateFailedError, RPCError) as err:
+    except _UPDATE_ERRORS as err:
         raise _update_error(err, workload_id) from None
 
 
@@ -197,9 +202,14 @@ async def delete(workload_id: str, principal: Operator, temporal: TemporalDep) -
     try:
         await handle.start_update(WorkloadWorkflow.delete, DeleteRequest(requested_by=principal.name),
                                   wait_for_stage=WorkflowUpdateStage.ACCEPTED)
-    except (WorkflowUpdateFailedError, RPCError) as err:
+    except _UPDATE_ERRORS as err:
         raise _update_error(err, workload_id) from None
     return {"id": workload_id, "state": "deleting"}
+
+
+# What sending an update can raise: refused or failed (its validator's or handler's words), the workflow
+# unknown, or Temporal not answering in time (the update may still take effect: asking again is safe).
+_UPDATE_ERRORS = (WorkflowUpdateFailedError, RPCError, RPCTimeoutOrCancelledError)
 
 
 def _update_error(err: Exception, workload_id: str) -> ApiError:
@@ -210,6 +220,9 @@ def _update_error(err: Exception, workload_id: str) -> ApiError:
                 return ApiError(422, cause.message, code="invalid_upgrade", details={"reason": cause.type})
             return ApiError(409, cause.message, code="conflict", details={"reason": cause.type} if cause.type else None)
         return ApiError(409, str(cause or err), code="conflict")
+    if isinstance(err, RPCTimeoutOrCancelledError):
+        return ApiError(503, "Temporal did not answer in time; the request may still take effect: look at the "
+                             "workload, or send it again (it is safe to repeat)")
     assert isinstance(err, RPCError)
     if err.status == RPCStatusCode.NOT_FOUND:
         return ApiError(404, f"workload {workload_id} not found or no longer running")
