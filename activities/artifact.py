@@ -16,6 +16,7 @@ from pydantic import BaseModel
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
+from activities.registry import registry_pool
 from wingsmith.config import Settings
 from wingsmith.drafts import DraftContent, build_draft_content
 from wingsmith.hub.errors import HubError, HubRateLimited
@@ -124,9 +125,7 @@ class ArtifactActivities:
         return self._resolver
 
     def _pool(self) -> asyncpg.Pool:
-        if self.db is None:
-            raise ApplicationError("the worker has no database configured (DATABASE_URL)", type="NoDatabase")
-        return self.db
+        return registry_pool(self.db)
 
     @activity.defn(name="resolve_artifact")
     def resolve_artifact(self, params: ResolveArtifactInput) -> ArtifactProposal:

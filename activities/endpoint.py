@@ -15,6 +15,7 @@ from pydantic import BaseModel
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
+from activities.registry import registry_pool
 from wingsmith.config import Settings
 from wingsmith.endpoints import BackendRef, membership_problems, routes_from_deployments
 from wingsmith.gateway import EndpointRoutes, GatewayClient, GatewayError, RouteStatus, gateway_client
@@ -69,9 +70,7 @@ class EndpointActivities:
         self.db = db
 
     def _pool(self) -> asyncpg.Pool:
-        if self.db is None:
-            raise ApplicationError("the worker has no database configured (DATABASE_URL)", type="NoDatabase")
-        return self.db
+        return registry_pool(self.db)
 
     def _gateway(self) -> GatewayClient:
         try:

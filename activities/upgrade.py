@@ -13,6 +13,7 @@ from pydantic import BaseModel
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
+from activities.registry import registry_pool
 from wingsmith.config import Settings
 from wingsmith.gateway.traffic import BackendCounters, parse_counters
 from wingsmith.recipes.catalog import catalog_of_draft
@@ -81,9 +82,7 @@ class UpgradeActivities:
         self.db = db
 
     def _pool(self) -> asyncpg.Pool:
-        if self.db is None:
-            raise ApplicationError("the worker has no database configured (DATABASE_URL)", type="NoDatabase")
-        return self.db
+        return registry_pool(self.db)
 
     @activity.defn(name="upgrade.plan")
     async def plan(self, params: PlanUpgradeInput) -> PlanUpgradeOutput:

@@ -6,8 +6,8 @@ from __future__ import annotations
 import asyncpg
 from pydantic import BaseModel
 from temporalio import activity
-from temporalio.exceptions import ApplicationError
 
+from activities.registry import registry_pool
 from wingsmith.kube import KubeconfigRef
 from wingsmith.placement import place
 from wingsmith.placement.models import ClusterInfo, ClusterInventory, PlacementDecision, PlacementPlan
@@ -86,9 +86,7 @@ class WorkloadActivities:
         self.db = db
 
     def _pool(self) -> asyncpg.Pool:
-        if self.db is None:
-            raise ApplicationError("the worker has no database configured (DATABASE_URL)", type="NoDatabase")
-        return self.db
+        return registry_pool(self.db)
 
     @activity.defn(name="workload.list_clusters")
     async def list_clusters(self, _: NoInput) -> ClusterTargets:
