@@ -48,16 +48,17 @@ def judge(old: BackendTraffic, new: BackendTraffic, t: UpgradeThresholds) -> Ste
         "old_error_rate": round(old_rate, 4), "new_error_rate": round(new_rate, 4),
         "old_p99_seconds": old.p99_seconds, "new_p99_seconds": new.p99_seconds,
         "old_ttft_p99_seconds": old.ttft_p99_seconds, "new_ttft_p99_seconds": new.ttft_p99_seconds}
+    enough = new.attempts >= t.min_requests
     failures = []
     if new.attempts and new_rate - old_rate > t.max_error_rate_increase:
         failures.append(f"error rate {new_rate:.1%} vs {old_rate:.1%} (over +{t.max_error_rate_increase:.1%}; "
                         f"{new.failures + new.failed_attempts} of {new.attempts} failed)")
-    for name, o, n, limit in (("p99 latency", old.p99_seconds, new.p99_seconds, t.max_p99_ratio),
-                              ("p99 time to first byte", old.ttft_p99_seconds, new.ttft_p99_seconds,
-                               t.max_ttft_p99_ratio)):
+    # A p99 of a handful of requests is one slow request: latencies are judged only on enough traffic.
+    latencies = (("p99 latency", old.p99_seconds, new.p99_seconds, t.max_p99_ratio),
+                 ("p99 time to first byte", old.ttft_p99_seconds, new.ttft_p99_seconds, t.max_ttft_p99_ratio))
+    for name, o, n, limit in latencies if enough else ():
         if (failure := _ratio_failure(name, o, n, limit, t.latency_floor_seconds)) is not None:
             failures.append(failure)
-    enough = new.attempts >= t.min_requests
     # Errors are judged on any traffic: a version that fails everything it gets fails at once.
     return StepVerdict(healthy=not failures, enough_traffic=enough or bool(failures), figures=figures,
                        failures=failures)

@@ -97,7 +97,10 @@ async def _new_commit(api, temporal_client, hub, monkeypatch, capsys, seen: set[
 
 async def _upgrade(api, artifact: str, console_pause: bool = False) -> dict:  # noqa: F811
     r = await api.post(f"/v1/workloads/{WORKLOAD}/upgrade", headers=as_("tok-olga"), json={
-        "artifact_id": artifact, "dwell_seconds": 2, "thresholds": {"min_requests": 2}})
+        "artifact_id": artifact, "dwell_seconds": 2,
+        # The journey judges errors; latency is judged in tests/sim_kube/test_upgrade_analysis.py. On a
+        # shared CI machine a 2 s window's p99 is whatever the scheduler did, so it is not judged here.
+        "thresholds": {"min_requests": 2, "latency_floor_seconds": 30}})
     assert r.status_code == 202, r.text
     started = r.json()["upgrade"]
     assert started["state"] == "running" and started["requested_by"] == "olga", started
@@ -162,7 +165,7 @@ async def test_upgrade_then_a_bad_version_rolls_back(api, deps, temporal_client,
             await asyncio.sleep(0.5)
             done = await _upgrade(api, new_id, console_pause=True)
         upgrade = done["upgrade"]
-        assert upgrade["state"] == "succeeded", upgrade
+        assert upgrade["state"] == "succeeded", (upgrade.get("failures"), upgrade)
         assert traffic.errors == [] and traffic.sent > 50, (traffic.sent, traffic.errors[:5])
         assert any(b.endswith("/r1") for b in traffic.by_backend), traffic.by_backend  # the new one took traffic
         assert {c: dgds_on(sims, c) for c in CLUSTERS} == {c: [dgd_name(WORKLOAD, c, 1)] for c in CLUSTERS}
