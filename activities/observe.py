@@ -1,21 +1,33 @@
-"""Temporal activity: one look at one cluster's deployment of a workload (kube task queue).
+"""Temporal activity: the watch's look at one cluster's deployment of a workload, waiting for news.
 
-Reads the DGD (metadata and status) and, when asked, its frontend's `/v1/models`, and returns an
-`Observation` for `wingsmith.reconcile.judge`. It changes nothing, so any number of retries or
-duplicate runs are harmless. A cluster that cannot be read is an answer, not a failure: the
-observation says unreachable and why, and the watch loop's grace decides what that means. Only a
-bad input fails it.
+A serving workload hears from each of its clusters through one look at a time. The look reads the
+DGD (metadata and status) every `status_seconds` and, when asked, probes its frontend's
+`/v1/models` every `probe_seconds`, and answers with an `Observation` for
+`wingsmith.reconcile.judge` only when there is news: what `judge` can tell apart
+(`Observation.news_key`) differs from what the workflow last acted on (`known`), or
+`report_seconds` passed. A workload whose clusters serve as applied so costs its workflow one
+activity every `report_seconds`, not one per status period, and a change is still seen within one.
 
-Sync (the kubernetes client blocks): run it with a thread-pool `activity_executor`.
+Reads are shared: every look of the process on the same cluster and namespace takes its answer from
+one LIST per status period (`SharedReads`), and probes go through one HTTP client, so a worker
+watches thousands of deployments with a few requests a second.
+
+It changes nothing, so any number of retries or duplicate runs are harmless. A cluster that cannot
+be read is an answer, not a failure: the observation says unreachable and why, and the workflow's
+grace decides what that means. While it waits the look heartbeats every 2 s with the time of its
+last read, so a workflow whose look died with its worker knows when the cluster was last heard from.
+
+Async (it mostly waits): it runs on the watch task queue (`wingsmith.config.watch_task_queue`),
+whose worker holds thousands of them at once; the blocking LIST runs in a thread.
 """
 
 from __future__ import annotations
 
-import contextvars
-import threading
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+import asyncio
+import time
+from collections.abc import Callable
 from datetime import UTC, datetime
+from typing import Any
 
 import httpx
 from pydantic import BaseModel, Field
@@ -25,14 +37,12 @@ from wingsmith.kube import DgdClient, KubeconfigRef, KubeError, shared_api_clien
 from wingsmith.kube.dgd import frontend_url_of
 from wingsmith.reconcile import FrontendCheck, Observation, read_observation
 
-# A look is cheap and repeated every few seconds: a few quick attempts (one flaky 500 is not a
-# partition); a cluster whose API refuses or fails them all is unreachable *this time*, and the next
-# look asks again. A slow answer is waited for (each call gets 3 s to connect, 5 s to answer): while
-# the look runs, a helper thread heartbeats every 2 s, so the workflow tells a worker lost mid-look
-# (no heartbeat within seconds) from a slow cluster, and never takes slowness for a lost worker.
+# A look is cheap and repeated: a few quick attempts (one flaky 500 is not a partition); a cluster
+# whose API refuses or fails them all is unreachable *this time*. Each call gets 3 s to connect and
+# 5 s to answer, so a hung API is an unreachable answer within seconds, not a hung look.
 _ATTEMPTS = 5
 _REQUEST_TIMEOUT = (3.0, 5.0)
-_HEARTBEAT_EVERY = 2.0
+HEARTBEAT_SECONDS = 2.0
 
 
 class ObserveInput(BaseModel):
@@ -42,66 +52,114 @@ class ObserveInput(BaseModel):
     namespace: str = Field(min_length=1)
     served_model_name: str | None = Field(default=None, description="probe the frontend for this name; None: skip")
     probe_timeout_seconds: float = Field(default=3.0, gt=0, le=60)
+    known: str | None = Field(default=None, description="the news key the workflow last acted on; None: answer "
+                              "after the first read")
+    status_seconds: float = Field(default=10, gt=0, le=3600)
+    probe_seconds: float = Field(default=30, gt=0, le=3600)
+    report_seconds: float = Field(default=300, gt=0, le=86400, description="answer after this long even "
+                                  "without news")
 
 
-ClientFactory = Callable[[KubeconfigRef], DgdClient]
+Reader = Callable[[KubeconfigRef, str], dict[str, dict[str, Any]]]
 
 
-@contextmanager
-def _heartbeating(every: float = _HEARTBEAT_EVERY) -> Iterator[None]:
-    """Heartbeat from a helper thread until the block ends (the SDK's heartbeat of a threaded activity
-    is thread-safe; the thread runs in a copy of the activity's context to reach it)."""
-    if not activity.in_activity():
-        yield
-        return
-    stop, context = threading.Event(), contextvars.copy_context()
-
-    def beat() -> None:
-        while not stop.wait(every):
-            context.run(activity.heartbeat)
-    beater = threading.Thread(target=beat, name="look-heartbeat", daemon=True)
-    beater.start()
-    try:
-        yield
-    finally:
-        stop.set()
-        beater.join()
+def _list_dgds(ref: KubeconfigRef, namespace: str) -> dict[str, dict[str, Any]]:
+    # The process's client for this kubeconfig, as rollouts use it (blocking: called in a thread).
+    with DgdClient(shared_api_client(ref), owns_api=False, attempts=_ATTEMPTS,
+                   request_timeout=_REQUEST_TIMEOUT) as kube:
+        return kube.by_name(namespace)
 
 
-def _dgd_client(ref: KubeconfigRef) -> DgdClient:
-    # The process's client for this kubeconfig, as rollouts use: a look every few seconds per workload
-    # should not build a client (and its connection pool) each time.
-    return DgdClient(shared_api_client(ref), owns_api=False, attempts=_ATTEMPTS, request_timeout=_REQUEST_TIMEOUT)
+class SharedReads:
+    """The DGDs of one cluster and namespace as last read, shared by every look of the process: a
+    look that wants them no older than `max_age` gets the last read, waits for the one in flight, or
+    starts one. One LIST per cluster per status period, however many deployments are watched."""
+
+    def __init__(self, read: Reader = _list_dgds):
+        self._read = read
+        self._last: dict[tuple[KubeconfigRef, str], tuple[float, datetime, dict[str, dict[str, Any]] | KubeError]] = {}
+        self._inflight: dict[tuple[KubeconfigRef, str], asyncio.Future[None]] = {}
+
+    async def get(self, ref: KubeconfigRef, namespace: str, max_age: float
+                  ) -> tuple[datetime, dict[str, dict[str, Any]] | KubeError]:
+        key = (ref, namespace)
+        while True:
+            last = self._last.get(key)
+            if last is not None and time.monotonic() - last[0] < max_age:
+                return last[1], last[2]
+            running = self._inflight.get(key)
+            if running is not None:
+                await asyncio.shield(running)
+                last = self._last.get(key)
+                if last is not None:
+                    return last[1], last[2]
+                continue
+            done = self._inflight[key] = asyncio.get_running_loop().create_future()
+            try:
+                started, at = time.monotonic(), datetime.now(UTC)
+                try:
+                    result: dict[str, dict[str, Any]] | KubeError = await asyncio.to_thread(self._read, ref, namespace)
+                except KubeError as err:
+                    result = err
+                self._last[key] = (started, at, result)
+                return at, result
+            finally:
+                del self._inflight[key]
+                done.set_result(None)
 
 
 class ObserveActivities:
-    def __init__(self, client_factory: ClientFactory = _dgd_client,
-                 http: Callable[[float], httpx.Client] = lambda timeout: httpx.Client(timeout=timeout)):
-        self._client_for = client_factory
-        self._http = http
+    def __init__(self, reads: SharedReads | None = None,
+                 http: Callable[[], httpx.AsyncClient] = lambda: httpx.AsyncClient()):
+        self._reads = reads or SharedReads()
+        self._new_http = http
+        self._http: httpx.AsyncClient | None = None
 
-    @activity.defn(name="watch.observe")
-    def observe(self, input: ObserveInput) -> Observation:
-        with _heartbeating():
-            return self._observe(input)
-
-    def _observe(self, input: ObserveInput) -> Observation:
-        at = datetime.now(UTC)
+    @activity.defn(name="watch.look")
+    async def look(self, input: ObserveInput) -> Observation:
+        """Answers at once when `known` is None, else on news or after `report_seconds`."""
+        heard = {"at": ""}
+        beating = asyncio.create_task(self._heartbeat(heard)) if activity.in_activity() else None
         try:
-            with self._client_for(input.kubeconfig) as kube:
-                obj = kube.get(input.name, input.namespace)
-        except KubeError as err:
-            return Observation(cluster=input.cluster, at=at, reachable=False, error=str(err))
-        frontend = None
-        if obj is not None and input.served_model_name is not None and not (obj.get("metadata") or {}).get(
-                "deletionTimestamp"):
-            frontend = self._probe(frontend_url_of(obj), input.probe_timeout_seconds)
-        return read_observation(input.cluster, at, obj, frontend)
+            return await self._look(input, heard)
+        finally:
+            if beating is not None:
+                beating.cancel()
 
-    def _probe(self, url: str, timeout: float) -> FrontendCheck:
+    async def _look(self, input: ObserveInput, heard: dict[str, str]) -> Observation:
+        started = time.monotonic()
+        frontend: FrontendCheck | None = None
+        probed_at = float("-inf")
+        while True:
+            at, dgds = await self._reads.get(input.kubeconfig, input.namespace, input.status_seconds)
+            if isinstance(dgds, KubeError):
+                seen = Observation(cluster=input.cluster, at=at, reachable=False, error=str(dgds))
+            else:
+                obj = dgds.get(input.name)
+                live = obj is not None and not (obj.get("metadata") or {}).get("deletionTimestamp")
+                if not live:
+                    frontend, probed_at = None, float("-inf")  # a new deployment is probed at once
+                elif input.served_model_name is not None and time.monotonic() - probed_at >= input.probe_seconds:
+                    assert obj is not None
+                    frontend, probed_at = await self._probe(frontend_url_of(obj), input.probe_timeout_seconds), \
+                        time.monotonic()
+                seen = read_observation(input.cluster, at, obj, frontend)
+            heard["at"] = at.isoformat()
+            if seen.news_key() != input.known or time.monotonic() - started >= input.report_seconds:
+                return seen
+            await asyncio.sleep(input.status_seconds)
+
+    async def _heartbeat(self, heard: dict[str, str]) -> None:
+        """Alive, and when the cluster last answered (an ISO time; empty before the first read)."""
+        while True:
+            activity.heartbeat(heard["at"])
+            await asyncio.sleep(HEARTBEAT_SECONDS)
+
+    async def _probe(self, url: str, seconds: float) -> FrontendCheck:
+        if self._http is None:
+            self._http = self._new_http()  # one client (one TLS context and pool) for every probe
         try:
-            with self._http(timeout) as http:
-                resp = http.get(url.rstrip("/") + "/v1/models")
+            resp = await self._http.get(url.rstrip("/") + "/v1/models", timeout=seconds)
             if resp.status_code != 200:
                 return FrontendCheck(url=url, error=f"HTTP {resp.status_code}")
             data = resp.json().get("data") or []
@@ -110,4 +168,14 @@ class ObserveActivities:
             return FrontendCheck(url=url, error=type(exc).__name__)
 
     def all(self) -> list[Callable]:
-        return [self.observe]
+        return [self.look]
+
+
+def last_heard(details: object) -> datetime | None:
+    """The time a lost look last read its cluster, from its last heartbeat's details."""
+    if isinstance(details, (list, tuple)) and details and isinstance(details[0], str) and details[0]:
+        try:
+            return datetime.fromisoformat(details[0])
+        except ValueError:
+            return None
+    return None

@@ -18,6 +18,13 @@ TASK_QUEUE = "wingsmith"
 # Kubernetes calls block; they get their own queue so a slow cluster cannot starve orchestration.
 KUBE_TASK_QUEUE = "wingsmith-kube"
 
+
+def watch_task_queue(kube_task_queue: str) -> str:
+    """Where the watch's looks run: beside the kube queue, in a worker that holds thousands of waiting
+    looks at once, so they never take the slots rollouts need."""
+    return f"{kube_task_queue}-watch"
+
+
 SEARCH_ATTRIBUTES = {
     "WingsmithStage": "Keyword",
     "WingsmithModel": "Keyword",
@@ -85,6 +92,9 @@ class Settings(BaseSettings):
     # unreachable this long has its replicas placed elsewhere.
     watch_status_seconds: float = Field(default=10, gt=0)
     watch_probe_seconds: float = Field(default=30, gt=0)
+    # A look answers on news; with none, after this long (its workflow hears from every cluster at least
+    # this often).
+    watch_report_seconds: float = Field(default=300, gt=0)
     drift_grace_seconds: float = Field(default=120, ge=0)
     watch_looks_per_run: int = Field(default=360, ge=1, description="looks before the workflow continues as new")
 

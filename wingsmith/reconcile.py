@@ -17,6 +17,7 @@ deployment that is not there is not serving, whatever the registry said a minute
 
 from __future__ import annotations
 
+import hashlib
 from datetime import datetime, timedelta
 from typing import Any, Literal
 
@@ -73,6 +74,15 @@ class Observation(BaseModel):
     ready_replicas: int | None = None
     condition: str | None = Field(default=None, description="the Ready condition's message when not ready")
     frontend: FrontendCheck | None = Field(default=None, description="None when not probed this time")
+
+    def news_key(self) -> str:
+        """What `judge` can tell apart, without the time and the wording of errors: a look that
+        waits for news (activities/observe.py) answers when this changes, and stays quiet while it
+        does not."""
+        front = None if self.frontend is None else (self.frontend.error is None, sorted(self.frontend.models))
+        facts = (self.reachable, self.exists, self.deleting, self.uid, self.generation, self.observed_generation,
+                 self.spec_hash, self.live_spec_hash, self.ready, self.state, self.ready_replicas, front)
+        return hashlib.sha256(repr(facts).encode()).hexdigest()[:16]
 
 
 class Verdict(BaseModel):

@@ -37,9 +37,16 @@ class WatchSettings(BaseModel):
 
     status_seconds: float = Field(default=10, gt=0, description="between looks at each DGD's metadata and status")
     probe_seconds: float = Field(default=30, gt=0, description="between probes of each frontend's /v1/models")
+    report_seconds: float = Field(default=300, gt=0, description="a look with no news answers after this long "
+                                  "(a cluster with a problem: after status_seconds, so its grace is counted)")
     grace_seconds: float = Field(default=120, ge=0, description="how long a cluster may stay unready or "
                                  "unreachable before its replicas are placed elsewhere")
-    looks_per_run: int = Field(default=360, ge=1, description="looks before continuing as new, so a workload "
+    silence_seconds: float = Field(default=60, gt=0, description="looks without any answer this long (the "
+                                   "cluster's API hangs, or the plane's watch worker is gone) show the cluster "
+                                   "unreachable, and its grace starts")
+    place_again_seconds: float = Field(default=30, gt=0, description="replicas a heal could not place are tried "
+                                       "again after this, doubling up to 10 min")
+    looks_per_run: int = Field(default=360, ge=1, description="answered looks before continuing as new, so a workload "
                                "watched for months keeps a short history (Temporal may suggest it sooner)")
 
 

@@ -13,13 +13,13 @@ from datetime import timedelta
 from temporalio.worker import Worker
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
 
-from wingsmith.config import KUBE_TASK_QUEUE, TASK_QUEUE, Settings, get_settings
+from wingsmith.config import KUBE_TASK_QUEUE, TASK_QUEUE, Settings, get_settings, watch_task_queue
 from wingsmith.kube import preload as preload_kube_client
 from wingsmith.logs import configure_logging, get_logger
 from wingsmith.temporal import connect
 from wingsmith.tracing import configure_tracing
 from worker.metrics import DomainMetrics, metrics_runtime, serve_metrics
-from worker.registry import WorkerDeps, kube_activities, main_activities, workflows
+from worker.registry import WorkerDeps, kube_activities, main_activities, watch_activities, workflows
 
 log = get_logger("wingsmith.worker")
 _GRACEFUL_SHUTDOWN = timedelta(seconds=10)
@@ -30,6 +30,9 @@ _GRACEFUL_SHUTDOWN = timedelta(seconds=10)
 # came every 12 s). A live worker takes its sticky tasks within milliseconds; one slower than 3 s only
 # costs a replay on whichever worker takes the task instead.
 _STICKY_TIMEOUT = timedelta(seconds=3)
+
+# Looks one worker holds at once: thousands of watched clusters (each look is a coroutine and a timer).
+_WATCHED_AT_ONCE = 20_000
 
 # By default the sandbox imports every workflow module afresh for each workflow run (and whatever it
 # imports that is not passed through): measured at about a tenth of the worker's CPU during journeys
@@ -54,6 +57,12 @@ def build_workers(client, deps: WorkerDeps, *, task_queue: str = TASK_QUEUE,
         workers.append(Worker(client, task_queue=kube_task_queue, activities=kube,
                               activity_executor=ThreadPoolExecutor(max_threads, thread_name_prefix="wingsmith-kube"),
                               graceful_shutdown_timeout=_GRACEFUL_SHUTDOWN, interceptors=[metrics]))
+        # Looks wait for news for minutes: one per watched cluster of every serving workload is held at
+        # once, on the event loop (no thread each). They change nothing, so a shutdown cancels them at
+        # once; their workflows look again on whichever worker is up.
+        workers.append(Worker(client, task_queue=watch_task_queue(kube_task_queue), activities=watch_activities(deps),
+                              max_concurrent_activities=_WATCHED_AT_ONCE, graceful_shutdown_timeout=timedelta(0),
+                              interceptors=[metrics]))
     return workers
 
 

@@ -52,6 +52,11 @@ def main_activities(deps: WorkerDeps) -> list:
 def kube_activities(deps: WorkerDeps) -> list:
     """Blocking Kubernetes I/O: on the kube task queue, in its own thread pool."""
     from activities.inventory import read_inventory
-    from activities.observe import ObserveActivities
     from activities.rollout import RolloutActivities
-    return [read_inventory, *RolloutActivities().all(), *ObserveActivities().all()]
+    return [read_inventory, *RolloutActivities().all()]
+
+
+def watch_activities(deps: WorkerDeps) -> list:
+    """The watch's looks: async and mostly waiting, on the watch task queue."""
+    from activities.observe import ObserveActivities
+    return ObserveActivities().all()

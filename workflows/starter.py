@@ -94,6 +94,7 @@ async def create_workload(client: Client, settings: Settings, *, plan: WorkloadP
                                    drain_grace_seconds=settings.drain_grace_seconds + DRAIN_ANSWER_MARGIN_SECONDS,
                                    watch=WatchSettings(status_seconds=settings.watch_status_seconds,
                                                        probe_seconds=settings.watch_probe_seconds,
+                                                       report_seconds=settings.watch_report_seconds,
                                                        grace_seconds=settings.drift_grace_seconds,
                                                        looks_per_run=settings.watch_looks_per_run))
     return await client.start_workflow(

@@ -18,13 +18,14 @@ observed (`degraded`, with the cluster and the cause). It continues as new every
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 from datetime import datetime, timedelta
 from typing import Any, Literal, TypeVar
 
 from temporalio import workflow
 from temporalio.common import RetryPolicy, SearchAttributePair, TypedSearchAttributes
 from temporalio.exceptions import ActivityError, ApplicationError, ChildWorkflowError
+from temporalio.exceptions import TimeoutError as TemporalTimeout
 
 import workflows.endpoint as endpoint_workflow  # a module import: the two workflows signal each other
 import workflows.upgrade as upgrades
@@ -34,7 +35,7 @@ from workflows.rollout import ClusterRolloutInput, ClusterRolloutResult, Cluster
 
 with workflow.unsafe.imports_passed_through():
     from activities.inventory import ReadInventoryInput, read_inventory
-    from activities.observe import ObserveActivities, ObserveInput
+    from activities.observe import ObserveActivities, ObserveInput, last_heard
     from activities.workload import (
         ClusterTarget,
         DeploymentRecord,
@@ -45,6 +46,7 @@ with workflow.unsafe.imports_passed_through():
         WorkloadActivities,
         WorkloadRecord,
     )
+    from wingsmith.config import watch_task_queue
     from wingsmith.dynamo import dgd_name
     from wingsmith.endpoints import BackendDrained, BackendRef, EndpointRef, WorkloadRef
     from wingsmith.placement.models import ClusterInventory
@@ -76,16 +78,13 @@ _DB = workflow.LocalActivityConfig(start_to_close_timeout=_DB_TIMEOUT, retry_pol
 _DB_SCHEDULED = workflow.ActivityConfig(start_to_close_timeout=_DB_TIMEOUT, retry_policy=_DB_RETRY)
 
 
-# One look is one read, with no retry: the next look asks again. The look heartbeats every 2 s while
-# it waits for the cluster (activities/observe.py), so one whose heartbeat stops for 6 s lost its
-# worker (killed, restarting); one with no answer after 30 s met a hung API. Neither says the cluster
-# is unreachable, and the look is skipped. Only after `_UNANSWERED_LIMIT` without any answer is the
+# A look has no retry: the workflow looks again. It heartbeats every 2 s while it waits for news
+# (activities/observe.py), so one whose heartbeat stops for 6 s lost its worker (killed, restarting);
+# it may run its report period plus a margin for a slow last read. Neither says the cluster is
+# unreachable, and the look is skipped. Only after `watch.silence_seconds` without any answer is the
 # cluster shown unreachable: nothing can be known of it then, and serving must not be claimed over it.
-def _look_options(kube_task_queue: str) -> workflow.ActivityConfig:
-    return workflow.ActivityConfig(
-        task_queue=kube_task_queue, start_to_close_timeout=timedelta(seconds=30),
-        heartbeat_timeout=timedelta(seconds=6), retry_policy=RetryPolicy(maximum_attempts=1))
-_UNANSWERED_LIMIT = timedelta(seconds=60)
+_LOOK_HEARTBEAT_TIMEOUT = timedelta(seconds=6)
+_LOOK_MARGIN = timedelta(seconds=60)
 # Replicas a heal could not place again are tried again, backing off up to this.
 _PLACE_AGAIN_MAX = timedelta(minutes=10)
 
@@ -102,9 +101,12 @@ class _ChangeLock(asyncio.Lock):
     def __init__(self) -> None:
         super().__init__()
         self.changes = 0
+        self.quiet = False  # set by a holder that changed nothing: this release does not count
 
     def release(self) -> None:
-        self.changes += 1
+        if not self.quiet:
+            self.changes += 1
+        self.quiet = False
         super().release()
 
 
@@ -121,11 +123,21 @@ class WorkloadWorkflow:
         self.backends_drained: set[tuple[str, BackendRef]] = set()  # (endpoint workflow id, backend)
         self.delete_by = "unknown"
         self.known_targets: dict[str, ClusterTarget] | None = None  # refreshed when a cluster is not in it
-        self.place_again_at: datetime | None = None
         self.place_again_wait = timedelta(0)
+        self.placing_timer: asyncio.Task[None] | None = None  # placing again is due when it fires
+        self.placing_due = False
         self.upgrade_run: upgrades.Upgrade | None = None  # the upgrade in flight (workflows/upgrade.py)
         self.upgrade_pending: str | None = None  # an upgrade update being planned
-        self.unanswered: dict[str, datetime] = {}  # cluster -> first look in a row that got no answer
+        # The watch (see _watch): per cluster its look in flight, what a finished one saw (None: no
+        # answer) with the lock's change count at its start, the news key last acted on, when the
+        # cluster last answered, and the timer running since its looks stopped answering.
+        self.looking: dict[str, asyncio.Task[None]] = {}
+        self.news: dict[str, tuple[int, Observation | None]] = {}
+        self.known: dict[str, str] = {}
+        self.heard: dict[str, datetime] = {}
+        self.silence: dict[str, asyncio.Task[None]] = {}
+        self.unregistered: set[str] = set()
+        self.answers = 0  # answered looks this run
 
     # --- lifecycle ------------------------------------------------------------------------------
 
@@ -406,67 +418,119 @@ class WorkloadWorkflow:
     # --- watching while serving ------------------------------------------------------------------------
 
     async def _watch(self) -> None:
-        """Look at every cluster on a durable timer until the workload is deleted; continue as new
-        after `looks_per_run` looks (or when the history is long enough), once no handler is running."""
+        """Hear from every cluster through its look (one in flight per cluster, answering on news) and
+        act on what they say, until the workload is deleted; continue as new after `looks_per_run`
+        answers (or when the history is long enough), once no handler is running."""
         watch = self.params.watch
-        probe_every = max(1, round(watch.probe_seconds / watch.status_seconds))
-        looks = 0
         def time_to_continue() -> bool:  # not while an upgrade runs: it carries on in this run
-            return self.upgrade_run is None and (looks >= watch.looks_per_run
+            return self.upgrade_run is None and (self.answers >= watch.looks_per_run
                                                  or time_to_continue_as_new(self.params.history_limit))
 
+        def work() -> bool:  # a scale or a heal holds the lock: news waits for it, then may be stale
+            return not self.lock.locked() and (bool(self.news) or self.placing_due or self._looks_missing())
+
         while True:
-            try:
-                await workflow.wait_condition(lambda: self.deleting or time_to_continue(),
-                                              timeout=timedelta(seconds=watch.status_seconds))
-            except TimeoutError:
-                pass
+            await workflow.wait_condition(lambda: self.deleting or time_to_continue() or work())
             if self.deleting:
+                await self._end_looks()
                 return
             if time_to_continue():
                 # A delete arriving meanwhile is a running handler that waits for this loop: let it win.
                 await workflow.wait_condition(
                     lambda: self.deleting or (workflow.all_handlers_finished() and not self.lock.locked()))
+                await self._end_looks()
                 if self.deleting:
                     return
                 workflow.continue_as_new(self.params.model_copy(update={"resume": self.state, "plan": self.plan}))
-            if not self.lock.locked():  # a scale is changing the clusters: look again next period
-                await self._look(probe=looks % probe_every == 0)
-            looks += 1
+            if self.news or self.placing_due:
+                await self._act_on_news()
+            if not self.lock.locked():
+                await self._start_looks()
 
-    async def _look(self, *, probe: bool) -> None:
-        """Observe every cluster without holding the lock, so a scale never waits for a slow look; act
-        under it, on observations still current: a change made under the lock meanwhile (a scale, an
-        upgrade's step) makes them stale."""
-        changes = self.lock.changes
-        watched = sorted(name for name, c in self.state.clusters.items() if c.state in _HOLDING)
-        names = [*watched, *(n for n in self.state.leftovers if n not in watched)]
-        targets = await self._watch_targets(names) if names else {}
-        names = [n for n in names if n in targets]  # an unregistered cluster cannot be looked at
-        seen = await asyncio.gather(*(self._observe(targets[n], probe=probe and n in watched) for n in names))
+    def _watched(self) -> list[str]:
+        return sorted(name for name, c in self.state.clusters.items() if c.state in _HOLDING)
+
+    def _to_look_at(self) -> list[str]:
+        watched = self._watched()
+        return [*watched, *(n for n in self.state.leftovers if n not in watched)]
+
+    def _looks_missing(self) -> bool:
+        """A cluster to hear from has no look in flight nor news waiting. Clusters not registered
+        cannot be looked at."""
+        wanted = {n for n in self._to_look_at() if n not in self.unregistered}
+        return bool(wanted - set(self.looking) - set(self.news))
+
+    async def _start_looks(self) -> None:
+        # A look in flight is never cancelled: cancelling races its answer (a command for an activity
+        # that just completed fails the workflow task). One that a change under the lock made stale
+        # (a scale, a heal, an upgrade's step) answers on the change it looks at, or after its report
+        # period; its news is dropped then and the next look answers at once. One for a cluster no
+        # longer held is not acted on.
+        names = self._to_look_at()
+        fresh = [n for n in names if n not in self.looking and n not in self.news and n not in self.unregistered]
+        if not fresh:
+            return
+        targets = await self._watch_targets(fresh)
+        watched = self._watched()
+        for name in fresh:
+            if name not in targets:
+                self.unregistered.add(name)
+                self._event(f"{name} is no longer registered: it cannot be watched")
+            elif name not in self.looking:
+                _track(self.looking, name, self._look(targets[name], watched=name in watched,
+                                                      changes=self.lock.changes))
+
+    async def _end_looks(self) -> None:
+        """Before the run ends or continues as new. Looks in flight are left, not cancelled (see
+        _start_looks): a look's heartbeat finds its run closed, and the look ends there."""
+        for task in self.silence.values():
+            task.cancel()
+        self._stop_placing_timer()
+        await workflow.wait_condition(lambda: not self.silence)
+        self.news.clear()
+
+    async def _look(self, target: ClusterTarget, *, watched: bool, changes: int) -> None:
+        """One look at one cluster, without the lock, so a scale never waits for it; what it saw is
+        news for `_act_on_news`, which drops it if a change under the lock made it stale."""
+        seen = await self._observe(target, watched=watched)
+        if seen is None:  # a look that failed at once must not be asked again at once, forever
+            await workflow.sleep(timedelta(seconds=self.params.watch.status_seconds))
+        self.news[target.info.name] = (changes, seen)
+
+    async def _act_on_news(self) -> None:
         async with self.lock:
-            if self.deleting or changes != self.lock.changes:
-                return
-            await self._act_on_looks(targets, watched, dict(zip(names, seen, strict=True)), probe=probe)
-
-    async def _act_on_looks(self, targets: dict[str, ClusterTarget], watched: list[str],
-                            seen: dict[str, Observation | None], *, probe: bool) -> None:
-        for name, observation in seen.items():
-            observation = observation or self._unanswered(name)
-            if observation is None:
-                continue
-            if name in watched:
-                await self._act_on(targets[name], observation)
-            else:
-                await self._remove_leftover(targets[name], observation)
-        if probe and self._held() < self.plan.replicas:
-            # Short of the target (a heal or the first placement could not place everything):
-            # placement is asked again, backing off, until inventories change.
-            if self.place_again_at is None:
+            changed = (self.state.heals, self.state.placement_revision)
+            news, self.news = self.news, {}
+            for name, (changes, seen) in sorted(news.items()):
+                if self.deleting:
+                    return
+                if changes != self.lock.changes:
+                    self.known.pop(name, None)  # seen before a change: look again, and answer at once
+                    continue
+                if seen is None:
+                    self._start_silence(name)  # no answer; the next look asks again
+                    continue
+                self.answers += 1
+                self.known[name] = seen.news_key()
+                target = (self.known_targets or {}).get(name)
+                if target is None:
+                    continue
+                if name in self._watched():
+                    await self._act_on(target, seen)
+                elif name in self.state.leftovers:
+                    await self._remove_leftover(target, seen)
+            if self.placing_due:
+                self.placing_due, self.placing_timer = False, None
+                if self._held() < self.plan.replicas:
+                    await self._place_again("replicas short of the target")
+            elif self._held() < self.plan.replicas and self.placing_timer is None:
+                # Short of the target (a heal or the first placement could not place everything):
+                # placement is asked again, backing off, until inventories change.
                 self._back_off_placing()
-            elif workflow.now() >= self.place_again_at:
-                await self._place_again("replicas short of the target")
-        await self._show_observed()
+            await self._show_observed()
+            # Only a heal or a placement changes clusters: hearing that all is well leaves other
+            # clusters' looks in flight current.
+            self.lock.quiet = changed == (self.state.heals, self.state.placement_revision)
 
     async def _watch_targets(self, names: list[str]) -> dict[str, ClusterTarget]:
         """Registered clusters, read once per run (and again when one is not known yet): looks stay cheap."""
@@ -474,32 +538,56 @@ class WorkloadWorkflow:
             self.known_targets = await self._targets()
         return self.known_targets
 
-    async def _observe(self, target: ClusterTarget, *, probe: bool) -> Observation | None:
-        name = target.info.name
+    async def _observe(self, target: ClusterTarget, *, watched: bool) -> Observation | None:
+        """Waits for news of the cluster (activities/observe.py). None: no answer, because the look's
+        worker was lost (its heartbeat stopped) or it ran out of time; its last heartbeat says when the
+        cluster was last read, which still counts as hearing from it."""
+        name, watch = target.info.name, self.params.watch
         state = self.state.clusters.get(name)
+        # A cluster with a problem answers every status period, so its grace is counted; one that serves
+        # as applied (or a leftover that still does not answer) only on news.
+        settled = state is None or state.unhealthy_since is None
+        report = watch.report_seconds if settled else watch.status_seconds
         try:
             seen = await workflow.execute_activity_method(
-                ObserveActivities.observe, ObserveInput(
+                ObserveActivities.look, ObserveInput(
                     cluster=name, kubeconfig=target.kubeconfig, namespace=self.plan.namespace,
                     name=(state and state.dgd_name) or dgd_name(self.plan.workload_id, name, self.plan.revision),
-                    served_model_name=self.plan.served_model_name if probe else None),
-                **_look_options(self.params.kube_task_queue))
-        except ActivityError:
-            return None  # no answer: its worker was lost, or the API hangs (see _look_options)
-        self.unanswered.pop(name, None)
-        # The workflow's clock, not the worker's: graces and heal durations stay deterministic.
-        return seen.model_copy(update={"at": workflow.now()})
-
-    def _unanswered(self, name: str) -> Observation | None:
-        """A look without an answer is skipped, unless none has come for `_UNANSWERED_LIMIT`: then the
-        cluster counts as unreachable (and its grace starts)."""
-        now = workflow.now()
-        since = self.unanswered.setdefault(name, now)
-        if now - since < _UNANSWERED_LIMIT:
+                    served_model_name=self.plan.served_model_name if watched else None, known=self.known.get(name),
+                    status_seconds=watch.status_seconds, probe_seconds=watch.probe_seconds, report_seconds=report),
+                task_queue=watch_task_queue(self.params.kube_task_queue),
+                start_to_close_timeout=timedelta(seconds=report) + _LOOK_MARGIN,
+                heartbeat_timeout=_LOOK_HEARTBEAT_TIMEOUT, retry_policy=RetryPolicy(maximum_attempts=1))
+        except ActivityError as err:
+            heard = last_heard(err.cause.last_heartbeat_details if isinstance(err.cause, TemporalTimeout) else None)
+            if heard is not None:
+                self.heard[name] = max(heard, self.heard.get(name, heard))
             return None
-        return Observation(cluster=name, at=now, reachable=False,
-                           error=f"no answer to the plane's looks for {_seconds(now - since)} s (its API hangs, "
-                                 "or the plane's Kubernetes worker is gone)")
+        self.heard[name] = max(seen.at, self.heard.get(name, seen.at))
+        if name in self.silence:
+            self.silence[name].cancel()
+        return seen
+
+    def _start_silence(self, name: str) -> None:
+        """Looks without an answer are skipped, unless none came for `watch.silence_seconds`: then the
+        cluster counts as unreachable (and its grace starts). A timer decides, not a comparison with
+        the clock, so the decision replays exactly."""
+        if name not in self.silence:
+            since = self.heard.setdefault(name, workflow.now())
+            _track(self.silence, name, self._silent_after(name, since))
+
+    async def _silent_after(self, name: str, since: datetime) -> None:
+        limit = timedelta(seconds=self.params.watch.silence_seconds)
+        await workflow.sleep(max(since + limit - workflow.now(), timedelta(seconds=0.1)))
+        del self.silence[name]
+        if self.heard[name] > since:  # a lost look read the cluster meanwhile: count from then
+            self._start_silence(name)
+            return
+        at = since + limit
+        self.news[name] = (self.lock.changes, Observation(
+            cluster=name, at=at, reachable=False,
+            error=f"no answer to the plane's looks since {since.isoformat(timespec='seconds')} (its API hangs, "
+                  "or the plane's watch worker is gone)"))
 
     async def _act_on(self, target: ClusterTarget, seen: Observation) -> None:
         state = self.state.clusters.get(target.info.name)
@@ -593,12 +681,25 @@ class WorkloadWorkflow:
         if self._held() < self.plan.replicas:
             self._back_off_placing()
             return False
-        self.place_again_at, self.place_again_wait = None, timedelta(0)
+        self._stop_placing_timer()
+        self.place_again_wait = timedelta(0)
         return True
 
     def _back_off_placing(self) -> None:
-        self.place_again_wait = min(max(2 * self.place_again_wait, timedelta(seconds=30)), _PLACE_AGAIN_MAX)
-        self.place_again_at = workflow.now() + self.place_again_wait
+        """Placing again is due after the next back-off: a timer, so the decision replays exactly."""
+        first = timedelta(seconds=self.params.watch.place_again_seconds)
+        self.place_again_wait = min(max(2 * self.place_again_wait, first), max(first, _PLACE_AGAIN_MAX))
+        self._stop_placing_timer()
+        self.placing_timer = asyncio.create_task(self._placing_after(self.place_again_wait))
+
+    async def _placing_after(self, wait: timedelta) -> None:
+        await workflow.sleep(wait)
+        self.placing_due = True
+
+    def _stop_placing_timer(self) -> None:
+        if self.placing_timer is not None:
+            self.placing_timer.cancel()
+        self.placing_timer, self.placing_due = None, False
 
     async def _remove_leftover(self, target: ClusterTarget, seen: Observation) -> None:
         """A cluster given up on answers again: its old deployment goes, so the workload never holds
@@ -815,6 +916,13 @@ class WorkloadWorkflow:
 
 
 _HOLDING = ("serving", "degraded")
+
+
+def _track(tasks: dict[str, asyncio.Task[None]], name: str, work: Coroutine[Any, Any, None]) -> None:
+    """Run `work` as `tasks[name]` until it ends, however it ends (a task cancelled before it started
+    never runs its own `finally`)."""
+    task = tasks[name] = asyncio.create_task(work)
+    task.add_done_callback(lambda done: tasks.pop(name) if tasks.get(name) is done else None)
 
 
 def _seconds(delta: timedelta) -> float:

@@ -11,19 +11,26 @@ every worker is ready. Deleting the DGD removes pods and frontend, then the fina
 An operator started on a cluster that already holds deployments (the emulator restarted on the
 same home) adopts them: pods already bound to nodes keep running as they were, so their
 deployments stay ready and their frontends are published again on the first pass.
+
+A pass reads the store once (nodes, pods, deployments) and shares the free GPUs between the
+deployments it reconciles, so its cost grows with the cluster, not with its square. An idle cluster
+costs nothing: a pass is skipped while nothing it depends on changed since the last one (the store's
+resourceVersion counter, the faults, the delay, the published frontends) and no time-driven change
+(a container starting, getting ready, restarting; "initializing" turning "pending") is due.
 """
 
 from __future__ import annotations
 
 import asyncio
+import math
 import re
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from sim.kube import errors
 from sim.kube.faults import Faults
-from sim.kube.frontend import Frontends
+from sim.kube.frontend import Frontend, Frontends
 from sim.kube.graph import Component, components, served_model_names
 from sim.kube.store import MERGE, ClusterStore, WriteOptions, now
 
@@ -37,11 +44,42 @@ MANAGER = "dynamo-operator"
 _AUXILIARY = ("epp", "planner")
 
 
+# Wake a little before a time-driven change is due: float rounding must not make a pass come late.
+_EARLY = 1e-3
+
+
 @dataclass
 class _Seen:
     generation: int
     since: float
     first: bool
+    # The spec of this generation, parsed once: the store bumps the generation whenever the spec changes.
+    parts: list[Component] | None = None
+    models: list[str] | None = None
+
+
+@dataclass
+class _Pass:
+    """What one pass reads once and shares between the deployments it reconciles."""
+
+    clock: float
+    free: dict[str, dict[str, Any]]  # node name -> {"labels", "free" GPUs}, kept current as pods bind and go
+    pods: dict[tuple[str, str], list[dict[str, Any]]]  # (namespace, DGD name) -> its pods, as read
+    wake: float = math.inf  # when the next time-driven change may be due
+    settled: bool = True  # False when running the pass again could change something with no new input
+    frontends: dict[tuple[str, str], Frontend | None] = field(default_factory=dict)  # as this pass left them
+
+    def due(self, at: float) -> None:
+        self.wake = min(self.wake, at - _EARLY)
+
+
+@dataclass
+class _Idle:
+    """A settled pass: the next ones can be skipped while all of this still holds."""
+
+    inputs: tuple[Any, ...]
+    wake: float
+    frontends: dict[tuple[str, str], Frontend | None]
 
 
 class SimulatedOperator:
@@ -58,6 +96,8 @@ class SimulatedOperator:
         self._dgd = store.type_of("nvidia.com", "dynamographdeployments")
         self._pods = store.type_of("", "pods")
         self._nodes = store.type_of("", "nodes")
+        self._idle: _Idle | None = None
+        self._fault_names = tuple(n for n in type(faults).model_fields if n != "frontends")  # per-DGD, not ours
 
     def frontend_url(self, namespace: str, name: str) -> str:
         return f"{self.frontend_base_url}/{namespace}/{name}"
@@ -84,25 +124,67 @@ class SimulatedOperator:
 
     def reconcile_all(self) -> None:
         clock = time.monotonic()
-        dgds = self.store.list(self._dgd, self._dgd.storage_version)["items"]
-        live = set()
-        for dgd in dgds:
-            live.add(dgd["metadata"]["uid"])
-            try:
-                self._reconcile(dgd, clock)
-            except errors.KubeError as exc:
-                if exc.code not in (404, 409):  # deleted or changed under us: next tick sees the new state
-                    raise
-        for uid in set(self._seen) - live:
-            del self._seen[uid]
+        settings = self._settings()
+        if self._is_idle(clock, settings):
+            return
+        self._idle = None  # until this pass completes and settles
+        with self.store.held():  # one consistent read, and no other thread's write goes unseen below
+            work = self._read(clock)
+            live = set()
+            for dgd in self.store.stored(self._dgd):
+                live.add(dgd["metadata"]["uid"])
+                try:
+                    self._reconcile(dgd, work)
+                except errors.KubeError as exc:
+                    if exc.code not in (404, 409):  # deleted or changed under us: next tick sees the new state
+                        raise
+                    work.settled = False
+            for uid in set(self._seen) - live:
+                del self._seen[uid]
+            if work.settled:
+                # Taken after the pass: its own writes are no reason to run again.
+                self._idle = _Idle((self.store.resource_version, *settings), work.wake, work.frontends)
+
+    # ---- skipping passes -----------------------------------------------------------------------
+
+    def _settings(self) -> tuple[Any, ...]:
+        """Everything besides the store and the clock a pass depends on (cheap to take and compare)."""
+        return (self.delay, *(getattr(self.faults, n) for n in self._fault_names))
+
+    def _is_idle(self, clock: float, settings: tuple[Any, ...]) -> bool:
+        """Whether a pass now would change nothing: the last one settled and nothing it read changed
+        since, no time-driven change is due, and nobody else moved the frontends it left."""
+        idle = self._idle
+        return (idle is not None and clock < idle.wake
+                and idle.inputs == (self.store.resource_version, *settings)
+                and all(self.frontends.get(self.cluster, namespace, name) == frontend
+                        for (namespace, name), frontend in idle.frontends.items()))
+
+    def _read(self, clock: float) -> _Pass:
+        """Nodes and pods, once per pass: free GPUs per node and every deployment's pods. A pass reads
+        the stored objects themselves (no copies) and must change nothing it read."""
+        free: dict[str, dict[str, Any]] = {}
+        for n in self.store.stored(self._nodes):
+            free[n["metadata"]["name"]] = {"labels": n["metadata"].get("labels") or {},
+                                           "free": int(n["status"]["allocatable"].get("nvidia.com/gpu", "0"))}
+        pods: dict[tuple[str, str], list[dict[str, Any]]] = {}
+        for pod in self.store.stored(self._pods):
+            node = pod["spec"].get("nodeName")
+            if node in free:
+                free[node]["free"] -= _pod_gpus(pod)
+            owner = (pod["metadata"].get("labels") or {}).get(LABEL_DGD)
+            if owner is not None:
+                pods.setdefault((pod["metadata"]["namespace"], owner), []).append(pod)
+        return _Pass(clock, free, pods)
 
     # ---- one deployment ------------------------------------------------------------------------
 
-    def _reconcile(self, dgd: dict[str, Any], clock: float) -> None:
+    def _reconcile(self, dgd: dict[str, Any], work: _Pass) -> None:
         meta = dgd["metadata"]
-        namespace, name, version = meta["namespace"], meta["name"], dgd["apiVersion"].split("/")[1]
+        namespace, name, version = meta["namespace"], meta["name"], self._dgd.storage_version
+        clock = work.clock
         if meta.get("deletionTimestamp"):
-            self._tear_down(namespace, name, meta)
+            self._tear_down(namespace, name, meta, work)
             return
         url = self.frontend_url(namespace, name)
         annotated_url = (meta.get("annotations") or {}).get(FRONTEND_URL_ANNOTATION)
@@ -116,21 +198,25 @@ class SimulatedOperator:
         seen = self._seen.get(meta["uid"])
         if seen is None or seen.generation != generation:
             seen = self._seen[meta["uid"]] = _Seen(generation, clock, first=seen is None)
-        parts = components(dgd)
-        pods = self._sync_pods(namespace, name, generation, parts, clock)
+        if seen.parts is None:
+            seen.parts = components(dgd)
+        parts = seen.parts
+        pods = self._sync_pods(namespace, name, generation, parts, work)
 
         ready_by_component: dict[str, tuple[int, int]] = {}
         for part in parts:
             mine = [p for p in pods if p["metadata"]["labels"][LABEL_COMPONENT] == part.name]
             ready_by_component[part.name] = (sum(_pod_ready(p) for p in mine), len(mine))
         workers_ready = all(r == n for c, (r, n) in ready_by_component.items())
-        self._publish_frontend(namespace, name, dgd, parts, pods, workers_ready)
-        self._write_status(dgd, version, seen, clock, parts, pods, ready_by_component, workers_ready)
+        self._publish_frontend(namespace, name, dgd, seen, pods, workers_ready)
+        work.frontends[(namespace, name)] = self.frontends.get(self.cluster, namespace, name)
+        self._write_status(dgd, version, seen, work, parts, pods, ready_by_component, workers_ready)
 
-    def _tear_down(self, namespace: str, name: str, meta: dict[str, Any]) -> None:
-        for pod in self._pods_of(namespace, name):
-            self._delete_pod(namespace, pod["metadata"]["name"])
+    def _tear_down(self, namespace: str, name: str, meta: dict[str, Any], work: _Pass) -> None:
+        for pod in work.pods.get((namespace, name), []):
+            self._delete_pod(namespace, pod, work)
         self.frontends.remove(self.cluster, namespace, name)
+        work.frontends[(namespace, name)] = None
         remaining = [f for f in meta.get("finalizers") or [] if f != FINALIZER]
         if FINALIZER in (meta.get("finalizers") or []):
             self.store.patch(self._dgd, self._dgd.storage_version, namespace, name,
@@ -138,27 +224,30 @@ class SimulatedOperator:
 
     # ---- pods ----------------------------------------------------------------------------------
 
-    def _pods_of(self, namespace: str, name: str) -> list[dict[str, Any]]:
-        return self.store.list(self._pods, "v1", namespace, labels=f"{LABEL_DGD}={name}")["items"]
-
-    def _delete_pod(self, namespace: str, pod_name: str) -> None:
+    def _delete_pod(self, namespace: str, pod: dict[str, Any], work: _Pass) -> None:
+        pod_name = pod["metadata"]["name"]
         self._scheduled_at.pop((namespace, pod_name), None)
         try:
             self.store.delete(self._pods, "v1", namespace, pod_name)
         except errors.KubeError as exc:
             if exc.code != 404:
                 raise
+        node = work.free.get(pod["spec"].get("nodeName"))
+        if node is not None:  # its GPUs are free again, for this pass's later deployments too
+            node["free"] += _pod_gpus(pod)
+        # A deployment reconciled earlier in this pass may fit in what was freed: the next pass must run.
+        work.settled = False
 
     def _sync_pods(self, namespace: str, name: str, generation: int, parts: list[Component],
-                   clock: float) -> list[dict[str, Any]]:
+                   work: _Pass) -> list[dict[str, Any]]:
         desired = {pod_name: part for part in parts for pod_name in _pod_names(name, part)}
-        existing = {p["metadata"]["name"]: p for p in self._pods_of(namespace, name)}
+        existing = {p["metadata"]["name"]: p for p in work.pods.get((namespace, name), [])}
         for pod_name, pod in list(existing.items()):
             if pod_name not in desired or pod["metadata"]["labels"].get(LABEL_GENERATION) != str(generation):
-                self._delete_pod(namespace, pod_name)
+                self._delete_pod(namespace, pod, work)
                 del existing[pod_name]
 
-        free = self._free_gpus()
+        free, clock = work.free, work.clock
         result = []
         for pod_name, part in desired.items():
             pod = existing.get(pod_name) or self.store.create(
@@ -171,7 +260,7 @@ class SimulatedOperator:
                     pod = self.store.patch(self._pods, "v1", namespace, pod_name, {"spec": {"nodeName": node}},
                                            MERGE, WriteOptions(manager="default-scheduler"))
                     self._scheduled_at[(namespace, pod_name)] = clock
-            status = self._pod_status(namespace, pod, part, clock, free)
+            status = self._pod_status(namespace, pod, part, work)
             if _without_times(status) != _without_times(pod.get("status") or {}):
                 body = {"metadata": {"name": pod_name}, "status": _keep_times(pod.get("status"), status)}
                 pod = self.store.replace(self._pods, "v1", namespace, pod_name, body,
@@ -179,18 +268,8 @@ class SimulatedOperator:
             result.append(pod)
         return result
 
-    def _free_gpus(self) -> dict[str, dict[str, Any]]:
-        nodes = {n["metadata"]["name"]: {"labels": n["metadata"].get("labels") or {},
-                                         "free": int(n["status"]["allocatable"].get("nvidia.com/gpu", "0"))}
-                 for n in self.store.list(self._nodes, "v1")["items"]}
-        for pod in self.store.list(self._pods, "v1")["items"]:
-            node = pod["spec"].get("nodeName")
-            if node in nodes:
-                nodes[node]["free"] -= _pod_gpus(pod)
-        return nodes
-
-    def _pod_status(self, namespace: str, pod: dict[str, Any], part: Component, clock: float,
-                    free: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    def _pod_status(self, namespace: str, pod: dict[str, Any], part: Component, work: _Pass) -> dict[str, Any]:
+        free, clock = work.free, work.clock
         image = part.image or "nvcr.io/nvidia/ai-dynamo/runtime:sim"
         scheduled_at = self._scheduled_at.get((namespace, pod["metadata"]["name"]))
         if not pod["spec"].get("nodeName") or scheduled_at is None:
@@ -202,6 +281,10 @@ class SimulatedOperator:
         faulty = not part.is_frontend and part.type not in _AUXILIARY
         f = self.faults
         started = age >= self.delay * 0.5
+        if not started:  # the container starts (and, off the workers, gets ready) at delay / 2
+            work.due(scheduled_at + self.delay * 0.5)
+        elif age < self.delay:  # a worker gets ready at delay
+            work.due(scheduled_at + self.delay)
         container: dict[str, Any] = {"name": "main", "image": image, "imageID": "", "ready": False,
                                      "restartCount": 0, "started": False}
         phase = "Running"
@@ -214,6 +297,7 @@ class SimulatedOperator:
             container["state"] = {"waiting": {"reason": "ContainerCreating"}}
         elif faulty and (f.crash_loop or f.oom_killed):
             restarts = 1 + int((age - self.delay * 0.5) / f.restart_interval)
+            work.due(scheduled_at + self.delay * 0.5 + restarts * f.restart_interval)  # the next restart
             reason, code = ("OOMKilled", 137) if f.oom_killed else ("Error", 1)
             container.update(restartCount=restarts, state={"waiting": {
                 "reason": "CrashLoopBackOff",
@@ -234,20 +318,25 @@ class SimulatedOperator:
 
     # ---- frontend and status -------------------------------------------------------------------
 
-    def _publish_frontend(self, namespace: str, name: str, dgd: dict[str, Any], parts: list[Component],
+    def _publish_frontend(self, namespace: str, name: str, dgd: dict[str, Any], seen: _Seen,
                           pods: list[dict[str, Any]], workers_ready: bool) -> None:
         front = [p for p in pods if p["metadata"]["labels"][LABEL_COMPONENT_TYPE] == "frontend"]
         if not front or not any(_pod_running(p) for p in front):
             self.frontends.remove(self.cluster, namespace, name)
             return
         serving = workers_ready and not self.faults.operator_failed
-        self.frontends.publish(self.cluster, namespace, name, served_model_names(dgd) if serving else [])
+        if serving and seen.models is None:
+            seen.models = served_model_names(dgd)
+        self.frontends.publish(self.cluster, namespace, name, list(seen.models or []) if serving else [])
 
-    def _write_status(self, dgd: dict[str, Any], version: str, seen: _Seen, clock: float, parts: list[Component],
+    def _write_status(self, dgd: dict[str, Any], version: str, seen: _Seen, work: _Pass, parts: list[Component],
                       pods: list[dict[str, Any]], ready_by_component: dict[str, tuple[int, int]],
                       all_ready: bool) -> None:
         meta, old = dgd["metadata"], dgd.get("status") or {}
         generation = meta.get("generation", 1)
+        clock = work.clock
+        if seen.first and clock - seen.since < self.delay * 0.25:  # "initializing" turns "pending" then
+            work.due(seen.since + self.delay * 0.25)
         if self.faults.operator_failed:
             state, cond = "failed", ("False", "ReconcileFailed", "simulated reconcile error: the operator could not "
                                                                  "create the component resources")
@@ -258,7 +347,7 @@ class SimulatedOperator:
             early = seen.first and clock - seen.since < self.delay * 0.25
             state, cond = ("initializing" if early else "pending"), ("False", "ComponentsNotReady",
                                                                      f"waiting for components: {waiting}")
-        previous = next((c for c in old.get("conditions") or [] if c.get("type") == "Ready"), {})
+        previous: dict[str, Any] = next((c for c in old.get("conditions") or [] if c.get("type") == "Ready"), {})
         transition = previous.get("lastTransitionTime") if previous.get("status") == cond[0] else now()
         per_component = {}
         for part in parts:

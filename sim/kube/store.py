@@ -22,6 +22,8 @@ import re
 import secrets
 import threading
 import uuid
+from collections.abc import Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -104,6 +106,19 @@ class ClusterStore:
                      if (namespace is None or ns == namespace) and match_labels(e.obj) and match_fields(e.obj)]
             return {"kind": f"{rt.kind}List", "apiVersion": rt.api_version(version),
                     "metadata": {"resourceVersion": str(self._rv)}, "items": items}
+
+    def stored(self, rt: ResourceType) -> Sequence[dict[str, Any]]:
+        """Every object of a type as stored, sorted as `list` sorts them, without the copies `list`
+        makes (and with the `apiVersion` each was written in). For a reader that changes nothing it
+        gets: writes replace stored objects and never change one in place, so what this returns
+        stays as it was read."""
+        with self._lock:
+            return [entry.obj for _, entry in sorted(self._objects[(rt.group, rt.plural)].items())]
+
+    def held(self) -> AbstractContextManager[bool]:
+        """Hold the store still for several calls: other threads wait until the block ends, this
+        one reads and writes on (the lock is re-entrant)."""
+        return self._lock
 
     def exists(self, rt: ResourceType, namespace: str | None, name: str) -> bool:
         with self._lock:

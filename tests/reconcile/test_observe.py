@@ -1,18 +1,20 @@
-"""The observe activity against the simulated clusters, through the real kubernetes client, and the
-verdicts its observations lead to: the same path the watch loop takes."""
+"""The watch's look against the simulated clusters, through the real kubernetes client, and the
+verdicts its observations lead to: the same path the watch takes."""
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 import time
 from collections.abc import Iterator
+from datetime import datetime
 from typing import Any, cast
 
 import pytest
 from kubernetes import client
 from temporalio.testing import ActivityEnvironment
 
-from activities.observe import ObserveActivities, ObserveInput
+from activities.observe import ObserveActivities, ObserveInput, SharedReads, last_heard
 from activities.rollout import ApplyInput, ApplyOutput, RolloutActivities, WaitReadyInput
 from sim.kube import SimulatedClusters
 from tests.dynamo.builders import small_spec
@@ -54,10 +56,15 @@ def _serving(kubeconfig: KubeconfigRef) -> tuple[Applied, ApplyOutput]:
     return applied, out
 
 
+def _input(kubeconfig: KubeconfigRef, applied: Applied, probe: bool = True, **wait: Any) -> ObserveInput:
+    return ObserveInput(cluster=CLUSTER, kubeconfig=kubeconfig, name=applied.dgd_name, namespace=applied.namespace,
+                        served_model_name=applied.served_model_name if probe else None, probe_timeout_seconds=2,
+                        **wait)
+
+
 def _look(kubeconfig: KubeconfigRef, applied: Applied, probe: bool = True) -> Observation:
-    return ActivityEnvironment().run(ObserveActivities().observe, ObserveInput(
-        cluster=CLUSTER, kubeconfig=kubeconfig, name=applied.dgd_name, namespace=applied.namespace,
-        served_model_name=applied.served_model_name if probe else None, probe_timeout_seconds=2))
+    """A first look (nothing known yet): it answers after one read."""
+    return asyncio.run(ActivityEnvironment().run(ObserveActivities().look, _input(kubeconfig, applied, probe)))
 
 
 def test_a_serving_deployment_looks_as_applied(kubeconfig: KubeconfigRef) -> None:
@@ -132,14 +139,67 @@ def test_a_frontend_that_stops_serving_the_name_is_seen(kubeconfig: KubeconfigRe
 
 def test_a_slow_answer_is_waited_for_while_the_look_heartbeats(sim: SimulatedClusters,
                                                                  kubeconfig: KubeconfigRef) -> None:
-    """A slow API is slow, not unreachable: the look waits, heartbeating from a helper thread, so the
-    workflow does not take it for a look whose worker was lost."""
+    """A slow API is slow, not unreachable: the look waits, heartbeating meanwhile, so the workflow
+    does not take it for a look whose worker was lost."""
     applied, _ = _serving(kubeconfig)
     sim.faults(CLUSTER).update({"latency": 2.5})
     beats: list[tuple[Any, ...]] = []
     env = ActivityEnvironment()
     env.on_heartbeat = lambda *details: beats.append(details)
-    seen = env.run(ObserveActivities().observe, ObserveInput(
-        cluster=CLUSTER, kubeconfig=kubeconfig, name=applied.dgd_name, namespace=applied.namespace))
+    seen = asyncio.run(env.run(ObserveActivities().look, _input(kubeconfig, applied, probe=False)))
     assert seen.reachable and seen.exists and judge(applied, seen).action == "ok"
-    assert beats, "no heartbeat during a 2.5 s answer"
+    assert len(beats) >= 2, f"one heartbeat at most during a 2.5 s answer: {beats}"
+    assert last_heard(beats[0]) is None  # nothing read yet when the look began
+
+
+def test_a_look_answers_on_news_and_heartbeats_its_last_read(kubeconfig: KubeconfigRef,
+                                                             custom: client.CustomObjectsApi) -> None:
+    """Told what the workflow knows, a look stays quiet while nothing changes (heartbeating the time of
+    each read), and answers as soon as something `judge` can tell apart does."""
+    applied, _ = _serving(kubeconfig)
+    known = _look(kubeconfig, applied).news_key()
+    beats: list[tuple[Any, ...]] = []
+    env = ActivityEnvironment()
+    env.on_heartbeat = lambda *details: beats.append(details)
+    params = _input(kubeconfig, applied, known=known, status_seconds=0.2, probe_seconds=0.5, report_seconds=60)
+
+    async def delete_later() -> Observation:
+        look = asyncio.ensure_future(env.run(ObserveActivities().look, params))
+        await asyncio.sleep(4.5)  # heartbeats at 0, 2 and 4 s
+        assert not look.done(), "answered without news"
+        await asyncio.to_thread(custom.delete_namespaced_custom_object, GROUP, VERSION, applied.namespace, PLURAL,
+                                applied.dgd_name)
+        return await asyncio.wait_for(look, 5)
+    started = time.monotonic()
+    seen = asyncio.run(delete_later())
+    assert seen.news_key() != known and (seen.deleting or not seen.exists)
+    assert judge(applied, seen).health == "degraded" and time.monotonic() - started < 6.5
+    reads = [last_heard(b) for b in beats]
+    assert all(isinstance(r, datetime) for r in reads[1:]) and reads[-1] and reads[1] and reads[-1] > reads[1]
+
+
+def test_a_look_without_news_answers_after_the_report_period(kubeconfig: KubeconfigRef) -> None:
+    applied, _ = _serving(kubeconfig)
+    known = _look(kubeconfig, applied).news_key()
+    started = time.monotonic()
+    seen = asyncio.run(ActivityEnvironment().run(ObserveActivities().look, _input(
+        kubeconfig, applied, known=known, status_seconds=0.2, probe_seconds=0.5, report_seconds=1.0)))
+    assert 1.0 <= time.monotonic() - started < 3 and seen.news_key() == known
+
+
+def test_looks_at_one_cluster_share_one_read_per_period() -> None:
+    reads: list[float] = []
+
+    def read(ref: KubeconfigRef, namespace: str) -> dict[str, dict[str, Any]]:
+        reads.append(time.monotonic())
+        time.sleep(0.05)
+        return {}
+    shared = SharedReads(read)
+    ref = KubeconfigRef(path="/fake/kubeconfig", context=CLUSTER)
+
+    async def many() -> None:
+        await asyncio.gather(*(shared.get(ref, "default", 10) for _ in range(200)))
+        await asyncio.gather(*(shared.get(ref, "default", 10) for _ in range(200)))
+        await shared.get(ref, "other", 10)
+    asyncio.run(many())
+    assert len(reads) == 2  # 400 looks in one namespace, one in another

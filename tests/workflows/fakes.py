@@ -8,6 +8,7 @@ route drained before its deployment is deleted, say)."""
 from __future__ import annotations
 
 import asyncio
+import time
 import uuid
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
@@ -49,6 +50,7 @@ from activities.workload import (
     PlacementRecord,
     WorkloadRecord,
 )
+from wingsmith.config import watch_task_queue
 from wingsmith.dynamo import WorkerPool, dgd_name
 from wingsmith.endpoints import ServingDeployment, routes_from_deployments
 from wingsmith.gateway import EndpointRoutes, RouteStatus
@@ -69,13 +71,13 @@ class World:
     crash_looping: set[str] = field(default_factory=set)  # wait_ready fails there (final)
     refuse_deletes: dict[str, int] = field(default_factory=dict)  # cluster -> deletes still refused
     hold_ready: set[str] = field(default_factory=set)  # wait_ready blocks there until cancelled
-    unreachable: set[str] = field(default_factory=set)  # watch.observe gets no answer there
-    silent: set[str] = field(default_factory=set)  # watch.observe itself gives no answer (its worker lost)
+    unreachable: set[str] = field(default_factory=set)  # watch.look gets no answer there
+    silent: set[str] = field(default_factory=set)  # watch.look itself gives no answer (its worker lost)
     held_looks: asyncio.Event | None = None  # set: every look answers only once it is set (a slow look)
     looks_waiting: int = 0
     generations: dict[str, int] = field(default_factory=dict)  # cluster -> generation of its deployment
     applied_generations: dict[str, int] = field(default_factory=dict)  # cluster -> the plane's last apply
-    looks: int = 0
+    looks: int = 0  # reads of a cluster by looks
     heals: list[HealRecord] = field(default_factory=list)
     routes: EndpointRoutes | None = None
     log: list[str] = field(default_factory=list)
@@ -180,10 +182,15 @@ class World:
 
     # --- watch.* (the kube task queue) ----------------------------------------------------------------
 
-    @activity.defn(name="watch.observe")
+    @activity.defn(name="watch.look")
     async def look(self, params: LookInput) -> Observation:
-        self.looks += 1
+        """Like the real look: reads every status period, answers on news or after the report period."""
+        started = time.monotonic()
         seen = self._seen(params)
+        while (seen.news_key() == params.known and params.cluster not in self.silent
+               and time.monotonic() - started < params.report_seconds):
+            await asyncio.sleep(params.status_seconds)
+            seen = self._seen(params)
         if self.held_looks is not None:  # answered only once released: what it saw may be stale by then
             self.looks_waiting += 1
             try:
@@ -195,6 +202,7 @@ class World:
         return seen
 
     def _seen(self, params: LookInput) -> Observation:
+        self.looks += 1
         cluster = params.cluster
         at = datetime.now(UTC)
         if cluster in self.unreachable:
@@ -251,10 +259,12 @@ class World:
 
 
 @asynccontextmanager
-async def fake_worker(client: Client, world: World) -> AsyncIterator[str]:
-    """The real workflows and the fake activities on one task queue (also used as the kube queue)."""
-    queue = f"wf-{uuid.uuid4().hex[:8]}"
-    async with Worker(client, task_queue=queue, workflows=workflows(), activities=world.activities()):
+async def fake_worker(client: Client, world: World, prefix: str = "wf") -> AsyncIterator[str]:
+    """The real workflows and the fake activities on one task queue (also used as the kube queue), and
+    the looks on the watch queue beside it."""
+    queue = f"{prefix}-{uuid.uuid4().hex[:8]}"
+    async with Worker(client, task_queue=queue, workflows=workflows(), activities=world.activities()), \
+            Worker(client, task_queue=watch_task_queue(queue), activities=[world.look]):
         yield queue
 
 

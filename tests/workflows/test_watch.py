@@ -1,5 +1,6 @@
-"""The watch loop of WorkloadWorkflow on the time-skipping server with fake activities: every heal
-path, with the clock skipped over the grace instead of waited out."""
+"""The watch of WorkloadWorkflow with fake activities: every heal path. Its looks are always in
+flight (they wait for news), which holds the time-skipping server's clock, so graces, silences and
+back-offs are made short and waited out."""
 
 from __future__ import annotations
 
@@ -13,7 +14,8 @@ from tests.workflows.test_workload import Handle, delete, serving, start
 from wingsmith.workload_state import ScaleRequest, WatchSettings, WorkloadStatus
 from workflows.workload import WorkloadWorkflow
 
-FAST = WatchSettings(status_seconds=0.2, probe_seconds=0.4, grace_seconds=120)
+FAST = WatchSettings(status_seconds=0.2, probe_seconds=0.4, report_seconds=2, grace_seconds=4, silence_seconds=3,
+                     place_again_seconds=1)
 
 
 async def until(handle: Handle, check, what: str) -> WorkloadStatus:
@@ -91,13 +93,12 @@ async def test_an_unreachable_cluster_is_replaced_after_the_grace_and_cleaned_wh
         assert seen.state == "degraded" and "cluster unreachable" in (seen.error or "") and seen.unhealthy_since
         assert status.replicas == 1  # only what serves is counted
         # Within the grace nothing moves.
-        await time_skipping_env.sleep(60)
+        await asyncio.sleep(1)
         status = await handle.query(WorkloadWorkflow.status)
         assert status.stage == "degraded" and not world.heals
-        await time_skipping_env.sleep(70)
         status = await until(handle, lambda s: s.stage == "serving", "serving elsewhere")
         assert [(h.cluster, h.action) for h in world.heals] == [(lost, "replace")]
-        assert world.heals[0].seconds >= 120
+        assert world.heals[0].seconds >= FAST.grace_seconds
         serving_now = {c.cluster for c in status.clusters if c.state == "serving"}
         assert lost not in serving_now and len(serving_now) == 2 and status.replicas == 2
         assert lost in world.dgds  # still there: it could not be reached to remove it
@@ -144,12 +145,11 @@ async def test_replicas_that_cannot_be_placed_again_are_retried_until_room_appea
         await serving(handle)
         world.unreachable.add("sim-b")
         await until(handle, lambda s: s.stage == "degraded", "degraded")
-        await time_skipping_env.sleep(130)  # past the grace: sim-b is given up on, and nothing has room
+        # past the grace: sim-b is given up on, and nothing has room
         status = await until(handle, lambda s: events_with(s, "replicas could not be placed"), "the failed placement")
         assert status.stage == "degraded" and status.replicas == 1 and world.heals[0].outcome.startswith(
             "its replicas could not be placed")
-        world.capacity["sim-c"] = 1  # a cluster with room joins
-        await time_skipping_env.sleep(40)  # past the first back-off
+        world.capacity["sim-c"] = 1  # a cluster with room joins; placing is tried again after the back-off
         status = await until(handle, lambda s: s.stage == "serving", "serving the target again")
         assert status.replicas == 2 and world.dgds["sim-c"] == 1
         world.unreachable.clear()
@@ -167,11 +167,9 @@ async def test_a_look_without_an_answer_is_not_taken_for_an_unreachable_cluster(
         world.silent.add("sim-a")  # the plane's own worker keeps dying: its looks get no answer
         looks = world.looks
         await wait_until(lambda: _more_looks(world, looks + 3), what="looks without an answer")
-        await time_skipping_env.sleep(30)
         status = await handle.query(WorkloadWorkflow.status)
         assert status.stage == "serving" and not events_with(status, "degraded")
-        # Nothing heard for a minute: serving can no longer be claimed.
-        await time_skipping_env.sleep(40)
+        # Nothing heard for the silence limit: serving can no longer be claimed.
         status = await until(handle, lambda s: s.stage == "degraded", "degraded after a minute without answers")
         [seen] = status.clusters
         assert "no answer to the plane's looks" in (seen.error or "") and not world.heals

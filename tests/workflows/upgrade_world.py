@@ -16,7 +16,6 @@ from typing import Any
 from temporalio import activity
 from temporalio.client import Client
 from temporalio.exceptions import ApplicationError
-from temporalio.worker import Worker
 
 from activities.endpoint import ObserveInput
 from activities.observe import ObserveInput as LookInput
@@ -39,14 +38,13 @@ from activities.upgrade import (
     UpgradeEvent,
 )
 from activities.workload import DeploymentRecord, PlaceInput
-from tests.workflows.fakes import World
+from tests.workflows.fakes import World, fake_worker
 from wingsmith.dynamo import dgd_name
 from wingsmith.endpoints import ServingDeployment, routes_from_deployments
 from wingsmith.gateway import EndpointRoutes
 from wingsmith.gateway.traffic import BackendCounters
 from wingsmith.placement.models import PlacementDecision
 from wingsmith.reconcile import FrontendCheck, Observation
-from worker.registry import workflows
 
 NEW_SHA = "b" * 40
 NEW_ARTIFACT = f"Qwen/Qwen3-8B@{NEW_SHA}"
@@ -132,8 +130,7 @@ class UpgradeWorld(World):
         self.log.append(f"delete {params.name}")
         return DeleteOutput(existed=existed, waited_seconds=0)
 
-    @activity.defn(name="watch.observe")
-    async def look(self, params: LookInput) -> Observation:
+    def _seen(self, params: LookInput) -> Observation:
         self.looks += 1
         at = datetime.now(UTC)
         d = self.deployments.get(params.name)
@@ -204,6 +201,5 @@ class UpgradeWorld(World):
 
 @asynccontextmanager
 async def upgrade_worker(client: Client, world: UpgradeWorld) -> AsyncIterator[str]:
-    queue = f"up-{uuid.uuid4().hex[:8]}"
-    async with Worker(client, task_queue=queue, workflows=workflows(), activities=world.activities()):
+    async with fake_worker(client, world, prefix="up") as queue:
         yield queue

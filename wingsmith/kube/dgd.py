@@ -99,6 +99,14 @@ class DgdClient:
                 raise
         return self._retry(call, f"reading DynamoGraphDeployment {namespace}/{name}")
 
+    def by_name(self, namespace: str) -> dict[str, dict[str, Any]]:
+        """Every DGD of the namespace by name: one request for what would be one GET per deployment."""
+        def call() -> dict[str, dict[str, Any]]:
+            resp = self.custom.list_namespaced_custom_object(
+                GROUP, VERSION, namespace, PLURAL, _preload_content=False, _request_timeout=self.request_timeout)
+            return {obj["metadata"]["name"]: obj for obj in raw_json(resp).get("items") or []}
+        return self._retry(call, f"listing DynamoGraphDeployments in {namespace}")
+
     def frontend_url(self, name: str, namespace: str) -> str:
         """The published frontend URL, else the in-cluster address of the frontend Service the
         operator creates for an existing DGD. No DGD, no address: that is a non-retryable
