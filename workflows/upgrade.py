@@ -212,7 +212,7 @@ class Upgrade:
         self.task: asyncio.Task[None] | None = None
 
     async def run(self) -> None:
-        s = self.status
+        s, evicted = self.status, False
         self._event(f"started by {s.requested_by}: {s.from_artifact_id} → {s.to_artifact_id}, steps "
                     f"{'/'.join(map(str, s.steps))} %, dwell {s.dwell_seconds:g} s, clusters {', '.join(self.order)}")
         await self._record("workload_upgrade_started", "started", {
@@ -227,12 +227,22 @@ class Upgrade:
             await self._roll_back_or_say_why(stop)
         except Exception as exc:  # noqa: BLE001 - whatever went wrong, two versions must not stay routed
             await self._roll_back_or_say_why(_Stop("failed", [f"{type(exc).__name__}: {exc}"]))
+        except GeneratorExit:
+            # The worker evicted this run from its cache and closes its coroutines: no workflow call
+            # may run now, and none is needed (the run is replayed from its history elsewhere).
+            evicted = True
+            raise
         finally:
-            if s.running:  # never left "running" with nothing running: a new upgrade could not start
-                s.state = "failed"
-            s.finished_at = workflow.now()
-            self.wf.upgrade_run = None
-            workflow.set_current_details("")
+            if not evicted:
+                self._finish()
+
+    def _finish(self) -> None:
+        s = self.status
+        if s.running:  # never left "running" with nothing running: a new upgrade could not start
+            s.state = "failed"
+        s.finished_at = workflow.now()
+        self.wf.upgrade_run = None
+        workflow.set_current_details("")
 
     # --- one cluster --------------------------------------------------------------------------------
 
