@@ -80,18 +80,20 @@ class SharedReads:
         self._last: dict[tuple[KubeconfigRef, str], tuple[float, datetime, dict[str, dict[str, Any]] | KubeError]] = {}
         self._inflight: dict[tuple[KubeconfigRef, str], asyncio.Future[None]] = {}
 
-    async def get(self, ref: KubeconfigRef, namespace: str, max_age: float
+    async def get(self, ref: KubeconfigRef, namespace: str, max_age: float, not_before: float = float("-inf")
                   ) -> tuple[datetime, dict[str, dict[str, Any]] | KubeError]:
+        """A read started less than `max_age` ago, and not before `not_before` (monotonic): a look
+        asked for what is there now, after a change the plane just made, must not get an older read."""
         key = (ref, namespace)
         while True:
             last = self._last.get(key)
-            if last is not None and time.monotonic() - last[0] < max_age:
+            if last is not None and last[0] >= not_before and time.monotonic() - last[0] < max_age:
                 return last[1], last[2]
             running = self._inflight.get(key)
             if running is not None:
                 await asyncio.shield(running)
                 last = self._last.get(key)
-                if last is not None:
+                if last is not None and last[0] >= not_before:
                     return last[1], last[2]
                 continue
             done = self._inflight[key] = asyncio.get_running_loop().create_future()
@@ -118,7 +120,10 @@ class ObserveActivities:
     @activity.defn(name="watch.look")
     async def look(self, input: ObserveInput) -> Observation:
         """Answers at once when `known` is None, else on news or after `report_seconds`."""
-        heard = {"at": ""}
+        # A retried attempt (its worker was lost) carries on the look: the cluster's last read and the
+        # report period both count from the first attempt.
+        previous = activity.info().heartbeat_details if activity.in_activity() else []
+        heard = {"at": previous[0] if previous and isinstance(previous[0], str) else ""}
         beating = asyncio.create_task(self._heartbeat(heard)) if activity.in_activity() else None
         try:
             return await self._look(input, heard)
@@ -127,11 +132,14 @@ class ObserveActivities:
                 beating.cancel()
 
     async def _look(self, input: ObserveInput, heard: dict[str, str]) -> Observation:
-        started = time.monotonic()
+        answer_by = _answer_by(input.report_seconds)
+        # Asked to answer at once (the workflow knows nothing, or just changed something): no read
+        # taken before this look started will do.
+        fresh_from = time.monotonic() if input.known is None else float("-inf")
         frontend: FrontendCheck | None = None
         probed_at = float("-inf")
         while True:
-            at, dgds = await self._reads.get(input.kubeconfig, input.namespace, input.status_seconds)
+            at, dgds = await self._reads.get(input.kubeconfig, input.namespace, input.status_seconds, fresh_from)
             if isinstance(dgds, KubeError):
                 seen = Observation(cluster=input.cluster, at=at, reachable=False, error=str(dgds))
             else:
@@ -145,7 +153,7 @@ class ObserveActivities:
                         time.monotonic()
                 seen = read_observation(input.cluster, at, obj, frontend)
             heard["at"] = at.isoformat()
-            if seen.news_key() != input.known or time.monotonic() - started >= input.report_seconds:
+            if seen.news_key() != input.known or time.monotonic() >= answer_by:
                 return seen
             await asyncio.sleep(input.status_seconds)
 
@@ -169,6 +177,15 @@ class ObserveActivities:
 
     def all(self) -> list[Callable]:
         return [self.look]
+
+
+def _answer_by(report_seconds: float) -> float:
+    """When a look with no news answers (monotonic clock): `report_seconds` after its first attempt was
+    scheduled, so an attempt retried after a lost worker keeps the look's period."""
+    waited = 0.0
+    if activity.in_activity() and activity.info().attempt > 1:
+        waited = max(0.0, time.time() - activity.info().scheduled_time.timestamp())
+    return time.monotonic() + report_seconds - waited
 
 
 def last_heard(details: object) -> datetime | None:

@@ -78,13 +78,15 @@ _DB = workflow.LocalActivityConfig(start_to_close_timeout=_DB_TIMEOUT, retry_pol
 _DB_SCHEDULED = workflow.ActivityConfig(start_to_close_timeout=_DB_TIMEOUT, retry_policy=_DB_RETRY)
 
 
-# A look has no retry: the workflow looks again. It heartbeats every 2 s while it waits for news
-# (activities/observe.py), so one whose heartbeat stops for 6 s lost its worker (killed, restarting);
-# it may run its report period plus a margin for a slow last read. Neither says the cluster is
-# unreachable, and the look is skipped. Only after `watch.silence_seconds` without any answer is the
-# cluster shown unreachable: nothing can be known of it then, and serving must not be claimed over it.
+# A look heartbeats every 2 s while it waits for news (activities/observe.py), so one whose heartbeat
+# stops for 6 s lost its worker (killed, restarting): the server starts it again on another, and the
+# new attempt carries on the look, so a crashing worker costs the workflow nothing. Only a look still
+# unanswered `watch.silence_seconds` past its report period (no watch worker, a hung API) is given up;
+# the cluster is then shown unreachable once nothing was heard of it for `silence_seconds`: nothing
+# can be known of it, and serving must not be claimed over it.
 _LOOK_HEARTBEAT_TIMEOUT = timedelta(seconds=6)
-_LOOK_MARGIN = timedelta(seconds=60)
+_LOOK_RETRY = RetryPolicy(initial_interval=timedelta(seconds=1), maximum_interval=timedelta(seconds=5),
+                          maximum_attempts=0)
 # Replicas a heal could not place again are tried again, backing off up to this.
 _PLACE_AGAIN_MAX = timedelta(minutes=10)
 
@@ -539,9 +541,9 @@ class WorkloadWorkflow:
         return self.known_targets
 
     async def _observe(self, target: ClusterTarget, *, watched: bool) -> Observation | None:
-        """Waits for news of the cluster (activities/observe.py). None: no answer, because the look's
-        worker was lost (its heartbeat stopped) or it ran out of time; its last heartbeat says when the
-        cluster was last read, which still counts as hearing from it."""
+        """Waits for news of the cluster (activities/observe.py). None: no answer, because no attempt
+        answered in time (no watch worker, a hung API) or the look failed; its last heartbeat says when
+        the cluster was last read, which still counts as hearing from it."""
         name, watch = target.info.name, self.params.watch
         state = self.state.clusters.get(name)
         # A cluster with a problem answers every status period, so its grace is counted; one that serves
@@ -556,8 +558,8 @@ class WorkloadWorkflow:
                     served_model_name=self.plan.served_model_name if watched else None, known=self.known.get(name),
                     status_seconds=watch.status_seconds, probe_seconds=watch.probe_seconds, report_seconds=report),
                 task_queue=watch_task_queue(self.params.kube_task_queue),
-                start_to_close_timeout=timedelta(seconds=report) + _LOOK_MARGIN,
-                heartbeat_timeout=_LOOK_HEARTBEAT_TIMEOUT, retry_policy=RetryPolicy(maximum_attempts=1))
+                schedule_to_close_timeout=timedelta(seconds=report + watch.silence_seconds),
+                heartbeat_timeout=_LOOK_HEARTBEAT_TIMEOUT, retry_policy=_LOOK_RETRY)
         except ActivityError as err:
             heard = last_heard(err.cause.last_heartbeat_details if isinstance(err.cause, TemporalTimeout) else None)
             if heard is not None:

@@ -4,10 +4,11 @@ verdicts its observations lead to: the same path the watch takes."""
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import itertools
 import time
 from collections.abc import Iterator
-from datetime import datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any, cast
 
 import pytest
@@ -187,6 +188,33 @@ def test_a_look_without_news_answers_after_the_report_period(kubeconfig: Kubecon
     assert 1.0 <= time.monotonic() - started < 3 and seen.news_key() == known
 
 
+def test_a_retried_look_keeps_the_first_attempts_period_and_last_read(kubeconfig: KubeconfigRef) -> None:
+    """The server starts a look again when its worker was lost: the new attempt answers when the first
+    attempt's report period ends, not a whole period later, and heartbeats the last read it inherited
+    until it reads itself."""
+    applied, _ = _serving(kubeconfig)
+    known = _look(kubeconfig, applied).news_key()
+    params = _input(kubeconfig, applied, known=known, status_seconds=0.2, probe_seconds=0.5, report_seconds=3.0)
+    earlier = "2026-01-01T00:00:00+00:00"
+
+    def retried(scheduled_ago: float) -> ActivityEnvironment:
+        env = ActivityEnvironment()
+        env.info = dataclasses.replace(env.info, attempt=2, heartbeat_details=[earlier],
+                                       scheduled_time=datetime.now(UTC) - timedelta(seconds=scheduled_ago))
+        return env
+
+    env = retried(2.0)
+    beats: list[tuple[Any, ...]] = []
+    env.on_heartbeat = lambda *details: beats.append(details)
+    started = time.monotonic()
+    seen = asyncio.run(env.run(ObserveActivities().look, params))
+    assert 0.8 <= time.monotonic() - started < 2.5 and seen.news_key() == known  # ~1 s left of its 3
+    assert beats and beats[0] == (earlier,)
+    started = time.monotonic()
+    asyncio.run(retried(10.0).run(ObserveActivities().look, params))  # past its period: the first read answers
+    assert time.monotonic() - started < 0.8
+
+
 def test_looks_at_one_cluster_share_one_read_per_period() -> None:
     reads: list[float] = []
 
@@ -203,3 +231,26 @@ def test_looks_at_one_cluster_share_one_read_per_period() -> None:
         await shared.get(ref, "other", 10)
     asyncio.run(many())
     assert len(reads) == 2  # 400 looks in one namespace, one in another
+
+
+def test_a_look_asked_to_answer_at_once_gets_no_read_older_than_itself() -> None:
+    """After a change (a heal's apply), the workflow's next look must see the cluster after it: a read
+    shared by others but started before that look is not good enough, one in flight is waited out."""
+    reads: list[float] = []
+
+    def read(ref: KubeconfigRef, namespace: str) -> dict[str, dict[str, Any]]:
+        reads.append(time.monotonic())
+        time.sleep(0.2)
+        return {"n": {"read": len(reads)}}
+    shared = SharedReads(read)
+    ref = KubeconfigRef(path="/fake/kubeconfig", context=CLUSTER)
+
+    async def scenario() -> tuple[int, int, int]:
+        first = asyncio.ensure_future(shared.get(ref, "default", 10))
+        await asyncio.sleep(0.05)  # that read is in flight
+        now = time.monotonic()
+        fresh, shared_one = await asyncio.gather(shared.get(ref, "default", 10, now), shared.get(ref, "default", 10))
+        await first
+        again = await shared.get(ref, "default", 10, now)  # the read after `now` is reused
+        return fresh[1]["n"]["read"], shared_one[1]["n"]["read"], again[1]["n"]["read"]
+    assert asyncio.run(scenario()) == (2, 1, 2) and len(reads) == 2

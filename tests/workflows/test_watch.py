@@ -147,8 +147,9 @@ async def test_replicas_that_cannot_be_placed_again_are_retried_until_room_appea
         await until(handle, lambda s: s.stage == "degraded", "degraded")
         # past the grace: sim-b is given up on, and nothing has room
         status = await until(handle, lambda s: events_with(s, "replicas could not be placed"), "the failed placement")
-        assert status.stage == "degraded" and status.replicas == 1 and world.heals[0].outcome.startswith(
-            "its replicas could not be placed")
+        # Short of its target: degraded, or placing again already (the back-off here is 1 s).
+        assert status.stage in ("degraded", "placing") and status.replicas == 1
+        assert world.heals[0].outcome.startswith("its replicas could not be placed")
         world.capacity["sim-c"] = 1  # a cluster with room joins; placing is tried again after the back-off
         status = await until(handle, lambda s: s.stage == "serving", "serving the target again")
         assert status.replicas == 2 and world.dgds["sim-c"] == 1
