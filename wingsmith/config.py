@@ -96,7 +96,8 @@ class Settings(BaseSettings):
     # this often).
     watch_report_seconds: float = Field(default=300, gt=0)
     drift_grace_seconds: float = Field(default=120, ge=0)
-    watch_looks_per_run: int = Field(default=360, ge=1, description="looks before the workflow continues as new")
+    watch_looks_per_run: int = Field(default=360, ge=1,
+                                     description="answered looks before the workflow continues as new")
 
     # The gateway that gives endpoints one model name: the embedded router ("local") or Envoy AI Gateway.
     gateway: str = Field(default="local", pattern="^(local|envoy)$")

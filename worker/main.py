@@ -59,7 +59,7 @@ def build_workers(client, deps: WorkerDeps, *, task_queue: str = TASK_QUEUE,
                               graceful_shutdown_timeout=_GRACEFUL_SHUTDOWN, interceptors=[metrics]))
         # Looks wait for news for minutes: one per watched cluster of every serving workload is held at
         # once, on the event loop (no thread each). They change nothing, so a shutdown cancels them at
-        # once; their workflows look again on whichever worker is up.
+        # once; the server starts each again on whichever worker is up, where it carries on.
         workers.append(Worker(client, task_queue=watch_task_queue(kube_task_queue), activities=watch_activities(deps),
                               max_concurrent_activities=_WATCHED_AT_ONCE, graceful_shutdown_timeout=timedelta(0),
                               interceptors=[metrics]))

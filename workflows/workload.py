@@ -6,13 +6,14 @@ replicas re-placed elsewhere; when that is impossible every applied cluster is r
 saga, shielded from cancellation) and the workflow fails with the cause. Updates `scale` and
 `delete`; query `status`.
 
-Serving is watched, not assumed: on a durable timer the workflow looks at every cluster's DGD (its
-status every `watch.status_seconds`, its frontend every `watch.probe_seconds`) and acts on the
-verdict of `wingsmith.reconcile.judge`: a missing or edited deployment is applied again, one that
+Serving is watched, not assumed: one look per cluster is always in flight (activities/observe.py),
+reading its DGD every `watch.status_seconds` and its frontend every `watch.probe_seconds`, and
+answering on news or after `watch.report_seconds`; the workflow acts on the verdict of
+`wingsmith.reconcile.judge`: a missing or edited deployment is applied again, one that
 stays unready or unreachable past the grace is drained and its replicas placed elsewhere (its old
 DGD is removed once its cluster answers again). Stage, search attribute and registry say what was
 observed (`degraded`, with the cluster and the cause). It continues as new every
-`watch.looks_per_run` looks, or sooner when Temporal suggests, so its history stays bounded.
+`watch.looks_per_run` answered looks, or sooner when Temporal suggests, so its history stays bounded.
 """
 
 from __future__ import annotations
