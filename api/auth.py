@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hmac
 import json
+import re
 from typing import Annotated
 
 from fastapi import Depends, Request
@@ -17,9 +18,16 @@ from api.errors import ApiError
 from wingsmith.roles import ROLES, grants
 
 
+DEFAULT_TEAM = "default"
+_TEAM = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
+
+
 class Principal(BaseModel, frozen=True):
+    """Who sent a request: a name, roles, and the team that owns what it makes (workloads, endpoints,
+    watches). Tokens without a team belong to DEFAULT_TEAM, so a single-team table keeps working."""
     name: str
     roles: frozenset[str]
+    team: str = DEFAULT_TEAM
 
     def has(self, role: str) -> bool:
         return grants(self.roles, role)
@@ -49,7 +57,11 @@ class TokenTable:
                 # Index, not the token: the token must never reach an error message.
                 raise ValueError(f"WINGSMITH_AUTH_TOKENS entry #{i + 1} needs a name and roles from "
                                  f"{', '.join(ROLES)}" + (f" (unknown: {sorted(unknown)})" if unknown else ""))
-            table[token] = Principal(name=entry["name"], roles=roles)
+            team = entry.get("team", DEFAULT_TEAM)
+            if not isinstance(team, str) or not _TEAM.match(team):
+                raise ValueError(f"WINGSMITH_AUTH_TOKENS entry #{i + 1}: team must be a DNS-1123 label "
+                                 "(a-z, 0-9, '-', at most 63)")
+            table[token] = Principal(name=entry["name"], roles=roles, team=team)
         return cls(table)
 
     def lookup(self, token: str) -> Principal | None:
