@@ -17,9 +17,10 @@ from temporalio.exceptions import ApplicationError
 
 from activities.registry import registry_pool
 from wingsmith.config import Settings
-from wingsmith.endpoints import BackendRef, membership_problems, routes_from_deployments
+from wingsmith.endpoints import BackendRef, endpoint_model, membership_problems, routes_from_deployments
 from wingsmith.gateway import EndpointRoutes, GatewayClient, GatewayError, RouteStatus, gateway_client
 from wingsmith.store import endpoints as store
+from wingsmith.teams import DEFAULT_TEAM
 
 
 class ObserveInput(BaseModel):
@@ -48,16 +49,20 @@ class EndpointRecord(BaseModel):
     step: str
     event: str | None = None  # the event's kind when it is not `endpoint_<state>`
     actor: str = "system"
+    team: str = DEFAULT_TEAM  # the owning team (events recorded before teams existed: the default one)
+    requested_by: str = "unknown"  # who created the endpoint
 
 
 class CheckWorkloadsInput(BaseModel):
     name: str
     workloads: list[str]
-    staying: list[str]  # the endpoint's current workloads that are not draining
+    model: str | None = None  # the repository the endpoint serves, once it knows (endpoints started before it did not)
+    current: list[str] = []  # the endpoint's workloads now: the model is theirs when `model` is not known
 
 
 class CheckWorkloadsOutput(BaseModel):
     problems: list[str]
+    model: str | None = None  # the endpoint's model after the change
 
 
 def _failure(err: GatewayError) -> ApplicationError:
@@ -136,13 +141,15 @@ class EndpointActivities:
     async def record(self, r: EndpointRecord) -> None:
         await store.upsert_endpoint(self._pool(), name=r.name, workloads=r.workloads, state=r.state,
                                     workflow_id=r.workflow_id, routes=r.routes, step=r.step, event=r.event,
-                                    actor=r.actor)
+                                    actor=r.actor, team=r.team, requested_by=r.requested_by)
 
     @activity.defn(name="endpoint.check_workloads")
     async def check_workloads(self, params: CheckWorkloadsInput) -> CheckWorkloadsOutput:
         """Whether the registry lets these workloads be the endpoint's (a read: safe to retry)."""
-        facts = await store.workload_facts(self._pool(), params.workloads)
-        return CheckWorkloadsOutput(problems=membership_problems(params.name, params.workloads, facts, params.staying))
+        facts = await store.workload_facts(self._pool(), list(dict.fromkeys([*params.workloads, *params.current])))
+        model = params.model or endpoint_model(facts, params.current)
+        return CheckWorkloadsOutput(problems=membership_problems(params.name, params.workloads, facts, model),
+                                    model=model or endpoint_model(facts, params.workloads))
 
     def all(self) -> list[Callable[..., Any]]:
         return [self.observe, self.set_routes, self.wait_drained, self.record, self.check_workloads]

@@ -15,7 +15,7 @@ from temporalio.exceptions import ApplicationError
 
 from activities.registry import registry_pool
 from wingsmith.config import Settings
-from wingsmith.gateway.traffic import BackendCounters, parse_counters
+from wingsmith.gateway.traffic import BackendCounters, metrics_headers, parse_counters
 from wingsmith.recipes.catalog import catalog_of_draft
 from wingsmith.store import workloads as store
 from wingsmith.upgrade import UpgradeRequest, same_repository
@@ -118,7 +118,7 @@ class UpgradeActivities:
         url = self.settings.gateway_url.rstrip("/") + "/metrics"
         try:
             async with httpx.AsyncClient(timeout=5, trust_env=False) as http:
-                r = await http.get(url)
+                r = await http.get(url, headers=metrics_headers(self.settings.gateway_admin_token_ref))
         except httpx.HTTPError as err:
             raise ApplicationError(f"the gateway's metrics ({url}) did not answer: {type(err).__name__}",
                                    type="GatewayUnreadable") from None

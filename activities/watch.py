@@ -40,6 +40,7 @@ from wingsmith.watch import (
     WatchInput,
     WatchNotice,
     evidence_moved,
+    watch_memo,
     watch_schedule_id,
 )
 
@@ -104,7 +105,7 @@ class WatchActivities:
             state=ScheduleState(note=f"watches {params.watch.repo_id}@{params.watch.branch} for new commits"))
         client = activity.client()
         try:
-            await client.create_schedule(schedule_id, schedule)
+            await client.create_schedule(schedule_id, schedule, memo=watch_memo(params))
         except ScheduleAlreadyRunningError:
             # Approved again (a newer commit): the newest approval's task queue and review policy
             # apply; its state (paused or not) and its interval are the operator's and stay.

@@ -13,6 +13,7 @@ from wingsmith.placement import place
 from wingsmith.placement.models import ClusterInfo, ClusterInventory, PlacementDecision, PlacementPlan
 from wingsmith.store import clusters as cluster_store
 from wingsmith.store import workloads as store
+from wingsmith.teams import DEFAULT_TEAM
 
 
 class ClusterTarget(BaseModel):
@@ -46,6 +47,7 @@ class WorkloadRecord(BaseModel):
     requested_by: str
     step: str
     detail: dict = {}
+    team: str = DEFAULT_TEAM
 
 
 class PlacementRecord(BaseModel):
@@ -106,7 +108,7 @@ class WorkloadActivities:
     async def record_workload(self, r: WorkloadRecord) -> None:
         await store.upsert_workload(self._pool(), workload_id=r.workload_id, artifact_id=r.artifact_id, spec=r.spec,
                                     state=r.state, workflow_id=r.workflow_id, requested_by=r.requested_by,
-                                    step=r.step, detail=r.detail)
+                                    step=r.step, detail=r.detail, team=r.team)
 
     @activity.defn(name="workload.record_placement")
     async def record_placement(self, r: PlacementRecord) -> None:

@@ -15,16 +15,23 @@ from fastapi import FastAPI
 from temporalio.client import Client
 
 from api.auth import TokenTable
-from api.errors import install_error_handlers
+from api.body_limit import BodyLimit
+from api.errors import install_error_handlers, request_too_large
 from api.metrics import RequestMetrics
 from api.metrics import router as metrics_router
+from api.security_headers import SecurityHeaders
 from wingsmith.config import Settings, get_settings
 from wingsmith.local.tokens import local_admin_tokens
 from wingsmith.logs import configure_logging, get_logger
+from wingsmith.oidc import OidcVerifier
 from wingsmith.tracing import configure_tracing, instrument_fastapi
 
 ROUTE_MODULES = ["health", "recipes", "resolve", "artifacts", "clusters", "workloads", "follow", "endpoints",
                  "watches", "console", "codec"]
+
+# The Temporal UI's codec calls carry whole payloads (up to Temporal's 4 MB message, base64-encoded);
+# their handler reads the body only after checking the caller's token.
+CODEC_MAX_REQUEST_BYTES = 8 * 1024 * 1024
 
 log = get_logger("wingsmith.api")
 
@@ -67,6 +74,7 @@ def create_app(settings: Settings | None = None, *, tokens: TokenTable | None = 
                               "driven by Temporal, with a person in the loop.")
     app.state.settings = settings
     app.state.tokens = tokens or _token_table(settings)
+    app.state.oidc = OidcVerifier.from_settings(settings)  # None: single sign-on off
     app.state.db = db
     app.state.temporal = temporal
     install_error_handlers(app)
@@ -74,6 +82,10 @@ def create_app(settings: Settings | None = None, *, tokens: TokenTable | None = 
         app.include_router(importlib.import_module(f"api.routes.{name}").router)
     if settings.api_metrics:
         app.include_router(metrics_router)
+    # Added first, so it runs inside the metrics (its 413s are counted) and before routing and auth.
+    app.add_middleware(BodyLimit, limit=settings.max_request_bytes, refuse=request_too_large,
+                       larger={"/codec/": CODEC_MAX_REQUEST_BYTES})
     app.add_middleware(RequestMetrics)
+    app.add_middleware(SecurityHeaders)  # the outermost of ours: every answer of the app carries them, 413s too
     instrument_fastapi(app)
     return app

@@ -11,14 +11,17 @@ import json
 import re
 from typing import Annotated
 
+import structlog
 from fastapi import Depends, Request
 from pydantic import BaseModel
 
 from api.errors import ApiError
+from wingsmith.logs import get_logger
+from wingsmith.oidc import KeysUnavailable, OidcVerifier, TokenRefused, looks_like_jwt
 from wingsmith.roles import ROLES, grants
+from wingsmith.teams import DEFAULT_TEAM
 
-
-DEFAULT_TEAM = "default"
+log = get_logger("wingsmith.api.auth")
 _TEAM = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
 
 
@@ -87,16 +90,43 @@ def _bearer(request: Request) -> str | None:
     return request.cookies.get("wingsmith_token") or None
 
 
-def authenticate(request: Request) -> Principal:
-    table: TokenTable = request.app.state.tokens
+async def authenticate(request: Request) -> Principal:
     token = _bearer(request)
     if token is None:
         raise ApiError(401, "missing bearer token (Authorization: Bearer <token>)",
                        headers={"WWW-Authenticate": "Bearer"})
+    return await principal_for(request.app, token)
+
+
+async def principal_for(app, token: str) -> Principal:
+    """The principal a token names: the static table first (constant time), then, with single sign-on
+    on and a token shaped like a JWT, the issuer's verdict (wingsmith/oidc.py)."""
+    table: TokenTable = app.state.tokens
     principal = table.lookup(token)
-    if principal is None:
+    if principal is not None:
+        return principal
+    sso: OidcVerifier | None = getattr(app.state, "oidc", None)
+    if sso is None or not looks_like_jwt(token):
         raise ApiError(401, "unknown token", headers={"WWW-Authenticate": "Bearer"})
-    return principal
+    try:
+        identity = await sso.identify(token)
+    except TokenRefused as refused:
+        log.info("oidc token refused", reason=str(refused))  # the reason only: never the token
+        raise ApiError(401, f"token refused: {refused}",
+                       headers={"WWW-Authenticate": 'Bearer error="invalid_token"'}) from None
+    except KeysUnavailable as exc:
+        log.warning("oidc token not checked: the issuer's keys are unavailable", error=str(exc))
+        raise ApiError(503, "the sign-in provider's keys cannot be fetched right now; try again shortly") from None
+    # An authentic token the plane cannot place is refused as forbidden, not unauthenticated: signing in
+    # again cannot help; the identity provider must grant a role or fix the team.
+    if not identity.roles:
+        raise ApiError(403, f"{identity.name} holds none of this plane's roles ({', '.join(ROLES)}) in the "
+                            f"token's {sso.config.roles_claim} claim")
+    team = identity.team or DEFAULT_TEAM
+    if not _TEAM.match(team):
+        raise ApiError(403, f"the token's {sso.config.team_claim} claim is not a team name this plane accepts "
+                            "(a DNS-1123 label: a-z, 0-9, '-', at most 63)")
+    return Principal(name=identity.name, roles=identity.roles, team=team)
 
 
 def authorize(principal: Principal, role: str) -> Principal:
@@ -105,14 +135,22 @@ def authorize(principal: Principal, role: str) -> Principal:
     return principal
 
 
-# Dependencies that do no I/O are `async def`: FastAPI runs a plain `def` dependency in its thread
-# pool, a thread hop per dependency per request for what is a dictionary lookup.
+# Dependencies that do no blocking I/O are `async def`: FastAPI runs a plain `def` dependency in its
+# thread pool, a thread hop per dependency per request for what is a dictionary lookup (or, rarely, an
+# async fetch of the sign-in provider's keys).
 async def current_principal(request: Request) -> Principal:
-    return authenticate(request)
+    return await authenticate(request)
+
+
+def bind_principal(principal: Principal) -> None:
+    """Name who sent the request, and their team, on every log line written while it is handled
+    (each request runs in its own context, so nothing carries over to the next)."""
+    structlog.contextvars.bind_contextvars(principal=principal.name, team=principal.team)
 
 
 def require(role: str):
     async def dependency(principal: Annotated[Principal, Depends(current_principal)]) -> Principal:
+        bind_principal(principal)
         return authorize(principal, role)
 
     dependency.__name__ = f"require_{role}"

@@ -25,10 +25,11 @@ from fastapi.responses import JSONResponse
 from fastapi.routing import iter_route_contexts
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
+from api.body_limit import RequestTooLarge
 from wingsmith.text import unstorable_reason
 
 _CODES = {400: "bad_request", 401: "unauthenticated", 403: "forbidden", 404: "not_found",
-          405: "method_not_allowed", 409: "conflict", 422: "invalid", 429: "rate_limited",
+          405: "method_not_allowed", 409: "conflict", 413: "too_large", 422: "invalid", 429: "rate_limited",
           503: "unavailable"}
 
 
@@ -56,6 +57,12 @@ def error_body(code: str, message: str, details: Any = None) -> dict:
     if details is not None:
         body["details"] = details
     return {"error": body}
+
+
+def request_too_large(limit: int) -> ErrorResponse:
+    """The answer to a body refused by its declared size (api/body_limit.py), in the words used for one
+    cut off while it was read."""
+    return ErrorResponse(error_body(_CODES[413], str(RequestTooLarge(limit).detail)), status_code=413)
 
 
 def _phrase(status: int) -> str:

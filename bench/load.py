@@ -99,7 +99,9 @@ def start_plane(root: Path) -> Plane:
         plane.children.append(proc)
         return proc
 
+    # The plane takes kubeconfig files only from its kubeconfig directory (default $WINGSMITH_HOME/kubeconfigs).
     sims = child("sim", "-m", "sim.kube", "--home", str(root / "sim"), "--port", str(sim_port),
+                 "--kubeconfig", str(root / "home" / "kubeconfigs" / "sim.yaml"),
                  "--operator-delay", "0")
     wait_for_port("127.0.0.1", sim_port, 30, sims)
     child("worker", "-m", "worker")

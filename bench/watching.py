@@ -119,6 +119,7 @@ async def main() -> None:
 
 async def _measure(args: argparse.Namespace, watch: WatchSettings) -> dict[str, float]:
     root = Path(tempfile.mkdtemp(prefix="wingsmith-watch-bench-"))
+    os.environ["WINGSMITH_KUBECONFIG_DIR"] = str(root)  # the sims' kubeconfig is in it, for every part
     pg = LocalPostgres(root / "pg", free_port(), durable=False).start()
     temporal = TemporalDevServer(port=free_port(), ui_port=None, db_file=None, log_file=root / "temporal.log").start()
     sims = SimulatedClusters(_cluster_specs(args.workloads), home=root / "sim", operator_delay=0.0,
@@ -197,7 +198,7 @@ async def _place(client, settings: Settings, sims: SimulatedClusters, watch: Wat
     from workflows.workload import WorkloadWorkflow, start_search_attributes
 
     ids = []
-    kubes = {c: DgdClient(new_api_client(KubeconfigRef(path=str(sims.kubeconfig_path), context=c))) for c in CLUSTERS}
+    kubes = {c: DgdClient(new_api_client(KubeconfigRef(source=str(sims.kubeconfig_path), context=c))) for c in CLUSTERS}
     for i in range(workloads):
         workload_id, cluster = f"watched-{i:04d}", CLUSTERS[i % len(CLUSTERS)]
         plan = _plan(workload_id)

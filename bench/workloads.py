@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import statistics
 import tempfile
 import time
@@ -40,6 +41,7 @@ def _snapshot_sha(model: str) -> str:
 
 async def main() -> None:
     root = Path(tempfile.mkdtemp(prefix="wingsmith-bench-"))
+    os.environ["WINGSMITH_KUBECONFIG_DIR"] = str(root)  # the sims' kubeconfig is in it
     pg = LocalPostgres(root / "pg", free_port(), durable=False).start()
     temporal = TemporalDevServer(port=free_port(), ui_port=None, db_file=None, log_file=root / "t.log").start()
     hub = start_hub_server()

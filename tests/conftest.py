@@ -52,6 +52,16 @@ def _isolate_from_the_shell() -> None:
 _isolate_from_the_shell()
 
 
+@pytest.fixture(scope="session", autouse=True)
+def kubeconfig_dir(tmp_path_factory) -> Path:
+    """The plane takes kubeconfig files only from its kubeconfig directory (WINGSMITH_KUBECONFIG_DIR).
+    The test bed's simulated clusters write theirs under pytest's temporary root, so that root is the
+    directory of every plane a test starts; tests of the directory itself state their own."""
+    root = tmp_path_factory.getbasetemp().resolve()
+    os.environ["WINGSMITH_KUBECONFIG_DIR"] = str(root)
+    return root
+
+
 @pytest.fixture(scope="session")
 def upstream_dir() -> Path:
     return require_upstream()

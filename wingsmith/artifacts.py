@@ -9,6 +9,7 @@ from typing import Literal
 from pydantic import BaseModel, Field
 
 from wingsmith.review import DraftFacts, RecordedDecision
+from wingsmith.teams import DEFAULT_TEAM
 
 Stage = Literal["resolving", "draft", "approved", "rejected", "expired", "superseded", "failed"]
 
@@ -45,6 +46,8 @@ class ArtifactWorkflowInput(BaseModel):
     revision: str
     sha: str
     requested_by: str
+    # The artifact is the organisation's; the team is the registrant's, and owns the branch's watch.
+    team: str = DEFAULT_TEAM
     policy: ReviewPolicy = Field(default_factory=ReviewPolicy)
     catalog_version: str | None = Field(None, description="set when the watch opened this draft for new recipe "
                                         "evidence at an approved commit: the catalog version to read it from")

@@ -27,6 +27,7 @@ from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.converter import DataConverter, PayloadCodec
 
 from wingsmith.config import Settings
+from wingsmith.payloads import CodecChain, PayloadBudgetCodec
 from wingsmith.secrets import SecretUnavailable, describe_ref, read_secret_ref
 
 ENCODING = b"binary/encrypted"
@@ -140,8 +141,9 @@ def codec_from_settings(settings: Settings) -> EncryptionCodec | None:
 
 
 def data_converter(settings: Settings) -> DataConverter:
-    """pydantic payloads, encrypted when a payload key is configured."""
+    """pydantic payloads within the payload budget (wingsmith/payloads.py), encrypted when a payload
+    key is configured."""
     codec = codec_from_settings(settings)
-    if codec is None:
-        return pydantic_data_converter
-    return dataclasses.replace(pydantic_data_converter, payload_codec=codec)
+    budget = PayloadBudgetCodec()
+    return dataclasses.replace(pydantic_data_converter,
+                               payload_codec=CodecChain([budget, codec]) if codec is not None else budget)

@@ -67,6 +67,24 @@ class Settings(BaseSettings):
     # JSON object {token: {"name": ..., "roles": [...]}}. Unset: `wingsmith up` makes a local admin.
     auth_tokens: str | None = None
 
+    # Single sign-on (wingsmith/oidc.py): OpenID Connect ID or access tokens (JWTs) are accepted beside
+    # the token table when an issuer is set. Unset JWKS URL: found by discovery from
+    # <issuer>/.well-known/openid-configuration. Claims may be dotted paths ("realm_access.roles").
+    oidc_issuer: str | None = None
+    oidc_audience: str | None = None
+    oidc_jwks_url: str | None = None
+    oidc_algorithms: Annotated[list[str], NoDecode] = Field(default_factory=lambda: ["RS256", "PS256", "ES256",
+                                                                                      "EdDSA"])
+    oidc_name_claim: str = "preferred_username"  # falls back to `sub` when absent
+    oidc_roles_claim: str = "roles"
+    oidc_team_claim: str = "team"
+    oidc_leeway_seconds: int = Field(default=30, ge=0, le=300)
+    # An unknown `kid` refetches the issuer's keys at most this often, so random kids cannot make the
+    # plane hammer the issuer; keys older than the cache age are refetched on next use.
+    oidc_jwks_min_refresh_seconds: float = Field(default=60, ge=0)
+    oidc_jwks_cache_seconds: float = Field(default=3600, gt=0)
+    oidc_http_timeout_seconds: float = Field(default=5, gt=0, le=60)
+
     hf_endpoint: str = "https://huggingface.co"
     # Name of an env var, or `file:<path>`, holding the Hugging Face token. Never the token itself.
     hf_token_ref: str | None = None
@@ -106,7 +124,8 @@ class Settings(BaseSettings):
     gateway_url: str = ""
     # Reference (env var name or file:<path>) to the local gateway's admin token.
     gateway_admin_token_ref: str | None = None
-    gateway_kubeconfig: str | None = Field(default=None, description="envoy: kubeconfig path of the gateway cluster")
+    gateway_kubeconfig: str | None = Field(default=None, description="envoy: the gateway cluster's kubeconfig by "
+                                           "reference (file:, env: or secret:, as a member cluster's)")
     gateway_context: str | None = None
     gateway_namespace: str = "default"
     gateway_name: str = "wingsmith"
@@ -124,6 +143,9 @@ class Settings(BaseSettings):
     # Kubeconfig users whose credentials run a program (exec plugins by command base name,
     # auth-providers by name) that the operator trusts; every other such user is refused.
     kubeconfig_exec_allow: Annotated[list[str], NoDecode] = Field(default_factory=list)
+    # The only directory kubeconfig files (file: references, and files a kubeconfig names) may be in.
+    # Unset: $WINGSMITH_HOME/kubeconfigs.
+    kubeconfig_dir: Path | None = None
 
     # Observability (README "Observability"): the worker's one scrape port, and where the Temporal SDK's
     # own Prometheus endpoint binds on loopback (0: any free port) for the worker to pass it through.
@@ -132,11 +154,15 @@ class Settings(BaseSettings):
     worker_sdk_metrics_port: int = Field(default=0, ge=0, le=65535)
     # The API's /metrics has no token, like every Prometheus exporter; false turns it off.
     api_metrics: bool = True
+    # The largest request body the API reads (api/body_limit.py): checked before auth, so an anonymous
+    # caller cannot make it hold more. The API's own bodies are small; larger ones get 413.
+    max_request_bytes: int = Field(default=1024 * 1024, ge=4096)
 
     log_level: str = "INFO"
     log_format: str = Field(default="auto", description="json, console, or auto (console on a TTY)")
 
-    @field_validator("payload_old_key_refs", "kubeconfig_exec_allow", "expected_clusters", mode="before")
+    @field_validator("payload_old_key_refs", "kubeconfig_exec_allow", "expected_clusters", "oidc_algorithms",
+                     mode="before")
     @classmethod
     def _comma_separated(cls, value):
         if isinstance(value, str):
@@ -158,6 +184,10 @@ class Settings(BaseSettings):
     @property
     def home_dir(self) -> Path:
         return self.home.expanduser().resolve()
+
+    @property
+    def kubeconfig_directory(self) -> Path:
+        return (self.kubeconfig_dir or self.home_dir / "kubeconfigs").expanduser().resolve()
 
     @property
     def catalogs_dir(self) -> Path:

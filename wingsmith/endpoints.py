@@ -132,12 +132,21 @@ class WorkloadFacts(BaseModel):
 NOT_SERVING_STATES = frozenset({"deleting", "deleted", "failed"})
 
 
+def endpoint_model(facts: dict[str, WorkloadFacts], workloads: list[str]) -> str | None:
+    """The model an endpoint serves: the Hugging Face repository of its workloads (lower-cased, as the
+    Hub ignores case), or None when none of them is known to the registry."""
+    return next((facts[w].repo_id.lower() for w in workloads if w in facts), None)
+
+
 def membership_problems(name: str, wanted: list[str], facts: dict[str, WorkloadFacts],
-                        staying: list[str]) -> list[str]:
+                        model: str | None) -> list[str]:
     """Why these workloads cannot be the endpoint `name`'s (empty when they can). Each must exist and
-    not be going away; a workload joining an endpoint that already routes others must serve the name:
-    its served model name is `name`, or it serves the same Hugging Face repository as one that stays
-    (the gateway then asks it for its own name, as for a newer commit of the same model)."""
+    not be going away, and all must serve the endpoint's `model` (a Hugging Face repository, any
+    commit of it): clients ask for `name` and must get that model whichever workload answers. A new
+    endpoint (`model` None) takes the model its workloads agree on.
+
+    The served model name is not evidence: it is a label the workload's creator picks, so a workload
+    of another model named after the endpoint would swap the model behind it."""
     if not wanted:
         return ["an endpoint needs at least one workload"]
     problems = []
@@ -147,11 +156,16 @@ def membership_problems(name: str, wanted: list[str], facts: dict[str, WorkloadF
     gone = [w for w in wanted if w in facts and facts[w].state in NOT_SERVING_STATES]
     if gone:
         problems.append(f"workload(s) {', '.join(gone)} no longer serve")
-    repos = {facts[w].repo_id.lower() for w in staying if w in facts}
-    if repos:
-        strangers = [w for w in wanted if w in facts and w not in staying and facts[w].served_model_name != name
-                     and facts[w].repo_id.lower() not in repos]
+    known = [w for w in wanted if w in facts]
+    if model is None:
+        repos = sorted({facts[w].repo_id.lower() for w in known})
+        if len(repos) > 1:
+            problems.append(f"the workloads serve different models ({', '.join(repos)}); an endpoint serves one "
+                            "model, so every workload must serve the same Hugging Face repository")
+    else:
+        strangers = [w for w in known if facts[w].repo_id.lower() != model.lower()]
         if strangers:
-            problems.append(f"workload(s) {', '.join(strangers)} serve neither {name!r} nor the model of the "
-                            f"endpoint's other workloads ({', '.join(sorted(repos))})")
+            theirs = ", ".join(f"{w} serves {facts[w].repo_id}" for w in strangers)
+            problems.append(f"endpoint {name} serves {model}; every workload it routes to must serve that model "
+                            f"({theirs}): create another endpoint for another model")
     return problems

@@ -26,7 +26,7 @@ from pydantic import BaseModel, Field, field_validator, model_validator
 from wingsmith.dynamo.names import LABEL_MANAGED_BY, LABEL_WORKLOAD
 from wingsmith.hardware import get_hardware, hardware_for_product_label
 from wingsmith.placement.models import ClusterInventory, NodePool
-from wingsmith.text import NameText
+from wingsmith.text import MAX_NODES, MAX_POOLS, NameText
 
 GPU_RESOURCE = "nvidia.com/gpu"
 GPU_PRODUCT_LABEL = "nvidia.com/gpu.product"
@@ -41,8 +41,8 @@ class ManualPool(BaseModel, frozen=True):
     hardware: NameText = Field(description="hardware id, e.g. h200")
     gpus_per_node: int | None = Field(default=None, ge=1, le=1024,
                                       description="GPUs per node; default: the card's usual count")
-    nodes: int = Field(ge=1)
-    free_gpus: int | None = Field(default=None, ge=0, description="free GPUs per node; default: all")
+    nodes: int = Field(ge=1, le=MAX_NODES)
+    free_gpus: int | None = Field(default=None, ge=0, le=1024, description="free GPUs per node; default: all")
 
     @field_validator("hardware")
     @classmethod
@@ -63,7 +63,8 @@ class ManualPool(BaseModel, frozen=True):
 class ManualInventory(BaseModel, frozen=True):
     """GPU nodes declared by an admin, for clusters whose nodes carry no `nvidia.com/gpu.product`
     label. Stored with the cluster; placement uses it instead of a live read."""
-    pools: list[ManualPool] = Field(min_length=1)
+    # Bounded: the inventory travels with the cluster into every workload's placement (a Temporal payload).
+    pools: list[ManualPool] = Field(min_length=1, max_length=MAX_POOLS)
 
     def to_inventory(self, cluster: str) -> ClusterInventory:
         pools = [NodePool(hardware_id=p.hardware, product=f"manual:{p.hardware}", gpus_per_node=p.per_node,

@@ -14,6 +14,7 @@ from temporalio.runtime import Runtime
 
 from wingsmith.codec import data_converter
 from wingsmith.config import Settings
+from wingsmith.payloads import PayloadBudgetCodec
 from wingsmith.tracing import temporal_interceptors
 
 
@@ -29,7 +30,9 @@ async def connect(settings: Settings, *, address: str | None = None, wait_second
     kwargs.setdefault("namespace", settings.temporal_namespace)
     converter = data_converter(settings)
     # The tracing interceptor's header (a trace context) is a payload too: encrypted like the rest.
-    headers = HeaderCodecBehavior.CODEC if converter.payload_codec else HeaderCodecBehavior.NO_CODEC
+    # (the payload budget alone changes no bytes: headers skip the codec then, as before it existed)
+    encrypted = not isinstance(converter.payload_codec, PayloadBudgetCodec)
+    headers = HeaderCodecBehavior.CODEC if encrypted else HeaderCodecBehavior.NO_CODEC
     deadline = asyncio.get_running_loop().time() + wait_seconds
     while True:
         try:

@@ -28,6 +28,8 @@ MAX_SOURCE = 512        # a model source: hf:<org>/<name>@<revision> or a Hub UR
 MAX_MODEL_NAME = 256    # a served model name, as clients send it
 MAX_COMMENT = 4000      # a review comment
 MAX_LIST = 64           # items in a list of names (regions, clusters, features, workloads)
+MAX_POOLS = 64          # node pools in one cluster's inventory (one per card, node size and free count)
+MAX_NODES = 100_000     # nodes in one pool: beyond any cluster Kubernetes supports (5,000 nodes)
 
 
 def unstorable_reason(value: str) -> str | None:

@@ -11,6 +11,7 @@ from typing import Literal
 from pydantic import BaseModel, Field
 
 from wingsmith.gateway.traffic import BackendTraffic
+from wingsmith.teams import DEFAULT_TEAM
 from wingsmith.text import MAX_LIST, CommentText, NameText
 
 
@@ -72,6 +73,7 @@ class UpgradeRequest(BaseModel):
 
     artifact_id: str = Field(description="<org>/<name>@<sha> of an approved artifact")
     requested_by: str = "unknown"
+    team: str = Field(default=DEFAULT_TEAM, description="the requester's team")
     reason: str | None = Field(default=None, description="why, when not a person's request (e.g. follow: auto)")
     steps: list[int] = Field(default_factory=lambda: [10, 50, 100], min_length=1, max_length=10,
                              description="percent of the cluster's traffic on the new version at each step; "
@@ -92,6 +94,7 @@ class UpgradeControl(BaseModel):
     """`pause_upgrade`, `resume_upgrade`, `abort_upgrade`: who asks, and why."""
 
     requested_by: str = "unknown"
+    team: str = DEFAULT_TEAM
     reason: CommentText | None = None
 
 

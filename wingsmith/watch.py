@@ -13,6 +13,7 @@ from pydantic import BaseModel, Field
 from wingsmith.artifacts import ReviewPolicy
 from wingsmith.recipes import Catalog, InvalidChoice, evidence_for, serve_command
 from wingsmith.recipes.command import dedupe_args
+from wingsmith.teams import DEFAULT_TEAM
 from wingsmith.workloads import max_num_seqs_for
 
 SHA_RE = re.compile(r"^[0-9a-f]{40}$")
@@ -37,6 +38,20 @@ class WatchInput(BaseModel):
 class EnsureWatchInput(BaseModel):
     watch: WatchInput
     task_queue: str
+    # Who made the watch (the registrant of its first approved artifact) and the team that owns it.
+    requested_by: str = "unknown"
+    team: str = DEFAULT_TEAM
+
+
+def watch_memo(params: EnsureWatchInput) -> dict[str, str]:
+    """What a watch's schedule records about its owner (its memo: the API lists and guards by it)."""
+    return {"team": params.team, "created_by": params.requested_by}
+
+
+def watch_team(memo: Any) -> str:
+    """The team that owns a watch, from its schedule's memo (watches made before teams: the default one)."""
+    team = memo.get("team") if isinstance(memo, dict) else None
+    return team if isinstance(team, str) and team else DEFAULT_TEAM
 
 
 class UpstreamCheck(BaseModel):

@@ -8,6 +8,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
+from wingsmith.teams import DEFAULT_TEAM
 from wingsmith.upgrade import UpgradeStatus
 from wingsmith.workloads import WorkloadPlan
 
@@ -68,6 +69,7 @@ class WorkloadState(BaseModel):
 class WorkloadWorkflowInput(BaseModel):
     plan: WorkloadPlan
     requested_by: str
+    team: str = Field(default=DEFAULT_TEAM, description="the team that owns it: its creator's")
     kube_task_queue: str
     ready_deadline_seconds: float | None = None
     poll_seconds: float = 2.0
@@ -82,10 +84,12 @@ class WorkloadWorkflowInput(BaseModel):
 class ScaleRequest(BaseModel):
     replicas: int = Field(ge=1, le=256)
     requested_by: str = "unknown"
+    team: str = DEFAULT_TEAM
 
 
 class DeleteRequest(BaseModel):
     requested_by: str = "unknown"
+    team: str = DEFAULT_TEAM
 
 
 class WorkloadStatus(BaseModel):
@@ -98,6 +102,7 @@ class WorkloadStatus(BaseModel):
     events: list[str] = Field(default_factory=list)
     upgrade: UpgradeStatus | None = None
     artifact_id: str | None = Field(default=None, description="the artifact it runs (an upgrade changes it)")
+    team: str = Field(default=DEFAULT_TEAM, description="the team that owns it")
 
     @property
     def serving_replicas(self) -> int:

@@ -130,7 +130,8 @@ class ArtifactWorkflow:
                 # From now on the branch is watched: a new commit opens a new draft against this one.
                 await workflow.execute_activity_method(WatchActivities.ensure_schedule, EnsureWatchInput(
                     watch=WatchInput(repo_id=params.repo_id, branch=params.revision, policy=params.policy),
-                    task_queue=workflow.info().task_queue), **_DB_SCHEDULED)
+                    task_queue=workflow.info().task_queue, requested_by=params.requested_by, team=params.team),
+                    **_DB_SCHEDULED)
                 await self._tell_followers(wf_id)
         await workflow.wait_condition(workflow.all_handlers_finished)
         return ArtifactOutcome(artifact_id=self.id, stage=self.stage, decision=self.decision)

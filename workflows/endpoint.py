@@ -33,6 +33,7 @@ with workflow.unsafe.imports_passed_through():
     )
     from wingsmith.endpoints import BackendDrained, BackendRef, EndpointRef, WorkloadRef
     from wingsmith.gateway import EndpointRoutes
+    from wingsmith.teams import DEFAULT_TEAM
 
 SignalArg = TypeVar("SignalArg", EndpointRef, BackendDrained)
 
@@ -50,6 +51,9 @@ _CHECK = workflow.ActivityConfig(
 
 class EndpointState(BaseModel):
     workloads: list[str]
+    # The Hugging Face repository it serves (lower-cased): every workload must serve it. None for
+    # endpoints started before it was recorded, until their next change (their workloads then say).
+    model: str | None = None
     draining: list[str] = Field(default_factory=list)
     # One cluster of a workload scaling away: weight 0 until its deployment is gone.
     draining_backends: list[BackendRef] = Field(default_factory=list)
@@ -62,6 +66,10 @@ class EndpointState(BaseModel):
 class EndpointWorkflowInput(BaseModel):
     name: str
     workloads: list[str]
+    model: str | None = Field(default=None, description="the Hugging Face repository its workloads serve")
+    # Who created it and the team that owns it (histories from before teams: the default team).
+    requested_by: str = "unknown"
+    team: str = DEFAULT_TEAM
     drain_grace_seconds: int = 30
     resync_seconds: int = 30
     history_limit: int | None = Field(default=None, ge=10, description="tests only: continue as new past this "
@@ -75,11 +83,14 @@ class EndpointStatus(BaseModel):
     workloads: list[str]
     draining: list[str]
     routes: EndpointRoutes | None
+    model: str | None = None
+    team: str = DEFAULT_TEAM
 
 
 class SetWorkloads(BaseModel):
     workloads: list[str] = Field(description="the endpoint's workloads from now on; others are drained, then dropped")
     requested_by: str = Field(default="unknown", max_length=200)
+    team: str = Field(default=DEFAULT_TEAM, max_length=63, description="the requester's team")
 
 
 @workflow.defn
@@ -87,7 +98,8 @@ class EndpointWorkflow:
     @workflow.init
     def __init__(self, params: EndpointWorkflowInput) -> None:
         self.params = params
-        self.state = params.resume or EndpointState(workloads=list(dict.fromkeys(params.workloads)))
+        self.state = params.resume or EndpointState(workloads=list(dict.fromkeys(params.workloads)),
+                                                    model=params.model.lower() if params.model else None)
         self.dirty = True
         self.deleting = False
 
@@ -147,12 +159,13 @@ class EndpointWorkflow:
         ones go to weight 0, their in-flight requests finish, and only then do they leave the routes.
         Returns once the change is recorded (the drain goes on in the endpoint's passes)."""
         wanted = list(dict.fromkeys(request.workloads))
-        staying = [w for w in self.state.workloads if w not in self.state.draining]
+        # Every workload must serve the endpoint's model, whether or not any of the old ones stays.
         check = await workflow.execute_activity_method(EndpointActivities.check_workloads, CheckWorkloadsInput(
-            name=self.params.name, workloads=wanted, staying=[w for w in staying if w in wanted]), **_CHECK)
+            name=self.params.name, workloads=wanted, model=self.state.model, current=self.state.workloads), **_CHECK)
         if check.problems:
             raise ApplicationError("; ".join(check.problems), type="InvalidWorkloads")
         self._validate_membership(request)  # again: the endpoint may have changed during the check
+        self.state.model = self.state.model or check.model
         for wid in wanted:
             if wid not in self.state.workloads:
                 self.state.workloads.append(wid)
@@ -162,6 +175,10 @@ class EndpointWorkflow:
         self.state.passes += 1
         await self._record(self.state.stage, event="endpoint_workloads_changed", actor=request.requested_by)
         self.dirty = True
+        if self.deleting:
+            # A delete came in while the change was being recorded: the teardown drains every workload,
+            # the new ones too, so the change never takes effect and the caller must not hear it did.
+            raise ApplicationError("the endpoint is being deleted; the change was dropped", type="EndpointDeleting")
         return self.status()
 
     @set_workloads.validator
@@ -189,7 +206,8 @@ class EndpointWorkflow:
     @workflow.query
     def status(self) -> EndpointStatus:
         return EndpointStatus(name=self.params.name, stage=self.state.stage, workloads=self.state.workloads,
-                              draining=self.state.draining, routes=self.state.routes)
+                              draining=self.state.draining, routes=self.state.routes, team=self.params.team,
+                              model=self.state.model)
 
     # --- reconciling -------------------------------------------------------------------------------
 
@@ -273,7 +291,8 @@ class EndpointWorkflow:
         routes = self.state.routes.backends if self.state.routes else []
         await workflow.execute_activity_method(EndpointActivities.record, EndpointRecord(
             name=self.params.name, workloads=self.state.workloads, state=state, workflow_id=info.workflow_id,
-            routes=[b.model_dump(mode="json") for b in routes], event=event, actor=actor,
+            routes=[b.model_dump(mode="json") for b in routes], event=event, actor=actor, team=self.params.team,
+            requested_by=self.params.requested_by,
             step=f"{info.run_id}:{self.state.passes}:{event or state}"), **_IO)
 
     def _set_stage(self, stage: str) -> bool:

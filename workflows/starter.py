@@ -13,6 +13,7 @@ from temporalio.service import RPCError, RPCStatusCode
 from wingsmith.artifacts import ArtifactOutcome, ArtifactWorkflowInput, ReviewPolicy, artifact_id
 from wingsmith.config import Settings
 from wingsmith.hub.source import ModelSource, parse_source
+from wingsmith.teams import DEFAULT_TEAM
 from wingsmith.workload_state import WatchSettings, WorkloadStatus, WorkloadWorkflowInput
 from wingsmith.workloads import WorkloadPlan
 from workflows.artifact import ArtifactWorkflow
@@ -39,12 +40,12 @@ def review_policy(settings: Settings) -> ReviewPolicy:
 
 async def register_artifact(client: Client, settings: Settings, *, source: str | ModelSource, sha: str,
                             requested_by: str, task_queue: str | None = None,
-                            policy: ReviewPolicy | None = None) -> StartedArtifact:
+                            policy: ReviewPolicy | None = None, team: str = DEFAULT_TEAM) -> StartedArtifact:
     """Start the artifact's workflow for a source already resolved to `sha`. Starting it again while
     it runs, or after it ended with a decision, returns the same artifact; a failed one may restart."""
     src = parse_source(source) if isinstance(source, str) else source
     params = ArtifactWorkflowInput(repo_id=src.repo_id, revision=src.revision, sha=sha, requested_by=requested_by,
-                                   policy=policy or review_policy(settings))
+                                   team=team, policy=policy or review_policy(settings))
     wf_id = artifact_workflow_id(src.repo_id, sha)
     started = not await _exists(client, wf_id)
     if started:
@@ -83,9 +84,11 @@ DRAIN_ANSWER_MARGIN_SECONDS = 60
 
 
 async def create_workload(client: Client, settings: Settings, *, plan: WorkloadPlan, requested_by: str,
-                          repo_id: str) -> WorkflowHandle[WorkloadWorkflow, WorkloadStatus]:
-    """Start the workload's workflow; repeating it with the same workload id returns the running one."""
-    params = WorkloadWorkflowInput(plan=plan, requested_by=requested_by, kube_task_queue=settings.kube_task_queue,
+                          repo_id: str, team: str = DEFAULT_TEAM) -> WorkflowHandle[WorkloadWorkflow, WorkloadStatus]:
+    """Start the workload's workflow, owned by `team`; repeating it with the same workload id returns the
+    running one."""
+    params = WorkloadWorkflowInput(plan=plan, requested_by=requested_by, team=team,
+                                   kube_task_queue=settings.kube_task_queue,
                                    ready_deadline_seconds=settings.ready_deadline_seconds,
                                    poll_seconds=settings.rollout_poll_seconds,
                                    unschedulable_grace_seconds=settings.unschedulable_grace_seconds,
@@ -106,7 +109,7 @@ async def create_workload(client: Client, settings: Settings, *, plan: WorkloadP
         static_details=(f"{plan.served_model_name} from {plan.artifact_id} (draft v{plan.draft_version}), "
                         f"{plan.gpus_per_replica} GPUs per replica, "
                         f"--max-num-seqs {plan.max_num_seqs or 'engine default'}"
-                        f" ({plan.max_num_seqs_source}), requested by {requested_by}."))
+                        f" ({plan.max_num_seqs_source}), requested by {requested_by} (team {team})."))
 
 
 def workload_handle(client: Client, workload_id: str) -> WorkflowHandle[WorkloadWorkflow, WorkloadStatus]:
@@ -118,24 +121,31 @@ class StartedEndpoint(BaseModel):
     started: bool  # False: the endpoint already ran; `routed` says which workloads it keeps
     routed: list[str]
     stage: str = "starting"
+    team: str = DEFAULT_TEAM  # the team that owns it (another team's when the name is taken)
 
 
-async def create_endpoint(client: Client, settings: Settings, *, name: str, workloads: list[str]) -> StartedEndpoint:
-    """Start the endpoint's workflow: one model name routed to its workloads' deployments. If it
-    already runs, nothing starts and its current workloads are returned, so a caller can tell a
-    repeated create (same workloads) from a change (which goes through `set_workloads`)."""
+async def create_endpoint(client: Client, settings: Settings, *, name: str, workloads: list[str],
+                          requested_by: str = "unknown", team: str = DEFAULT_TEAM,
+                          model: str | None = None) -> StartedEndpoint:
+    """Start the endpoint's workflow, owned by `team`: one model name routed to its workloads' deployments.
+    If it already runs, nothing starts and its current workloads and team are returned, so a caller can
+    tell a repeated create (same workloads) from a change (which goes through `set_workloads`) and from
+    a name another team holds."""
     wf_id = endpoint_workflow_id(name)
     try:
         await client.start_workflow(
-            EndpointWorkflow.run, EndpointWorkflowInput(name=name, workloads=workloads,
+            EndpointWorkflow.run, EndpointWorkflowInput(name=name, workloads=workloads, model=model,
+                                                        requested_by=requested_by, team=team,
                                                         drain_grace_seconds=settings.drain_grace_seconds),
             id=wf_id, task_queue=settings.task_queue, id_conflict_policy=WorkflowIDConflictPolicy.FAIL,
-            static_summary=f"Endpoint {name} → {', '.join(workloads)}")
+            static_summary=f"Endpoint {name} → {', '.join(workloads)}",
+            static_details=f"Requested by {requested_by} (team {team}).")
     except WorkflowAlreadyStartedError:
         status = await endpoint_handle(client, name).query(EndpointWorkflow.status)
         return StartedEndpoint(workflow_id=wf_id, started=False,
-                               routed=[w for w in status.workloads if w not in status.draining], stage=status.stage)
-    return StartedEndpoint(workflow_id=wf_id, started=True, routed=list(dict.fromkeys(workloads)))
+                               routed=[w for w in status.workloads if w not in status.draining], stage=status.stage,
+                               team=status.team)
+    return StartedEndpoint(workflow_id=wf_id, started=True, routed=list(dict.fromkeys(workloads)), team=team)
 
 
 def endpoint_handle(client: Client, name: str) -> WorkflowHandle[EndpointWorkflow, EndpointStatus]:

@@ -159,6 +159,11 @@ def validate_control(wf: WorkloadWorkflow, verb: Control) -> None:
         last = wf.state.upgrade
         raise ApplicationError(f"no upgrade is running (the last one {last.state})" if last else
                                "no upgrade is running", type="NoUpgrade")
+    if run.promoting and verb != "resume":
+        raise ApplicationError(
+            "the upgrade is past the point where it can be paused or aborted: every cluster serves the new "
+            "version and the old one is being drained and removed; it ends by itself (upgrade again to go back)",
+            type="UpgradeFinishing")
     if verb == "pause" and run.paused:
         raise ApplicationError("the upgrade is already paused", type="AlreadyPaused")
     if verb == "resume" and not run.paused:
@@ -209,6 +214,8 @@ class Upgrade:
         self.baseline: dict[str, BackendTraffic] = {}  # the old version's last judged window per cluster
         self.paused = False
         self.aborting: str | None = None
+        # Draining the old version: too late to take the new one back (an abort would be ignored).
+        self.promoting = False
         self.task: asyncio.Task[None] | None = None
 
     async def run(self) -> None:
@@ -426,6 +433,7 @@ class Upgrade:
             if changed:
                 raise _Stop("rolled_back", [f"the workload's clusters changed during the upgrade "
                                             f"({', '.join(changed)}: healed or moved by the watch); upgrade again"])
+            self.promoting = True
             for name in self.order:
                 p = self.status.cluster(name)
                 p.phase = "draining the old version"

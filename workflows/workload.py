@@ -270,7 +270,7 @@ class WorkloadWorkflow:
                               served_model_name=self.plan.served_model_name,
                               clusters=sorted(self.state.clusters.values(), key=lambda c: c.cluster),
                               failure=self.state.failure, events=self.state.events[-50:],
-                              upgrade=self.state.upgrade, artifact_id=self.plan.artifact_id)
+                              upgrade=self.state.upgrade, artifact_id=self.plan.artifact_id, team=self.params.team)
 
     # --- converging on a replica count ---------------------------------------------------------------
 
@@ -890,7 +890,7 @@ class WorkloadWorkflow:
                                                             "served_model_name", "engine", "gpus_per_replica",
                                                             "max_num_seqs", "max_num_seqs_source", "follow"}),
             state=state, workflow_id=info.workflow_id, requested_by=self.params.requested_by,
-            step=f"{info.run_id}:{step}", detail=detail), **_DB)
+            team=self.params.team, step=f"{info.run_id}:{step}", detail=detail), **_DB)
 
     async def _notify_subscribers(self) -> None:
         for wid in list(self.state.subscribers):

@@ -128,13 +128,16 @@ async def endpoint_list(request: Request, principal: ConsoleViewer, db: DbDep):
 async def _endpoint_page(request: Request, name: str, principal: Principal, db: asyncpg.Pool, settings: Settings, *,
                          status_code: int = 200, error: str | None = None):
     e = await endpoints_api.get_endpoint(name, principal, db, settings, request)
-    traffic = await read_traffic(settings.gateway_url, name) if settings.gateway == "local" else None
+    traffic = await read_traffic(settings.gateway_url, name, settings.gateway_admin_token_ref) \
+        if settings.gateway == "local" else None
     backends = backend_rows(e.get("routes") or [], e.get("health"), traffic)
     base = gateway_base(settings.gateway_url)
     served_as = sorted({b.served_model for b in backends if b.served_model and b.served_model != name})
     listed = (await workloads_api.list_workloads(principal, db, limit=500))["workloads"] \
         if principal.has("operator") else []
-    offered = sorted({w["id"] for w in listed if w["state"] in OFFERED_STATES} | set(e.get("workloads") or []))
+    # The endpoint takes only its own team's workloads (an admin sees every team's in the list).
+    offered = sorted({w["id"] for w in listed if w["state"] in OFFERED_STATES and w["team"] == e["team"]}
+                     | set(e.get("workloads") or []))
     return render(request, "endpoint.html", status_code=status_code, principal=principal, e=e, backends=backends,
                   base_url=base, curl=chat_curl(base, name), served_as=served_as, offered=offered, error=error,
                   serving=sum(1 for b in backends if b.weight > 0), workload_path=workload_path)
@@ -158,7 +161,7 @@ async def change_workloads(request: Request, name: str, principal: ConsoleOperat
                                     error=refusal_words(exc))
     try:
         # The API's own handler: the same checked update and refusal words as PATCH /v1/endpoints/{name}.
-        await endpoints_api.set_workloads(name, body, principal, settings, temporal)
+        await endpoints_api.set_workloads(name, body, principal, settings, temporal, db)
     except ApiError as err:
         return await _endpoint_page(request, name, principal, db, settings, status_code=err.status, error=err.message)
     return redirect(endpoint_path(name) + "?changed=1")

@@ -102,7 +102,7 @@ async def model_page(request: Request, org: str, name: str, variant: str | None 
     default_command = command_view(match.recipe, evidence, catalog, base).command
     fallback = Candidate(hardware=base.hardware, layout=base.layout, gpus=default_command.gpus if default_command
                           else 8, nodes=default_command.nodes if default_command else 1)
-    principal = signed_in(request)
+    principal = await signed_in(request)
     db = getattr(request.app.state, "db", None)
     settings = request.app.state.settings
     trial = placement_trial(db, principal, request, settings) if db is not None else None

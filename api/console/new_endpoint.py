@@ -32,7 +32,8 @@ RECORD_WAIT_SECONDS = 5.0
 async def _page(request: Request, principal: Principal, db: asyncpg.Pool, *, name: str = "",
                 chosen: list[str] | None = None, status_code: int = 200, error: str | None = None) -> Response:
     listed = (await workloads_api.list_workloads(principal, db, limit=500))["workloads"]
-    offered = sorted((w for w in listed if w["state"] in OFFERED_STATES),
+    # A new endpoint is its creator's team's and takes only that team's workloads (an admin lists every team's).
+    offered = sorted((w for w in listed if w["state"] in OFFERED_STATES and w["team"] == principal.team),
                      key=lambda w: (w["state"] != "serving", w["id"]))
     chosen = chosen if chosen is not None else [request.query_params["workload"]] \
         if request.query_params.get("workload") else []

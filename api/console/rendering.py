@@ -16,6 +16,7 @@ from fastapi.responses import HTMLResponse, RedirectResponse
 from fastapi.routing import APIRoute
 from fastapi.templating import Jinja2Templates
 
+from api.console.links import outside_url
 from api.console.words import card_name, layout_name
 from api.errors import ApiError
 
@@ -59,6 +60,7 @@ def _quote(token: str) -> str:
 templates.env.filters["state_words"] = lambda s: STATE_WORDS.get(s, s)
 templates.env.filters["short_sha"] = lambda s: (s or "")[:12]
 templates.env.filters["when"] = lambda t: _when(t)
+templates.env.filters["outside_url"] = outside_url
 templates.env.globals["shell_command"] = shell_command
 templates.env.globals["layout_name"] = layout_name
 templates.env.globals["card_name"] = card_name
@@ -80,8 +82,8 @@ def _when(value) -> str:
 
 
 def render(request: Request, name: str, status_code: int = 200, **context: Any) -> HTMLResponse:
-    from api.console.session import csrf_token, remember_csrf, signed_in
-    context.setdefault("principal", signed_in(request))
+    from api.console.session import csrf_token, remember_csrf, session_principal
+    context.setdefault("principal", session_principal(request))
     context.setdefault("csrf", csrf_token(request))
     response = templates.TemplateResponse(request, name, context, status_code=status_code)
     remember_csrf(request, response)
@@ -126,6 +128,8 @@ class ConsoleRoute(APIRoute):
         handler = super().get_route_handler()
 
         async def console_handler(request: Request) -> Response:
+            from api.console.session import resolve_session
+            await resolve_session(request)  # an SSO token may need the issuer's keys: awaited here, once
             try:
                 return await handler(request)
             except LoginRequired:

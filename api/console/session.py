@@ -12,7 +12,7 @@ from urllib.parse import urlsplit
 from fastapi import APIRouter, Depends, Request
 from fastapi.responses import FileResponse
 
-from api.auth import ROLES, Principal, TokenTable
+from api.auth import ROLES, Principal, bind_principal, principal_for
 from api.console.rendering import HERE, ConsoleRoute, LoginRequired, first, read_form, redirect, render, safe_next
 from api.errors import ApiError
 
@@ -20,23 +20,50 @@ TOKEN_COOKIE = "wingsmith_token"
 CSRF_COOKIE = "wingsmith_csrf"
 CSRF_FIELD = "csrf"
 SESSION_SECONDS = 12 * 3600
+# Browsers keep cookies up to 4096 bytes, name and attributes included.
+MAX_COOKIE_TOKEN = 3800
 
 router = APIRouter(route_class=ConsoleRoute)
 
 
-def signed_in(request: Request) -> Principal | None:
+async def signed_in(request: Request) -> Principal | None:
+    """Who the session cookie names, once per request; None when there is none or its token no longer
+    passes (an SSO token expires long before the cookie does: the person signs in again)."""
+    if hasattr(request.state, "console_principal"):
+        return request.state.console_principal
     token = request.cookies.get(TOKEN_COOKIE)
-    if not token:
-        return None
-    table: TokenTable = request.app.state.tokens
-    return table.lookup(token)
+    principal = None
+    if token:
+        try:
+            principal = await principal_for(request.app, token)
+        except ApiError as refused:
+            if refused.status != 401:
+                raise
+    request.state.console_principal = principal
+    return principal
+
+
+async def resolve_session(request: Request) -> None:
+    """Run by the console's route class before every page, so `session_principal` (for code that cannot
+    await, such as `render`) knows who is signed in. A sign-in that cannot be checked right now (the
+    issuer's keys are unreachable) leaves public pages and the login page working; pages that need the
+    person raise it again from their dependency."""
+    try:
+        await signed_in(request)
+    except ApiError:
+        pass
+
+
+def session_principal(request: Request) -> Principal | None:
+    return getattr(request.state, "console_principal", None)
 
 
 def require_console(role: str):
-    async def dependency(request: Request) -> Principal:  # no I/O: async, so no thread hop
-        principal = signed_in(request)
+    async def dependency(request: Request) -> Principal:  # no blocking I/O: async, so no thread hop
+        principal = await signed_in(request)
         if principal is None:
             raise LoginRequired()
+        bind_principal(principal)
         if not principal.has(role):
             raise ApiError(403, f"You are signed in as {principal.name} ({', '.join(sorted(principal.roles))}); "
                                 f"this needs the {role} role.")
@@ -114,20 +141,34 @@ async def login(request: Request):
     check_csrf(request, form)
     token = first(form, "token").strip()
     target = safe_next(first(form, "next"))
-    table: TokenTable = request.app.state.tokens
-    principal = table.lookup(token) if token else None
+    principal, status, message = None, 422, "Paste your API token to sign in."
+    if token:
+        try:
+            principal = await principal_for(request.app, token)
+        except ApiError as refused:
+            status, message = refused.status, _refusal_words(refused)
+    if principal is not None and len(token) > MAX_COOKIE_TOKEN:
+        # A browser drops a larger cookie without a word, and the person would land on this page again.
+        principal, status, message = None, 422, (
+            f"This token is {len(token):,} characters long; a browser keeps at most about {MAX_COOKIE_TOKEN:,} in "
+            "a cookie. Ask your identity provider for a smaller token (fewer claims), or use the API or CLI.")
     if principal is None:
-        message = ("Paste your API token to sign in." if not token else
-                   "That token is not known to this plane. Check that it was copied whole, or ask an admin "
-                   "for a new one.")
-        return render(request, "login.html", status_code=401 if token else 422, next=target, roles=ROLES,
-                      error=message, principal=None)
+        return render(request, "login.html", status_code=status, next=target, roles=ROLES, error=message,
+                      principal=None)
     response = redirect(target)
     for path in TOKEN_PATHS:
         _set_cookie(request, response, TOKEN_COOKIE, token, path)
     # A fresh CSRF token per sign-in: one planted before sign-in is worth nothing after it.
     _set_cookie(request, response, CSRF_COOKIE, secrets.token_urlsafe(24))
     return response
+
+
+def _refusal_words(refused: ApiError) -> str:
+    if refused.status == 401 and refused.message == "unknown token":
+        return ("That token is not known to this plane. Check that it was copied whole, or ask an admin "
+                "for a new one.")
+    # A sign-in token's own reason (expired, another audience, no role...) tells the person what to fix.
+    return refused.message[:1].upper() + refused.message[1:] + "."
 
 
 @router.post("/logout")

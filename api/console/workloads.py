@@ -240,7 +240,7 @@ async def scale(request: Request, workload_id: str, principal: ConsoleOperator, 
                                           "is not.")
     try:
         # The API's own handler: the same update, validation and refusal words as PATCH /v1/workloads/{id}.
-        status = await workloads_api.scale(workload_id, body, principal, temporal)
+        status = await workloads_api.scale(workload_id, body, principal, temporal, db)
     except ApiError as err:
         return await _workload_page(request, workload_id, principal, db, settings, status_code=err.status,
                                     error=err.message)
@@ -253,7 +253,7 @@ async def delete(request: Request, workload_id: str, principal: ConsoleOperator,
     form = await read_form(request)
     check_csrf(request, form)
     try:
-        await workloads_api.delete(workload_id, principal, temporal)
+        await workloads_api.delete(workload_id, principal, temporal, db)
     except ApiError as err:
         return await _workload_page(request, workload_id, principal, db, settings, status_code=err.status,
                                     error=err.message)
@@ -271,7 +271,8 @@ async def upgrade_control(request: Request, workload_id: str, action: str, princ
         return await _workload_page(request, workload_id, principal, db, settings, status_code=404,
                                     error=f"An upgrade can be paused, resumed or aborted, not {action!r}.")
     try:
-        await control(workload_id, principal, temporal, workloads_api.ControlBody(reason=first(form, "reason") or None))
+        await control(workload_id, principal, temporal, db,
+                      workloads_api.ControlBody(reason=first(form, "reason") or None))
     except ApiError as err:
         return await _workload_page(request, workload_id, principal, db, settings, status_code=err.status,
                                     error=err.message)

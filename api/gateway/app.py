@@ -1,15 +1,18 @@
 """The local gateway: an OpenAI-compatible router from one model name to the deployments serving it.
 
-    /v1/models, /v1/models/{model}        the endpoint names it routes
+    /v1/models, /v1/models/{model}        the endpoint names it routes (with client keys on: a key)
     /v1/chat/completions, /v1/completions  proxied to one of the endpoint's backends, by weight
     /admin/routes[/{model}]                GET / PUT / DELETE, bearer token (read per call from a reference)
     /healthz
-    /metrics                               Prometheus (api/gateway/metrics.py)
+    /metrics                               Prometheus (api/gateway/metrics.py); with client keys on,
+                                           the admin token (the traffic it shows is the operator's)
 
 A request that fails before any byte reached the client (connection refused, timeout, a 5xx or
 404 answer, a stream that broke before its first byte) is retried once on another backend, and
 the failing backend cools down: it gets no new requests until a background probe of its
 `/v1/models` lists the model again. Bodies are relayed chunk by chunk as they arrive.
+
+What a client is told never names the gateway's files or its backends' addresses; the log does.
 """
 
 from __future__ import annotations
@@ -26,11 +29,13 @@ from typing import Any
 from pydantic import ValidationError
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
+from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
-from api.gateway.guard import DEFAULT_MAX_BODY_BYTES, ClientKeys, Refusal, read_body
+from api.body_limit import BodyLimit, RequestTooLarge
+from api.gateway.guard import DEFAULT_MAX_BODY_BYTES, ClientKeys, Refusal, too_large_message
 from api.gateway.metrics import GatewayMetrics
 from api.gateway.table import BackendState, RouteTable, log
 from api.gateway.upstream import UpstreamError, UpstreamResponse, Upstreams
@@ -73,19 +78,27 @@ def create_gateway_app(*, state_dir: Path | None = None, admin_token_ref: str | 
     # ---- proxy -----------------------------------------------------------------------------------
 
     async def models(request: Request) -> Response:
-        return JSONResponse({"object": "list", "data": [_model_card(m, created) for m in table.models()]})
+        try:
+            listed = client_keys.callable_models(request, table.models())
+        except Refusal as refusal:
+            return refused_by_door(refusal)
+        return JSONResponse({"object": "list", "data": [_model_card(m, created) for m in listed]})
 
     async def model(request: Request) -> Response:
         name = request.path_params["model"]
+        try:
+            client_keys.check(request, name)
+        except Refusal as refusal:
+            return refused_by_door(refusal)
         if table.get(name) is None:
             return _unknown_model(name)
         return JSONResponse(_model_card(name, created))
 
     async def completions(request: Request) -> Response:
         try:
-            raw = await read_body(request, max_body_bytes)
-        except Refusal as refusal:
-            return refused_by_door(refusal)
+            raw = await request.body()  # at most max_body_bytes: BodyLimit counts what arrives
+        except RequestTooLarge as exc:
+            return too_large(exc.limit)
         try:
             body = json.loads(raw)
         except (json.JSONDecodeError, UnicodeDecodeError):
@@ -137,8 +150,9 @@ def create_gateway_app(*, state_dir: Path | None = None, admin_token_ref: str | 
             return openai_error(503, f"No backend is taking requests for model {name!r} right now.",
                                 "service_unavailable", "no_backend")
         log.warning("gateway request failed on every backend tried", model=name, failures=failures)
-        return openai_error(502, f"The backends for model {name!r} failed: {'; '.join(failures)}.",
-                            "api_error", "backend_failed")
+        # Which backends and why is for the operator (the log above): a client learns no internal address.
+        return openai_error(502, f"Every backend tried for model {name!r} failed ({len(failures)} tried); "
+                                 "the gateway's log says why.", "api_error", "backend_failed")
 
     async def _attempt(state: BackendState, path: str, raw: bytes, body: dict[str, Any], name: str,
                        headers: list[tuple[bytes, bytes]]) -> tuple[UpstreamResponse, bytes | None] | str:
@@ -239,8 +253,9 @@ def create_gateway_app(*, state_dir: Path | None = None, admin_token_ref: str | 
         try:
             expected = read_secret_ref(admin_token_ref)
         except SecretUnavailable as exc:
-            return openai_error(503, f"The admin token is unavailable: {exc}.", "service_unavailable",
-                                "admin_token_unavailable")
+            log.error("gateway admin token unavailable", reason=str(exc))
+            return openai_error(503, "The admin token cannot be read; the gateway's log says why.",
+                                "service_unavailable", "admin_token_unavailable")
         scheme, _, given = request.headers.get("authorization", "").partition(" ")
         if scheme.lower() != "bearer" or not given.strip():
             return _unauthorized("Missing bearer token for the gateway admin API.", "missing_token")
@@ -289,10 +304,19 @@ def create_gateway_app(*, state_dir: Path | None = None, admin_token_ref: str | 
         log.info("gateway routes set", model=name, backends={b.id: b.weight for b in routes.backends})
         return JSONResponse(status.model_dump(mode="json"))
 
+    async def metrics_page(request: Request) -> Response:
+        # Open like any exporter while the endpoints are open; once they need keys, the traffic by
+        # endpoint and backend is the operator's: the admin token (Prometheus: `authorization`).
+        if client_keys.on and (denied := refused(request)):
+            return denied
+        return await metrics.page(request)
+
     async def healthz(request: Request) -> Response:
         return JSONResponse({"status": "ok", "endpoints": len(table.models())})
 
     async def not_found(request: Request, exc: Exception) -> Response:
+        if isinstance(exc, RequestTooLarge):  # a body read by a handler other than completions
+            return too_large(exc.limit)
         status = getattr(exc, "status_code", 404)
         message = "Unknown URL." if status == 404 else f"Method {request.method} is not allowed here."
         return openai_error(status, f"{message} ({request.method} {request.url.path})", "invalid_request_error",
@@ -317,8 +341,10 @@ def create_gateway_app(*, state_dir: Path | None = None, admin_token_ref: str | 
         Route("/admin/routes", admin_list, methods=["GET"]),
         Route("/admin/routes/{model:path}", admin_route, methods=["GET", "PUT", "DELETE"]),
         Route("/healthz", healthz, methods=["GET"]),
-        Route("/metrics", metrics.page, methods=["GET"]),
-    ], exception_handlers={HTTPException: not_found}, lifespan=lifespan)
+        Route("/metrics", metrics_page, methods=["GET"]),
+    ], exception_handlers={HTTPException: not_found}, lifespan=lifespan,
+        # Before routing, auth and parsing: no route reads more than this from a client.
+        middleware=[Middleware(BodyLimit, limit=max_body_bytes, refuse=too_large)])
     app.state.table = table
     app.state.metrics = metrics
     return app
@@ -355,6 +381,10 @@ def _model_card(name: str, created: int) -> dict[str, Any]:
 def _unknown_model(name: str) -> JSONResponse:
     return openai_error(404, f"The model `{name}` does not exist or is not routed by this gateway.",
                         "invalid_request_error", "model_not_found", "model")
+
+
+def too_large(limit: int) -> JSONResponse:
+    return openai_error(413, too_large_message(limit), "invalid_request_error", "request_too_large")
 
 
 def refused_by_door(refusal: Refusal) -> JSONResponse:

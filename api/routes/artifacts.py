@@ -70,7 +70,8 @@ async def register(request: Request, body: RegisterRequest, principal: Operator,
                           workflow_url=workflow_ui_url(settings, decided["workflow_id"]), sha=decided["sha"],
                           revision=decided["revision"], started=False)
     started = await register_artifact(temporal, settings, source=source, sha=proposal.sha,
-                                      requested_by=principal.name, policy=review_policy_for(request, settings))
+                                      requested_by=principal.name, policy=review_policy_for(request, settings),
+                                      team=principal.team)
     return Registered(id=started.id, workflow_id=started.workflow_id,
                       workflow_url=workflow_ui_url(settings, started.workflow_id), sha=started.sha,
                       revision=started.revision, started=started.started)
@@ -140,7 +141,9 @@ async def review(org: str, name_at_sha: str, body: ReviewDecision, principal: Ap
 
 def review_policy_for(request: Request, settings: Settings) -> ReviewPolicy:
     """The settings' review policy, plus the names a signal may decide under: the approvers of this
-    plane's token table (names only; the tokens never leave the API)."""
+    plane's token table (names only; the tokens never leave the API). Approvers who sign in with OIDC
+    cannot be listed (the issuer holds them), so a signal naming one is refused; they decide through the
+    review API, whose token names them and where four-eyes compares that name with the registrant's."""
     tokens: TokenTable = request.app.state.tokens
     return review_policy(settings).model_copy(update={"signal_reviewers": tokens.names_with("approver")})
 

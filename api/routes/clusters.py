@@ -8,17 +8,24 @@
 - `POST /v1/placements/dry-run` (viewer): the placement decision for a plan, writing nothing. Viewer,
   because it changes nothing and only shows what the registry and clusters already show; it may
   read clusters' live inventories, which a viewer of the plane may see. Those reads run in the worker
-  (LiveInventoryWorkflow on the kube task queue): the API process never loads a kubeconfig.
+  (LiveInventoryWorkflow on the kube task queue): the API process never loads a kubeconfig. A viewer
+  must not be able to make the plane read clusters without bound: an inventory read in the last
+  LIVE_CACHE_SECONDS is reused, a read already under way is shared, and at most LIVE_READS_AT_ONCE
+  reads run at once per API process; beyond that the answer is 429 with Retry-After.
 """
 
 from __future__ import annotations
 
+import asyncio
+import math
+import os
+import re
+import time
 import uuid
 from datetime import timedelta
-from pathlib import Path
 
 from fastapi import APIRouter, Request, Response
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, field_validator
 from temporalio.api.enums.v1 import TaskQueueType
 from temporalio.api.taskqueue.v1 import TaskQueue
 from temporalio.api.workflowservice.v1 import DescribeTaskQueueRequest
@@ -30,17 +37,19 @@ from api.deps import DbDep, SettingsDep
 from api.errors import ApiError
 from wingsmith.config import Settings
 from wingsmith.kube import KubeError
-from wingsmith.kube.plugins import check_credential_plugins
+from wingsmith.kube.kubeconfig import KubeconfigPolicy, check_config, check_reference, parse_content, read_source
 from wingsmith.placement import ClusterInventory, PlacementDecision, PlacementInputError, PlacementPlan, place
 from wingsmith.store import clusters as store
 from wingsmith.store.clusters import ClusterExists, ClusterInUse, ClusterRecord, ClusterSpec
-from wingsmith.text import MAX_LIST, NameText
+from wingsmith.text import MAX_LIST, MAX_POOLS, NameText
 from workflows.inventory import InventoryTarget, LiveInventoryInput, LiveInventoryWorkflow
 
 router = APIRouter(prefix="/v1", tags=["clusters"])
 
 # A dry run must answer even when a cluster does not: its inventory is then an error, explained.
 LIVE_READ_TIMEOUT_SECONDS = 20.0
+LIVE_CACHE_SECONDS = 5.0
+LIVE_READS_AT_ONCE = 2
 
 
 class ClusterList(BaseModel):
@@ -50,7 +59,7 @@ class ClusterList(BaseModel):
 @router.post("/clusters", status_code=201, response_model=ClusterRecord)
 async def register_cluster(spec: ClusterSpec, db: DbDep, _who: Admin, response: Response,
                            settings: SettingsDep) -> ClusterRecord:
-    _refuse_credential_plugins(spec, settings)
+    _check_kubeconfig(spec, settings)
     try:
         record, created = await store.create_cluster(db, spec)
     except ClusterExists as exc:
@@ -96,9 +105,19 @@ class DryRunRequest(BaseModel):
     clusters: list[NameText] | None = Field(default=None, max_length=MAX_LIST,
                                             description="only these registered clusters; default: all")
     inventories: list[ClusterInventory] = Field(
-        default_factory=list, description="what-if inventories that replace the clusters' own")
+        default_factory=list, max_length=MAX_LIST, description="what-if inventories that replace the clusters' own")
     live: bool = Field(default=True, description="read live inventories of clusters without a manual or "
                                                  "what-if inventory; false: those clusters have none")
+
+
+    @field_validator("inventories")
+    @classmethod
+    def _bounded_pools(cls, value: list[ClusterInventory]) -> list[ClusterInventory]:
+        for inventory in value:
+            if len(inventory.pools) > MAX_POOLS:
+                raise ValueError(f"inventory of {inventory.cluster} has {len(inventory.pools)} pools; "
+                                 f"at most {MAX_POOLS} per cluster")
+        return value
 
 
 class DryRunResponse(BaseModel):
@@ -126,7 +145,8 @@ async def dry_run(body: DryRunRequest, db: DbDep, _who: Viewer, request: Request
             inventories.append(record.manual_inventory.to_inventory(record.name))
         elif body.live:
             live.append(record)
-    inventories += await live_inventories(getattr(request.app.state, "temporal", None), settings, live)
+    inventories += await _live_reads(request).inventories(getattr(request.app.state, "temporal", None),
+                                                         settings, live)
     try:
         decision = place(body.plan, inventories, [r.info() for r in records])
     except PlacementInputError as exc:
@@ -134,15 +154,80 @@ async def dry_run(body: DryRunRequest, db: DbDep, _who: Viewer, request: Request
     return DryRunResponse(decision=decision, inventories=sorted(inventories, key=lambda i: i.cluster))
 
 
+_Key = tuple[str, str, str]
+
+
+def _key(record: ClusterRecord) -> _Key:
+    # A re-registered cluster (another kubeconfig or context) is another cluster to read.
+    return (record.name, record.kubeconfig, record.kube_context)
+
+
+class LiveReads:
+    """Recent live inventories of one API process, the reads under way, and the bound on them."""
+
+    def __init__(self, max_age: float = LIVE_CACHE_SECONDS, at_once: int = LIVE_READS_AT_ONCE):
+        self.max_age, self.at_once = max_age, at_once
+        self._recent: dict[_Key, tuple[float, ClusterInventory]] = {}
+        self._pending: dict[_Key, asyncio.Future[dict[str, ClusterInventory]]] = {}
+        self._running = 0
+
+    async def inventories(self, temporal: Client | None, settings: Settings,
+                          records: list[ClusterRecord]) -> list[ClusterInventory]:
+        now = time.monotonic()
+        self._recent = {k: v for k, v in self._recent.items() if now - v[0] < self.max_age}
+        found = [self._recent[_key(r)][1] for r in records if _key(r) in self._recent]
+        unread = [r for r in records if _key(r) not in self._recent]
+        shared = [(r, self._pending[_key(r)]) for r in unread if _key(r) in self._pending]
+        todo = [r for r in unread if _key(r) not in self._pending]
+        if todo:
+            found += await self._read(temporal, settings, todo)
+        for record, future in shared:
+            inventory = (await asyncio.shield(future)).get(record.name)
+            found.append(inventory or ClusterInventory(cluster=record.name, error="the shared live read failed"))
+        return found
+
+    async def _read(self, temporal: Client | None, settings: Settings,
+                    records: list[ClusterRecord]) -> list[ClusterInventory]:
+        if self._running >= self.at_once:
+            raise ApiError(429, f"{self._running} live inventory reads are under way; try again shortly, or "
+                                "send the inventories to test (what-if) or live=false",
+                           headers={"Retry-After": str(math.ceil(self.max_age))})
+        future: asyncio.Future[dict[str, ClusterInventory]] = asyncio.get_running_loop().create_future()
+        for record in records:
+            self._pending[_key(record)] = future
+        self._running += 1
+        by_name: dict[str, ClusterInventory] = {}
+        try:
+            read, cacheable = await live_inventories(temporal, settings, records)
+            by_name = {inv.cluster: inv for inv in read}
+            if cacheable:
+                stamp = time.monotonic()
+                self._recent.update({_key(r): (stamp, by_name[r.name]) for r in records if r.name in by_name})
+            return read
+        finally:
+            self._running -= 1
+            for record in records:
+                self._pending.pop(_key(record), None)
+            future.set_result(by_name)
+
+
+def _live_reads(request: Request) -> LiveReads:
+    state = request.app.state
+    if getattr(state, "live_reads", None) is None:
+        state.live_reads = LiveReads()
+    return state.live_reads
+
+
 async def live_inventories(temporal: Client | None, settings: Settings,
-                           records: list[ClusterRecord]) -> list[ClusterInventory]:
+                           records: list[ClusterRecord]) -> tuple[list[ClusterInventory], bool]:
     """The clusters' live inventories, read by the worker (LiveInventoryWorkflow), never here: the API
-    process builds no Kubernetes client. Each cluster that cannot be read says why."""
+    process builds no Kubernetes client. Each cluster that cannot be read says why. And whether the
+    answer may be reused: not when no worker was there to read (one may start any moment)."""
     if not records:
-        return []
+        return [], True
     missing = await missing_worker(temporal, settings)
     if missing:
-        return [ClusterInventory(cluster=r.name, error=missing) for r in records]
+        return [ClusterInventory(cluster=r.name, error=missing) for r in records], False
     assert temporal is not None
     params = LiveInventoryInput(targets=[InventoryTarget(cluster=r.name, kubeconfig=r.kubeconfig_ref())
                                          for r in records], kube_task_queue=settings.kube_task_queue)
@@ -153,8 +238,8 @@ async def live_inventories(temporal: Client | None, settings: Settings,
             static_summary=f"Live inventory of {', '.join(r.name for r in records)} (placement dry run)")
     except (WorkflowFailureError, RPCError) as exc:
         reason = f"no answer from the worker within {LIVE_READ_TIMEOUT_SECONDS:g}s ({type(exc).__name__})"
-        return [ClusterInventory(cluster=r.name, error=reason) for r in records]
-    return result.inventories
+        return [ClusterInventory(cluster=r.name, error=reason) for r in records], False
+    return result.inventories, True
 
 
 async def missing_worker(temporal: Client | None, settings: Settings) -> str | None:
@@ -174,16 +259,21 @@ async def missing_worker(temporal: Client | None, settings: Settings) -> str | N
     return None
 
 
-def _refuse_credential_plugins(spec: ClusterSpec, settings: Settings) -> None:
-    """A kubeconfig whose user runs a program is refused here when the API can read the file; the
-    worker checks again before it builds any client (the file lives on the worker's machine)."""
-    path = Path(spec.kubeconfig).expanduser()
-    if not path.is_file():
-        return
+def _check_kubeconfig(spec: ClusterSpec, settings: Settings) -> None:
+    """The reference's syntax and a file's place always; the content too when it is readable here (a
+    file on this machine, a variable in this process). The worker's loader checks everything again
+    before it builds any client: the content may live only where the worker runs."""
+    policy = KubeconfigPolicy.from_settings(settings)
     try:
-        check_credential_plugins(path, spec.kube_context or None, settings.kubeconfig_exec_allow)
+        source = check_reference(spec.kubeconfig, policy)
+        here = (source.kind == "file" and source.path is not None and source.path.exists()) or (
+            source.kind == "env" and bool(os.environ.get(source.env)))
+        if here:
+            check_config(parse_content(read_source(source, policy), source), spec.kube_context or None,
+                         policy, source)
     except KubeError as exc:
-        code = "kubeconfig_exec_refused" if exc.type == "KubeconfigExecRefused" else "invalid_kubeconfig"
+        # "KubeconfigPathList" -> "kubeconfig_path_list": the code names the reason.
+        code = re.sub(r"(?<!^)(?=[A-Z])", "_", exc.type).lower()
         raise ApiError(422, exc.message, code=code, details={"field": "kubeconfig"}) from None
 
 

@@ -48,7 +48,7 @@ def _with_cors(role: str):
     instead of a bare network error."""
     async def dependency(request: Request) -> Principal:  # no I/O: async, so no thread hop
         try:
-            return authorize(authenticate(request), role)
+            return authorize(await authenticate(request), role)
         except ApiError as exc:
             exc.headers = {**(exc.headers or {}), **_cors_headers(request)}
             raise

@@ -14,7 +14,8 @@ from temporalio.service import RPCError, RPCStatusCode
 from api.auth import Operator, Viewer
 from api.deps import DbDep, SettingsDep, TemporalDep
 from api.errors import ApiError
-from wingsmith.endpoints import membership_problems
+from api.ownership import hide, listing_team, own_endpoint
+from wingsmith.endpoints import endpoint_model, membership_problems
 from wingsmith.gateway import GatewayError, gateway_client
 from wingsmith.store import endpoints as endpoint_store
 from wingsmith.temporal import workflow_ui_url
@@ -40,15 +41,22 @@ class WorkloadsChange(BaseModel):
 @router.post("", status_code=202, summary="Create an endpoint (repeating it with the same workloads is a no-op)")
 async def create(body: EndpointRequest, principal: Operator, db: DbDep, settings: SettingsDep,
                  temporal: TemporalDep) -> dict[str, Any]:
-    problems = membership_problems(body.name, body.workloads,
-                                   await endpoint_store.workload_facts(db, body.workloads), staying=[])
+    # The gateway routes by name, so names are unique across teams: another team's says only "taken".
+    await own_endpoint(principal, db, temporal, body.name, _taken(body.name))
+    # The endpoint is its creator's team's and takes only that team's workloads.
+    facts = await endpoint_store.workload_facts(db, body.workloads, team=principal.team)
+    problems = membership_problems(body.name, body.workloads, facts, model=None)
     if problems:
         raise ApiError(422, "; ".join(problems), code="invalid_endpoint")
     try:
-        started = await create_endpoint(temporal, settings, name=body.name, workloads=body.workloads)
+        started = await create_endpoint(temporal, settings, name=body.name, workloads=body.workloads,
+                                        model=endpoint_model(facts, body.workloads),
+                                        requested_by=principal.name, team=principal.team)
     except RPCError as err:
         raise ApiError(503, f"Temporal could not take the request: {err.message}") from None
     if not started.started:
+        # Started by another team between the check above and this start.
+        hide(principal, "endpoint", body.name, started.team, _taken(body.name))
         if started.stage in ("deleting", "deleted"):
             raise ApiError(409, f"endpoint {body.name} is being deleted; create it again once it is gone")
         if set(started.routed) != set(body.workloads):
@@ -62,10 +70,13 @@ async def create(body: EndpointRequest, principal: Operator, db: DbDep, settings
 
 @router.patch("/{name}", status_code=202, summary="Change an endpoint's workloads (leaving ones are drained first)")
 async def set_workloads(name: str, body: WorkloadsChange, principal: Operator, settings: SettingsDep,
-                        temporal: TemporalDep) -> dict[str, Any]:
+                        temporal: TemporalDep, db: DbDep) -> dict[str, Any]:
+    await own_endpoint(principal, db, temporal, name, _not_found(name))
+    await _check_change(name, body.workloads, db, temporal)
     try:
         status = await endpoint_handle(temporal, name).execute_update(
-            EndpointWorkflow.set_workloads, SetWorkloads(workloads=body.workloads, requested_by=principal.name))
+            EndpointWorkflow.set_workloads,
+            SetWorkloads(workloads=body.workloads, requested_by=principal.name, team=principal.team))
     except WorkflowUpdateFailedError as err:
         cause = err.cause
         kind = getattr(cause, "type", None)
@@ -84,16 +95,37 @@ async def set_workloads(name: str, body: WorkloadsChange, principal: Operator, s
             "workloads": [w for w in status.workloads if w not in status.draining], "draining": status.draining}
 
 
-@router.get("", summary="List endpoints")
-async def list_endpoints(_viewer: Viewer, db: DbDep):
-    return {"endpoints": await endpoint_store.list_endpoints(db)}
+async def _check_change(name: str, wanted: list[str], db: Any, temporal: Any) -> None:
+    """Refuse a change the endpoint's workflow would refuse, before sending it: the workflow checks
+    again (it alone sees changes racing this one)."""
+    try:
+        current = await endpoint_handle(temporal, name).query(EndpointWorkflow.status)
+    except RPCError as err:
+        if err.status == RPCStatusCode.NOT_FOUND:
+            raise ApiError(404, f"endpoint {name} not found") from None
+        raise ApiError(503, f"Temporal could not take the request: {err.message}") from None
+    if current.stage in ("deleting", "deleted"):
+        raise ApiError(409, f"endpoint {name} is being deleted; its workloads can no longer change",
+                       code="endpoint_deleting")
+    # Only the endpoint's team's workloads exist for it (an admin's change too).
+    facts = await endpoint_store.workload_facts(db, list(dict.fromkeys([*wanted, *current.workloads])),
+                                                team=current.team)
+    problems = membership_problems(name, wanted, facts, current.model or endpoint_model(facts, current.workloads))
+    if problems:
+        raise ApiError(422, "; ".join(problems), code="invalid_endpoint")
+
+
+@router.get("", summary="List endpoints (the caller's team's; an admin's: every team's)")
+async def list_endpoints(viewer: Viewer, db: DbDep):
+    return {"endpoints": await endpoint_store.list_endpoints(db, team=listing_team(viewer))}
 
 
 @router.get("/{name}", summary="An endpoint: backends, weights and health")
-async def get_endpoint(name: str, _viewer: Viewer, db: DbDep, settings: SettingsDep, request: Request):
+async def get_endpoint(name: str, viewer: Viewer, db: DbDep, settings: SettingsDep, request: Request):
     out = await endpoint_store.get_endpoint(db, name)
     if out is None:
-        raise ApiError(404, f"endpoint {name} not found")
+        raise _not_found(name)
+    hide(viewer, "endpoint", name, out["team"], _not_found(name))
     out["workflow_url"] = workflow_ui_url(settings, out["workflow_id"])
     out["health"] = None
     try:
@@ -111,7 +143,8 @@ async def get_endpoint(name: str, _viewer: Viewer, db: DbDep, settings: Settings
 
 
 @router.delete("/{name}", status_code=202, summary="Delete an endpoint (drains, then removes its routes)")
-async def delete(name: str, _operator: Operator, temporal: TemporalDep) -> dict[str, Any]:
+async def delete(name: str, operator: Operator, temporal: TemporalDep, db: DbDep) -> dict[str, Any]:
+    await own_endpoint(operator, db, temporal, name, _gone(name))
     try:
         await endpoint_handle(temporal, name).start_update(EndpointWorkflow.delete,
                                                            wait_for_stage=WorkflowUpdateStage.ACCEPTED)
@@ -119,6 +152,19 @@ async def delete(name: str, _operator: Operator, temporal: TemporalDep) -> dict[
         raise ApiError(409, str(err.cause or err)) from None
     except RPCError as err:
         if err.status == RPCStatusCode.NOT_FOUND:
-            raise ApiError(404, f"endpoint {name} not found or already deleted") from None
+            raise _gone(name) from None
         raise ApiError(503, f"Temporal could not take the request: {err.message}") from None
     return {"name": name, "state": "deleting"}
+
+
+# Another team's endpoint answers word for word as an absent one: these are the routes' answers for those.
+def _not_found(name: str) -> ApiError:
+    return ApiError(404, f"endpoint {name} not found")
+
+
+def _gone(name: str) -> ApiError:
+    return ApiError(404, f"endpoint {name} not found or already deleted")
+
+
+def _taken(name: str) -> ApiError:
+    return ApiError(409, f"endpoint name {name} is taken; choose another name", code="endpoint_name_taken")

@@ -12,6 +12,7 @@ from pydantic import BaseModel, Field
 from api.auth import Operator
 from api.deps import DbDep
 from api.errors import ApiError
+from api.ownership import hide
 from wingsmith.store import follow as store
 from wingsmith.store import workloads as workloads_store
 from wingsmith.workloads import Follow
@@ -32,11 +33,13 @@ class FollowPolicy(BaseModel):
 @router.patch("/{workload_id}/follow", response_model=FollowPolicy, summary="Set a workload's follow policy")
 async def set_follow(workload_id: str, body: FollowChange, principal: Operator, db: DbDep) -> FollowPolicy:
     row = await workloads_store.get_workload(db, workload_id)
+    not_found = ApiError(404, f"workload {workload_id} not found")
     if row is None:
-        raise ApiError(404, f"workload {workload_id} not found")
+        raise not_found
+    hide(principal, "workload", workload_id, row["team"], not_found)
     if row["state"] in store.NOT_FOLLOWING_STATES:
         raise ApiError(409, f"workload {workload_id} is {row['state']}: it follows nothing any more",
                        code="workload_not_live")
     await store.set_follow(db, workload_id=workload_id, follow=body.follow, actor=principal.name,
-                           step=f"follow-set:{uuid.uuid4().hex}")
+                           team=principal.team, step=f"follow-set:{uuid.uuid4().hex}")
     return FollowPolicy(workload_id=workload_id, follow=body.follow, set_by=principal.name)

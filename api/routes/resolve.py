@@ -18,6 +18,7 @@ from wingsmith.hub import (
     ArtifactProposal,
     GatedRepo,
     HubError,
+    HubFileTooLarge,
     HubRateLimited,
     HubTokenUnavailable,
     HubUnavailable,
@@ -140,6 +141,8 @@ def hub_error_to_api(exc: HubError) -> ApiError:
         return ApiError(403, exc.message, code="gated_repo", details=details)
     if isinstance(exc, MissingConfig):
         return ApiError(422, exc.message, code="not_a_model", details=details)
+    if isinstance(exc, HubFileTooLarge):
+        return ApiError(422, exc.message, code="hub_file_too_large", details=details)
     if isinstance(exc, HubRateLimited):
         headers = {"Retry-After": str(int(exc.retry_after))} if exc.retry_after else None
         return ApiError(503, exc.message, code="hub_rate_limited", details=details, headers=headers)

@@ -1,5 +1,8 @@
 """The watch on upstream: each approved repository's branch is checked by a Temporal Schedule
-(`watch/<org>/<name>@<branch>`). List them, pause or resume one, or run one now."""
+(`watch/<org>/<name>@<branch>`). List them, pause or resume one, or run one now.
+
+A watch belongs to the team that registered the first approved artifact of its branch (its schedule's
+memo says which); like workloads and endpoints, another team's watch is not listed and answers 404."""
 
 from __future__ import annotations
 
@@ -12,23 +15,27 @@ from temporalio.service import RPCError, RPCStatusCode
 from api.auth import Operator, Viewer
 from api.deps import SettingsDep, TemporalDep
 from api.errors import ApiError
+from api.ownership import hide, may_see
 from wingsmith.temporal import workflow_ui_url
-from wingsmith.watch import WATCH_PREFIX
+from wingsmith.watch import WATCH_PREFIX, watch_team
 
 router = APIRouter(prefix="/v1/watches", tags=["watches"])
 
 
 @router.get("", summary="The watches on upstream: one schedule per approved repository and branch")
-async def list_watches(_viewer: Viewer, temporal: TemporalDep, settings: SettingsDep) -> dict[str, Any]:
+async def list_watches(viewer: Viewer, temporal: TemporalDep, settings: SettingsDep) -> dict[str, Any]:
     watches = []
     try:
         async for s in await temporal.list_schedules():
             if not s.id.startswith(WATCH_PREFIX):
                 continue
+            team = watch_team(await s.memo())
+            if not may_see(viewer, team):
+                continue
             repo, _, branch = s.id[len(WATCH_PREFIX):].rpartition("@")
             state = s.schedule.state if s.schedule else None
             watches.append({
-                "id": s.id, "repo_id": repo, "branch": branch, "paused": bool(state and state.paused),
+                "id": s.id, "repo_id": repo, "branch": branch, "team": team, "paused": bool(state and state.paused),
                 "note": state.note if state else None,
                 "next_runs": [t.isoformat() for t in (s.info.next_action_times if s.info else [])[:1]],
                 "recent_runs": [{"at": a.started_at.isoformat(), "workflow_id": a.action.workflow_id,
@@ -45,7 +52,9 @@ async def act(org: str, name_at_branch: str, action: Literal["pause", "resume", 
               temporal: TemporalDep) -> dict[str, Any]:
     schedule_id = f"{WATCH_PREFIX}{org}/{name_at_branch}"
     handle: ScheduleHandle = temporal.get_schedule_handle(schedule_id)
+    not_found = ApiError(404, f"no watch {schedule_id} (it exists once an artifact of that branch is approved)")
     try:
+        hide(principal, "watch", schedule_id, watch_team(await (await handle.describe()).memo()), not_found)
         if action == "pause":
             await handle.pause(note=f"paused by {principal.name}")
         elif action == "resume":
@@ -55,8 +64,7 @@ async def act(org: str, name_at_branch: str, action: Literal["pause", "resume", 
         desc = await handle.describe()
     except RPCError as err:
         if err.status == RPCStatusCode.NOT_FOUND:
-            raise ApiError(404, f"no watch {schedule_id} (it exists once an artifact of that branch is approved)") \
-                from None
+            raise not_found from None
         raise ApiError(503, f"Temporal could not take the request: {err.message}") from None
     return {"id": schedule_id, "action": action, "paused": desc.schedule.state.paused,
             "note": desc.schedule.state.note}

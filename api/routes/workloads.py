@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import asyncpg
 from fastapi import APIRouter, Query, Request
 from pydantic import BaseModel, Field
 from temporalio.client import (
@@ -19,6 +20,7 @@ from temporalio.service import RPCError, RPCStatusCode
 from api.auth import Operator, Principal, Viewer
 from api.deps import DbDep, SettingsDep, TemporalDep
 from api.errors import ApiError
+from api.ownership import hide, listing_team, own_workload
 from api.routes.clusters import DryRunRequest, dry_run
 from wingsmith.dynamo import render_dgd
 from wingsmith.recipes.catalog import catalog_of_draft
@@ -65,6 +67,7 @@ class UpgradeBody(UpgradeRequest):
 
     artifact_id: SourceText = Field(description="<org>/<name>@<sha> of an approved artifact of the same model")
     requested_by: str = Field(default="unknown", exclude=True, json_schema_extra={"readOnly": True})
+    team: str = Field(default="", exclude=True, json_schema_extra={"readOnly": True})
     reason: CommentText | None = Field(default=None, description="why (shown in the events)")
 
 
@@ -102,19 +105,22 @@ async def create(body: WorkloadRequest, principal: Operator, db: DbDep, settings
                      for cluster, n in placed.decision.replicas.items()}
         return DryRun(plan=plan, placement=placed.decision.model_dump(mode="json"), manifests=manifests)
     temporal = _temporal(request)
+    # Ids are global (they name the workflow): one another team holds answers 409 "taken" and nothing
+    # more, where the same id of one's own team would return that workload (a repeated create).
+    await own_workload(principal, db, temporal, plan.workload_id, _taken(plan.workload_id))
     handle = await create_workload(temporal, settings, plan=plan, requested_by=principal.name,
-                                   repo_id=artifact.repo_id)
+                                   repo_id=artifact.repo_id, team=principal.team)
     return Created(id=plan.workload_id, workflow_id=handle.id, workflow_url=workflow_ui_url(settings, handle.id),
                    plan=plan)
 
 
-@router.get("", summary="List workloads")
-async def list_workloads(_viewer: Viewer, db: DbDep, limit: int = Query(200, ge=1, le=1000)):
-    return {"workloads": await store.list_workloads(db, limit=limit)}
+@router.get("", summary="List workloads (the caller's team's; an admin's: every team's)")
+async def list_workloads(viewer: Viewer, db: DbDep, limit: int = Query(200, ge=1, le=1000)):
+    return {"workloads": await store.list_workloads(db, limit=limit, team=listing_team(viewer))}
 
 
 @router.get("/{workload_id}", summary="A workload: per-cluster state, DGD names, frontend URLs, events")
-async def get_workload(workload_id: str, _viewer: Viewer, db: DbDep, settings: SettingsDep,
+async def get_workload(workload_id: str, viewer: Viewer, db: DbDep, settings: SettingsDep,
                        request: Request) -> dict[str, Any]:
     row = await store.get_workload(db, workload_id)
     live = None
@@ -124,8 +130,10 @@ async def get_workload(workload_id: str, _viewer: Viewer, db: DbDep, settings: S
             live = await workload_handle(temporal, workload_id).query(WorkloadWorkflow.status)
         except (RPCError, Exception):  # noqa: BLE001 - the registry row still answers
             live = None
+    not_found = ApiError(404, f"workload {workload_id} not found")
     if row is None and live is None:
-        raise ApiError(404, f"workload {workload_id} not found")
+        raise not_found
+    hide(viewer, "workload", workload_id, row["team"] if row else live.team if live else None, not_found)
     out = row or {"id": workload_id}
     out["workflow_id"] = workload_workflow_id(workload_id)
     out["workflow_url"] = workflow_ui_url(settings, out["workflow_id"])
@@ -135,11 +143,13 @@ async def get_workload(workload_id: str, _viewer: Viewer, db: DbDep, settings: S
 
 
 @router.patch("/{workload_id}", response_model=WorkloadStatus, summary="Scale a workload")
-async def scale(workload_id: str, body: ScaleBody, principal: Operator, temporal: TemporalDep) -> WorkloadStatus:
+async def scale(workload_id: str, body: ScaleBody, principal: Operator, temporal: TemporalDep,
+                db: DbDep) -> WorkloadStatus:
+    await own_workload(principal, db, temporal, workload_id, _gone(workload_id))
     handle = workload_handle(temporal, workload_id)
     try:
-        return await handle.execute_update(WorkloadWorkflow.scale,
-                                           ScaleRequest(replicas=body.replicas, requested_by=principal.name))
+        return await handle.execute_update(WorkloadWorkflow.scale, ScaleRequest(
+            replicas=body.replicas, requested_by=principal.name, team=principal.team))
     except _UPDATE_ERRORS as err:
         raise _update_error(err, workload_id) from None
 
@@ -148,6 +158,7 @@ async def scale(workload_id: str, body: ScaleBody, principal: Operator, temporal
              summary="Upgrade a workload to another approved artifact, progressively (operator)")
 async def upgrade(workload_id: str, body: UpgradeBody, principal: Operator, temporal: TemporalDep,
                   settings: SettingsDep, db: DbDep) -> UpgradeAnswer:
+    await own_workload(principal, db, temporal, workload_id, _gone(workload_id))
     if (problem := steps_problem(body.steps)) is not None:
         raise ApiError(422, problem, code="invalid_upgrade", details={"field": "steps"})
     # The registry's word first (the workflow's planning checks the same again before anything starts).
@@ -156,7 +167,8 @@ async def upgrade(workload_id: str, body: UpgradeBody, principal: Operator, temp
         check_artifact(approved_artifact_from_row(row) if row is not None else None, body.artifact_id)
     except InvalidWorkload as exc:
         raise ApiError(422, str(exc), code="invalid_upgrade", details={"field": exc.field}) from None
-    request = UpgradeRequest(**body.model_dump(exclude={"requested_by"}), requested_by=principal.name)
+    request = UpgradeRequest(**body.model_dump(exclude={"requested_by", "team"}), requested_by=principal.name,
+                             team=principal.team)
     try:
         status = await workload_handle(temporal, workload_id).execute_update(WorkloadWorkflow.upgrade, request)
     except _UPDATE_ERRORS as err:
@@ -165,10 +177,11 @@ async def upgrade(workload_id: str, body: UpgradeBody, principal: Operator, temp
 
 
 async def _control(workload_id: str, verb: str, body: ControlBody | None, principal: Principal,
-                   temporal: Client) -> UpgradeStatus:
+                   temporal: Client, db: asyncpg.Pool) -> UpgradeStatus:
+    await own_workload(principal, db, temporal, workload_id, _gone(workload_id))
     update = {"pause": WorkloadWorkflow.pause_upgrade, "resume": WorkloadWorkflow.resume_upgrade,
               "abort": WorkloadWorkflow.abort_upgrade}[verb]
-    control = UpgradeControl(requested_by=principal.name, reason=body.reason if body else None)
+    control = UpgradeControl(requested_by=principal.name, team=principal.team, reason=body.reason if body else None)
     try:
         return await workload_handle(temporal, workload_id).execute_update(update, control)
     except _UPDATE_ERRORS as err:
@@ -177,30 +190,32 @@ async def _control(workload_id: str, verb: str, body: ControlBody | None, princi
 
 @router.post("/{workload_id}/upgrade/pause", response_model=UpgradeStatus,
              summary="Pause the running upgrade after its current step (operator)")
-async def pause_upgrade(workload_id: str, principal: Operator, temporal: TemporalDep,
+async def pause_upgrade(workload_id: str, principal: Operator, temporal: TemporalDep, db: DbDep,
                         body: ControlBody | None = None) -> UpgradeStatus:
-    return await _control(workload_id, "pause", body, principal, temporal)
+    return await _control(workload_id, "pause", body, principal, temporal, db)
 
 
 @router.post("/{workload_id}/upgrade/resume", response_model=UpgradeStatus,
              summary="Resume a paused upgrade (operator)")
-async def resume_upgrade(workload_id: str, principal: Operator, temporal: TemporalDep,
+async def resume_upgrade(workload_id: str, principal: Operator, temporal: TemporalDep, db: DbDep,
                          body: ControlBody | None = None) -> UpgradeStatus:
-    return await _control(workload_id, "resume", body, principal, temporal)
+    return await _control(workload_id, "resume", body, principal, temporal, db)
 
 
 @router.post("/{workload_id}/upgrade/abort", response_model=UpgradeStatus,
              summary="Abort the running upgrade: weights back, the new version removed (operator)")
-async def abort_upgrade(workload_id: str, principal: Operator, temporal: TemporalDep,
+async def abort_upgrade(workload_id: str, principal: Operator, temporal: TemporalDep, db: DbDep,
                         body: ControlBody | None = None) -> UpgradeStatus:
-    return await _control(workload_id, "abort", body, principal, temporal)
+    return await _control(workload_id, "abort", body, principal, temporal, db)
 
 
 @router.delete("/{workload_id}", status_code=202, summary="Delete a workload (drains endpoints, then tears down)")
-async def delete(workload_id: str, principal: Operator, temporal: TemporalDep) -> dict[str, Any]:
+async def delete(workload_id: str, principal: Operator, temporal: TemporalDep, db: DbDep) -> dict[str, Any]:
+    await own_workload(principal, db, temporal, workload_id, _gone(workload_id))
     handle = workload_handle(temporal, workload_id)
     try:
-        await handle.start_update(WorkloadWorkflow.delete, DeleteRequest(requested_by=principal.name),
+        await handle.start_update(WorkloadWorkflow.delete,
+                                  DeleteRequest(requested_by=principal.name, team=principal.team),
                                   wait_for_stage=WorkflowUpdateStage.ACCEPTED)
     except _UPDATE_ERRORS as err:
         raise _update_error(err, workload_id) from None
@@ -225,8 +240,17 @@ def _update_error(err: Exception, workload_id: str) -> ApiError:
                              "workload, or send it again (it is safe to repeat)")
     assert isinstance(err, RPCError)
     if err.status == RPCStatusCode.NOT_FOUND:
-        return ApiError(404, f"workload {workload_id} not found or no longer running")
+        return _gone(workload_id)
     return ApiError(503, f"Temporal could not take the request: {err.message}")
+
+
+def _gone(workload_id: str) -> ApiError:
+    """What an update to a workload that does not run answers, and so also one of another team."""
+    return ApiError(404, f"workload {workload_id} not found or no longer running")
+
+
+def _taken(workload_id: str) -> ApiError:
+    return ApiError(409, f"workload id {workload_id} is taken; choose another name", code="workload_exists")
 
 
 def _temporal(request: Request):

@@ -19,6 +19,8 @@ from sim.kube.clusters import SimulatedClusters, default_cluster_specs
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m sim.kube", description=__doc__.splitlines()[0])
     parser.add_argument("--home", type=Path, required=True, help="directory for the kubeconfig and clusters.json")
+    parser.add_argument("--kubeconfig", type=Path, default=None, help="where to write the kubeconfig "
+                                                                          "(default: HOME/kubeconfig)")
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=0, help="0 picks a free port")
     parser.add_argument("--operator-delay", type=float, default=3.0,
@@ -29,7 +31,7 @@ def main(argv: list[str] | None = None) -> int:
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     signal.signal(signal.SIGINT, lambda *_: stop.set())
     with SimulatedClusters(default_cluster_specs(), home=args.home, operator_delay=args.operator_delay,
-                           host=args.host, port=args.port) as sim:
+                           host=args.host, port=args.port, kubeconfig_path=args.kubeconfig) as sim:
         print(json.dumps(json.loads((sim.home / "clusters.json").read_text())), flush=True)
         stop.wait()
     return 0

@@ -170,7 +170,7 @@ class SimulatedClusters:
     def __init__(self, specs: list[ClusterSpec] | None = None, home: Path | str = Path(".wingsmith/sim"),
                  operator_delay: float = 1.0, *, host: str = "127.0.0.1", port: int = 0,
                  crd_directory: Path | None = None, tick: float = 0.05, strict_fields: bool = True,
-                 persist: bool = True, save_interval: float = 0.1):
+                 persist: bool = True, save_interval: float = 0.1, kubeconfig_path: Path | str | None = None):
         specs = specs if specs is not None else default_cluster_specs()
         names = [s.name for s in specs]
         if len(set(names)) != len(names) or not names:
@@ -195,7 +195,8 @@ class SimulatedClusters:
                                                    operator_delay, strict_fields,
                                                    StoreFile(self.state_dir / f"{s.name}.json") if persist else None)
                           for s in specs}
-        self.kubeconfig_path = self.home / "kubeconfig"
+        # A plane takes kubeconfig files only from its own kubeconfig directory: `up` writes this one there.
+        self.kubeconfig_path = Path(kubeconfig_path) if kubeconfig_path else self.home / "kubeconfig"
         self._thread: threading.Thread | None = None
         self._server: uvicorn.Server | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -293,6 +294,7 @@ class SimulatedClusters:
 
     def _write_files(self) -> None:
         self.home.mkdir(parents=True, exist_ok=True)
+        self.kubeconfig_path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
         kubeconfig = {
             "apiVersion": "v1", "kind": "Config", "preferences": {},
             "current-context": self.names[0],

@@ -13,6 +13,11 @@ the other way round: the person who approves a draft is not meant to be the one 
 "Allowed" means the request got past auth: neither 401 nor 403 (a 404 or 422 for a dummy id or body
 is the handler answering) and never a 5xx. Console pages sign in with a cookie, so a missing or
 wrong token there is a redirect to the login page rather than a 401.
+
+Roles say what a principal may do; teams say to which objects. Workloads, endpoints and watches are
+their team's: TEAM_OWNED lists every route that reads or changes them, and tests/teams calls each with
+another team's token on a real object (404, as if absent; lists leave it out). Artifacts, reviews and
+clusters are the organisation's.
 """
 
 from __future__ import annotations
@@ -100,6 +105,16 @@ ACCESS: dict[tuple[str, str], str] = {
     ("OPTIONS", "/codec/{operation}"): PUBLIC,
 }
 
+# Routes on team-owned objects (workloads, endpoints, watches): scoped to the caller's team, admins
+# excepted. Every route whose path names one of them must be here (test_every_team_route_is_listed).
+TEAM_OWNED: set[tuple[str, str]] = {
+    (method, path) for method, path in ACCESS
+    if any(path.startswith(prefix) for prefix in ("/v1/workloads", "/v1/endpoints", "/v1/watches",
+                                                   "/console/workloads", "/console/endpoints"))
+    # Creating a workload or endpoint is the creator's team's by construction; the new-object forms
+    # list only the caller's team's workloads (tests/teams checks that too).
+}
+
 # Which callers' roles satisfy a required role: written out here, not derived from api/auth.py, so
 # a change to the nesting there shows up as a failure here.
 SATISFIES = {
@@ -117,7 +132,7 @@ QUERY = {"/v1/artifacts/resolve": {"source": "hf:nobody/nothing-here"}}
 BODIES = {
     ("POST", "/v1/artifacts"): {"source": "hf:nobody/nothing-here"},
     ("POST", "/v1/artifacts/{org}/{name_at_sha}/review"): {"decision": "approve", "draft_version": 1},
-    ("POST", "/v1/clusters"): {"name": "guard-matrix", "kubeconfig": "/nonexistent/kubeconfig"},
+    ("POST", "/v1/clusters"): {"name": "guard-matrix", "kubeconfig": "env:KUBECONFIG_GUARD"},
     ("PATCH", "/v1/workloads/{workload_id}"): {"replicas": 2},
     ("POST", "/v1/workloads/{workload_id}/upgrade"): {"artifact_id": "acme/nothing@" + "0" * 40},
     ("PATCH", "/v1/workloads/{workload_id}/follow"): {"follow": "auto"},
@@ -214,6 +229,13 @@ async def test_every_route_is_in_the_table(app):
     served = every_route(app)
     assert served - set(ACCESS) == set(), "routes without a row in ACCESS: decide who may call them"
     assert set(ACCESS) - served == set(), "rows in ACCESS for routes the app no longer serves"
+
+
+def test_every_team_route_is_listed():
+    """A route that names a workload, an endpoint or a watch is team-scoped (tests/teams shows how each
+    answers another team); one that does not is the organisation's."""
+    named = {(m, p) for m, p in ACCESS if any(word in p for word in ("workload", "endpoint", "watch"))}
+    assert named == TEAM_OWNED
 
 
 async def test_auth_matrix(app, api):

@@ -27,7 +27,7 @@ async def api_without_registry(settings, temporal_client):
     ("GET", "/v1/artifacts", None),
     ("GET", "/v1/workloads", None),
     ("GET", "/v1/clusters", None),
-    ("POST", "/v1/clusters", {"name": "east", "kubeconfig": "/etc/kube/east"}),
+    ("POST", "/v1/clusters", {"name": "east", "kubeconfig": "env:KUBECONFIG_EAST"}),
 ])
 async def test_registry_down_is_a_503_that_says_so(api_without_registry, method, path, body):
     r = await api_without_registry.request(method, path, json=body, headers=as_("tok-ada"))

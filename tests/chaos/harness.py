@@ -279,7 +279,7 @@ async def _connect(bed: _Bed) -> None:
         ready_deadline_seconds=c.ready_deadline_seconds, gateway_url=bed.gateway_url,
         gateway_admin_token_ref=bed.gateway_token_ref, drain_grace_seconds=c.drain_grace_seconds,
         hf_token_secret=None, watch_status_seconds=c.watch_status_seconds, watch_probe_seconds=c.watch_probe_seconds,
-        drift_grace_seconds=c.drift_grace_seconds)
+        drift_grace_seconds=c.drift_grace_seconds, kubeconfig_dir=bed.root)
     bed.pool = await open_pool(bed.pg.dsn())
     await migrate(bed.pool)
     bed.client = await connect(bed.settings, address=bed.temporal_server.address)
@@ -295,7 +295,8 @@ async def _connect(bed: _Bed) -> None:
                WINGSMITH_ROLLOUT_POLL_SECONDS=str(c.poll_seconds),
                WINGSMITH_READY_DEADLINE_SECONDS=str(c.ready_deadline_seconds),
                WINGSMITH_GATEWAY_URL=bed.gateway_url, WINGSMITH_GATEWAY_ADMIN_TOKEN_REF=bed.gateway_token_ref,
-               WINGSMITH_DRAIN_GRACE_SECONDS=str(c.drain_grace_seconds))
+               WINGSMITH_DRAIN_GRACE_SECONDS=str(c.drain_grace_seconds),
+               WINGSMITH_KUBECONFIG_DIR=str(bed.root))  # the sims' kubeconfig is under it
     env.pop("WINGSMITH_AUTH_TOKENS", None)
     bed.worker = _Worker(env=env, log_dir=bed.root / "logs")
     bed.worker.start()

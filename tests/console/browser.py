@@ -53,3 +53,15 @@ async def chromium():
             yield browser
         finally:
             await browser.close()
+
+
+def csp_violations(page) -> list[str]:
+    """Every Content-Security-Policy refusal Chromium reports on `page` from now on (it logs each one to
+    the console): a page that needs an inline script, handler or style the policy forbids shows up here."""
+    seen: list[str] = []
+
+    def heard(message) -> None:
+        if "Content Security Policy" in message.text:
+            seen.append(message.text)
+    page.on("console", heard)
+    return seen

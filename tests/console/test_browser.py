@@ -13,7 +13,7 @@ from pathlib import Path
 
 import httpx
 
-from tests.console.browser import chromium, served
+from tests.console.browser import chromium, csp_violations, served
 from tests.console.conftest import KIMI, as_
 from tests.support import running_worker, wait_until
 
@@ -54,6 +54,7 @@ async def test_approve_kimi_in_the_browser(plane, deps, temporal_client):
             async with chromium() as browser:
                 page = await browser.new_page(viewport={"width": 1360, "height": 900})
                 page.set_default_timeout(15_000)
+                refused_by_csp = csp_violations(page)
 
                 # Signing in from the list page brings the approver back to it.
                 await page.goto(f"{base}/console")
@@ -94,4 +95,5 @@ async def test_approve_kimi_in_the_browser(plane, deps, temporal_client):
 
                 await page.goto(f"{base}/console?state=approved")
                 await expect(page.locator(f'tr[data-artifact="{artifact}"]')).to_contain_text("approved")
+                assert refused_by_csp == [], refused_by_csp
     assert (SCREENSHOTS / "kimi-k3-draft.png").stat().st_size > 10_000

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import httpx
 
-from tests.console.browser import chromium, served
+from tests.console.browser import chromium, csp_violations, served
 from tests.endpoints.conftest import gateway, settings  # noqa: F401 - fixtures
 from tests.support import running_worker, wait_for_pollers
 from tests.workloads.conftest import api, as_, clusters, deps, dgds, hub, sims  # noqa: F401 - fixtures
@@ -60,6 +60,7 @@ async def test_the_whole_journey_in_the_console(plane, deps, temporal_client, cl
         await wait_for_pollers(temporal_client, deps.settings)  # live inventories are read by the worker
         page = await browser.new_page(viewport={"width": 1360, "height": 900})
         page.set_default_timeout(20_000)
+        refused_by_csp = csp_violations(page)
 
         # 1. The operator registers the model: the proposal first, then the draft page.
         await _sign_in(page, base, "tok-olga", "/console")
@@ -145,6 +146,24 @@ async def test_the_whole_journey_in_the_console(plane, deps, temporal_client, cl
         await page.goto(f"{base}/console/workloads")
         await expect(page.locator(f'tr[data-workload="{WORKLOAD}"]')).to_contain_text("serving")
         await shot(page, "9-workloads")
+
+        # The pages' scripts live in console.js (the CSP allows no inline handler): deleting asks first,
+        # and answering no leaves the workload alone; the state filter sends itself when changed.
+        await page.goto(f"{base}/console/workloads/{WORKLOAD}")
+        asked: list[str] = []
+
+        async def answer_no(dialog) -> None:
+            asked.append(dialog.message)
+            await dialog.dismiss()
+        page.once("dialog", answer_no)
+        await page.get_by_role("button", name="Delete this workload").click()
+        await expect(page.locator("#workload-stage")).to_have_text("serving")
+        assert asked == [f"Delete {WORKLOAD}?"] and page.url.endswith(f"/console/workloads/{WORKLOAD}")
+        await page.goto(f"{base}/console")
+        await page.locator("#state").select_option("approved")
+        await page.wait_for_url(re.compile(r"/console\?state=approved$"))
+        await expect(page.locator(f'tr[data-artifact="{artifact}"]')).to_be_visible()
+        assert refused_by_csp == [], refused_by_csp
     for name in ("1-register-proposal", "3-approved", "5-workload-form", "6-workload-serving", "8-endpoint-serving"):
         assert (shots / f"{name}.png").stat().st_size > 10_000, name
 

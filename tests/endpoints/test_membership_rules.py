@@ -1,10 +1,11 @@
-"""Which workloads an endpoint may route to (the rule the API and EndpointWorkflow.set_workloads share)."""
+"""Which workloads an endpoint may route to (the rule the API and EndpointWorkflow.set_workloads share):
+all of them serve the endpoint's model, a Hugging Face repository."""
 
 from __future__ import annotations
 
 import pytest
 
-from wingsmith.endpoints import WorkloadFacts, membership_problems
+from wingsmith.endpoints import WorkloadFacts, endpoint_model, membership_problems
 
 FACTS = {w.workload_id: w for w in (
     WorkloadFacts(workload_id="kimi-a", state="serving", served_model_name="kimi-k3", repo_id="moonshotai/Kimi-K3"),
@@ -17,20 +18,32 @@ FACTS = {w.workload_id: w for w in (
 )}
 
 
-@pytest.mark.parametrize(("wanted", "staying", "problem"), [
-    (["kimi-a"], [], None),
-    (["kimi-a", "kimi-new"], ["kimi-a"], None),  # same repository (any spelling), another served name
-    (["kimi-a", "qwen-named"], ["kimi-a"], None),  # serves the endpoint's name
-    (["qwen"], [], None),  # a new endpoint takes what it is given: nothing to compare with yet
-    (["kimi-a", "qwen"], ["kimi-a"], "serve neither 'kimi-k3' nor the model of the endpoint's other workloads"),
-    (["kimi-a", "nope"], ["kimi-a"], "unknown workload(s): nope"),
-    (["gone"], [], "workload(s) gone no longer serve"),
-    (["leaving"], [], "workload(s) leaving no longer serve"),
-    ([], [], "an endpoint needs at least one workload"),
+@pytest.mark.parametrize(("wanted", "model", "problem"), [
+    (["kimi-a"], None, None),
+    (["qwen"], None, None),  # a new endpoint takes the model its workloads agree on
+    (["kimi-a", "kimi-new"], None, None),  # one repository (any spelling), two served names
+    (["kimi-a", "qwen"], None, "the workloads serve different models (moonshotai/kimi-k3, qwen/qwen3-8b)"),
+    (["kimi-a", "kimi-new"], "moonshotai/kimi-k3", None),
+    (["kimi-new"], "moonshotai/kimi-k3", None),  # no workload stays: still the same model
+    # The swap: nothing of the old list stays and the new workload serves another model, even under the
+    # endpoint's own name (a served name is a label, not the model).
+    (["qwen"], "moonshotai/kimi-k3", "endpoint kimi-k3 serves moonshotai/kimi-k3; every workload it routes to "
+                                     "must serve that model (qwen serves Qwen/Qwen3-8B)"),
+    (["qwen-named"], "moonshotai/kimi-k3", "qwen-named serves Qwen/Qwen3-8B"),
+    (["kimi-a", "qwen"], "moonshotai/kimi-k3", "qwen serves Qwen/Qwen3-8B"),
+    (["kimi-a", "nope"], "moonshotai/kimi-k3", "unknown workload(s): nope"),
+    (["gone"], None, "workload(s) gone no longer serve"),
+    (["leaving"], None, "workload(s) leaving no longer serve"),
+    ([], None, "an endpoint needs at least one workload"),
 ])
-def test_membership_problems(wanted, staying, problem):
-    problems = membership_problems("kimi-k3", wanted, FACTS, staying)
+def test_membership_problems(wanted, model, problem):
+    problems = membership_problems("kimi-k3", wanted, FACTS, model)
     if problem is None:
         assert problems == []
     else:
         assert any(problem in p for p in problems), problems
+
+
+def test_the_endpoint_model_is_its_workloads_repository():
+    assert endpoint_model(FACTS, ["ghost", "kimi-new", "qwen"]) == "moonshotai/kimi-k3"
+    assert endpoint_model(FACTS, ["ghost"]) is None and endpoint_model(FACTS, []) is None

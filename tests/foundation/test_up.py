@@ -28,7 +28,8 @@ class Up:
         self.home = home
         self.ports = {k: free_port() for k in ("api", "temporal", "ui", "pg", "hub", "sim", "gateway", "metrics")}
         self.env = {k: v for k, v in os.environ.items()
-                    if k not in ("DATABASE_URL", "TEMPORAL_ADDRESS", "WINGSMITH_AUTH_TOKENS")}
+                    if k not in ("DATABASE_URL", "TEMPORAL_ADDRESS", "WINGSMITH_AUTH_TOKENS",
+                                 "WINGSMITH_KUBECONFIG_DIR")}
         self.env.update(WINGSMITH_HOME=str(home), WINGSMITH_API_PORT=str(self.ports["api"]),
                         WINGSMITH_TEMPORAL_PORT=str(self.ports["temporal"]),
                         WINGSMITH_TEMPORAL_UI_PORT=str(self.ports["ui"]),

@@ -30,7 +30,7 @@ def objects(sim, kind: str, model: str = "kimi-k3") -> dict[str, dict]:
 
 @pytest.fixture
 def envoy(sim):
-    client = EnvoyGatewayClient(KubeconfigRef(path=str(sim.kubeconfig_path), context="sim-gateway"),
+    client = EnvoyGatewayClient(KubeconfigRef(source=str(sim.kubeconfig_path), context="sim-gateway"),
                                 namespace=NAMESPACE, gateway_name="wingsmith")
     yield client
     for name in ("kimi-k3", "other"):
@@ -90,13 +90,14 @@ def test_api_errors_become_gateway_errors(sim, envoy):
     sim.faults("sim-gateway").update({"api_error_rate": 1.0})
     try:
         with pytest.raises(GatewayError) as caught:
-            EnvoyGatewayClient(KubeconfigRef(path=str(sim.kubeconfig_path), context="sim-gateway"),
+            EnvoyGatewayClient(KubeconfigRef(source=str(sim.kubeconfig_path), context="sim-gateway"),
                                namespace=NAMESPACE, gateway_name="wingsmith", attempts=2).get_routes()
         assert caught.value.retryable and caught.value.type == "ServerError"
     finally:
         sim.faults("sim-gateway").reset()
     with pytest.raises(GatewayError) as missing:
-        EnvoyGatewayClient(KubeconfigRef(path="/nonexistent/kubeconfig"), namespace=NAMESPACE, gateway_name="g")
+        EnvoyGatewayClient(KubeconfigRef(source=str(sim.kubeconfig_path.parent / "absent")), namespace=NAMESPACE,
+                           gateway_name="g")
     assert missing.value.type == "KubeconfigMissing" and not missing.value.retryable
 
 

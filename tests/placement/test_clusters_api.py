@@ -96,7 +96,7 @@ def test_spec_rejects_bad_fields_clearly(field, value, message):
 # --- HTTP -----------------------------------------------------------------------------------------------
 
 async def test_register_list_show_cordon_remove_over_http(api):
-    body = {"name": "eu-1", "region": "eu-west", "kubeconfig": "/k/eu.yaml", "kube_context": "eu-1",
+    body = {"name": "eu-1", "region": "eu-west", "kubeconfig": "env:KUBECONFIG_EU", "kube_context": "eu-1",
             "labels": {"tier": "gold"}, "frontend_base_url": "http://eu-1.example:8080/"}
     r = await api.post("/v1/clusters", json=body, headers=ADMIN)
     assert r.status_code == 201, r.text
@@ -143,7 +143,7 @@ async def _register_fleet(api):
         {"name": "d", "region": "eu"},   # live inventory only
     ]
     for c in fleet:
-        r = await api.post("/v1/clusters", json={"kubeconfig": "/nonexistent/kubeconfig", **c}, headers=ADMIN)
+        r = await api.post("/v1/clusters", json={"kubeconfig": "env:KUBECONFIG_NOWHERE", **c}, headers=ADMIN)
         assert r.status_code == 201, r.text
 
 

@@ -53,12 +53,12 @@ def cli(api_url, monkeypatch, capsys):
 
 
 def test_add_list_show_cordon_remove(cli):
-    code, out, err = cli("add", "gpu-west", "--kubeconfig", "/etc/k/west.yaml", "--context", "west",
+    code, out, err = cli("add", "gpu-west", "--kubeconfig", "env:KUBECONFIG_WEST", "--context", "west",
                          "--region", "us-west", "--label", "tier=gold", "--frontend-url", "http://west:8000",
                          "--manual", "h200=4", "--manual", "gb200=16x4")
     assert code == 0, err
     assert "registered gpu-west" in out and "manual: h200 4x8, gb200 16x4" in out
-    assert cli("add", "gpu-east", "--kubeconfig", "/etc/k/east.yaml")[0] == 0
+    assert cli("add", "gpu-east", "--kubeconfig", "env:KUBECONFIG_EAST")[0] == 0
 
     code, out, _ = cli("list", token="tok-view")
     lines = out.splitlines()
@@ -83,14 +83,16 @@ def test_add_list_show_cordon_remove(cli):
 
 
 def test_errors_are_clear_and_have_exit_codes(cli, api_url):
-    code, _, err = cli("add", "x", "--kubeconfig", "/k", token="tok-view")
+    code, _, err = cli("add", "x", "--kubeconfig", "env:KUBECONFIG_K", token="tok-view")
     assert code == 4 and "lacks the admin role" in err
-    code, _, err = cli("add", "x", "--kubeconfig", "/k", "--manual", "h200:4")
+    code, _, err = cli("add", "x", "--kubeconfig", "env:KUBECONFIG_K", "--manual", "h200:4")
     assert code == 2 and "--manual 'h200:4' must look like HW=NODES" in err
-    code, _, err = cli("add", "Bad_Name", "--kubeconfig", "/k")
+    code, _, err = cli("add", "Bad_Name", "--kubeconfig", "env:KUBECONFIG_K")
     assert code == 2 and "DNS-1123" in err
-    assert cli("add", "dup", "--kubeconfig", "/k")[0] == 0
-    code, _, err = cli("add", "dup", "--kubeconfig", "/other")
+    assert cli("add", "dup", "--kubeconfig", "env:KUBECONFIG_K")[0] == 0
+    code, _, err = cli("add", "dup", "--kubeconfig", "env:KUBECONFIG_OTHER")
     assert code == 5 and "different settings" in err
+    code, _, err = cli("add", "x", "--kubeconfig", "/etc/k/a.yaml:/etc/k/b.yaml")
+    assert code == 2 and "path list" in err
     code, _, err = cli("list", "--api", "http://127.0.0.1:1")
     assert code == 1 and "not reachable" in err

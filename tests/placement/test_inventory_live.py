@@ -26,7 +26,7 @@ def sim(tmp_path_factory):
 
 
 def ref(sim, name: str) -> KubeconfigRef:
-    return KubeconfigRef(path=str(sim.kubeconfig_path), context=sim.context(name))
+    return KubeconfigRef(source=str(sim.kubeconfig_path), context=sim.context(name))
 
 
 def run(sim, name: str):
@@ -83,7 +83,7 @@ def test_every_default_cluster_feeds_one_placement(sim):
 
 def test_missing_kubeconfig_comes_back_as_an_explained_inventory(sim, tmp_path):
     out = ActivityEnvironment().run(read_inventory, ReadInventoryInput(
-        cluster="gone", kubeconfig=KubeconfigRef(path=str(tmp_path / "nope"))))
+        cluster="gone", kubeconfig=KubeconfigRef(source=str(tmp_path / "nope"))))
     assert out.pools == [] and out.error.startswith("KubeconfigMissing")
 
 

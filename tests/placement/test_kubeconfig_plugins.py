@@ -1,5 +1,6 @@
 """No code runs from a kubeconfig: a user with an `exec:` credential plugin or an `auth-provider:` is
-refused at registration and by the client factory, unless the operator allows its command by name;
+refused at registration and by the client factory, unless the plane operator allows its command by name
+in the process's own settings (WINGSMITH_KUBECONFIG_EXEC_ALLOW; nothing a request sends can);
 and what the kubernetes client logs about a failing plugin never carries the plugin's output."""
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from api.app import create_app
 from api.auth import TokenTable
 from wingsmith.config import Settings
 from wingsmith.kube import KubeconfigRef, KubeError, new_api_client
+from wingsmith.kube.kubeconfig import KubeconfigPolicy
 
 TOKENS = {"tok-admin": {"name": "ada", "roles": ["admin"]}}
 ADMIN = {"Authorization": "Bearer tok-admin"}
@@ -53,7 +55,7 @@ def test_the_client_factory_refuses_an_exec_plugin_without_running_it(tmp_path, 
     script, mark = plugin(tmp_path)
     path = kubeconfig(tmp_path, exec_user(script))
     with pytest.raises(KubeError) as err:
-        new_api_client(KubeconfigRef(path=str(path)))
+        new_api_client(KubeconfigRef(source=str(path)))
     assert err.value.type == "KubeconfigExecRefused" and "leaky-plugin" in err.value.message
     assert not mark.exists()
 
@@ -61,7 +63,7 @@ def test_the_client_factory_refuses_an_exec_plugin_without_running_it(tmp_path, 
 def test_an_auth_provider_is_refused_too(tmp_path):
     path = kubeconfig(tmp_path, {"auth-provider": {"name": "gcp", "config": {"cmd-path": "/bin/true"}}})
     with pytest.raises(KubeError) as err:
-        new_api_client(KubeconfigRef(path=str(path)), exec_allow=[])
+        new_api_client(KubeconfigRef(source=str(path)), policy=KubeconfigPolicy(directory=tmp_path))
     assert err.value.type == "KubeconfigExecRefused" and "gcp" in err.value.message
 
 
@@ -71,7 +73,7 @@ def test_an_allowed_plugin_runs_but_its_output_stays_out_of_logs_and_errors(tmp_
     monkeypatch.setenv("WINGSMITH_KUBECONFIG_EXEC_ALLOW", "aws, leaky-plugin")
     caplog.set_level(logging.DEBUG)
     try:
-        client = new_api_client(KubeconfigRef(path=str(path)))
+        client = new_api_client(KubeconfigRef(source=str(path)))
         client.close()
     except KubeError as exc:
         assert LEAKED not in str(exc)

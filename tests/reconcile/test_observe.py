@@ -36,7 +36,7 @@ def sim(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SimulatedClusters]
 
 @pytest.fixture
 def kubeconfig(sim: SimulatedClusters) -> Iterator[KubeconfigRef]:
-    yield KubeconfigRef(path=str(sim.kubeconfig_path), context=CLUSTER)
+    yield KubeconfigRef(source=str(sim.kubeconfig_path), context=CLUSTER)
     sim.faults(CLUSTER).reset()
 
 
@@ -119,7 +119,7 @@ def test_a_cluster_that_does_not_answer_is_unreachable_not_an_error(kubeconfig: 
     seen = _look(kubeconfig, applied)
     assert not seen.reachable and "ServerError" in (seen.error or "")
     assert judge(applied, seen).action == "wait"
-    missing_config = KubeconfigRef(path="/nonexistent/kubeconfig", context=CLUSTER)
+    missing_config = KubeconfigRef(source=str(sim.kubeconfig_path.parent / "absent"), context=CLUSTER)
     seen = _look(missing_config, applied)
     assert not seen.reachable and "KubeconfigMissing" in (seen.error or "")
 
@@ -223,7 +223,7 @@ def test_looks_at_one_cluster_share_one_read_per_period() -> None:
         time.sleep(0.05)
         return {}
     shared = SharedReads(read)
-    ref = KubeconfigRef(path="/fake/kubeconfig", context=CLUSTER)
+    ref = KubeconfigRef(source="/fake/kubeconfig", context=CLUSTER)
 
     async def many() -> None:
         await asyncio.gather(*(shared.get(ref, "default", 10) for _ in range(200)))
@@ -243,7 +243,7 @@ def test_a_look_asked_to_answer_at_once_gets_no_read_older_than_itself() -> None
         time.sleep(0.2)
         return {"n": {"read": len(reads)}}
     shared = SharedReads(read)
-    ref = KubeconfigRef(path="/fake/kubeconfig", context=CLUSTER)
+    ref = KubeconfigRef(source="/fake/kubeconfig", context=CLUSTER)
 
     async def scenario() -> tuple[int, int, int]:
         first = asyncio.ensure_future(shared.get(ref, "default", 10))

@@ -29,7 +29,7 @@ def faults(sim):
 
 @pytest.fixture
 def kubeconfig(sim) -> KubeconfigRef:
-    return KubeconfigRef(path=str(sim.kubeconfig_path), context=sim.context(CLUSTER))
+    return KubeconfigRef(source=str(sim.kubeconfig_path), context=sim.context(CLUSTER))
 
 
 @pytest.fixture

@@ -190,10 +190,10 @@ def test_schema_rejection_is_not_retryable(sim, faults, kubeconfig, workload_id,
 
 def test_a_bad_kubeconfig_reference_fails_clearly_without_leaking(tmp_path, sim, acts, env, workload_id):
     with pytest.raises(ApplicationError) as info:
-        apply(env, acts, KubeconfigRef(path=str(tmp_path / "nope")), small_spec(workload_id=workload_id))
+        apply(env, acts, KubeconfigRef(source=str(tmp_path / "nope")), small_spec(workload_id=workload_id))
     assert info.value.type == "KubeconfigMissing" and info.value.non_retryable
     with pytest.raises(ApplicationError) as info:
-        apply(env, acts, KubeconfigRef(path=str(sim.kubeconfig_path), context="no-such-cluster"),
+        apply(env, acts, KubeconfigRef(source=str(sim.kubeconfig_path), context="no-such-cluster"),
               small_spec(workload_id=workload_id))
     assert info.value.type == "KubeconfigInvalid" and info.value.non_retryable
     token = sim.cluster(CLUSTER).token
@@ -210,7 +210,7 @@ def test_an_impossible_rollout_is_refused_before_any_call(sim, kubeconfig, acts,
 def test_a_multi_node_kimi_k3_graph_becomes_ready_on_the_gb200_rack(sim, tmp_path, acts, env):
     from tests.dynamo.builders import kimi_k3_spec
 
-    nvl = KubeconfigRef(path=str(sim.kubeconfig_path), context=sim.context("sim-nvl"))
+    nvl = KubeconfigRef(source=str(sim.kubeconfig_path), context=sim.context("sim-nvl"))
     spec = kimi_k3_spec("gb200", "multi_node_tp_dp", cluster="sim-nvl", namespace="default",
                         hf_token_secret=None, model_cache_pvc=None)
     applied = apply(env, acts, nvl, spec)

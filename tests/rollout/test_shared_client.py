@@ -15,12 +15,12 @@ from wingsmith.kube import KubeconfigRef, KubeError, shared_api_client
 def test_one_client_per_kubeconfig_and_context(sim, kubeconfig, tmp_path):
     first = shared_api_client(kubeconfig)
     assert shared_api_client(kubeconfig) is first
-    other = KubeconfigRef(path=kubeconfig.path, context=sim.context("sim-west"))
+    other = KubeconfigRef(source=kubeconfig.source, context=sim.context("sim-west"))
     assert shared_api_client(other) is not first
 
     copy = tmp_path / "kubeconfig"
-    shutil.copy(kubeconfig.path, copy)
-    ref = KubeconfigRef(path=str(copy), context=kubeconfig.context)
+    shutil.copy(kubeconfig.source, copy)
+    ref = KubeconfigRef(source=str(copy), context=kubeconfig.context)
     before = shared_api_client(ref)
     copy.write_text(copy.read_text() + "\n# rotated\n")  # a rotated credential: the file changes
     os.utime(copy, ns=(os.stat(copy).st_atime_ns, os.stat(copy).st_mtime_ns + 1_000_000))
@@ -41,5 +41,5 @@ def test_activities_borrow_the_shared_client_and_leave_it_open(sim, kubeconfig):
 
 def test_a_missing_kubeconfig_is_the_same_clear_error(tmp_path):
     with pytest.raises(KubeError) as err:
-        shared_api_client(KubeconfigRef(path=str(tmp_path / "nope")))
+        shared_api_client(KubeconfigRef(source=str(tmp_path / "nope")))
     assert err.value.type == "KubeconfigMissing"

@@ -31,6 +31,7 @@ from wingsmith.codec import (
     parse_key,
 )
 from wingsmith.config import Settings
+from wingsmith.payloads import PayloadBudgetCodec
 from wingsmith.temporal import connect
 
 KIMI = "moonshotai/Kimi-K3"
@@ -79,7 +80,8 @@ def test_key_ids_are_stable_distinct_and_do_not_reveal_the_key():
 
 def test_settings_name_where_a_key_is_missing(monkeypatch, key_file):
     monkeypatch.delenv("WINGSMITH_TEST_PAYLOAD_KEY", raising=False)
-    assert codec_from_settings(Settings()) is None and data_converter(Settings()) is pydantic_data_converter
+    assert codec_from_settings(Settings()) is None
+    assert isinstance(data_converter(Settings()).payload_codec, PayloadBudgetCodec)  # unencrypted, still budgeted
     with pytest.raises(PayloadKeyError,
                        match="WINGSMITH_TEST_PAYLOAD_KEY named by WINGSMITH_PAYLOAD_KEY_REF is not set"):
         codec_from_settings(Settings(payload_key_ref="WINGSMITH_TEST_PAYLOAD_KEY"))
@@ -90,7 +92,8 @@ def test_settings_name_where_a_key_is_missing(monkeypatch, key_file):
     monkeypatch.setenv("WINGSMITH_TEST_PAYLOAD_KEY", key_file.read_text())
     converter = data_converter(Settings(payload_key_ref="env:WINGSMITH_TEST_PAYLOAD_KEY"))
     assert converter.payload_converter_class is pydantic_data_converter.payload_converter_class
-    assert converter.payload_codec.key_id == key_id(parse_key(key_file.read_text()))
+    budget, encryption = converter.payload_codec.codecs  # the budget sees the plain payload, then it is sealed
+    assert isinstance(budget, PayloadBudgetCodec) and encryption.key_id == key_id(parse_key(key_file.read_text()))
 
 
 def test_old_key_refs_read_comma_separated_from_the_environment(monkeypatch):
@@ -176,7 +179,7 @@ async def test_history_holds_only_ciphertext_while_the_codec_client_reads_it(enc
     raw = (await temporal_client.get_workflow_handle(workflow_id).fetch_history()).to_json()
     exported = history_export(raw)
     assert "Kimi-K3" not in exported and base64.b64encode(KIMI.encode()).decode() not in raw
-    key = client.data_converter.payload_codec.key_id
+    key = client.data_converter.payload_codec.codecs[-1].key_id  # the budget, then the encryption
     payloads = _payloads_in(json.loads(raw))
     assert len(payloads) >= 4  # workflow input, activity input, activity result, workflow result
     for payload in payloads:

@@ -135,7 +135,7 @@ async def test_journey_leaves_no_secret_in_histories_logs_registry_or_clusters(
     assert dgds(clusters, "kimi-scan"), "the plane wrote to the clusters with the kubeconfig's token"
     # The emulator speaks plain http, where the kubernetes client sends no client certificate; what
     # can be shown is that the file the plane was pointed at, as the client parses it, carries the key.
-    new_api_client(KubeconfigRef(path=str(kube_credentials["path"]), context="sim-east"))
+    new_api_client(KubeconfigRef(source=str(kube_credentials["path"]), context="sim-east"))
     loader = kube_config._get_kube_config_loader(filename=str(kube_credentials["path"]), active_context="sim-east")
     assert base64.b64decode(loader._user["client-key-data"]) == kube_credentials["key_pem"]
 

@@ -83,6 +83,9 @@ class World:
     log: list[str] = field(default_factory=list)
     workload_states: list[str] = field(default_factory=list)
     unknown_workloads: set[str] = field(default_factory=set)  # endpoint.check_workloads refuses these
+    held_changes: asyncio.Event | None = None  # set: endpoint.record of a workloads change waits for it
+    held_drains: asyncio.Event | None = None  # set: endpoint.wait_drained waits for it (a slow drain)
+    changes_waiting: int = 0
     _names: dict[str, str] = field(default_factory=dict)  # DGD name -> cluster
 
     def cluster_of(self, dgd_name: str) -> str:
@@ -94,7 +97,7 @@ class World:
     async def list_clusters(self, _: NoInput) -> ClusterTargets:
         # Manual inventories: the workflow reads no cluster (read_inventory is not called).
         return ClusterTargets(clusters=[ClusterTarget(
-            info=ClusterInfo(name=name), kubeconfig=KubeconfigRef(path=f"/fake/{name}"),
+            info=ClusterInfo(name=name), kubeconfig=KubeconfigRef(source=f"/fake/{name}"),
             manual_inventory=ClusterInventory(cluster=name, source="manual")) for name in sorted(self.capacity)])
 
     @activity.defn(name="workload.place")
@@ -240,12 +243,17 @@ class World:
 
     @activity.defn(name="endpoint.wait_drained")
     async def wait_drained(self, params: DrainInput) -> bool:
+        while self.held_drains is not None and not self.held_drains.is_set():
+            activity.heartbeat()
+            await asyncio.sleep(0.1)
         self.log.append("drained " + " ".join(b.id for b in params.backends))
         return True
 
     @activity.defn(name="endpoint.record")
     async def record_endpoint(self, r: EndpointRecord) -> None:
-        pass
+        if self.held_changes is not None and r.event == "endpoint_workloads_changed":
+            self.changes_waiting += 1
+            await self.held_changes.wait()
 
     @activity.defn(name="endpoint.check_workloads")
     async def check_workloads(self, params: CheckWorkloadsInput) -> CheckWorkloadsOutput:

@@ -3,6 +3,8 @@ the real names): the drain protocol between them, for a scale-down and for a del
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 from temporalio.client import WorkflowUpdateFailedError, WorkflowUpdateStage
 from temporalio.exceptions import ApplicationError
@@ -95,6 +97,41 @@ async def test_set_workloads_is_checked_and_drains_the_one_that_leaves(time_skip
 
         await endpoint.start_update(EndpointWorkflow.delete, wait_for_stage=WorkflowUpdateStage.ACCEPTED)
         await endpoint.result()
+        await workload.start_update(WorkloadWorkflow.delete, DeleteRequest(requested_by="t"),
+                                    wait_for_stage=WorkflowUpdateStage.ACCEPTED)
+        assert (await workload.result()).stage == "deleted"
+
+
+async def test_a_change_overtaken_by_a_delete_is_refused_not_acknowledged(time_skipping_env: WorkflowEnvironment):
+    """A PATCH racing a DELETE: the delete lands while the change is being recorded. The change never
+    takes effect (the teardown drains everything), so the update fails with EndpointDeleting instead of
+    answering as if it had."""
+    world = World(capacity={"sim-a": 1}, held_changes=asyncio.Event())
+    client = time_skipping_env.client
+    async with fake_worker(client, world) as queue:
+        workload = await client.start_workflow(WorkloadWorkflow.run, workload_input(queue, replicas=1),
+                                               id="workload/wl", task_queue=queue)
+        endpoint = await client.start_workflow(
+            EndpointWorkflow.run, EndpointWorkflowInput(name="qwen", workloads=["wl"], drain_grace_seconds=1),
+            id="endpoint/qwen", task_queue=queue)
+        async def routed() -> bool:
+            return world.log[-1:] == ["routes sim-a/wl=1"]
+
+        async def recording() -> bool:
+            return world.changes_waiting == 1
+        await wait_until(routed, what="the workload routed")
+
+        change = await endpoint.start_update(EndpointWorkflow.set_workloads,
+                                             SetWorkloads(workloads=["wl", "wl2"], requested_by="t"),
+                                             wait_for_stage=WorkflowUpdateStage.ACCEPTED)
+        await wait_until(recording, what="the change being recorded")
+        await endpoint.start_update(EndpointWorkflow.delete, wait_for_stage=WorkflowUpdateStage.ACCEPTED)
+        world.held_changes.set()
+        with pytest.raises(WorkflowUpdateFailedError) as failed:
+            await change.result()
+        assert isinstance(failed.value.cause, ApplicationError) and failed.value.cause.type == "EndpointDeleting"
+        assert "being deleted" in failed.value.cause.message
+        assert (await endpoint.result()).stage == "deleted"
         await workload.start_update(WorkloadWorkflow.delete, DeleteRequest(requested_by="t"),
                                     wait_for_stage=WorkflowUpdateStage.ACCEPTED)
         assert (await workload.result()).stage == "deleted"

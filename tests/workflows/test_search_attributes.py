@@ -42,7 +42,7 @@ async def test_a_rollout_started_without_search_attributes_is_found_by_cluster(t
     async with fake_worker(temporal_client, world) as queue:
         params = workload_input(queue, workload_id=workload_id, replicas=1)
         rollout = ClusterRolloutInput(mode="apply", workload_id=workload_id, cluster="sim-a",
-                                      kubeconfig=KubeconfigRef(path="/fake/sim-a"), namespace="default",
+                                      kubeconfig=KubeconfigRef(source="/fake/sim-a"), namespace="default",
                                       spec=params.plan.rollout_spec("sim-a", 1), kube_task_queue=queue)
         wid = f"workload/{workload_id}/cluster/sim-a"
         result = await temporal_client.execute_workflow(ClusterRolloutWorkflow.run, rollout, id=wid, task_queue=queue)

@@ -182,6 +182,28 @@ async def test_pause_holds_at_a_step_resume_goes_on_and_abort_rolls_back(time_sk
         assert _type(none.value) == "NoUpgrade"
 
 
+async def test_an_abort_while_the_old_version_drains_is_refused_with_why(time_skipping_env: WorkflowEnvironment):
+    """Once every cluster serves the new version, the old one is drained and removed: an abort (or a
+    pause) then would be ignored, so it is refused (409 through the API) saying why."""
+    world = UpgradeWorld(capacity={"sim-a": 4, "sim-b": 4}, held_drains=asyncio.Event())
+    async with bed(time_skipping_env, world) as b:
+        await b.upgrade()
+
+        async def draining_old() -> bool:
+            up = (await b.workload.query(WorkloadWorkflow.status)).upgrade
+            return up is not None and any(c.phase == "draining the old version" for c in up.clusters)
+        await wait_until(draining_old, what="the old version draining")
+        for update in (WorkloadWorkflow.abort_upgrade, WorkloadWorkflow.pause_upgrade):
+            with pytest.raises(WorkflowUpdateFailedError) as refused:
+                await b.workload.execute_update(update, UpgradeControl(requested_by="ana"))
+            assert _type(refused.value) == "UpgradeFinishing"
+            assert "past the point where it can be paused or aborted" in str(refused.value.cause)
+        assert world.held_drains is not None
+        world.held_drains.set()
+        done = await b.ended()
+        assert done.state == "succeeded" and done.failures == []
+
+
 async def test_a_cluster_without_room_for_both_surges_one_replica_at_a_time(time_skipping_env: WorkflowEnvironment):
     world = UpgradeWorld(capacity={"sim-a": 3})  # 2 old replicas + room for one more, not two
     async with bed(time_skipping_env, world) as b:

@@ -20,7 +20,10 @@ def register(sub) -> None:
 
     add = verbs.add_parser("add", help="register a cluster (admin)")
     add.add_argument("name")
-    add.add_argument("--kubeconfig", required=True, help="path of the kubeconfig file on the worker's machine")
+    add.add_argument("--kubeconfig", required=True, metavar="REF",
+                     help="where the worker finds the kubeconfig: file:<path> inside the plane's kubeconfig "
+                          "directory (WINGSMITH_KUBECONFIG_DIR), env:KUBECONFIG_<NAME> (the variable holds "
+                          "the content) or secret:<namespace>/<name>[#<key>]")
     add.add_argument("--context", default="", help="context in the kubeconfig (default: its current-context)")
     add.add_argument("--region", default="")
     add.add_argument("--label", action="append", default=[], metavar="KEY=VALUE")

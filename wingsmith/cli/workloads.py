@@ -130,8 +130,8 @@ def _create(args) -> int:
 
 def _list(args) -> int:
     return call(args, "GET", "/v1/workloads", None, lambda d: table(
-        ("ID", "STATE", "ARTIFACT", "CLUSTERS"),
-        [(w["id"], w["state"], w["artifact_id"],
+        ("ID", "STATE", "ARTIFACT", "TEAM", "CLUSTERS"),
+        [(w["id"], w["state"], w["artifact_id"], w.get("team"),
           ", ".join(f"{x['cluster']}={x['replicas']} {x['state']}" for x in w["deployments"]))
          for w in d["workloads"]]) if d["workloads"] else "no workloads", prog="wingsmith workloads")
 
@@ -232,8 +232,8 @@ def _endpoint_set_workloads(args) -> int:
 
 def _endpoint_list(args) -> int:
     return call(args, "GET", "/v1/endpoints", None, lambda d: table(
-        ("NAME", "STATE", "WORKLOADS", "BACKENDS"),
-        [(e["name"], e["state"], ", ".join(e["workloads"]),
+        ("NAME", "STATE", "TEAM", "WORKLOADS", "BACKENDS"),
+        [(e["name"], e["state"], e.get("team"), ", ".join(e["workloads"]),
           ", ".join(f"{b['id']}×{b['weight']}" for b in e["routes"])) for e in d["endpoints"]])
         if d["endpoints"] else "no endpoints", prog="wingsmith endpoints")
 

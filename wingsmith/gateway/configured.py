@@ -7,7 +7,8 @@ from wingsmith.config import Settings
 from wingsmith.gateway.client import GatewayClient, GatewayError
 from wingsmith.gateway.envoy import EnvoyGatewayClient
 from wingsmith.gateway.local import LocalGatewayClient
-from wingsmith.kube import KubeconfigRef
+from wingsmith.kube import KubeconfigRef, new_api_client
+from wingsmith.kube.kubeconfig import KubeconfigPolicy
 
 
 def gateway_client(settings: Settings) -> GatewayClient:
@@ -15,8 +16,11 @@ def gateway_client(settings: Settings) -> GatewayClient:
         if not settings.gateway_kubeconfig:
             raise GatewayError("GatewayNotConfigured", "WINGSMITH_GATEWAY_KUBECONFIG is not set for the envoy gateway",
                                retryable=False)
-        return EnvoyGatewayClient(KubeconfigRef(path=settings.gateway_kubeconfig, context=settings.gateway_context),
-                                  namespace=settings.gateway_namespace, gateway_name=settings.gateway_name)
+        # The gateway's kubeconfig is a reference like a member cluster's, through the same loader and policy.
+        policy = KubeconfigPolicy.from_settings(settings)
+        return EnvoyGatewayClient(KubeconfigRef(source=settings.gateway_kubeconfig, context=settings.gateway_context),
+                                  namespace=settings.gateway_namespace, gateway_name=settings.gateway_name,
+                                  api_client_factory=lambda ref: new_api_client(ref, policy=policy))
     if not settings.gateway_admin_token_ref:
         raise GatewayError("GatewayNotConfigured", "WINGSMITH_GATEWAY_ADMIN_TOKEN_REF is not set for the local gateway",
                            retryable=False)

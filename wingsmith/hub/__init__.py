@@ -3,6 +3,7 @@
 from wingsmith.hub.errors import (
     GatedRepo,
     HubError,
+    HubFileTooLarge,
     HubRateLimited,
     HubTokenUnavailable,
     HubUnavailable,
@@ -13,6 +14,6 @@ from wingsmith.hub.proposal import ArtifactProposal
 from wingsmith.hub.resolver import MissingConfig, Resolver, RetryPolicy
 from wingsmith.hub.source import InvalidSource, ModelSource, parse_source
 
-__all__ = ["ArtifactProposal", "GatedRepo", "HubError", "HubRateLimited", "HubTokenUnavailable", "HubUnavailable",
-           "InvalidSource", "MissingConfig", "ModelSource", "RepoNotFound", "Resolver", "RetryPolicy",
+__all__ = ["ArtifactProposal", "GatedRepo", "HubError", "HubFileTooLarge", "HubRateLimited", "HubTokenUnavailable",
+           "HubUnavailable", "InvalidSource", "MissingConfig", "ModelSource", "RepoNotFound", "Resolver", "RetryPolicy",
            "RevisionNotFound", "parse_source"]

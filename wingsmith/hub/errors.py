@@ -26,6 +26,11 @@ class GatedRepo(HubError):
     """The model needs its owners' approval and the configured token does not have it."""
 
 
+class HubFileTooLarge(HubError):
+    """A file the plane reads into the proposal (config.json, the model card) is above its limit: no
+    model needs one that big, and it would not fit a workflow payload (wingsmith/payloads.py)."""
+
+
 class HubTokenUnavailable(HubError):
     """A token reference is configured but names nothing readable (an unset env var, a missing file)."""
 

@@ -33,10 +33,19 @@ except ImportError:  # pragma: no cover
     import httpx as _httpx  # type: ignore[no-redef]  # the same API under its older name
 
 from wingsmith.hub import token as hub_token
-from wingsmith.hub.errors import GatedRepo, HubError, HubRateLimited, HubUnavailable, RepoNotFound, RevisionNotFound
+from wingsmith.hub.errors import (
+    GatedRepo,
+    HubError,
+    HubFileTooLarge,
+    HubRateLimited,
+    HubUnavailable,
+    RepoNotFound,
+    RevisionNotFound,
+)
 from wingsmith.hub.proposal import ArtifactProposal, HubFacts, HubFile, build_proposal
 from wingsmith.hub.source import ModelSource, parse_source
 from wingsmith.logs import get_logger
+from wingsmith.payloads import HUB_FILE_LIMIT, over_limit
 
 log = get_logger("wingsmith.hub")
 T = TypeVar("T")
@@ -62,13 +71,15 @@ class RetryPolicy:
 class Resolver:
     def __init__(self, endpoint: str, token_ref: str | None, cache_dir: Path, *, timeout: float = 10.0,
                  retry: RetryPolicy = RetryPolicy(), branch_ttl: float = 60.0, max_cached: int = 512,
-                 sleep: Callable[[float], None] = time.sleep, clock: Callable[[], float] = time.monotonic):
+                 sleep: Callable[[float], None] = time.sleep, clock: Callable[[], float] = time.monotonic,
+                 max_file_bytes: int = HUB_FILE_LIMIT):
         self.endpoint = endpoint.rstrip("/")
         self.token_ref = token_ref
         self.cache_dir = Path(cache_dir)
         self.timeout = timeout
         self.retry = retry
         self.branch_ttl = branch_ttl
+        self.max_file_bytes = max_file_bytes
         self._max_cached = max_cached
         self._sleep, self._clock = sleep, clock
         self._lock = threading.Lock()
@@ -143,6 +154,11 @@ class Resolver:
                                                  timeout=self.timeout),
                           src.repo_id, src.revision, token)
         card = info.card_data.to_dict() if info.card_data is not None else {}
+        card_bytes = len(json.dumps(card, default=str).encode())
+        if card_bytes > self.max_file_bytes:
+            raise HubFileTooLarge(f"{info.id}@{info.sha}: " + over_limit("the model card's metadata", card_bytes,
+                                                                         self.max_file_bytes),
+                                  repo_id=info.id, revision=info.sha)
         st = info.safetensors
         return HubFacts(
             repo_id=info.id, sha=info.sha, private=bool(info.private), gated=info.gated or None,
@@ -153,14 +169,23 @@ class Resolver:
 
     def _download_json(self, facts: HubFacts, filename: str, token: str | None,
                        invalid: type[HubError] = HubError) -> Any:
+        # Refused before the download when the Hub gives the size, and after it when it does not.
+        listed = next((f.size for f in facts.files if f.path == filename), None)
+        self._within_limit(facts, filename, listed or 0)
         path = self._call(lambda: hf_hub_download(
             facts.repo_id, filename, revision=facts.sha, cache_dir=self.cache_dir, endpoint=self.endpoint,
             token=token or False, etag_timeout=self.timeout), facts.repo_id, facts.sha, token, filename=filename)
+        self._within_limit(facts, filename, Path(path).stat().st_size)
         try:
             return json.loads(Path(path).read_text())
         except (OSError, ValueError) as exc:
             raise invalid(f"{facts.repo_id}@{facts.sha}: {filename} is not valid JSON ({exc})",
                           repo_id=facts.repo_id, revision=facts.sha) from None
+
+    def _within_limit(self, facts: HubFacts, filename: str, size: int) -> None:
+        if size > self.max_file_bytes:
+            raise HubFileTooLarge(f"{facts.repo_id}@{facts.sha}: " + over_limit(filename, size, self.max_file_bytes),
+                                  repo_id=facts.repo_id, revision=facts.sha)
 
     def _config(self, facts: HubFacts, token: str | None) -> tuple[dict, int | None]:
         names = {f.path for f in facts.files}

@@ -1,7 +1,8 @@
 """Kubernetes API clients built from a kubeconfig *reference*, at call time.
 
-Workflows and activity inputs carry only where the kubeconfig lives (a file path and a context
-name), never its contents or credentials; the client is built when an activity runs.
+Workflows and activity inputs carry only where the kubeconfig lives (a reference: `file:`, `env:` or
+`secret:`, see wingsmith/kube/kubeconfig.py) and a context name, never its contents or credentials;
+the client is built when an activity runs, from content the plane's own loader read and checked.
 """
 
 from __future__ import annotations
@@ -9,65 +10,63 @@ from __future__ import annotations
 import json
 import threading
 import time
-from collections.abc import Collection
-from pathlib import Path
 from typing import Any, cast
 
 from kubernetes import client as k8s
 from kubernetes import config as k8s_config
 from kubernetes.config.config_exception import ConfigException
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field
 from urllib3 import BaseHTTPResponse
 
 from wingsmith.kube.errors import KubeError, classify
-from wingsmith.kube.plugins import check_credential_plugins, exec_allow_from_env, withhold_plugin_output
+from wingsmith.kube.kubeconfig import KubeconfigPolicy, SecretReader, fingerprint, load_kubeconfig
+from wingsmith.kube.plugins import withhold_plugin_output
 
 
 class KubeconfigRef(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    path: str = Field(min_length=1, description="path of a kubeconfig file")
+    # `path` is how histories recorded before references spelled it.
+    source: str = Field(min_length=1, validation_alias=AliasChoices("source", "path"),
+                        description="where the kubeconfig is: file:<path>, env:KUBECONFIG_<NAME> or "
+                                    "secret:<namespace>/<name>[#<key>]")
     context: str | None = Field(default=None, description="context in it; None uses current-context")
 
 
-def new_api_client(ref: KubeconfigRef, *, exec_allow: Collection[str] | None = None) -> k8s.ApiClient:
-    """A client for the referenced context. Users whose credentials run a program are refused unless
-    allowed (`exec_allow`, default: WINGSMITH_KUBECONFIG_EXEC_ALLOW), before the client sees the file."""
-    path = Path(ref.path).expanduser()
-    if not path.is_file():
-        raise KubeError("KubeconfigMissing", f"kubeconfig file {str(path)!r} does not exist",
-                        retryable=False)
-    check_credential_plugins(path, ref.context, exec_allow_from_env() if exec_allow is None else exec_allow)
+def new_api_client(ref: KubeconfigRef, *, policy: KubeconfigPolicy | None = None,
+                   secrets: SecretReader | None = None) -> k8s.ApiClient:
+    """A client for the referenced context, configured from a dict the plane's loader checked (default
+    policy: this process's settings), so the client never opens a kubeconfig path of its own."""
+    policy = policy or KubeconfigPolicy.from_settings()
+    config, context = load_kubeconfig(ref.source, ref.context, policy, secrets)
     withhold_plugin_output()
+    configuration = k8s.Configuration()
     try:
-        return k8s_config.new_client_from_config(
-            config_file=str(path), context=ref.context, persist_config=False)
+        k8s_config.load_kube_config_from_dict(config, context=context, client_configuration=configuration,
+                                              persist_config=False)
     except ConfigException as exc:
-        raise classify(exc, doing=f"loading kubeconfig {str(path)!r} context {ref.context!r}") from None
+        raise classify(exc, doing=f"loading kubeconfig {ref.source!r} context {context!r}") from None
     except Exception as exc:  # noqa: BLE001
-        # Parser messages can quote the file, credentials included: name only the exception type.
-        raise KubeError("KubeconfigInvalid", f"kubeconfig {str(path)!r} could not be read "
-                        f"({type(exc).__name__})", retryable=False) from None
+        # Loader messages can quote the content, credentials included: name only the exception type.
+        raise KubeError("KubeconfigInvalid", f"kubeconfig {ref.source!r} context {context!r} could not be "
+                        f"loaded ({type(exc).__name__})", retryable=False) from None
+    return k8s.ApiClient(configuration=configuration)
 
 
 # Clients are expensive to build (the kubeconfig parsed, a TLS context, a new connection pool and so
-# new TLS handshakes) and activities make many short calls: one client per kubeconfig file and
-# context serves every activity of the process. It is rebuilt when the file changes and after
-# SHARED_CLIENT_SECONDS, so rotated credentials and certificates are picked up.
+# new TLS handshakes) and activities make many short calls: one client per kubeconfig reference and
+# context serves every activity of the process. It is rebuilt when the content may have changed (a
+# file's stat, a variable's hash) and after SHARED_CLIENT_SECONDS (a Secret is only seen again then),
+# so rotated credentials and certificates are picked up.
 SHARED_CLIENT_SECONDS = 600.0
-_shared: dict[tuple[str, str | None], tuple[tuple[int, int], float, k8s.ApiClient]] = {}
+_shared: dict[tuple[str, str | None], tuple[object, float, k8s.ApiClient]] = {}
 _shared_lock = threading.Lock()
 
 
 def shared_api_client(ref: KubeconfigRef) -> k8s.ApiClient:
     """A client for `ref` shared by the whole process (thread-safe for the blocking calls activities
     make). Never close it; a replaced one is closed by garbage collection once no call uses it."""
-    path = Path(ref.path).expanduser()
-    try:
-        stat = path.stat()
-    except OSError:
-        return new_api_client(ref)  # raises the same clear error as a fresh client would
-    key, version, now = (str(path), ref.context), (stat.st_mtime_ns, stat.st_size), time.monotonic()
+    key, version, now = (ref.source, ref.context), fingerprint(ref.source), time.monotonic()
     with _shared_lock:
         hit = _shared.get(key)
         if hit is not None and hit[0] == version and now - hit[1] < SHARED_CLIENT_SECONDS:

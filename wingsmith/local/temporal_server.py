@@ -64,10 +64,12 @@ class TemporalDevServer:
         return f"127.0.0.1:{self.port}"
 
     def start(self, timeout: float = 60) -> TemporalDevServer:
-        self.log_file.parent.mkdir(parents=True, exist_ok=True)
+        from wingsmith.local.private import open_private_log
         if self.db_file is not None:
+            # Not created here: the server sets a database up only when the file is absent. `up`'s umask
+            # makes it owner-only (wingsmith/local/private.py).
             self.db_file.parent.mkdir(parents=True, exist_ok=True)
-        log = open(self.log_file, "ab")
+        log = open_private_log(self.log_file)
         self.process = subprocess.Popen(
             dev_server_command(port=self.port, ui_port=self.ui_port, db_file=self.db_file,
                                codec_endpoint=self.codec_endpoint),

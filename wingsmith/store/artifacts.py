@@ -12,10 +12,10 @@ from wingsmith.review import RecordedDecision
 
 
 async def record_event(conn, *, source: str, step: str, subject: str, kind: str, actor: str = "system",
-                       detail: dict | None = None) -> None:
+                       detail: dict | None = None, team: str | None = None) -> None:
     await conn.execute(
-        "insert into events (source, step, subject, kind, actor, detail) values ($1, $2, $3, $4, $5, $6) "
-        "on conflict (source, step) do nothing", source, step, subject, kind, actor, detail or {})
+        "insert into events (source, step, subject, kind, actor, detail, team) values ($1, $2, $3, $4, $5, $6, $7) "
+        "on conflict (source, step) do nothing", source, step, subject, kind, actor, detail or {}, team)
 
 
 async def save_draft(pool: asyncpg.Pool, *, workflow_id: str, artifact_id: str, repo_id: str, revision: str,

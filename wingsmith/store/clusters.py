@@ -1,10 +1,10 @@
 """The cluster registry: the `clusters` table.
 
 A cluster row says where the cluster is (region, labels), how to reach its Kubernetes API *by
-reference* (a kubeconfig file path and a context name, resolved by the worker when an activity
-runs: no credential is ever stored here), where its deployments' frontends are reachable for the
-gateway, whether it is cordoned, and, for clusters whose nodes carry no GPU labels, a manual
-inventory.
+reference* (`file:`, `env:` or `secret:`, see wingsmith/kube/kubeconfig.py, and a context name,
+resolved by the worker when an activity runs: no credential is ever stored here), where its
+deployments' frontends are reachable for the gateway, whether it is cordoned, and, for clusters whose
+nodes carry no GPU labels, a manual inventory.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from pydantic import BaseModel, Field, field_validator
 
 from wingsmith.inventory import ManualInventory
 from wingsmith.kube import KubeconfigRef
+from wingsmith.kube.kubeconfig import canonical
 from wingsmith.placement.models import ClusterInfo
 from wingsmith.text import MAX_LIST, LabelText, NameText, StorableText
 
@@ -31,8 +32,10 @@ class ClusterSpec(BaseModel):
     region: LabelText = ""
     labels: dict[NameText, LabelText] = Field(default_factory=dict, max_length=MAX_LIST)
     kubeconfig: StorableText = Field(min_length=1, max_length=4096,
-                            description="path of a kubeconfig file on the worker's machine (a reference: "
-                                        "its contents are never stored)")
+                            description="where the worker finds the kubeconfig, by reference (its contents "
+                                        "are never stored): file:<path> inside the kubeconfig directory (a bare "
+                                        "absolute path means the same), env:KUBECONFIG_<NAME>, or "
+                                        "secret:<namespace>/<name>[#<key>]")
     kube_context: NameText = Field(default="", description="context in that file; empty: current-context")
     frontend_base_url: StorableText = Field(default="", max_length=2048,
                                    description="base URL where this cluster's deployment frontends are reachable")
@@ -61,8 +64,11 @@ class ClusterSpec(BaseModel):
     def _reference_only(cls, value: str) -> str:
         # Pasting a kubeconfig's contents here would put credentials in Postgres: refuse without echoing it.
         if "\n" in value or any(marker in value for marker in _KUBECONFIG_CONTENT):
-            raise ValueError("kubeconfig must be the path of a kubeconfig file, not its contents")
-        return value
+            raise ValueError("kubeconfig must be a reference to a kubeconfig (file:, env: or secret:), "
+                             "not its contents")
+        # Only the spelling here: whether the reference is allowed is the API's and the loader's to say,
+        # so a row stored before these rules still reads back.
+        return canonical(value)
 
     @field_validator("frontend_base_url")
     @classmethod
@@ -75,7 +81,7 @@ class ClusterSpec(BaseModel):
         return ClusterInfo(name=self.name, region=self.region, labels=self.labels, cordoned=self.cordoned)
 
     def kubeconfig_ref(self) -> KubeconfigRef:
-        return KubeconfigRef(path=self.kubeconfig, context=self.kube_context or None)
+        return KubeconfigRef(source=self.kubeconfig, context=self.kube_context or None)
 
 
 class ClusterRecord(ClusterSpec):

@@ -9,6 +9,7 @@ import asyncpg
 
 from wingsmith.endpoints import ServingDeployment, WorkloadFacts
 from wingsmith.store.artifacts import record_event
+from wingsmith.teams import DEFAULT_TEAM
 
 
 async def serving_deployments(pool: asyncpg.Pool, workload_ids: list[str]) -> list[ServingDeployment]:
@@ -30,19 +31,24 @@ async def serving_deployments(pool: asyncpg.Pool, workload_ids: list[str]) -> li
 
 async def upsert_endpoint(pool: asyncpg.Pool, *, name: str, workloads: list[str], state: str, workflow_id: str,
                           routes: list[dict[str, Any]], step: str, event: str | None = None,
-                          actor: str = "system") -> None:
+                          actor: str = "system", team: str = DEFAULT_TEAM, requested_by: str = "unknown") -> None:
+    # Team and creator are fixed at the first write (a later write never moves an endpoint to another team).
     async with pool.acquire() as conn, conn.transaction():
         await conn.execute(
-            """insert into endpoints (name, workloads, state, workflow_id, routes) values ($1, $2, $3, $4, $5)
+            """insert into endpoints (name, workloads, state, workflow_id, routes, team, requested_by)
+               values ($1, $2, $3, $4, $5, $6, $7)
                on conflict (name) do update set workloads = excluded.workloads, state = excluded.state,
                    routes = excluded.routes, updated_at = now()""",
-            name, workloads, state, workflow_id, routes)
+            name, workloads, state, workflow_id, routes, team, requested_by)
         await record_event(conn, source=workflow_id, step=step, subject=name, kind=event or f"endpoint_{state}",
-                           actor=actor, detail={"backends": [b["id"] for b in routes], "workloads": workloads})
+                           actor=actor, detail={"backends": [b["id"] for b in routes], "workloads": workloads},
+                           team=team)
 
 
-async def list_endpoints(pool: asyncpg.Pool) -> list[dict[str, Any]]:
-    rows = await pool.fetch("select name, workloads, state, routes, updated_at from endpoints order by name")
+async def list_endpoints(pool: asyncpg.Pool, *, team: str | None = None) -> list[dict[str, Any]]:
+    """The endpoints of one team (`team`) or of all (None)."""
+    rows = await pool.fetch("select name, workloads, state, routes, team, requested_by, updated_at from endpoints "
+                            "where ($1::text is null or team = $1) order by name", team)
     return [dict(r) for r in rows]
 
 
@@ -51,10 +57,13 @@ async def get_endpoint(pool: asyncpg.Pool, name: str) -> dict[str, Any] | None:
     return dict(row) if row is not None else None
 
 
-async def workload_facts(pool: asyncpg.Pool, workload_ids: list[str]) -> dict[str, WorkloadFacts]:
-    """What the registry says about each of these workloads that exists (an endpoint may only name those)."""
+async def workload_facts(pool: asyncpg.Pool, workload_ids: list[str],
+                         team: str | None = None) -> dict[str, WorkloadFacts]:
+    """What the registry says about each of these workloads that exists (an endpoint may only name those);
+    with `team`, only that team's (an endpoint takes only its own team's workloads: others' do not exist)."""
     rows = await pool.fetch(
         """select w.id, w.state, w.spec->>'served_model_name' as served, a.repo_id
-           from workloads w join artifacts a on a.id = w.artifact_id where w.id = any($1::text[])""", workload_ids)
+           from workloads w join artifacts a on a.id = w.artifact_id
+           where w.id = any($1::text[]) and ($2::text is null or w.team = $2)""", workload_ids, team)
     return {r["id"]: WorkloadFacts(workload_id=r["id"], state=r["state"], served_model_name=r["served"],
                                    repo_id=r["repo_id"]) for r in rows}

@@ -20,14 +20,15 @@ async def follow_of(pool: asyncpg.Pool, workload_id: str) -> str | None:
                                "on f.workload_id = w.id where w.id = $1", workload_id)
 
 
-async def set_follow(pool: asyncpg.Pool, *, workload_id: str, follow: str, actor: str, step: str) -> None:
+async def set_follow(pool: asyncpg.Pool, *, workload_id: str, follow: str, actor: str, step: str,
+                     team: str | None = None) -> None:
     async with pool.acquire() as conn, conn.transaction():
         await conn.execute(
             """insert into follow_policies (workload_id, follow, set_by) values ($1, $2, $3)
                on conflict (workload_id) do update set follow = excluded.follow, set_by = excluded.set_by,
                    set_at = now()""", workload_id, follow, actor)
         await record_event(conn, source="api", step=step, subject=workload_id, kind="follow_set", actor=actor,
-                           detail={"follow": follow})
+                           detail={"follow": follow}, team=team)
 
 
 async def followers(pool: asyncpg.Pool, newer: str) -> list[dict[str, Any]]:

@@ -9,19 +9,22 @@ import asyncpg
 
 from wingsmith.store.artifacts import record_event
 from wingsmith.store.follow import follow_of
+from wingsmith.teams import DEFAULT_TEAM
 
 
 async def upsert_workload(pool: asyncpg.Pool, *, workload_id: str, artifact_id: str, spec: dict, state: str,
-                          workflow_id: str, requested_by: str, step: str, detail: dict | None = None) -> None:
+                          workflow_id: str, requested_by: str, step: str, detail: dict | None = None,
+                          team: str = DEFAULT_TEAM) -> None:
+    # The team is the creator's, fixed at the first write: later writes never move a workload to another team.
     async with pool.acquire() as conn, conn.transaction():
         await conn.execute(
-            """insert into workloads (id, artifact_id, spec, state, workflow_id, requested_by)
-               values ($1, $2, $3, $4, $5, $6)
+            """insert into workloads (id, artifact_id, spec, state, workflow_id, requested_by, team)
+               values ($1, $2, $3, $4, $5, $6, $7)
                on conflict (id) do update set state = excluded.state, spec = excluded.spec,
                    artifact_id = excluded.artifact_id, updated_at = now()""",
-            workload_id, artifact_id, spec, state, workflow_id, requested_by)
+            workload_id, artifact_id, spec, state, workflow_id, requested_by, team)
         await record_event(conn, source=workflow_id, step=step, subject=workload_id, kind=f"workload_{state}",
-                           actor=requested_by, detail=detail)
+                           actor=requested_by, detail=detail, team=team)
 
 
 async def save_placement(pool: asyncpg.Pool, *, workload_id: str, revision: int, decision: dict,
@@ -86,9 +89,11 @@ async def record_heal(pool: asyncpg.Pool, *, workload_id: str, workflow_id: str,
                                    "seconds": seconds, "summary": outcome})
 
 
-async def list_workloads(pool: asyncpg.Pool, *, limit: int = 200) -> list[dict[str, Any]]:
-    rows = await pool.fetch("select id, artifact_id, state, workflow_id, requested_by, spec, created_at, updated_at "
-                            "from workloads order by created_at desc limit $1", limit)
+async def list_workloads(pool: asyncpg.Pool, *, limit: int = 200, team: str | None = None) -> list[dict[str, Any]]:
+    """The newest workloads, of one team (`team`) or of all (None)."""
+    rows = await pool.fetch("select id, artifact_id, state, workflow_id, requested_by, team, spec, created_at, "
+                            "updated_at from workloads where ($2::text is null or team = $2) "
+                            "order by created_at desc limit $1", limit, team)
     out = []
     for r in rows:
         item = dict(r)
@@ -97,6 +102,12 @@ async def list_workloads(pool: asyncpg.Pool, *, limit: int = 200) -> list[dict[s
             "where workload_id = $1 order by cluster, revision", r["id"])]
         out.append(item)
     return out
+
+
+async def workload_teams(pool: asyncpg.Pool, workload_ids: list[str]) -> dict[str, str]:
+    """The team of each of these workloads that the registry holds."""
+    rows = await pool.fetch("select id, team from workloads where id = any($1::text[])", workload_ids)
+    return {r["id"]: r["team"] for r in rows}
 
 
 async def get_workload(pool: asyncpg.Pool, workload_id: str) -> dict[str, Any] | None:

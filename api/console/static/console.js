@@ -51,7 +51,21 @@ function wireLiveCheck(form) {
   });
 }
 
+// The pages carry no inline handlers (the Content-Security-Policy forbids them): a form with
+// data-confirm asks before it is sent, and a select with data-submit-on-change sends its form.
+function wireConfirm(form) {
+  form.addEventListener("submit", function (event) {
+    if (!window.confirm(form.dataset.confirm)) event.preventDefault();
+  });
+}
+
+function wireSubmitOnChange(select) {
+  select.addEventListener("change", function () { select.form.submit(); });
+}
+
 document.addEventListener("DOMContentLoaded", function () {
   wireCopyButtons(document);
   document.querySelectorAll("form[data-check]").forEach(wireLiveCheck);
+  document.querySelectorAll("form[data-confirm]").forEach(wireConfirm);
+  document.querySelectorAll("select[data-submit-on-change]").forEach(wireSubmitOnChange);
 });
