@@ -36,7 +36,13 @@ async def test_approval_starts_the_upgrade_of_a_following_workload(
         up = got["upgrade"]
         assert up["update_id"] == f"follow:{new_id}" and up["requested_by"] == "ana", up
         assert up["from_artifact_id"] == approved["id"] and up["state"] in ("running", "paused", "succeeded"), up
-        started = [e for e in got["events"] if e["kind"] == "follow_upgrade_started"]
-        assert [(e["actor"], e["detail"]["to"]) for e in started] == [("ana", new_id)], got["events"]
+        # The follow activity records its event once the workload accepted the update, which can be a
+        # moment after the upgrade already shows.
+
+        async def told():
+            events = (await api.get(f"/v1/workloads/{WORKLOAD}", headers=as_("tok-vic"))).json()["events"]
+            return [e for e in events if e["kind"] == "follow_upgrade_started"]
+        started = await wait_until(told, timeout=20, what="the follow_upgrade_started event")
+        assert [(e["actor"], e["detail"]["to"]) for e in started] == [("ana", new_id)], started
         r = await api.post(f"/v1/workloads/{WORKLOAD}/upgrade/abort", headers=as_("tok-olga"), json={})
         assert r.status_code in (200, 202, 409), r.text  # 409: it ended already
