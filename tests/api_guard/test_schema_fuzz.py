@@ -6,6 +6,10 @@ message that says what was wrong.
 Side effects are real (an admin may register clusters, a valid source starts an artifact workflow)
 and stay in this module's own database and Temporal namespace. No worker runs, so nothing started
 here proceeds; routes that would wait on a workflow answer from Temporal's own not-found.
+
+Besides what schemathesis draws, each case is sent again poisoned (NUL, lone surrogates, a 300 KB
+string), with every list grown to thousands of items, and once per operation as a body past the size
+cap: none of them may be a 5xx either.
 """
 
 from __future__ import annotations
@@ -106,6 +110,51 @@ def test_no_server_error_and_one_error_shape(case, served_api):
                                  params=new_query if query_hit else case.query, content=content, timeout=30,
                                  headers={**as_("tok-ada"), "content-type": "application/json"})
         check_answer(case, response, poison=poison[:20])
+    send_oversized(case, served_api)
+
+
+# Oversized input of the two other kinds: every list in a body grown far past any bound the API sets
+# (still under the body cap, so the list bound must answer, not the cap), and a body larger than the
+# cap (sent once per operation: it is megabytes). Both must be a 4xx in the one error shape.
+LONG_LIST = 5_000
+OVERSIZED_BODY = 9 * 1024 * 1024  # past the API's cap and past /codec's larger one
+_oversized_sent: set[tuple[str, str]] = set()
+
+
+def inflated(value: Any) -> tuple[Any, bool]:
+    """`value` with every list in it grown to LONG_LIST items (copies of its first, or short strings)."""
+    if isinstance(value, list):
+        items = [inflated(v)[0] for v in value]
+        filler = items[0] if items else "x"
+        return items + [filler] * (LONG_LIST - len(items)), True
+    if isinstance(value, dict):
+        out, hit = {}, False
+        for key, item in value.items():
+            out[key], item_hit = inflated(item)
+            hit = hit or item_hit
+        return out, hit
+    return value, False
+
+
+def send_oversized(case, served_api: str) -> None:
+    body = case.body if isinstance(case.body, (dict, list)) else None
+    if body is None:
+        return
+    headers = {**as_("tok-ada"), "content-type": "application/json"}
+    big, hit = inflated(body)
+    if hit:
+        response = httpx.request(case.method, served_api + case.formatted_path, params=case.query,
+                                 content=json.dumps(big).encode(), headers=headers, timeout=30)
+        check_answer(case, response, poison=f"lists of {LONG_LIST}")
+    operation = (case.method, case.path)
+    if operation not in _oversized_sent:
+        _oversized_sent.add(operation)
+        # Valid JSON (trailing whitespace), just too much of it.
+        content = json.dumps(body).encode() + b" " * OVERSIZED_BODY
+        response = httpx.request(case.method, served_api + case.formatted_path, params=case.query,
+                                 content=content, headers=headers, timeout=60)
+        check_answer(case, response, poison=f"a body of {len(content)} bytes")
+        assert response.status_code == 413, f"{case.method} {case.formatted_path}: {response.status_code}"
 
 
 def check_answer(case, response, poison: str = "") -> None:
