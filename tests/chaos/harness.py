@@ -488,7 +488,8 @@ async def _run(bed: _Bed) -> ChaosReport:
         tasks.append(asyncio.create_task(chaos.supervise_worker()))
         names = [f"chaos-{i:02d}" for i in range(c.workloads)]
         for i, name in enumerate(names):
-            model = c.models[i % len(c.models)]
+            # An endpoint serves one model: the workloads that share one (groups below) share a model.
+            model = c.models[(i // c.workloads_per_endpoint) % len(c.models)]
             await _call(bed, "POST", "/v1/workloads", _OPERATOR, what=f"create {name}", json_body={
                 "artifact_id": artifacts[model], "hardware": c.hardware[i % len(c.hardware)],
                 "layout": "single_node_tp", "replicas": 1, "gpus": 1, "name": name})
