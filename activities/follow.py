@@ -21,15 +21,15 @@ from temporalio.client import WorkflowUpdateFailedError, WorkflowUpdateStage
 from temporalio.service import RPCError, RPCStatusCode
 
 from activities.artifact import ArtifactActivities
+from contracts.ids import workload_workflow_id
+from contracts.upgrade import UPDATE_UPGRADE, UpgradeRequest
 from wingsmith.store import follow as store
-from wingsmith.upgrade import UpgradeRequest
-from workflows.ids import workload_workflow_id
 
 log = logging.getLogger("wingsmith.follow")
 
-# The workload workflow's update (`WorkloadWorkflow.upgrade`, taking UpgradeRequest). Sent by name so
-# this activity does not import the workload workflow (which imports the activities it runs).
-UPGRADE_UPDATE = "upgrade"
+# The workload workflow's update (`upgrade`, taking UpgradeRequest) is sent by its name from contracts:
+# activities never import workflows.
+UPGRADE_UPDATE = UPDATE_UPGRADE
 _ACCEPTED_GRACE_SECONDS = 1.0
 
 

@@ -1,6 +1,6 @@
-"""Temporal activity: the watch's look at one cluster's deployment of a workload, waiting for news.
+"""Temporal activity: a workload's observation of its deployment on one cluster, waiting for news.
 
-A serving workload hears from each of its clusters through one look at a time. The look reads the
+A serving workload hears from each of its clusters through one observation at a time. It reads the
 DGD (metadata and status) every `status_seconds` and, when asked, probes its frontend's
 `/v1/models` every `probe_seconds`, and answers with an `Observation` for
 `wingsmith.reconcile.judge` only when there is news: what `judge` can tell apart
@@ -8,16 +8,16 @@ DGD (metadata and status) every `status_seconds` and, when asked, probes its fro
 `report_seconds` passed. A workload whose clusters serve as applied so costs its workflow one
 activity every `report_seconds`, not one per status period, and a change is still seen within one.
 
-Reads are shared: every look of the process on the same cluster and namespace takes its answer from
+Reads are shared: every observation of the process on the same cluster and namespace takes its answer from
 one LIST per status period (`SharedReads`), and probes go through one HTTP client, so a worker
 watches thousands of deployments with a few requests a second.
 
 It changes nothing, so any number of retries or duplicate runs are harmless. A cluster that cannot
 be read is an answer, not a failure: the observation says unreachable and why, and the workflow's
-grace decides what that means. While it waits the look heartbeats every 2 s with the time of its
-last read, so a workflow whose look died with its worker knows when the cluster was last heard from.
+grace decides what that means. While it waits the observation heartbeats every 2 s with the time of its
+last read, so a workflow whose observation died with its worker knows when the cluster was last heard from.
 
-Async (it mostly waits): it runs on the watch task queue (`wingsmith.config.watch_task_queue`),
+Async (it mostly waits): it runs on the observe task queue (`wingsmith.config.observe_task_queue`),
 whose worker holds thousands of them at once; the blocking LIST runs in a thread.
 """
 
@@ -37,15 +37,15 @@ from wingsmith.kube import DgdClient, KubeconfigRef, KubeError, shared_api_clien
 from wingsmith.kube.dgd import frontend_url_of
 from wingsmith.reconcile import FrontendCheck, Observation, read_observation
 
-# A look is cheap and repeated: a few quick attempts (one flaky 500 is not a partition); a cluster
+# An observation is cheap and repeated: a few quick attempts (one flaky 500 is not a partition); a cluster
 # whose API refuses or fails them all is unreachable *this time*. Each call gets 3 s to connect and
-# 5 s to answer, so a hung API is an unreachable answer within seconds, not a hung look.
+# 5 s to answer, so a hung API is an unreachable answer within seconds, not a hung observation.
 _ATTEMPTS = 5
 _REQUEST_TIMEOUT = (3.0, 5.0)
 HEARTBEAT_SECONDS = 2.0
 
 
-class ObserveInput(BaseModel):
+class ObserveDeploymentInput(BaseModel):
     cluster: str = Field(min_length=1)
     kubeconfig: KubeconfigRef
     name: str = Field(min_length=1, description="the DGD")
@@ -71,9 +71,9 @@ def _list_dgds(ref: KubeconfigRef, namespace: str) -> dict[str, dict[str, Any]]:
 
 
 class SharedReads:
-    """The DGDs of one cluster and namespace as last read, shared by every look of the process: a
-    look that wants them no older than `max_age` gets the last read, waits for the one in flight, or
-    starts one. One LIST per cluster per status period, however many deployments are watched."""
+    """The DGDs of one cluster and namespace as last read, shared by every observation of the process:
+    an observation that wants them no older than `max_age` gets the last read, waits for the one in flight, or
+    starts one. One LIST per cluster per status period, however many deployments are observed."""
 
     def __init__(self, read: Reader = _list_dgds):
         self._read = read
@@ -82,7 +82,7 @@ class SharedReads:
 
     async def get(self, ref: KubeconfigRef, namespace: str, max_age: float, not_before: float = float("-inf")
                   ) -> tuple[datetime, dict[str, dict[str, Any]] | KubeError]:
-        """A read started less than `max_age` ago, and not before `not_before` (monotonic): a look
+        """A read started less than `max_age` ago, and not before `not_before` (monotonic): an observation
         asked for what is there now, after a change the plane just made, must not get an older read."""
         key = (ref, namespace)
         while True:
@@ -117,24 +117,24 @@ class ObserveActivities:
         self._new_http = http
         self._http: httpx.AsyncClient | None = None
 
-    @activity.defn(name="watch.look")
-    async def look(self, input: ObserveInput) -> Observation:
+    @activity.defn(name="workload.observe")
+    async def observe(self, input: ObserveDeploymentInput) -> Observation:
         """Answers at once when `known` is None, else on news or after `report_seconds`."""
-        # A retried attempt (its worker was lost) carries on the look: the cluster's last read and the
+        # A retried attempt (its worker was lost) carries on the observation: the cluster's last read and the
         # report period both count from the first attempt.
         previous = activity.info().heartbeat_details if activity.in_activity() else []
         heard = {"at": previous[0] if previous and isinstance(previous[0], str) else ""}
         beating = asyncio.create_task(self._heartbeat(heard)) if activity.in_activity() else None
         try:
-            return await self._look(input, heard)
+            return await self._observe(input, heard)
         finally:
             if beating is not None:
                 beating.cancel()
 
-    async def _look(self, input: ObserveInput, heard: dict[str, str]) -> Observation:
+    async def _observe(self, input: ObserveDeploymentInput, heard: dict[str, str]) -> Observation:
         answer_by = _answer_by(input.report_seconds)
         # Asked to answer at once (the workflow knows nothing, or just changed something): no read
-        # taken before this look started will do.
+        # taken before this observation started will do.
         fresh_from = time.monotonic() if input.known is None else float("-inf")
         frontend: FrontendCheck | None = None
         probed_at = float("-inf")
@@ -176,12 +176,12 @@ class ObserveActivities:
             return FrontendCheck(url=url, error=type(exc).__name__)
 
     def all(self) -> list[Callable]:
-        return [self.look]
+        return [self.observe]
 
 
 def _answer_by(report_seconds: float) -> float:
-    """When a look with no news answers (monotonic clock): `report_seconds` after its first attempt was
-    scheduled, so an attempt retried after a lost worker keeps the look's period."""
+    """When an observation with no news answers (monotonic clock): `report_seconds` after its first attempt was
+    scheduled, so an attempt retried after a lost worker keeps the observation's period."""
     waited = 0.0
     if activity.in_activity() and activity.info().attempt > 1:
         waited = max(0.0, time.time() - activity.info().scheduled_time.timestamp())
@@ -189,7 +189,7 @@ def _answer_by(report_seconds: float) -> float:
 
 
 def last_heard(details: object) -> datetime | None:
-    """The time a lost look last read its cluster, from its last heartbeat's details."""
+    """The time a lost observation last read its cluster, from its last heartbeat's details."""
     if isinstance(details, (list, tuple)) and details and isinstance(details[0], str) and details[0]:
         try:
             return datetime.fromisoformat(details[0])

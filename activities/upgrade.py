@@ -14,11 +14,13 @@ from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
 from activities.registry import registry_pool
+from contracts.upgrade import UpgradeRequest
 from wingsmith.config import Settings
-from wingsmith.gateway.traffic import BackendCounters, metrics_headers, parse_counters
+from wingsmith.gateway.traffic import BackendCounters, parse_counters
+from wingsmith.gateway.traffic_reader import metrics_headers
 from wingsmith.recipes.catalog import catalog_of_draft
 from wingsmith.store import workloads as store
-from wingsmith.upgrade import UpgradeRequest, same_repository
+from wingsmith.upgrade import same_repository
 from wingsmith.workloads import (
     InvalidWorkload,
     WorkloadPlan,

@@ -28,21 +28,15 @@ from temporalio.client import (
 from temporalio.exceptions import ApplicationError
 
 from activities.artifact import ArtifactActivities, hub_failure
-from wingsmith.artifacts import artifact_id
+from contracts import watch as watch_contract
+from contracts.artifact import artifact_id
+from contracts.watch import EnsureWatchInput, UpstreamCheck, WatchInput, WatchNotice, watch_memo, watch_schedule_id
 from wingsmith.hub.errors import HubError
 from wingsmith.recipes import Catalog, load_catalog_version
 from wingsmith.recipes.catalog import catalog_in_force
 from wingsmith.secrets import SecretUnavailable, read_secret_ref
 from wingsmith.store import artifacts as store
-from wingsmith.watch import (
-    EnsureWatchInput,
-    UpstreamCheck,
-    WatchInput,
-    WatchNotice,
-    evidence_moved,
-    watch_memo,
-    watch_schedule_id,
-)
+from wingsmith.watch import evidence_moved
 
 log = logging.getLogger("wingsmith.watch")
 
@@ -93,11 +87,9 @@ class WatchActivities:
     @activity.defn(name="watch.ensure_schedule")
     async def ensure_schedule(self, params: EnsureWatchInput) -> str:
         """Create the repository's watch (idempotent: an existing one keeps its state and interval)."""
-        from workflows.watch import WatchWorkflow  # the workflow module imports this one
-
         schedule_id = watch_schedule_id(params.watch.repo_id, params.watch.branch)
         schedule = Schedule(
-            action=ScheduleActionStartWorkflow(WatchWorkflow.run, params.watch, id=f"{schedule_id}/run",
+            action=ScheduleActionStartWorkflow(watch_contract.WORKFLOW, params.watch, id=f"{schedule_id}/run",
                                                task_queue=params.task_queue),
             spec=ScheduleSpec(intervals=[ScheduleIntervalSpec(
                 every=timedelta(seconds=self.settings.watch_interval_seconds))]),

@@ -28,7 +28,7 @@ UNMATCHED = "unmatched"
 router = APIRouter()
 
 
-@router.get("/metrics", include_in_schema=False)
+@router.get("/metrics", include_in_schema=False, response_class=Response, response_model=None)
 async def metrics(request: Request) -> Response:
     return Response(generate_latest(API_REGISTRY), media_type=CONTENT_TYPE_LATEST)
 

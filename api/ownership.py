@@ -13,12 +13,10 @@ from temporalio.client import Client
 from api.auth import Principal
 from api.errors import ApiError
 from wingsmith.logs import get_logger
+from wingsmith.starter import endpoint_status, workload_status
 from wingsmith.store import endpoints as endpoint_store
 from wingsmith.store import workloads as workload_store
 from wingsmith.teams import visible
-from workflows.endpoint import EndpointWorkflow
-from workflows.starter import endpoint_handle, workload_handle
-from workflows.workload import WorkloadWorkflow
 
 log = get_logger("wingsmith.api.ownership")
 
@@ -51,7 +49,7 @@ async def workload_team(db: asyncpg.Pool, temporal: Client | None, workload_id: 
     if team is not None or temporal is None:
         return team
     try:
-        return (await workload_handle(temporal, workload_id).query(WorkloadWorkflow.status)).team
+        return (await workload_status(temporal, workload_id)).team
     except Exception:  # noqa: BLE001 - no workflow (or none answering): nothing to own, the route says 404 or 503
         return None
 
@@ -62,7 +60,7 @@ async def endpoint_team(db: asyncpg.Pool, temporal: Client | None, name: str) ->
     if row is not None or temporal is None:
         return row["team"] if row is not None else None
     try:
-        return (await endpoint_handle(temporal, name).query(EndpointWorkflow.status)).team
+        return (await endpoint_status(temporal, name)).team
     except Exception:  # noqa: BLE001 - as above
         return None
 

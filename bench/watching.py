@@ -36,6 +36,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from temporalio.service import RPCError  # noqa: E402
 
+from contracts.workload import ClusterState, WatchSettings, WorkloadState, WorkloadStatus, WorkloadWorkflowInput
 from sim.kube import ClusterSpec as SimClusterSpec  # noqa: E402
 from sim.kube import NodePool, SimulatedClusters, default_cluster_specs  # noqa: E402
 from wingsmith.config import Settings  # noqa: E402
@@ -48,13 +49,6 @@ from wingsmith.placement.models import PlacementPlan  # noqa: E402
 from wingsmith.store.clusters import ClusterSpec, create_cluster  # noqa: E402
 from wingsmith.store.db import migrate, open_pool  # noqa: E402
 from wingsmith.temporal import connect  # noqa: E402
-from wingsmith.workload_state import (  # noqa: E402
-    ClusterState,
-    WatchSettings,
-    WorkloadState,
-    WorkloadStatus,
-    WorkloadWorkflowInput,
-)
 from wingsmith.workloads import WorkloadPlan  # noqa: E402
 
 T = TypeVar("T")
@@ -194,8 +188,9 @@ def _start_worker(env: dict[str, str], log: Path) -> subprocess.Popen:
 
 async def _place(client, settings: Settings, sims: SimulatedClusters, watch: WatchSettings,
                  workloads: int) -> list[str]:
-    from workflows.ids import workload_workflow_id
-    from workflows.workload import WorkloadWorkflow, start_search_attributes
+    from contracts.ids import workload_workflow_id
+    from contracts.workload import start_search_attributes
+    from workflows.workload import WorkloadWorkflow
 
     ids = []
     kubes = {c: DgdClient(new_api_client(KubeconfigRef(source=str(sims.kubeconfig_path), context=c))) for c in CLUSTERS}

@@ -58,12 +58,12 @@ async def main() -> None:
 async def run(root, pg, temporal, hub, sims) -> None:
     from wingsmith.recipes import load_catalog
     from wingsmith.review import ReviewRequest
+    from wingsmith.starter import artifact_handle, create_workload, register_artifact
     from wingsmith.store.workloads import approved_artifact
     from wingsmith.workloads import WorkloadRequest, approved_artifact_from_row, plan_workload
     from worker.main import running_in_process
     from worker.registry import WorkerDeps
     from workflows.artifact import ArtifactWorkflow
-    from workflows.starter import artifact_handle, create_workload, register_artifact
     from workflows.workload import WorkloadWorkflow
 
     pool = await open_pool(pg.dsn())

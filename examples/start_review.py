@@ -22,8 +22,8 @@ from wingsmith.cli.plane import hub_endpoint, recorded
 from wingsmith.config import get_settings
 from wingsmith.hub import Resolver
 from wingsmith.hub.source import parse_source
+from wingsmith.starter import register_artifact
 from wingsmith.temporal import connect, workflow_ui_url
-from workflows.starter import register_artifact
 
 
 async def start(source: str, *, requested_by: str, sha: str | None, address: str | None,

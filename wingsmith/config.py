@@ -19,10 +19,12 @@ TASK_QUEUE = "wingsmith"
 KUBE_TASK_QUEUE = "wingsmith-kube"
 
 
-def watch_task_queue(kube_task_queue: str) -> str:
-    """Where the watch's looks run: beside the kube queue, in a worker that holds thousands of waiting
-    looks at once, so they never take the slots rollouts need."""
-    return f"{kube_task_queue}-watch"
+def observe_task_queue(kube_task_queue: str) -> str:
+    """Where workloads observe their deployments: beside the kube queue, in a worker that holds thousands
+    of waiting observations at once, so they never take the slots rollouts need."""
+    return f"{kube_task_queue}-observe"
+
+
 
 
 SEARCH_ATTRIBUTES = {
@@ -147,7 +149,7 @@ class Settings(BaseSettings):
     # Unset: $WINGSMITH_HOME/kubeconfigs.
     kubeconfig_dir: Path | None = None
 
-    # Observability (README "Observability"): the worker's one scrape port, and where the Temporal SDK's
+    # Observability (docs/observability.md): the worker's one scrape port, and where the Temporal SDK's
     # own Prometheus endpoint binds on loopback (0: any free port) for the worker to pass it through.
     worker_metrics_port: int = Field(default=9464, ge=0, le=65535)
     worker_metrics_host: str = "127.0.0.1"

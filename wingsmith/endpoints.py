@@ -14,7 +14,7 @@ import math
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from wingsmith.gateway import Backend, EndpointRoutes
+from wingsmith.gateway.routes import Backend, EndpointRoutes
 
 
 class BackendRef(BaseModel):

@@ -21,7 +21,7 @@ from pydantic import AfterValidator, BeforeValidator, Field
 NUL = "\x00"
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
-# Documented maxima (README, "Security"): names and ids; labels and regions; free prose.
+# Documented maxima (docs/configuration.md, "Security limits"): names and ids; labels and regions; free prose.
 MAX_NAME = 253          # a Kubernetes object name
 MAX_LABEL = 63          # a Kubernetes label value
 MAX_SOURCE = 512        # a model source: hf:<org>/<name>@<revision> or a Hub URL

@@ -5,14 +5,9 @@ streaming). Past a threshold the upgrade rolls back, and the figures that failed
 
 from __future__ import annotations
 
-from datetime import datetime
-from typing import Literal
-
 from pydantic import BaseModel, Field
 
 from wingsmith.gateway.traffic import BackendTraffic
-from wingsmith.teams import DEFAULT_TEAM
-from wingsmith.text import MAX_LIST, CommentText, NameText
 
 
 class UpgradeThresholds(BaseModel):
@@ -65,39 +60,6 @@ def judge(old: BackendTraffic, new: BackendTraffic, t: UpgradeThresholds) -> Ste
                        failures=failures)
 
 
-# --- what a person (or a `follow: auto` approval) asks, and what the upgrade reports ---------------
-
-class UpgradeRequest(BaseModel):
-    """The `upgrade` update of a workload's workflow (`POST /v1/workloads/{id}/upgrade`): move the
-    workload to another approved artifact, cluster by cluster, in gateway-weight steps."""
-
-    artifact_id: str = Field(description="<org>/<name>@<sha> of an approved artifact")
-    requested_by: str = "unknown"
-    team: str = Field(default=DEFAULT_TEAM, description="the requester's team")
-    reason: str | None = Field(default=None, description="why, when not a person's request (e.g. follow: auto)")
-    steps: list[int] = Field(default_factory=lambda: [10, 50, 100], min_length=1, max_length=10,
-                             description="percent of the cluster's traffic on the new version at each step; "
-                                         "ends at 100")
-    dwell_seconds: float = Field(default=60, ge=0, le=86_400, description="how long each step is watched")
-    thresholds: UpgradeThresholds = Field(default_factory=UpgradeThresholds)
-    # Another shape of the same model (or of the same artifact): None keeps the workload's.
-    variant: NameText | None = Field(default=None, description="another precision variant")
-    features: list[NameText] | None = Field(default=None, max_length=MAX_LIST,
-                                            description="the opt-in features from now on")
-    layout: NameText | None = Field(default=None, description="another parallelism layout")
-
-    def changes_shape(self) -> bool:
-        return self.variant is not None or self.features is not None or self.layout is not None
-
-
-class UpgradeControl(BaseModel):
-    """`pause_upgrade`, `resume_upgrade`, `abort_upgrade`: who asks, and why."""
-
-    requested_by: str = "unknown"
-    team: str = DEFAULT_TEAM
-    reason: CommentText | None = None
-
-
 def steps_problem(steps: list[int]) -> str | None:
     """Why these weight steps cannot be walked (None when they can): percents rising to 100."""
     if any(not 0 < p <= 100 for p in steps):
@@ -112,42 +74,3 @@ def steps_problem(steps: list[int]) -> str | None:
 def same_repository(a: str, b: str) -> bool:
     """Two artifact ids (`<org>/<name>@<sha>`) of one Hugging Face repository (ids are case-insensitive)."""
     return a.rsplit("@", 1)[0].lower() == b.rsplit("@", 1)[0].lower()
-
-
-UpgradeState = Literal["running", "paused", "succeeded", "rolled_back", "aborted", "failed"]
-
-
-class UpgradeClusterProgress(BaseModel):
-    cluster: str
-    phase: str = Field(description="waiting, surging, bringing up, step N of M, draining old, done, rolled back")
-    new_weight_percent: int = 0
-    verdict: StepVerdict | None = Field(default=None, description="the last window's comparison")
-    replicas: int = 0
-    surge: bool = Field(default=False, description="no room for both versions: one replica at a time")
-    old_dgd: str | None = None
-    new_dgd: str | None = None
-
-
-class UpgradeStatus(BaseModel):
-    upgrade_id: str
-    workload_id: str
-    from_artifact_id: str
-    to_artifact_id: str
-    state: UpgradeState
-    requested_by: str
-    clusters: list[UpgradeClusterProgress] = Field(default_factory=list)
-    failures: list[str] = Field(default_factory=list, description="the figures that made it roll back")
-    update_id: str | None = Field(default=None, description="the Temporal update that started it (idempotency)")
-    revision: int = Field(default=0, description="the new version's revision (its DGDs are named with it)")
-    steps: list[int] = Field(default_factory=list)
-    dwell_seconds: float = 0
-    paused_reason: str | None = None
-    started_at: datetime | None = None
-    finished_at: datetime | None = None
-
-    @property
-    def running(self) -> bool:
-        return self.state in ("running", "paused")
-
-    def cluster(self, name: str) -> UpgradeClusterProgress:
-        return next(c for c in self.clusters if c.cluster == name)

@@ -1,95 +1,23 @@
 """The watch on upstream: a Temporal Schedule per approved repository and branch
 (`watch/<org>/<name>@<branch>`) that checks where the branch points and, on a new commit, opens a new
-draft for review. The messages here are shared by the schedule's workflow, its activities and the API;
-`draft_diff` says what a new draft changes against the approved artifact."""
+draft for review. Its messages are its contract (contracts.watch); here is the rule of what can be
+watched, and `draft_diff`: what a new draft changes against the approved artifact."""
 
 from __future__ import annotations
 
 import re
-from typing import Any, Literal
+from typing import Any
 
 from pydantic import BaseModel, Field
 
-from wingsmith.artifacts import ReviewPolicy
 from wingsmith.recipes import Catalog, InvalidChoice, evidence_for, serve_command
 from wingsmith.recipes.command import dedupe_args
-from wingsmith.teams import DEFAULT_TEAM
 from wingsmith.workloads import max_num_seqs_for
 
 SHA_RE = re.compile(r"^[0-9a-f]{40}$")
-WATCH_PREFIX = "watch/"
-
-
-def watch_schedule_id(repo_id: str, branch: str) -> str:
-    return f"{WATCH_PREFIX}{repo_id}@{branch}"
-
-
 def watchable(revision: str) -> bool:
     """A branch (or tag) moves; a pinned commit never does, so it has nothing to watch."""
     return not SHA_RE.match(revision)
-
-
-class WatchInput(BaseModel):
-    repo_id: str
-    branch: str
-    policy: ReviewPolicy = Field(default_factory=ReviewPolicy, description="for the drafts the watch opens")
-
-
-class EnsureWatchInput(BaseModel):
-    watch: WatchInput
-    task_queue: str
-    # Who made the watch (the registrant of its first approved artifact) and the team that owns it.
-    requested_by: str = "unknown"
-    team: str = DEFAULT_TEAM
-
-
-def watch_memo(params: EnsureWatchInput) -> dict[str, str]:
-    """What a watch's schedule records about its owner (its memo: the API lists and guards by it)."""
-    return {"team": params.team, "created_by": params.requested_by}
-
-
-def watch_team(memo: Any) -> str:
-    """The team that owns a watch, from its schedule's memo (watches made before teams: the default one)."""
-    team = memo.get("team") if isinstance(memo, dict) else None
-    return team if isinstance(team, str) and team else DEFAULT_TEAM
-
-
-class UpstreamCheck(BaseModel):
-    """Where the branch points now, and the recipe catalog in force, against the newest approved
-    artifact of the repository."""
-
-    head_sha: str
-    approved_id: str | None
-    approved_sha: str | None
-    known: bool = Field(description="an artifact for the head commit exists already (a draft, or decided)")
-    catalog_version: str = Field("", description="the recipe catalog in force at this run")
-    approved_catalog_version: str | None = None
-    evidence_moved: bool = Field(False, description="the catalog in force says something else about this model "
-                                 "than the approved draft's evidence")
-    evidence_known: bool = Field(False, description="a draft for that evidence exists already")
-
-    @property
-    def moved(self) -> bool:
-        return self.approved_sha is not None and self.head_sha != self.approved_sha
-
-
-class WatchNotice(BaseModel):
-    repo_id: str
-    branch: str
-    approved_id: str | None
-    new_artifact_id: str
-    head_sha: str
-    reason: Literal["new commit", "recipe catalog"] = "new commit"
-    catalog_version: str | None = None
-
-
-class WatchOutcome(BaseModel):
-    repo_id: str
-    branch: str
-    head_sha: str
-    catalog_version: str = Field("", description="the recipe catalog in force when this run looked")
-    opened: str | None = Field(None, description="the artifact id of the draft the watch opened")
-    note: str
 
 
 # --- what a new draft changes -----------------------------------------------------------------------

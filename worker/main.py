@@ -11,15 +11,15 @@ from contextlib import asynccontextmanager
 from datetime import timedelta
 
 from temporalio.worker import Worker
-from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
 
-from wingsmith.config import KUBE_TASK_QUEUE, TASK_QUEUE, Settings, get_settings, watch_task_queue
+from wingsmith.config import KUBE_TASK_QUEUE, TASK_QUEUE, Settings, get_settings, observe_task_queue
 from wingsmith.kube import preload as preload_kube_client
 from wingsmith.logs import configure_logging, get_logger
 from wingsmith.temporal import connect
 from wingsmith.tracing import configure_tracing
 from worker.metrics import DomainMetrics, metrics_runtime, serve_metrics
 from worker.registry import WorkerDeps, kube_activities, main_activities, watch_activities, workflows
+from worker.sandbox import WORKFLOW_RUNNER
 
 log = get_logger("wingsmith.worker")
 _GRACEFUL_SHUTDOWN = timedelta(seconds=10)
@@ -34,12 +34,6 @@ _STICKY_TIMEOUT = timedelta(seconds=3)
 # Looks one worker holds at once: thousands of watched clusters (each look is a coroutine and a timer).
 _WATCHED_AT_ONCE = 20_000
 
-# By default the sandbox imports every workflow module afresh for each workflow run (and whatever it
-# imports that is not passed through): measured at about a tenth of the worker's CPU during journeys
-# (README, Figures). Workflow modules hold no module-level state (house rule; tests/test_layers.py
-# keeps workflows free of I/O imports), and the sandbox still refuses non-deterministic calls (clock,
-# randomness, I/O) at run time, so the modules are imported once and shared by every run.
-WORKFLOW_RUNNER = SandboxedWorkflowRunner(restrictions=SandboxRestrictions.default.with_passthrough_all_modules())
 
 
 def build_workers(client, deps: WorkerDeps, *, task_queue: str = TASK_QUEUE,
@@ -60,7 +54,7 @@ def build_workers(client, deps: WorkerDeps, *, task_queue: str = TASK_QUEUE,
         # Looks wait for news for minutes: one per watched cluster of every serving workload is held at
         # once, on the event loop (no thread each). They change nothing, so a shutdown cancels them at
         # once; the server starts each again on whichever worker is up, where it carries on.
-        workers.append(Worker(client, task_queue=watch_task_queue(kube_task_queue), activities=watch_activities(deps),
+        workers.append(Worker(client, task_queue=observe_task_queue(kube_task_queue), activities=watch_activities(deps),
                               max_concurrent_activities=_WATCHED_AT_ONCE, graceful_shutdown_timeout=timedelta(0),
                               interceptors=[metrics]))
     return workers

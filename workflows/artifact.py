@@ -11,10 +11,21 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 
 from temporalio import workflow
-from temporalio.common import RetryPolicy, SearchAttributePair, TypedSearchAttributes
+from temporalio.common import RetryPolicy
 from temporalio.exceptions import ActivityError, ApplicationError, FailureError
 
-from workflows.ids import MODEL, SHA, STAGE
+from contracts.artifact import (
+    HUB_FINAL,
+    RESOLVE_FAILED,
+    ArtifactOutcome,
+    ArtifactStatus,
+    ArtifactWorkflowInput,
+    RefusedDecision,
+    artifact_id,
+    search_attributes,
+)
+from contracts.ids import STAGE
+from contracts.watch import EnsureWatchInput, WatchInput
 
 with workflow.unsafe.imports_passed_through():
     from activities.artifact import (
@@ -30,7 +41,6 @@ with workflow.unsafe.imports_passed_through():
     )
     from activities.follow import FollowActivities, FollowApproval
     from activities.watch import WatchActivities
-    from wingsmith.artifacts import ArtifactOutcome, ArtifactStatus, ArtifactWorkflowInput, RefusedDecision, artifact_id
     from wingsmith.review import (
         SIGNALS_OFF,
         Decision,
@@ -42,15 +52,12 @@ with workflow.unsafe.imports_passed_through():
         check_review,
         check_signal_reviewer,
     )
-    from wingsmith.watch import EnsureWatchInput, WatchInput, watchable
+    from wingsmith.watch import watchable
 
-# Hub errors that no retry can fix (the Hub's own answer, not a transient failure).
-_HUB_FINAL = ["RepoNotFound", "RevisionNotFound", "GatedRepo", "HubTokenUnavailable", "MissingConfig",
-              "InvalidSource"]
 _IO = workflow.ActivityConfig(
     start_to_close_timeout=timedelta(minutes=2),
     retry_policy=RetryPolicy(initial_interval=timedelta(seconds=1), maximum_interval=timedelta(minutes=1),
-                             non_retryable_error_types=_HUB_FINAL))
+                             non_retryable_error_types=HUB_FINAL))
 # Local activities: they run inside the workflow task on the worker that holds the workflow, with no
 # round trip through the server to dispatch them or to report back (on the dev server each such trip
 # is tens of milliseconds); the result is still recorded (a marker), retried and idempotent.
@@ -71,7 +78,7 @@ _FOLLOW = workflow.ActivityConfig(
 _COMPUTE = workflow.LocalActivityConfig(
     start_to_close_timeout=timedelta(minutes=2),
     retry_policy=RetryPolicy(initial_interval=timedelta(seconds=1), maximum_interval=timedelta(minutes=1),
-                             non_retryable_error_types=_HUB_FINAL))
+                             non_retryable_error_types=HUB_FINAL))
 
 
 @workflow.defn
@@ -247,7 +254,7 @@ class ArtifactWorkflow:
 
     async def _fail(self, err: ActivityError) -> ArtifactOutcome:
         cause = err.cause
-        kind = cause.type if isinstance(cause, ApplicationError) and cause.type else "ResolveFailed"
+        kind = cause.type if isinstance(cause, ApplicationError) and cause.type else RESOLVE_FAILED
         self.failure = f"{kind}: {cause.message if isinstance(cause, FailureError) else err}"
         p = self.params
         await workflow.execute_local_activity_method(ArtifactActivities.set_artifact_state, ArtifactStateInput(
@@ -257,11 +264,3 @@ class ArtifactWorkflow:
         self._set_stage("failed")
         raise ApplicationError(self.failure, type=kind, non_retryable=True)
 
-
-def search_attributes(params: ArtifactWorkflowInput) -> list[SearchAttributePair[str]]:
-    return [SearchAttributePair(STAGE, "resolving"), SearchAttributePair(MODEL, params.repo_id),
-            SearchAttributePair(SHA, params.sha)]
-
-
-def start_search_attributes(params: ArtifactWorkflowInput) -> TypedSearchAttributes:
-    return TypedSearchAttributes(search_attributes(params))

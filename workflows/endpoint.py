@@ -13,14 +13,23 @@ from collections.abc import Callable
 from datetime import timedelta
 from typing import TypeVar
 
-from pydantic import BaseModel, Field
 from temporalio import workflow
 from temporalio.common import RetryPolicy
 from temporalio.exceptions import ApplicationError
 
 import workflows.workload as workload_workflow  # a module import: the two workflows signal each other
+from contracts.endpoint import (
+    ALREADY_DELETED,
+    ENDPOINT_DELETING,
+    INVALID_WORKLOADS,
+    STILL_DRAINING,
+    EndpointState,
+    EndpointStatus,
+    EndpointWorkflowInput,
+    SetWorkloads,
+)
+from contracts.ids import STAGE, workload_workflow_id
 from workflows.history import time_to_continue_as_new
-from workflows.ids import STAGE, workload_workflow_id
 
 with workflow.unsafe.imports_passed_through():
     from activities.endpoint import (
@@ -32,8 +41,7 @@ with workflow.unsafe.imports_passed_through():
         SetRoutesInput,
     )
     from wingsmith.endpoints import BackendDrained, BackendRef, EndpointRef, WorkloadRef
-    from wingsmith.gateway import EndpointRoutes
-    from wingsmith.teams import DEFAULT_TEAM
+    from wingsmith.gateway.routes import EndpointRoutes
 
 SignalArg = TypeVar("SignalArg", EndpointRef, BackendDrained)
 
@@ -47,50 +55,6 @@ _IO = workflow.ActivityConfig(
 _CHECK = workflow.ActivityConfig(
     start_to_close_timeout=timedelta(seconds=10),
     retry_policy=RetryPolicy(initial_interval=timedelta(seconds=1), maximum_attempts=3))
-
-
-class EndpointState(BaseModel):
-    workloads: list[str]
-    # The Hugging Face repository it serves (lower-cased): every workload must serve it. None for
-    # endpoints started before it was recorded, until their next change (their workloads then say).
-    model: str | None = None
-    draining: list[str] = Field(default_factory=list)
-    # One cluster of a workload scaling away: weight 0 until its deployment is gone.
-    draining_backends: list[BackendRef] = Field(default_factory=list)
-    drained_backends: list[BackendRef] = Field(default_factory=list, description="told to their workload already")
-    routes: EndpointRoutes | None = None
-    stage: str = "starting"
-    passes: int = 0
-
-
-class EndpointWorkflowInput(BaseModel):
-    name: str
-    workloads: list[str]
-    model: str | None = Field(default=None, description="the Hugging Face repository its workloads serve")
-    # Who created it and the team that owns it (histories from before teams: the default team).
-    requested_by: str = "unknown"
-    team: str = DEFAULT_TEAM
-    drain_grace_seconds: int = 30
-    resync_seconds: int = 30
-    history_limit: int | None = Field(default=None, ge=10, description="tests only: continue as new past this "
-                                      "many events (otherwise when the server suggests it)")
-    resume: EndpointState | None = None
-
-
-class EndpointStatus(BaseModel):
-    name: str
-    stage: str
-    workloads: list[str]
-    draining: list[str]
-    routes: EndpointRoutes | None
-    model: str | None = None
-    team: str = DEFAULT_TEAM
-
-
-class SetWorkloads(BaseModel):
-    workloads: list[str] = Field(description="the endpoint's workloads from now on; others are drained, then dropped")
-    requested_by: str = Field(default="unknown", max_length=200)
-    team: str = Field(default=DEFAULT_TEAM, max_length=63, description="the requester's team")
 
 
 @workflow.defn
@@ -163,7 +127,7 @@ class EndpointWorkflow:
         check = await workflow.execute_activity_method(EndpointActivities.check_workloads, CheckWorkloadsInput(
             name=self.params.name, workloads=wanted, model=self.state.model, current=self.state.workloads), **_CHECK)
         if check.problems:
-            raise ApplicationError("; ".join(check.problems), type="InvalidWorkloads")
+            raise ApplicationError("; ".join(check.problems), type=INVALID_WORKLOADS)
         self._validate_membership(request)  # again: the endpoint may have changed during the check
         self.state.model = self.state.model or check.model
         for wid in wanted:
@@ -178,19 +142,19 @@ class EndpointWorkflow:
         if self.deleting:
             # A delete came in while the change was being recorded: the teardown drains every workload,
             # the new ones too, so the change never takes effect and the caller must not hear it did.
-            raise ApplicationError("the endpoint is being deleted; the change was dropped", type="EndpointDeleting")
+            raise ApplicationError("the endpoint is being deleted; the change was dropped", type=ENDPOINT_DELETING)
         return self.status()
 
     @set_workloads.validator
     def _validate_membership(self, request: SetWorkloads) -> None:
         if self.deleting or self.state.stage in ("deleting", "deleted"):
-            raise ApplicationError("the endpoint is being deleted", type="EndpointDeleting")
+            raise ApplicationError("the endpoint is being deleted", type=ENDPOINT_DELETING)
         if not request.workloads:
-            raise ApplicationError("an endpoint needs at least one workload", type="InvalidWorkloads")
+            raise ApplicationError("an endpoint needs at least one workload", type=INVALID_WORKLOADS)
         back = [w for w in request.workloads if w in self.state.draining]
         if back:
             raise ApplicationError(f"workload(s) {', '.join(back)} are still draining from this endpoint; "
-                                   "add them again once they have left", type="StillDraining")
+                                   "add them again once they have left", type=STILL_DRAINING)
 
     @workflow.update
     async def delete(self) -> EndpointStatus:
@@ -201,7 +165,7 @@ class EndpointWorkflow:
     @delete.validator
     def _validate_delete(self) -> None:
         if self.state.stage == "deleted":
-            raise ApplicationError("endpoint already deleted", type="AlreadyDeleted")
+            raise ApplicationError("endpoint already deleted", type=ALREADY_DELETED)
 
     @workflow.query
     def status(self) -> EndpointStatus:

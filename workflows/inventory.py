@@ -11,30 +11,15 @@ from __future__ import annotations
 import asyncio
 from datetime import timedelta
 
-from pydantic import BaseModel, Field
 from temporalio import workflow
 from temporalio.common import RetryPolicy
 from temporalio.exceptions import ActivityError
 
+from contracts.inventory import InventoryTarget, LiveInventoryInput, LiveInventoryResult
+
 with workflow.unsafe.imports_passed_through():
     from activities.inventory import ReadInventoryInput, read_inventory
-    from wingsmith.kube.client import KubeconfigRef
     from wingsmith.placement.models import ClusterInventory
-
-
-class InventoryTarget(BaseModel):
-    cluster: str
-    kubeconfig: KubeconfigRef
-
-
-class LiveInventoryInput(BaseModel):
-    targets: list[InventoryTarget]
-    kube_task_queue: str
-    read_timeout_seconds: float = Field(default=8.0, gt=0)
-
-
-class LiveInventoryResult(BaseModel):
-    inventories: list[ClusterInventory]
 
 
 @workflow.defn

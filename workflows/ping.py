@@ -4,15 +4,10 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from pydantic import BaseModel
 from temporalio import workflow
 
-with workflow.unsafe.imports_passed_through():
-    from activities.ping import PingInput, PingResult, ping
-
-
-class PingWorkflowInput(BaseModel):
-    message: str = "ping"
+from contracts import ping as contract
+from contracts.ping import PingInput, PingResult, PingWorkflowInput
 
 
 @workflow.defn
@@ -20,4 +15,5 @@ class PingWorkflow:
     @workflow.run
     async def run(self, params: PingWorkflowInput) -> PingResult:
         return await workflow.execute_activity(
-            ping, PingInput(message=params.message), start_to_close_timeout=timedelta(seconds=30))
+            contract.ACTIVITY, PingInput(message=params.message), result_type=PingResult,
+            start_to_close_timeout=timedelta(seconds=30))

@@ -9,27 +9,22 @@ frontend's /v1/models until the served name appears; record the deployment. `del
 from __future__ import annotations
 
 from datetime import timedelta
-from typing import Any, Literal
+from typing import Any
 
-from pydantic import BaseModel
 from temporalio import workflow
 from temporalio.common import RetryPolicy
 from temporalio.exceptions import ActivityError, ApplicationError
 
-from workflows.ids import CLUSTERS, STAGE, WORKLOAD
+from contracts.ids import CLUSTERS, STAGE, WORKLOAD
+from contracts.rollout import FINAL_ERRORS, ClusterRolloutInput, ClusterRolloutResult
 
 with workflow.unsafe.imports_passed_through():
     from activities.rollout import ApplyInput, DeleteInput, ProbeFrontendInput, RolloutActivities, WaitReadyInput
     from activities.workload import DeploymentRecord, WorkloadActivities
-    from wingsmith.dynamo import RolloutSpec, dgd_name
-    from wingsmith.kube import KubeconfigRef
+    from wingsmith.dynamo import dgd_name
 
-# Failures no retry can fix; everything else retries with backoff.
-_FINAL = ["InvalidRollout", "SchemaRejected", "Forbidden", "Unauthorized", "BadRequest", "PodCrashLooping",
-          "ImagePullFailed", "OutOfMemory", "DeploymentFailed", "DeploymentSuperseded", "DeploymentMissing",
-          "ReadyDeadlineExceeded", "Unschedulable", "KubeconfigMissing", "KubeconfigInvalid"]
 _KUBE_RETRY = RetryPolicy(initial_interval=timedelta(seconds=1), maximum_interval=timedelta(seconds=30),
-                          non_retryable_error_types=_FINAL)
+                          non_retryable_error_types=FINAL_ERRORS)
 # A worker that dies mid-activity is noticed when its heartbeats stop: long waits heartbeat every
 # poll (2 s by default), so a short timeout lets another worker take over within seconds. 15 s made
 # each worker crash cost a rollout (so a scale or a heal) 15 s plus the retry's backoff (chaos run).
@@ -42,32 +37,6 @@ _HEARTBEAT = timedelta(seconds=8)
 _DB = workflow.LocalActivityConfig(
     start_to_close_timeout=timedelta(seconds=10),
     retry_policy=RetryPolicy(initial_interval=timedelta(seconds=1), maximum_interval=timedelta(seconds=5)))
-
-
-class ClusterRolloutInput(BaseModel):
-    mode: Literal["apply", "delete"]
-    workload_id: str
-    cluster: str
-    revision: int = 0  # which version on this cluster (an upgrade runs two side by side)
-    kubeconfig: KubeconfigRef
-    namespace: str
-    spec: RolloutSpec | None = None  # apply only
-    weight_bytes: int | None = None
-    kube_task_queue: str
-    ready_deadline_seconds: float | None = None
-    poll_seconds: float = 2.0
-    unschedulable_grace_seconds: float = 120
-
-
-class ClusterRolloutResult(BaseModel):
-    cluster: str
-    dgd_name: str
-    namespace: str
-    state: Literal["serving", "deleted"]
-    replicas: int = 0
-    generation: int | None = None
-    spec_hash: str | None = None
-    frontend_url: str | None = None
 
 
 @workflow.defn

@@ -12,19 +12,19 @@ from temporalio.common import RetryPolicy
 from temporalio.exceptions import WorkflowAlreadyStartedError
 from temporalio.workflow import ParentClosePolicy
 
-from workflows.artifact import ArtifactWorkflow
-from workflows.ids import MODEL, STAGE
+from contracts import artifact as artifact_contract
+from contracts.artifact import HUB_MISSING, ArtifactWorkflowInput, artifact_id, artifact_workflow_id
+from contracts.ids import MODEL, STAGE
+from contracts.watch import UpstreamCheck, WatchInput, WatchNotice, WatchOutcome
 
 with workflow.unsafe.imports_passed_through():
     from activities.watch import WatchActivities
-    from wingsmith.artifacts import ArtifactWorkflowInput, artifact_id, artifact_workflow_id
-    from wingsmith.watch import UpstreamCheck, WatchInput, WatchNotice, WatchOutcome
 
 _HUB = workflow.ActivityConfig(
     start_to_close_timeout=timedelta(minutes=2),
     retry_policy=RetryPolicy(initial_interval=timedelta(seconds=5), maximum_interval=timedelta(minutes=5),
                              maximum_attempts=10,
-                             non_retryable_error_types=["RepoNotFound", "RevisionNotFound", "GatedRepo"]))
+                             non_retryable_error_types=HUB_MISSING))
 _NOTIFY = workflow.ActivityConfig(
     start_to_close_timeout=timedelta(seconds=30),
     retry_policy=RetryPolicy(initial_interval=timedelta(seconds=5), maximum_attempts=5))
@@ -62,7 +62,7 @@ class WatchWorkflow:
         why = f"recipe catalog {catalog_version}" if catalog_version else f"{params.branch} moved to {sha[:12]}"
         try:
             await workflow.start_child_workflow(
-                ArtifactWorkflow.run, ArtifactWorkflowInput(
+                artifact_contract.WORKFLOW, ArtifactWorkflowInput(
                     repo_id=params.repo_id, revision=params.branch, sha=sha,
                     requested_by=f"watch {params.repo_id}@{params.branch}", policy=params.policy,
                     catalog_version=catalog_version),

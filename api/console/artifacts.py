@@ -24,7 +24,7 @@ from api.console.views import (
 from api.deps import DbDep, SettingsDep, TemporalDep
 from api.errors import ApiError
 from api.routes import artifacts as artifacts_api
-from wingsmith.artifacts import Stage
+from contracts.artifact import Stage
 from wingsmith.drafts import SizingTarget, VariantSizing
 from wingsmith.recipes import Catalog, load_catalog, load_catalog_version
 from wingsmith.recipes.evidence import Evidence

@@ -26,7 +26,8 @@ from api.routes import endpoints as endpoints_api
 from api.routes import workloads as workloads_api
 from wingsmith.config import Settings
 from wingsmith.gateway import Backend, BackendStatus
-from wingsmith.gateway.traffic import BackendTraffic, read_traffic
+from wingsmith.gateway.traffic import BackendTraffic
+from wingsmith.gateway.traffic_reader import read_traffic
 
 router = APIRouter(route_class=ConsoleRoute)
 

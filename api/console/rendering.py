@@ -124,6 +124,12 @@ class ConsoleRoute(APIRoute):
     """Console routes answer in HTML: a missing sign-in redirects to the login page, and every
     ApiError (the one the REST routes raise) becomes a page carrying the same message."""
 
+    def __init__(self, path: str, endpoint: Callable[..., Any], **kwargs: Any) -> None:
+        # Pages and redirects, never JSON: said here once, so no page infers a JSON response model
+        # from its return annotation (tests/api_guard/test_response_models.py checks every route).
+        kwargs.update(response_class=HTMLResponse, response_model=None)
+        super().__init__(path, endpoint, **kwargs)
+
     def get_route_handler(self) -> Callable:
         handler = super().get_route_handler()
 

@@ -208,6 +208,7 @@ async def _workload_page(request: Request, workload_id: str, principal, db, sett
     return render(
         request, "workload.html", status_code=status_code, principal=principal, w=w, live=live, spec=spec,
         stage=stage, stage_words=STAGE_WORDS.get(stage, stage), clusters=clusters,
+        conditions=(live or {}).get("conditions") or [],
         failure=(live or {}).get("failure") or (_last_failure(w.get("events") or []) if stage == "failed" else None),
         serving_replicas=sum(c.replicas for c in clusters if c.ready), replicas=replicas,
         layout_words=LAYOUT_WORDS.get(spec.get("layout", ""), ""),

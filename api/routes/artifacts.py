@@ -16,19 +16,20 @@ from temporalio.service import RPCError, RPCStatusCode
 from api.auth import Approver, Operator, TokenTable, Viewer
 from api.deps import DbDep, SettingsDep, TemporalDep
 from api.errors import ApiError
+from api.responses import ArtifactDetail, ArtifactList
 from api.routes.resolve import hub_error_to_api, resolver_for
-from wingsmith.artifacts import ArtifactStatus, ReviewPolicy
+from contracts import artifact as artifact_contract
+from contracts.artifact import ArtifactStatus, ReviewPolicy
+from contracts.ids import artifact_workflow_id_of
 from wingsmith.config import Settings
 from wingsmith.hub import HubError, InvalidSource, parse_source
 from wingsmith.recipes import Catalog, load_catalog_version
 from wingsmith.review import HTTP_STATUS, ReviewDecision, ReviewRequest
+from wingsmith.starter import artifact_handle, artifact_status, register_artifact, review_policy
 from wingsmith.store import artifacts as store
 from wingsmith.temporal import workflow_ui_url
 from wingsmith.text import SourceText
 from wingsmith.watch import draft_diff
-from workflows.artifact import ArtifactWorkflow
-from workflows.ids import artifact_workflow_id_of
-from workflows.starter import artifact_handle, register_artifact, review_policy
 
 router = APIRouter(prefix="/v1/artifacts", tags=["artifacts"])
 
@@ -77,13 +78,14 @@ async def register(request: Request, body: RegisterRequest, principal: Operator,
                       revision=started.revision, started=started.started)
 
 
-@router.get("", summary="List artifacts")
+@router.get("", response_model=ArtifactList, response_model_exclude_unset=True, summary="List artifacts")
 async def list_artifacts(_viewer: Viewer, db: DbDep, state: str | None = Query(None), model: str | None = Query(
         None, description="a Hugging Face repo id, case-insensitive"), limit: int = Query(100, ge=1, le=1000)):
     return {"artifacts": await store.list_artifacts(db, state=state, model=model, limit=limit)}
 
 
-@router.get("/{org}/{name_at_sha}", summary="An artifact: draft, evidence, sizing, warnings, state, decisions")
+@router.get("/{org}/{name_at_sha}", response_model=ArtifactDetail, response_model_exclude_unset=True,
+            summary="An artifact: draft, evidence, sizing, warnings, state, decisions")
 async def get_artifact(org: str, name_at_sha: str, _viewer: Viewer, db: DbDep, settings: SettingsDep,
                        request: Request) -> dict[str, Any]:
     artifact = _artifact_id(org, name_at_sha)
@@ -121,8 +123,9 @@ async def review(org: str, name_at_sha: str, body: ReviewDecision, principal: Ap
     artifact = _artifact_id(org, name_at_sha)
     handle = artifact_handle(temporal, artifact)
     try:
-        return await handle.execute_update(ArtifactWorkflow.review,
-                                           ReviewRequest(**body.model_dump(), reviewer=principal.name))
+        return await handle.execute_update(artifact_contract.UPDATE_REVIEW,
+                                           ReviewRequest(**body.model_dump(), reviewer=principal.name),
+                                           result_type=ArtifactStatus)
     except WorkflowUpdateFailedError as err:
         cause = err.cause
         if isinstance(cause, ApplicationError):
@@ -161,7 +164,7 @@ async def _live_status(request: Request, artifact: str) -> ArtifactStatus | None
     if temporal is None:
         return None
     try:
-        return await artifact_handle(temporal, artifact).query(ArtifactWorkflow.status)
+        return await artifact_status(temporal, artifact)
     except RPCError:
         return None
     except Exception:  # noqa: BLE001 - a status we cannot read must not break the page

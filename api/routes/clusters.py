@@ -35,6 +35,8 @@ from temporalio.service import RPCError
 from api.auth import Admin, Viewer
 from api.deps import DbDep, SettingsDep
 from api.errors import ApiError
+from contracts import inventory as inventory_contract
+from contracts.inventory import InventoryTarget, LiveInventoryInput
 from wingsmith.config import Settings
 from wingsmith.kube import KubeError
 from wingsmith.kube.kubeconfig import KubeconfigPolicy, check_config, check_reference, parse_content, read_source
@@ -42,7 +44,6 @@ from wingsmith.placement import ClusterInventory, PlacementDecision, PlacementIn
 from wingsmith.store import clusters as store
 from wingsmith.store.clusters import ClusterExists, ClusterInUse, ClusterRecord, ClusterSpec
 from wingsmith.text import MAX_LIST, MAX_POOLS, NameText
-from workflows.inventory import InventoryTarget, LiveInventoryInput, LiveInventoryWorkflow
 
 router = APIRouter(prefix="/v1", tags=["clusters"])
 
@@ -79,7 +80,7 @@ async def show_cluster(name: str, db: DbDep, _who: Viewer) -> ClusterRecord:
     return _found(name, await store.get_cluster(db, name))
 
 
-@router.delete("/clusters/{name}", status_code=204)
+@router.delete("/clusters/{name}", status_code=204, response_class=Response, response_model=None)
 async def remove_cluster(name: str, db: DbDep, _who: Admin) -> Response:
     try:
         deleted = await store.delete_cluster(db, name)
@@ -233,7 +234,8 @@ async def live_inventories(temporal: Client | None, settings: Settings,
                                          for r in records], kube_task_queue=settings.kube_task_queue)
     try:
         result = await temporal.execute_workflow(
-            LiveInventoryWorkflow.run, params, id=f"inventory/{uuid.uuid4().hex}", task_queue=settings.task_queue,
+            inventory_contract.WORKFLOW, params, result_type=inventory_contract.LiveInventoryResult,
+            id=f"inventory/{uuid.uuid4().hex}", task_queue=settings.task_queue,
             execution_timeout=timedelta(seconds=LIVE_READ_TIMEOUT_SECONDS),
             static_summary=f"Live inventory of {', '.join(r.name for r in records)} (placement dry run)")
     except (WorkflowFailureError, RPCError) as exc:

@@ -23,6 +23,7 @@ from temporalio.api.common.v1 import Payloads
 from api.auth import Principal, authenticate, authorize
 from api.deps import SettingsDep
 from api.errors import ApiError
+from api.responses import PayloadsAnswer
 from wingsmith.codec import EncryptionCodec, PayloadKeyError, codec_from_settings
 from wingsmith.config import Settings
 
@@ -106,7 +107,9 @@ def _answer(request: Request, payloads) -> JSONResponse:
     return JSONResponse(body, headers=_cors_headers(request))
 
 
-@router.post("/decode", summary="Decrypt payloads for the Temporal UI", openapi_extra=_BODY)
+# The answers are built from protobuf JSON (with CORS headers) by hand; the model documents them.
+@router.post("/decode", response_model=PayloadsAnswer, summary="Decrypt payloads for the Temporal UI",
+             openapi_extra=_BODY)
 async def decode(request: Request, settings: SettingsDep, _who: CodecViewer) -> JSONResponse:
     codec = _codec(request, settings)
     payloads = await _payloads(request)
@@ -117,14 +120,15 @@ async def decode(request: Request, settings: SettingsDep, _who: CodecViewer) -> 
     return _answer(request, decoded)
 
 
-@router.post("/encode", summary="Encrypt payloads for the Temporal UI", openapi_extra=_BODY)
+@router.post("/encode", response_model=PayloadsAnswer, summary="Encrypt payloads for the Temporal UI",
+             openapi_extra=_BODY)
 async def encode(request: Request, settings: SettingsDep, _who: CodecOperator) -> JSONResponse:
     codec = _codec(request, settings)
     payloads = await _payloads(request)
     return _answer(request, await codec.encode(payloads.payloads))
 
 
-@router.options("/{operation}", include_in_schema=False)
+@router.options("/{operation}", include_in_schema=False, response_class=Response, response_model=None)
 async def preflight(request: Request, operation: str) -> Response:
     if operation not in ("decode", "encode"):
         raise ApiError(404, f"no codec operation {operation!r} (decode or encode)")

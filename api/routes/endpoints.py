@@ -15,14 +15,16 @@ from api.auth import Operator, Viewer
 from api.deps import DbDep, SettingsDep, TemporalDep
 from api.errors import ApiError
 from api.ownership import hide, listing_team, own_endpoint
+from api.responses import EndpointChanged, EndpointDeleting, EndpointDetail, EndpointList, EndpointStarted
+from contracts import endpoint as endpoint_contract
+from contracts.endpoint import SetWorkloads
+from contracts.ids import endpoint_workflow_id
 from wingsmith.endpoints import endpoint_model, membership_problems
 from wingsmith.gateway import GatewayError, gateway_client
+from wingsmith.starter import create_endpoint, endpoint_handle, endpoint_status
 from wingsmith.store import endpoints as endpoint_store
 from wingsmith.temporal import workflow_ui_url
 from wingsmith.text import MAX_LIST, NameText
-from workflows.endpoint import EndpointWorkflow, SetWorkloads
-from workflows.ids import endpoint_workflow_id
-from workflows.starter import create_endpoint, endpoint_handle
 
 router = APIRouter(prefix="/v1/endpoints", tags=["endpoints"])
 
@@ -38,9 +40,10 @@ class WorkloadsChange(BaseModel):
                                       description="the endpoint's workloads from now on")
 
 
-@router.post("", status_code=202, summary="Create an endpoint (repeating it with the same workloads is a no-op)")
+@router.post("", status_code=202, response_model=EndpointStarted,
+             summary="Create an endpoint (repeating it with the same workloads is a no-op)")
 async def create(body: EndpointRequest, principal: Operator, db: DbDep, settings: SettingsDep,
-                 temporal: TemporalDep) -> dict[str, Any]:
+                 temporal: TemporalDep) -> EndpointStarted:
     # The gateway routes by name, so names are unique across teams: another team's says only "taken".
     await own_endpoint(principal, db, temporal, body.name, _taken(body.name))
     # The endpoint is its creator's team's and takes only that team's workloads.
@@ -63,25 +66,27 @@ async def create(body: EndpointRequest, principal: Operator, db: DbDep, settings
             raise ApiError(409, f"endpoint {body.name} exists with workloads {', '.join(started.routed) or '(none)'}; "
                            f"change them with PATCH /v1/endpoints/{body.name}", code="endpoint_exists",
                            details={"workloads": started.routed, "change_with": f"PATCH /v1/endpoints/{body.name}"})
-    return {"name": body.name, "workflow_id": started.workflow_id, "started": started.started,
-            "workflow_url": workflow_ui_url(settings, started.workflow_id),
-            "url": f"{settings.gateway_url}/v1", "workloads": started.routed}
+    return EndpointStarted(name=body.name, workflow_id=started.workflow_id, started=started.started,
+                           workflow_url=workflow_ui_url(settings, started.workflow_id),
+                           url=f"{settings.gateway_url}/v1", workloads=started.routed)
 
 
-@router.patch("/{name}", status_code=202, summary="Change an endpoint's workloads (leaving ones are drained first)")
+@router.patch("/{name}", status_code=202, response_model=EndpointChanged,
+              summary="Change an endpoint's workloads (leaving ones are drained first)")
 async def set_workloads(name: str, body: WorkloadsChange, principal: Operator, settings: SettingsDep,
-                        temporal: TemporalDep, db: DbDep) -> dict[str, Any]:
+                        temporal: TemporalDep, db: DbDep) -> EndpointChanged:
     await own_endpoint(principal, db, temporal, name, _not_found(name))
     await _check_change(name, body.workloads, db, temporal)
     try:
         status = await endpoint_handle(temporal, name).execute_update(
-            EndpointWorkflow.set_workloads,
-            SetWorkloads(workloads=body.workloads, requested_by=principal.name, team=principal.team))
+            endpoint_contract.UPDATE_SET_WORKLOADS,
+            SetWorkloads(workloads=body.workloads, requested_by=principal.name, team=principal.team),
+            result_type=endpoint_contract.EndpointStatus)
     except WorkflowUpdateFailedError as err:
         cause = err.cause
         kind = getattr(cause, "type", None)
         message = getattr(cause, "message", None) or str(cause or err)
-        if kind == "InvalidWorkloads":
+        if kind == endpoint_contract.INVALID_WORKLOADS:
             raise ApiError(422, message, code="invalid_endpoint") from None
         if isinstance(cause, ActivityError):
             raise ApiError(503, f"the registry could not check the workloads: {cause.cause or cause}") from None
@@ -90,16 +95,17 @@ async def set_workloads(name: str, body: WorkloadsChange, principal: Operator, s
         if err.status == RPCStatusCode.NOT_FOUND:
             raise ApiError(404, f"endpoint {name} not found") from None
         raise ApiError(503, f"Temporal could not take the request: {err.message}") from None
-    return {"name": name, "workflow_id": endpoint_workflow_id(name),
-            "workflow_url": workflow_ui_url(settings, endpoint_workflow_id(name)), "stage": status.stage,
-            "workloads": [w for w in status.workloads if w not in status.draining], "draining": status.draining}
+    return EndpointChanged(name=name, workflow_id=endpoint_workflow_id(name),
+                           workflow_url=workflow_ui_url(settings, endpoint_workflow_id(name)), stage=status.stage,
+                           workloads=[w for w in status.workloads if w not in status.draining],
+                           draining=status.draining)
 
 
 async def _check_change(name: str, wanted: list[str], db: Any, temporal: Any) -> None:
     """Refuse a change the endpoint's workflow would refuse, before sending it: the workflow checks
     again (it alone sees changes racing this one)."""
     try:
-        current = await endpoint_handle(temporal, name).query(EndpointWorkflow.status)
+        current = await endpoint_status(temporal, name)
     except RPCError as err:
         if err.status == RPCStatusCode.NOT_FOUND:
             raise ApiError(404, f"endpoint {name} not found") from None
@@ -115,12 +121,14 @@ async def _check_change(name: str, wanted: list[str], db: Any, temporal: Any) ->
         raise ApiError(422, "; ".join(problems), code="invalid_endpoint")
 
 
-@router.get("", summary="List endpoints (the caller's team's; an admin's: every team's)")
+@router.get("", response_model=EndpointList, response_model_exclude_unset=True,
+            summary="List endpoints (the caller's team's; an admin's: every team's)")
 async def list_endpoints(viewer: Viewer, db: DbDep):
     return {"endpoints": await endpoint_store.list_endpoints(db, team=listing_team(viewer))}
 
 
-@router.get("/{name}", summary="An endpoint: backends, weights and health")
+@router.get("/{name}", response_model=EndpointDetail, response_model_exclude_unset=True,
+            summary="An endpoint: backends, weights and health")
 async def get_endpoint(name: str, viewer: Viewer, db: DbDep, settings: SettingsDep, request: Request):
     out = await endpoint_store.get_endpoint(db, name)
     if out is None:
@@ -142,11 +150,12 @@ async def get_endpoint(name: str, viewer: Viewer, db: DbDep, settings: SettingsD
     return out
 
 
-@router.delete("/{name}", status_code=202, summary="Delete an endpoint (drains, then removes its routes)")
-async def delete(name: str, operator: Operator, temporal: TemporalDep, db: DbDep) -> dict[str, Any]:
+@router.delete("/{name}", status_code=202, response_model=EndpointDeleting,
+               summary="Delete an endpoint (drains, then removes its routes)")
+async def delete(name: str, operator: Operator, temporal: TemporalDep, db: DbDep) -> EndpointDeleting:
     await own_endpoint(operator, db, temporal, name, _gone(name))
     try:
-        await endpoint_handle(temporal, name).start_update(EndpointWorkflow.delete,
+        await endpoint_handle(temporal, name).start_update(endpoint_contract.UPDATE_DELETE,
                                                            wait_for_stage=WorkflowUpdateStage.ACCEPTED)
     except WorkflowUpdateFailedError as err:
         raise ApiError(409, str(err.cause or err)) from None
@@ -154,7 +163,7 @@ async def delete(name: str, operator: Operator, temporal: TemporalDep, db: DbDep
         if err.status == RPCStatusCode.NOT_FOUND:
             raise _gone(name) from None
         raise ApiError(503, f"Temporal could not take the request: {err.message}") from None
-    return {"name": name, "state": "deleting"}
+    return EndpointDeleting(name=name, state="deleting")
 
 
 # Another team's endpoint answers word for word as an absent one: these are the routes' answers for those.

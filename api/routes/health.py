@@ -9,18 +9,20 @@ import asyncio
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
 
+from api.responses import Health, Readiness
 from wingsmith.store.clusters import list_clusters
 
 router = APIRouter(tags=["health"])
 
 
-@router.get("/healthz")
-async def healthz() -> dict:
-    return {"status": "ok"}
+@router.get("/healthz", response_model=Health)
+async def healthz() -> Health:
+    return Health(status="ok")
 
 
-@router.get("/readyz")
-async def readyz(request: Request):
+# The answer is a JSONResponse (its status says ready or not), so the models only describe it.
+@router.get("/readyz", response_model=Readiness, responses={503: {"model": Readiness}})
+async def readyz(request: Request) -> JSONResponse:
     checks = {"postgres": await _check_postgres(request), "temporal": await _check_temporal(request)}
     if request.app.state.settings.expected_clusters:
         checks["clusters"] = await _check_clusters(request) if checks["postgres"] == "ok" else "unknown (no registry)"

@@ -6,7 +6,7 @@ memo says which); like workloads and endpoints, another team's watch is not list
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Literal
 
 from fastapi import APIRouter
 from temporalio.client import ScheduleHandle
@@ -16,14 +16,16 @@ from api.auth import Operator, Viewer
 from api.deps import SettingsDep, TemporalDep
 from api.errors import ApiError
 from api.ownership import hide, may_see
+from api.responses import WatchAction, WatchList
+from contracts.watch import WATCH_PREFIX, watch_team
 from wingsmith.temporal import workflow_ui_url
-from wingsmith.watch import WATCH_PREFIX, watch_team
 
 router = APIRouter(prefix="/v1/watches", tags=["watches"])
 
 
-@router.get("", summary="The watches on upstream: one schedule per approved repository and branch")
-async def list_watches(viewer: Viewer, temporal: TemporalDep, settings: SettingsDep) -> dict[str, Any]:
+@router.get("", response_model=WatchList,
+            summary="The watches on upstream: one schedule per approved repository and branch")
+async def list_watches(viewer: Viewer, temporal: TemporalDep, settings: SettingsDep) -> WatchList:
     watches = []
     try:
         async for s in await temporal.list_schedules():
@@ -44,12 +46,13 @@ async def list_watches(viewer: Viewer, temporal: TemporalDep, settings: Settings
                                 if hasattr(a.action, "workflow_id")]})
     except RPCError as err:
         raise ApiError(503, f"Temporal could not list the schedules: {err.message}") from None
-    return {"watches": sorted(watches, key=lambda w: w["id"])}
+    return WatchList.model_validate({"watches": sorted(watches, key=lambda w: w["id"])})
 
 
-@router.post("/{org}/{name_at_branch}/{action}", summary="Pause, resume or run now one watch")
+@router.post("/{org}/{name_at_branch}/{action}", response_model=WatchAction,
+             summary="Pause, resume or run now one watch")
 async def act(org: str, name_at_branch: str, action: Literal["pause", "resume", "trigger"], principal: Operator,
-              temporal: TemporalDep) -> dict[str, Any]:
+              temporal: TemporalDep) -> WatchAction:
     schedule_id = f"{WATCH_PREFIX}{org}/{name_at_branch}"
     handle: ScheduleHandle = temporal.get_schedule_handle(schedule_id)
     not_found = ApiError(404, f"no watch {schedule_id} (it exists once an artifact of that branch is approved)")
@@ -66,5 +69,5 @@ async def act(org: str, name_at_branch: str, action: Literal["pause", "resume", 
         if err.status == RPCStatusCode.NOT_FOUND:
             raise not_found from None
         raise ApiError(503, f"Temporal could not take the request: {err.message}") from None
-    return {"id": schedule_id, "action": action, "paused": desc.schedule.state.paused,
-            "note": desc.schedule.state.note}
+    return WatchAction(id=schedule_id, action=action, paused=desc.schedule.state.paused,
+                       note=desc.schedule.state.note)

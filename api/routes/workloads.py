@@ -21,14 +21,20 @@ from api.auth import Operator, Principal, Viewer
 from api.deps import DbDep, SettingsDep, TemporalDep
 from api.errors import ApiError
 from api.ownership import hide, listing_team, own_workload
+from api.responses import WorkloadDeleting, WorkloadDetail, WorkloadList
 from api.routes.clusters import DryRunRequest, dry_run
+from contracts import upgrade as upgrade_contract
+from contracts import workload as workload_contract
+from contracts.ids import workload_workflow_id
+from contracts.upgrade import UpgradeControl, UpgradeRequest, UpgradeStatus
+from contracts.workload import DeleteRequest, ScaleRequest, WorkloadStatus
 from wingsmith.dynamo import render_dgd
 from wingsmith.recipes.catalog import catalog_of_draft
+from wingsmith.starter import create_workload, workload_handle, workload_status
 from wingsmith.store import workloads as store
 from wingsmith.temporal import workflow_ui_url
 from wingsmith.text import CommentText, SourceText
-from wingsmith.upgrade import UpgradeControl, UpgradeRequest, UpgradeStatus, steps_problem
-from wingsmith.workload_state import DeleteRequest, ScaleRequest, WorkloadStatus
+from wingsmith.upgrade import steps_problem
 from wingsmith.workloads import (
     InvalidWorkload,
     WorkloadPlan,
@@ -37,9 +43,6 @@ from wingsmith.workloads import (
     check_artifact,
     plan_workload,
 )
-from workflows.ids import workload_workflow_id
-from workflows.starter import create_workload, workload_handle
-from workflows.workload import WorkloadWorkflow
 
 router = APIRouter(prefix="/v1/workloads", tags=["workloads"])
 
@@ -81,7 +84,6 @@ class UpgradeAnswer(BaseModel):
 
 
 # Refusals about what was asked (422) and about the workload's state now (409).
-_INVALID_UPGRADE = {"InvalidSteps", "OtherRepository", "SameArtifact", "ArtifactNotUpgradable"}
 
 
 @router.post("", status_code=202, response_model=Created | DryRun, summary="Create a workload (or dry-run it)")
@@ -114,12 +116,14 @@ async def create(body: WorkloadRequest, principal: Operator, db: DbDep, settings
                    plan=plan)
 
 
-@router.get("", summary="List workloads (the caller's team's; an admin's: every team's)")
+@router.get("", response_model=WorkloadList, response_model_exclude_unset=True,
+            summary="List workloads (the caller's team's; an admin's: every team's)")
 async def list_workloads(viewer: Viewer, db: DbDep, limit: int = Query(200, ge=1, le=1000)):
     return {"workloads": await store.list_workloads(db, limit=limit, team=listing_team(viewer))}
 
 
-@router.get("/{workload_id}", summary="A workload: per-cluster state, DGD names, frontend URLs, events")
+@router.get("/{workload_id}", response_model=WorkloadDetail, response_model_exclude_unset=True,
+            summary="A workload: per-cluster state, DGD names, frontend URLs, events")
 async def get_workload(workload_id: str, viewer: Viewer, db: DbDep, settings: SettingsDep,
                        request: Request) -> dict[str, Any]:
     row = await store.get_workload(db, workload_id)
@@ -127,7 +131,7 @@ async def get_workload(workload_id: str, viewer: Viewer, db: DbDep, settings: Se
     temporal = getattr(request.app.state, "temporal", None)
     if temporal is not None:
         try:
-            live = await workload_handle(temporal, workload_id).query(WorkloadWorkflow.status)
+            live = await workload_status(temporal, workload_id)
         except (RPCError, Exception):  # noqa: BLE001 - the registry row still answers
             live = None
     not_found = ApiError(404, f"workload {workload_id} not found")
@@ -148,8 +152,8 @@ async def scale(workload_id: str, body: ScaleBody, principal: Operator, temporal
     await own_workload(principal, db, temporal, workload_id, _gone(workload_id))
     handle = workload_handle(temporal, workload_id)
     try:
-        return await handle.execute_update(WorkloadWorkflow.scale, ScaleRequest(
-            replicas=body.replicas, requested_by=principal.name, team=principal.team))
+        return await handle.execute_update(workload_contract.UPDATE_SCALE, ScaleRequest(
+            replicas=body.replicas, requested_by=principal.name, team=principal.team), result_type=WorkloadStatus)
     except _UPDATE_ERRORS as err:
         raise _update_error(err, workload_id) from None
 
@@ -170,7 +174,8 @@ async def upgrade(workload_id: str, body: UpgradeBody, principal: Operator, temp
     request = UpgradeRequest(**body.model_dump(exclude={"requested_by", "team"}), requested_by=principal.name,
                              team=principal.team)
     try:
-        status = await workload_handle(temporal, workload_id).execute_update(WorkloadWorkflow.upgrade, request)
+        status = await workload_handle(temporal, workload_id).execute_update(upgrade_contract.UPDATE_UPGRADE, request,
+                                                                                result_type=UpgradeStatus)
     except _UPDATE_ERRORS as err:
         raise _update_error(err, workload_id) from None
     return UpgradeAnswer(upgrade=status, workflow_url=workflow_ui_url(settings, workload_workflow_id(workload_id)))
@@ -179,11 +184,11 @@ async def upgrade(workload_id: str, body: UpgradeBody, principal: Operator, temp
 async def _control(workload_id: str, verb: str, body: ControlBody | None, principal: Principal,
                    temporal: Client, db: asyncpg.Pool) -> UpgradeStatus:
     await own_workload(principal, db, temporal, workload_id, _gone(workload_id))
-    update = {"pause": WorkloadWorkflow.pause_upgrade, "resume": WorkloadWorkflow.resume_upgrade,
-              "abort": WorkloadWorkflow.abort_upgrade}[verb]
+    update = {"pause": upgrade_contract.UPDATE_PAUSE, "resume": upgrade_contract.UPDATE_RESUME,
+              "abort": upgrade_contract.UPDATE_ABORT}[verb]
     control = UpgradeControl(requested_by=principal.name, team=principal.team, reason=body.reason if body else None)
     try:
-        return await workload_handle(temporal, workload_id).execute_update(update, control)
+        return await workload_handle(temporal, workload_id).execute_update(update, control, result_type=UpgradeStatus)
     except _UPDATE_ERRORS as err:
         raise _update_error(err, workload_id) from None
 
@@ -209,17 +214,18 @@ async def abort_upgrade(workload_id: str, principal: Operator, temporal: Tempora
     return await _control(workload_id, "abort", body, principal, temporal, db)
 
 
-@router.delete("/{workload_id}", status_code=202, summary="Delete a workload (drains endpoints, then tears down)")
-async def delete(workload_id: str, principal: Operator, temporal: TemporalDep, db: DbDep) -> dict[str, Any]:
+@router.delete("/{workload_id}", status_code=202, response_model=WorkloadDeleting,
+               summary="Delete a workload (drains endpoints, then tears down)")
+async def delete(workload_id: str, principal: Operator, temporal: TemporalDep, db: DbDep) -> WorkloadDeleting:
     await own_workload(principal, db, temporal, workload_id, _gone(workload_id))
     handle = workload_handle(temporal, workload_id)
     try:
-        await handle.start_update(WorkloadWorkflow.delete,
+        await handle.start_update(workload_contract.UPDATE_DELETE,
                                   DeleteRequest(requested_by=principal.name, team=principal.team),
                                   wait_for_stage=WorkflowUpdateStage.ACCEPTED)
     except _UPDATE_ERRORS as err:
         raise _update_error(err, workload_id) from None
-    return {"id": workload_id, "state": "deleting"}
+    return WorkloadDeleting(id=workload_id, state="deleting")
 
 
 # What sending an update can raise: refused or failed (its validator's or handler's words), the workflow
@@ -231,7 +237,7 @@ def _update_error(err: Exception, workload_id: str) -> ApiError:
     if isinstance(err, WorkflowUpdateFailedError):
         cause = err.cause
         if isinstance(cause, ApplicationError):
-            if cause.type in _INVALID_UPGRADE:
+            if cause.type in upgrade_contract.INVALID_UPGRADE:
                 return ApiError(422, cause.message, code="invalid_upgrade", details={"reason": cause.type})
             return ApiError(409, cause.message, code="conflict", details={"reason": cause.type} if cause.type else None)
         return ApiError(409, str(cause or err), code="conflict")

@@ -29,7 +29,7 @@ from fastapi.routing import iter_route_contexts
 
 from tests.api_guard.conftest import ROLE_TOKENS, TOKENS, WRONG_TOKEN, as_
 from tests.support import running_worker, wait_until
-from workflows.starter import artifact_handle
+from wingsmith.starter import artifact_handle
 
 PUBLIC = "public"
 

@@ -8,8 +8,8 @@ from huggingface_hub import HfApi
 
 from tests.artifacts.conftest import as_
 from tests.support import running_worker, wait_until
+from wingsmith.starter import artifact_handle
 from workflows.artifact import ArtifactWorkflow
-from workflows.starter import artifact_handle
 
 
 async def _register(api, source: str) -> dict:

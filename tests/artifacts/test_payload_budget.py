@@ -19,7 +19,7 @@ from tests.support import running_worker
 from wingsmith.codec import data_converter
 from wingsmith.hub.resolver import Resolver
 from wingsmith.payloads import MB
-from workflows.starter import register_artifact
+from wingsmith.starter import register_artifact
 
 REPO = "Qwen/Qwen3-8B"
 

@@ -8,8 +8,8 @@ from temporalio.api.enums.v1 import EventType
 
 from tests.artifacts.conftest import HF_TOKEN, KIMI, as_
 from tests.support import history_json, running_worker, save_history, wait_until
+from wingsmith.starter import artifact_handle
 from workflows.artifact import ArtifactWorkflow
-from workflows.starter import artifact_handle
 
 RECORD = os.environ.get("WINGSMITH_RECORD_HISTORIES") == "1"
 

@@ -600,7 +600,7 @@ async def _wait_rows(bed: _Bed, workloads: list[str], within: float = 300) -> No
 
 
 async def _status(bed: _Bed, name: str):
-    from workflows.starter import workload_handle
+    from wingsmith.starter import workload_handle
     from workflows.workload import WorkloadWorkflow
     try:
         return await workload_handle(bed.client, name).query(WorkloadWorkflow.status,

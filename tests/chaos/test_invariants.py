@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
+from contracts.workload import ClusterState, WorkloadStatus
 from tests.chaos.harness import dgd_problems, registry_problems, route_problems, serving_pairs
-from wingsmith.workload_state import ClusterState, WorkloadStatus
 
 
 def status(name: str, stage: str, **clusters: str) -> WorkloadStatus:

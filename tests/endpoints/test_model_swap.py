@@ -8,9 +8,10 @@ import pytest
 from temporalio.client import WorkflowUpdateFailedError
 from temporalio.exceptions import ApplicationError
 
+from contracts.endpoint import SetWorkloads
 from tests.support import running_worker, wait_until
 from tests.workloads.conftest import as_
-from workflows.endpoint import EndpointWorkflow, SetWorkloads
+from workflows.endpoint import EndpointWorkflow
 
 OTHER = "openai/gpt-oss-20b"
 

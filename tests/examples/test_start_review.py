@@ -13,7 +13,7 @@ from pathlib import Path
 from temporalio.client import WorkflowExecutionStatus
 from temporalio.common import SearchAttributeKey
 
-from wingsmith.artifacts import ArtifactWorkflowInput
+from contracts.artifact import ArtifactWorkflowInput
 from workflows.artifact import ArtifactWorkflow
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "start_review.py"

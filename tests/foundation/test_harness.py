@@ -6,12 +6,13 @@ from __future__ import annotations
 import uuid
 
 from activities.ping import PingResult
+from contracts.ping import PingWorkflowInput
 from tests.conftest import unique_queue
 from wingsmith.config import SEARCH_ATTRIBUTES, Settings
 from wingsmith.store.db import migrate, migration_files
 from worker.main import build_workers
 from worker.registry import WorkerDeps
-from workflows.ping import PingWorkflow, PingWorkflowInput
+from workflows.ping import PingWorkflow
 
 
 async def test_registry_schema_is_migrated_once(pg_pool):

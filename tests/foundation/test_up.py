@@ -86,9 +86,10 @@ def _worker_pid(up: Up) -> int:
 
 
 async def _ping(up: Up) -> str:
+    from contracts.ping import PingWorkflowInput
     from wingsmith.config import Settings
     from wingsmith.temporal import connect
-    from workflows.ping import PingWorkflow, PingWorkflowInput
+    from workflows.ping import PingWorkflow
     client = await connect(Settings(), address=f"127.0.0.1:{up.ports['temporal']}")
     wid = f"smoke-{uuid.uuid4()}"
     result = await client.execute_workflow(PingWorkflow.run, PingWorkflowInput(message="smoke"), id=wid,

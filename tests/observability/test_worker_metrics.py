@@ -7,6 +7,7 @@ from __future__ import annotations
 import uuid
 
 from activities.workload import DeploymentRecord, HealRecord
+from contracts.ping import PingWorkflowInput
 from tests.observability.scrape import WORKER_FAMILIES, scrape, total
 from tests.support import running_worker
 from wingsmith import metrics
@@ -15,7 +16,7 @@ from wingsmith.local.postgres import free_port
 from wingsmith.temporal import connect
 from worker.metrics import count, metrics_runtime, serve_metrics
 from worker.registry import WorkerDeps
-from workflows.ping import PingWorkflow, PingWorkflowInput
+from workflows.ping import PingWorkflow
 
 # The SDK families the dashboard's worker-health row reads (deploy/grafana/dashboards/wingsmith.json).
 SDK_FAMILIES = {"temporal_workflow_completed", "temporal_workflow_task_schedule_to_start_latency_seconds",

@@ -15,7 +15,7 @@ import pytest
 from kubernetes import client
 from temporalio.testing import ActivityEnvironment
 
-from activities.observe import ObserveActivities, ObserveInput, SharedReads, last_heard
+from activities.observe import ObserveActivities, ObserveDeploymentInput, SharedReads, last_heard
 from activities.rollout import ApplyInput, ApplyOutput, RolloutActivities, WaitReadyInput
 from sim.kube import SimulatedClusters
 from tests.dynamo.builders import small_spec
@@ -57,15 +57,16 @@ def _serving(kubeconfig: KubeconfigRef) -> tuple[Applied, ApplyOutput]:
     return applied, out
 
 
-def _input(kubeconfig: KubeconfigRef, applied: Applied, probe: bool = True, **wait: Any) -> ObserveInput:
-    return ObserveInput(cluster=CLUSTER, kubeconfig=kubeconfig, name=applied.dgd_name, namespace=applied.namespace,
-                        served_model_name=applied.served_model_name if probe else None, probe_timeout_seconds=2,
-                        **wait)
+def _input(kubeconfig: KubeconfigRef, applied: Applied, probe: bool = True, **wait: Any) -> ObserveDeploymentInput:
+    return ObserveDeploymentInput(cluster=CLUSTER, kubeconfig=kubeconfig, name=applied.dgd_name,
+                                  namespace=applied.namespace,
+                                  served_model_name=applied.served_model_name if probe else None,
+                                  probe_timeout_seconds=2, **wait)
 
 
 def _look(kubeconfig: KubeconfigRef, applied: Applied, probe: bool = True) -> Observation:
     """A first look (nothing known yet): it answers after one read."""
-    return asyncio.run(ActivityEnvironment().run(ObserveActivities().look, _input(kubeconfig, applied, probe)))
+    return asyncio.run(ActivityEnvironment().run(ObserveActivities().observe, _input(kubeconfig, applied, probe)))
 
 
 def test_a_serving_deployment_looks_as_applied(kubeconfig: KubeconfigRef) -> None:
@@ -147,7 +148,7 @@ def test_a_slow_answer_is_waited_for_while_the_look_heartbeats(sim: SimulatedClu
     beats: list[tuple[Any, ...]] = []
     env = ActivityEnvironment()
     env.on_heartbeat = lambda *details: beats.append(details)
-    seen = asyncio.run(env.run(ObserveActivities().look, _input(kubeconfig, applied, probe=False)))
+    seen = asyncio.run(env.run(ObserveActivities().observe, _input(kubeconfig, applied, probe=False)))
     assert seen.reachable and seen.exists and judge(applied, seen).action == "ok"
     assert len(beats) >= 2, f"one heartbeat at most during a 2.5 s answer: {beats}"
     assert last_heard(beats[0]) is None  # nothing read yet when the look began
@@ -165,7 +166,7 @@ def test_a_look_answers_on_news_and_heartbeats_its_last_read(kubeconfig: Kubecon
     params = _input(kubeconfig, applied, known=known, status_seconds=0.2, probe_seconds=0.5, report_seconds=60)
 
     async def delete_later() -> Observation:
-        look = asyncio.ensure_future(env.run(ObserveActivities().look, params))
+        look = asyncio.ensure_future(env.run(ObserveActivities().observe, params))
         await asyncio.sleep(4.5)  # heartbeats at 0, 2 and 4 s
         assert not look.done(), "answered without news"
         await asyncio.to_thread(custom.delete_namespaced_custom_object, GROUP, VERSION, applied.namespace, PLURAL,
@@ -183,7 +184,7 @@ def test_a_look_without_news_answers_after_the_report_period(kubeconfig: Kubecon
     applied, _ = _serving(kubeconfig)
     known = _look(kubeconfig, applied).news_key()
     started = time.monotonic()
-    seen = asyncio.run(ActivityEnvironment().run(ObserveActivities().look, _input(
+    seen = asyncio.run(ActivityEnvironment().run(ObserveActivities().observe, _input(
         kubeconfig, applied, known=known, status_seconds=0.2, probe_seconds=0.5, report_seconds=1.0)))
     assert 1.0 <= time.monotonic() - started < 3 and seen.news_key() == known
 
@@ -207,11 +208,11 @@ def test_a_retried_look_keeps_the_first_attempts_period_and_last_read(kubeconfig
     beats: list[tuple[Any, ...]] = []
     env.on_heartbeat = lambda *details: beats.append(details)
     started = time.monotonic()
-    seen = asyncio.run(env.run(ObserveActivities().look, params))
+    seen = asyncio.run(env.run(ObserveActivities().observe, params))
     assert 0.8 <= time.monotonic() - started < 2.5 and seen.news_key() == known  # ~1 s left of its 3
     assert beats and beats[0] == (earlier,)
     started = time.monotonic()
-    asyncio.run(retried(10.0).run(ObserveActivities().look, params))  # past its period: the first read answers
+    asyncio.run(retried(10.0).run(ObserveActivities().observe, params))  # past its period: the first read answers
     assert time.monotonic() - started < 0.8
 
 

@@ -19,13 +19,13 @@ import uvicorn
 
 from api.app import create_app
 from api.auth import TokenTable
+from contracts.ids import workload_workflow_id
+from contracts.watch import watch_schedule_id
 from tests.api_guard.test_auth_matrix import TEAM_OWNED
 from tests.support import running_worker, wait_until
 from tests.teams.conftest import as_
 from wingsmith.cli.main import build_parser
 from wingsmith.local.postgres import free_port
-from wingsmith.watch import watch_schedule_id
-from workflows.ids import workload_workflow_id
 
 BLUE, RED, NONE = "kimi-blue", "kimi-red", "kimi-none"  # olga's, rita's, and one nobody has
 ENDPOINT, NO_ENDPOINT = "kimi-k3", "kimi-absent"

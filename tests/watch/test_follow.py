@@ -17,6 +17,8 @@ from temporalio.exceptions import ApplicationError
 from temporalio.worker import UnsandboxedWorkflowRunner, Worker
 
 from activities.follow import UPGRADE_UPDATE, follow_update_id
+from contracts.ids import artifact_workflow_id_of, workload_workflow_id
+from contracts.upgrade import UpgradeRequest, UpgradeStatus
 from tests.artifacts.conftest import HF_TOKEN, HF_TOKEN_ENV, TOKENS, api, as_, deps, hub  # noqa: F401
 from tests.conftest import unique_queue
 from tests.console.conftest import sign_in
@@ -26,9 +28,7 @@ from wingsmith.cli.main import build_parser
 from wingsmith.config import Settings, get_settings
 from wingsmith.recipes import load_catalog
 from wingsmith.store import workloads as workloads_store
-from wingsmith.upgrade import UpgradeRequest, UpgradeStatus
 from wingsmith.workloads import WorkloadRequest, approved_artifact_from_row, plan_workload
-from workflows.ids import artifact_workflow_id_of, workload_workflow_id
 
 REPO = "openai/gpt-oss-20b"
 

@@ -29,7 +29,7 @@ from activities.endpoint import (
     ObserveInput,
     SetRoutesInput,
 )
-from activities.observe import ObserveInput as LookInput
+from activities.observe import ObserveDeploymentInput
 from activities.rollout import (
     ApplyInput,
     ApplyOutput,
@@ -50,16 +50,17 @@ from activities.workload import (
     PlacementRecord,
     WorkloadRecord,
 )
-from wingsmith.config import watch_task_queue
+from contracts.workload import WorkloadWorkflowInput
+from wingsmith.config import observe_task_queue
 from wingsmith.dynamo import WorkerPool, dgd_name
 from wingsmith.endpoints import ServingDeployment, routes_from_deployments
 from wingsmith.gateway import EndpointRoutes, RouteStatus
 from wingsmith.kube import KubeconfigRef
 from wingsmith.placement.models import ClusterInfo, ClusterInventory, PlacementDecision, PlacementPlan
 from wingsmith.reconcile import FrontendCheck, Observation
-from wingsmith.workload_state import WorkloadWorkflowInput
 from wingsmith.workloads import WorkloadPlan
 from worker.registry import workflows
+from worker.sandbox import WORKFLOW_RUNNER
 
 SHA = "a" * 40
 
@@ -71,8 +72,8 @@ class World:
     crash_looping: set[str] = field(default_factory=set)  # wait_ready fails there (final)
     refuse_deletes: dict[str, int] = field(default_factory=dict)  # cluster -> deletes still refused
     hold_ready: set[str] = field(default_factory=set)  # wait_ready blocks there until cancelled
-    unreachable: set[str] = field(default_factory=set)  # watch.look gets no answer there
-    silent: set[str] = field(default_factory=set)  # watch.look itself gives no answer (its worker lost)
+    unreachable: set[str] = field(default_factory=set)  # workload.observe gets no answer there
+    silent: set[str] = field(default_factory=set)  # workload.observe itself gives no answer (its worker lost)
     held_looks: asyncio.Event | None = None  # set: every look answers only once it is set (a slow look)
     looks_waiting: int = 0
     generations: dict[str, int] = field(default_factory=dict)  # cluster -> generation of its deployment
@@ -185,8 +186,8 @@ class World:
 
     # --- watch.* (the kube task queue) ----------------------------------------------------------------
 
-    @activity.defn(name="watch.look")
-    async def look(self, params: LookInput) -> Observation:
+    @activity.defn(name="workload.observe")
+    async def look(self, params: ObserveDeploymentInput) -> Observation:
         """Like the real look: reads every status period, answers on news or after the report period."""
         started = time.monotonic()
         seen = self._seen(params)
@@ -204,7 +205,7 @@ class World:
             raise ApplicationError("the look's worker went away", non_retryable=True)
         return seen
 
-    def _seen(self, params: LookInput) -> Observation:
+    def _seen(self, params: ObserveDeploymentInput) -> Observation:
         self.looks += 1
         cluster = params.cluster
         at = datetime.now(UTC)
@@ -271,8 +272,9 @@ async def fake_worker(client: Client, world: World, prefix: str = "wf") -> Async
     """The real workflows and the fake activities on one task queue (also used as the kube queue), and
     the looks on the watch queue beside it."""
     queue = f"{prefix}-{uuid.uuid4().hex[:8]}"
-    async with Worker(client, task_queue=queue, workflows=workflows(), activities=world.activities()), \
-            Worker(client, task_queue=watch_task_queue(queue), activities=[world.look]):
+    async with Worker(client, task_queue=queue, workflows=workflows(), activities=world.activities(),
+                      workflow_runner=WORKFLOW_RUNNER), \
+            Worker(client, task_queue=observe_task_queue(queue), activities=[world.look]):
         yield queue
 
 

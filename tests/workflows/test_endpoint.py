@@ -10,10 +10,11 @@ from temporalio.client import WorkflowUpdateFailedError, WorkflowUpdateStage
 from temporalio.exceptions import ApplicationError
 from temporalio.testing import WorkflowEnvironment
 
+from contracts.endpoint import EndpointWorkflowInput, SetWorkloads
+from contracts.workload import DeleteRequest, ScaleRequest
 from tests.support import wait_until
 from tests.workflows.fakes import World, fake_worker, workload_input
-from wingsmith.workload_state import DeleteRequest, ScaleRequest
-from workflows.endpoint import EndpointWorkflow, EndpointWorkflowInput, SetWorkloads
+from workflows.endpoint import EndpointWorkflow
 from workflows.workload import WorkloadWorkflow
 
 

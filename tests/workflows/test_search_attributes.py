@@ -8,11 +8,12 @@ import uuid
 
 from temporalio.client import Client, WorkflowUpdateStage
 
+from contracts.rollout import ClusterRolloutInput
+from contracts.workload import DeleteRequest
 from tests.support import wait_until
 from tests.workflows.fakes import SHA, World, fake_worker, workload_input
 from wingsmith.kube import KubeconfigRef
-from wingsmith.workload_state import DeleteRequest
-from workflows.rollout import ClusterRolloutInput, ClusterRolloutWorkflow
+from workflows.rollout import ClusterRolloutWorkflow
 from workflows.workload import WorkloadWorkflow
 
 

@@ -13,12 +13,14 @@ from temporalio.client import Client, WorkflowHandle, WorkflowUpdateFailedError,
 from temporalio.exceptions import ApplicationError
 from temporalio.testing import WorkflowEnvironment
 
+from contracts.endpoint import EndpointWorkflowInput
+from contracts.upgrade import UpgradeControl, UpgradeRequest, UpgradeStatus
+from contracts.workload import DeleteRequest, WatchSettings, WorkloadStatus
 from tests.support import wait_until
 from tests.workflows.fakes import SHA, workload_input
 from tests.workflows.upgrade_world import NEW_ARTIFACT, NEW_SHA, UpgradeWorld, upgrade_worker
-from wingsmith.upgrade import UpgradeControl, UpgradeRequest, UpgradeStatus, UpgradeThresholds
-from wingsmith.workload_state import DeleteRequest, WatchSettings, WorkloadStatus
-from workflows.endpoint import EndpointWorkflow, EndpointWorkflowInput
+from wingsmith.upgrade import UpgradeThresholds
+from workflows.endpoint import EndpointWorkflow
 from workflows.workload import WorkloadWorkflow
 
 OLD_ARTIFACT = f"Qwen/Qwen3-8B@{SHA}"

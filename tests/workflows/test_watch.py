@@ -8,10 +8,10 @@ import asyncio
 
 from temporalio.testing import WorkflowEnvironment
 
+from contracts.workload import ScaleRequest, WatchSettings, WorkloadStatus
 from tests.support import wait_until
 from tests.workflows.fakes import World, fake_worker, workload_input
 from tests.workflows.test_workload import Handle, delete, serving, start
-from wingsmith.workload_state import ScaleRequest, WatchSettings, WorkloadStatus
 from workflows.workload import WorkloadWorkflow
 
 FAST = WatchSettings(status_seconds=0.2, probe_seconds=0.4, report_seconds=2, grace_seconds=4, silence_seconds=3,

@@ -8,9 +8,9 @@ from temporalio.client import Client, WorkflowFailureError, WorkflowHandle, Work
 from temporalio.exceptions import ApplicationError, CancelledError
 from temporalio.testing import WorkflowEnvironment
 
+from contracts.workload import DeleteRequest, ScaleRequest, WorkloadStatus, WorkloadWorkflowInput
 from tests.support import wait_until
 from tests.workflows.fakes import World, fake_worker, workload_input
-from wingsmith.workload_state import DeleteRequest, ScaleRequest, WorkloadStatus, WorkloadWorkflowInput
 from workflows.workload import WorkloadWorkflow
 
 Handle = WorkflowHandle[WorkloadWorkflow, WorkloadStatus]

@@ -18,7 +18,7 @@ from temporalio.client import Client
 from temporalio.exceptions import ApplicationError
 
 from activities.endpoint import ObserveInput
-from activities.observe import ObserveInput as LookInput
+from activities.observe import ObserveDeploymentInput
 from activities.rollout import (
     ApplyInput,
     ApplyOutput,
@@ -130,7 +130,7 @@ class UpgradeWorld(World):
         self.log.append(f"delete {params.name}")
         return DeleteOutput(existed=existed, waited_seconds=0)
 
-    def _seen(self, params: LookInput) -> Observation:
+    def _seen(self, params: ObserveDeploymentInput) -> Observation:
         self.looks += 1
         at = datetime.now(UTC)
         d = self.deployments.get(params.name)

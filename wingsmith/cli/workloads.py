@@ -137,10 +137,15 @@ def _list(args) -> int:
 
 
 def show_text(w: dict) -> str:
-    """What `workloads show` prints: the failure first (it names each cluster's reason), then clusters and events."""
+    """What `workloads show` prints: the failure first (it names each cluster's reason), then conditions,
+    clusters and events."""
     live = w.get("live") or {}
     rows = [("id", w["id"]), ("state", live.get("stage") or w.get("state")), ("workflow", w.get("workflow_url"))]
     rows += [("failure", live["failure"])] if live.get("failure") else []
+    # Conditions (Kubernetes-style): "Degraded  True  ClusterDegraded: sim-a: not ready", one line each.
+    rows += [(f"condition {c['type']}", f"{c['status']}  {c['reason']}" + (f": {c['message']}" if c.get("message")
+                                                                           else ""))
+             for c in live.get("conditions", [])]
     for c in live.get("clusters", []):
         rows.append((f"cluster {c['cluster']}", f"{c['state']}, {c['replicas']} replica(s), {c.get('dgd_name')}, "
                                                 f"{c.get('frontend_url') or c.get('error') or ''}"))

@@ -5,10 +5,9 @@ from __future__ import annotations
 
 from wingsmith.config import Settings
 from wingsmith.gateway.client import GatewayClient, GatewayError
-from wingsmith.gateway.envoy import EnvoyGatewayClient
 from wingsmith.gateway.local import LocalGatewayClient
-from wingsmith.kube import KubeconfigRef, new_api_client
 from wingsmith.kube.kubeconfig import KubeconfigPolicy
+from wingsmith.kube_ref import KubeconfigRef
 
 
 def gateway_client(settings: Settings) -> GatewayClient:
@@ -16,6 +15,10 @@ def gateway_client(settings: Settings) -> GatewayClient:
         if not settings.gateway_kubeconfig:
             raise GatewayError("GatewayNotConfigured", "WINGSMITH_GATEWAY_KUBECONFIG is not set for the envoy gateway",
                                retryable=False)
+        # Loaded only for the envoy gateway: a plane on the local gateway (and its API) needs no `kubernetes`.
+        from wingsmith.gateway.envoy import EnvoyGatewayClient
+        from wingsmith.kube.client import new_api_client
+
         # The gateway's kubeconfig is a reference like a member cluster's, through the same loader and policy.
         policy = KubeconfigPolicy.from_settings(settings)
         return EnvoyGatewayClient(KubeconfigRef(source=settings.gateway_kubeconfig, context=settings.gateway_context),

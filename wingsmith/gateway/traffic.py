@@ -1,18 +1,16 @@
 """An endpoint's traffic per backend, read from the local gateway's Prometheus metrics: the console
 shows these numbers, so it says exactly what Prometheus and the dashboard say (one set of counters,
 counted since the gateway started). Quantiles are estimated from the histogram's buckets the way
-PromQL's histogram_quantile does (linear within the bucket)."""
+PromQL's histogram_quantile does (linear within the bucket). Pure: the read itself is in
+wingsmith.gateway.traffic_reader."""
 
 from __future__ import annotations
 
 import math
 from collections import defaultdict
 
-import httpx
 from prometheus_client.parser import text_string_to_metric_families
 from pydantic import BaseModel
-
-from wingsmith.secrets import SecretUnavailable, read_secret_ref
 
 REQUESTS = "wingsmith_gateway_requests"
 DURATION = "wingsmith_gateway_request_duration_seconds"
@@ -113,30 +111,3 @@ def parse_counters(text: str, endpoint: str) -> dict[str, BackendCounters]:
 def parse_traffic(text: str, endpoint: str) -> dict[str, BackendTraffic]:
     """Backend id → its traffic for `endpoint` since the gateway started, from its /metrics page."""
     return {b: c.traffic() for b, c in parse_counters(text, endpoint).items()}
-
-
-READ_TIMEOUT_SECONDS = 2.0  # a page must not hang on a gateway that does not answer
-
-
-def metrics_headers(admin_token_ref: str | None) -> dict[str, str]:
-    """What the plane sends with a read of the local gateway's /metrics: its admin token, which the
-    gateway asks for once its endpoints need client keys (the traffic is the operator's to see)."""
-    if not admin_token_ref:
-        return {}
-    try:
-        return {"Authorization": f"Bearer {read_secret_ref(admin_token_ref)}"}
-    except SecretUnavailable:
-        return {}  # an open gateway answers anyway; a keyed one says 401, which the caller reports
-
-
-async def read_traffic(gateway_url: str, endpoint: str,
-                       admin_token_ref: str | None = None) -> dict[str, BackendTraffic] | None:
-    """None when the gateway does not answer (the page then says "not reported")."""
-    try:
-        async with httpx.AsyncClient(timeout=READ_TIMEOUT_SECONDS, trust_env=False) as http:
-            r = await http.get(gateway_url.rstrip("/") + "/metrics", headers=metrics_headers(admin_token_ref))
-        if r.status_code != 200:
-            return None
-        return parse_traffic(r.text, endpoint)
-    except (httpx.HTTPError, ValueError):
-        return None

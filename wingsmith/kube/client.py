@@ -15,22 +15,12 @@ from typing import Any, cast
 from kubernetes import client as k8s
 from kubernetes import config as k8s_config
 from kubernetes.config.config_exception import ConfigException
-from pydantic import AliasChoices, BaseModel, ConfigDict, Field
 from urllib3 import BaseHTTPResponse
 
 from wingsmith.kube.errors import KubeError, classify
 from wingsmith.kube.kubeconfig import KubeconfigPolicy, SecretReader, fingerprint, load_kubeconfig
 from wingsmith.kube.plugins import withhold_plugin_output
-
-
-class KubeconfigRef(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    # `path` is how histories recorded before references spelled it.
-    source: str = Field(min_length=1, validation_alias=AliasChoices("source", "path"),
-                        description="where the kubeconfig is: file:<path>, env:KUBECONFIG_<NAME> or "
-                                    "secret:<namespace>/<name>[#<key>]")
-    context: str | None = Field(default=None, description="context in it; None uses current-context")
+from wingsmith.kube_ref import KubeconfigRef  # the plain model, shared with workflows and the API
 
 
 def new_api_client(ref: KubeconfigRef, *, policy: KubeconfigPolicy | None = None,

@@ -18,7 +18,7 @@ import urllib3
 from kubernetes.client.exceptions import ApiException
 from kubernetes.config.config_exception import ConfigException
 
-from wingsmith.errors import TypedError
+from wingsmith.kube.kube_error import KubeError
 
 T = TypeVar("T")
 _MESSAGE_LIMIT = 500
@@ -36,10 +36,6 @@ _BY_STATUS = {
     422: ("SchemaRejected", False),
     429: ("Throttled", True),
 }
-
-
-class KubeError(TypedError):
-    """A kubernetes client failure, typed and marked retryable or not."""
 
 
 def classify(exc: BaseException, *, doing: str = "") -> KubeError:

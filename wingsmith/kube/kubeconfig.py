@@ -34,7 +34,7 @@ from typing import Any, Literal, Protocol
 
 import yaml
 
-from wingsmith.kube.errors import KubeError
+from wingsmith.kube.kube_error import KubeError
 
 MAX_KUBECONFIG_BYTES = 1 << 20
 ENV_PREFIX = "KUBECONFIG_"

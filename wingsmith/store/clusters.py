@@ -16,8 +16,8 @@ import asyncpg
 from pydantic import BaseModel, Field, field_validator
 
 from wingsmith.inventory import ManualInventory
-from wingsmith.kube import KubeconfigRef
 from wingsmith.kube.kubeconfig import canonical
+from wingsmith.kube_ref import KubeconfigRef
 from wingsmith.placement.models import ClusterInfo
 from wingsmith.text import MAX_LIST, LabelText, NameText, StorableText
 

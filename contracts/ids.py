@@ -5,11 +5,7 @@ registers them on the server."""
 
 from __future__ import annotations
 
-from temporalio import workflow
 from temporalio.common import SearchAttributeKey
-
-with workflow.unsafe.imports_passed_through():  # one copy of the models inside and outside the sandbox
-    from wingsmith.artifacts import artifact_workflow_id
 
 STAGE = SearchAttributeKey.for_keyword("WingsmithStage")
 MODEL = SearchAttributeKey.for_keyword("WingsmithModel")
@@ -17,8 +13,20 @@ SHA = SearchAttributeKey.for_keyword("WingsmithSha")
 WORKLOAD = SearchAttributeKey.for_keyword("WingsmithWorkload")
 CLUSTERS = SearchAttributeKey.for_keyword_list("WingsmithCluster")
 
-__all__ = ["CLUSTERS", "MODEL", "SHA", "STAGE", "WORKLOAD", "artifact_workflow_id", "artifact_workflow_id_of",
-           "cluster_rollout_workflow_id", "endpoint_workflow_id", "upgrade_id", "workload_workflow_id"]
+def evidence_tag(catalog_version: str) -> str:
+    """`recipes-<content hash>` of a catalog version: names a draft opened for new recipe evidence."""
+    return "recipes-" + catalog_version.rsplit(".", 1)[-1]
+
+
+def artifact_id(repo_id: str, sha: str, catalog_version: str | None = None) -> str:
+    """`<org>/<name>@<sha>`; a draft the watch opened because the recipe catalog changed the model's
+    evidence (same commit) is `<org>/<name>@<sha>+recipes-<catalog hash>`, a review of its own."""
+    base = f"{repo_id}@{sha}"
+    return f"{base}+{evidence_tag(catalog_version)}" if catalog_version else base
+
+
+def artifact_workflow_id(repo_id: str, sha: str, catalog_version: str | None = None) -> str:
+    return f"artifact/{artifact_id(repo_id, sha, catalog_version)}"
 
 
 def artifact_workflow_id_of(artifact: str) -> str:

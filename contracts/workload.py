@@ -1,16 +1,38 @@
-"""The models the workload workflow exchanges with the API: its input, its state (carried across
-continue-as-new), its updates and its status query."""
+"""The workload workflow's contract (`workload/<id>`): its input, its state (carried across
+continue-as-new), its updates, signals and status query, their names, and the `ApplicationError`
+types it raises."""
 
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, Field
+from temporalio.common import SearchAttributePair, TypedSearchAttributes
 
+from contracts.conditions import Condition, Event
+from contracts.ids import MODEL, SHA, STAGE, WORKLOAD
+from contracts.upgrade import UpgradeStatus
+from wingsmith.endpoints import BackendDrained as BackendDrained  # the backend_drained signal's payload
+from wingsmith.endpoints import EndpointRef as EndpointRef  # the subscribe, unsubscribe, drained signals' payload
 from wingsmith.teams import DEFAULT_TEAM
-from wingsmith.upgrade import UpgradeStatus
 from wingsmith.workloads import WorkloadPlan
+
+# The workflow's type name and its handlers' names: clients start and call it by these (the upgrade
+# updates are named in contracts.upgrade).
+WORKFLOW = "WorkloadWorkflow"
+QUERY_STATUS = "status"  # -> WorkloadStatus
+UPDATE_SCALE = "scale"  # ScaleRequest -> WorkloadStatus
+UPDATE_DELETE = "delete"  # DeleteRequest -> WorkloadStatus
+SIGNAL_SUBSCRIBE = "subscribe"  # EndpointRef: an endpoint follows this workload
+SIGNAL_UNSUBSCRIBE = "unsubscribe"  # EndpointRef
+SIGNAL_DRAINED = "drained"  # EndpointRef: that endpoint no longer routes here, the delete may go on
+SIGNAL_BACKEND_DRAINED = "backend_drained"  # BackendDrained: one cluster drained, the scale-down may go on
+
+# Why an update is refused, and how a workload fails (`ApplicationError` types).
+NOT_SCALABLE = "NotScalable"
+ALREADY_DELETED = "AlreadyDeleted"
+WORKLOAD_FAILED = "WorkloadFailed"  # could not be placed and served: rolled back
 
 # `degraded`: what was observed is less than what was asked (a deployment missing, unready or
 # unreachable, or replicas that could not be placed again); the clusters say which and why.
@@ -58,7 +80,9 @@ class WorkloadState(BaseModel):
     placement_revision: int = 0
     subscribers: list[str] = Field(default_factory=list, description="endpoint workflows following this workload")
     failure: str | None = None
-    events: list[str] = Field(default_factory=list)
+    events: list[str] = Field(default_factory=list, description="prose, kept for one release: read `timeline`")
+    timeline: list[Event] = Field(default_factory=list, description="what happened, each with a reason")
+    conditions: list[Condition] = Field(default_factory=list)
     leftovers: list[str] = Field(default_factory=list, description="clusters whose replicas moved while they could "
                                  "not be reached: their old DGD is removed when they answer again")
     heals: int = 0
@@ -99,7 +123,11 @@ class WorkloadStatus(BaseModel):
     served_model_name: str
     clusters: list[ClusterState]
     failure: str | None = None
-    events: list[str] = Field(default_factory=list)
+    events: list[str] = Field(default_factory=list, description="deprecated, kept for one release: the same as "
+                              "`timeline`, as prose")
+    conditions: list[Condition] = Field(default_factory=list, description="Available, Progressing, Degraded, "
+                                        "UpgradeInProgress: status, reason, message, last transition")
+    timeline: list[Event] = Field(default_factory=list, description="the last events, each with a reason and detail")
     upgrade: UpgradeStatus | None = None
     artifact_id: str | None = Field(default=None, description="the artifact it runs (an upgrade changes it)")
     team: str = Field(default=DEFAULT_TEAM, description="the team that owns it")
@@ -107,3 +135,14 @@ class WorkloadStatus(BaseModel):
     @property
     def serving_replicas(self) -> int:
         return sum(c.replicas for c in self.clusters if c.state == "serving")
+
+
+def search_attributes(params: WorkloadWorkflowInput, stage: str = "planning") -> list[SearchAttributePair[Any]]:
+    """What the workload is found by: its model, the commit, its id and its stage."""
+    repo_id = params.plan.artifact_id.rsplit("@", 1)[0]
+    return [SearchAttributePair(STAGE, stage), SearchAttributePair(MODEL, repo_id),
+            SearchAttributePair(SHA, params.plan.artifact_sha), SearchAttributePair(WORKLOAD, params.plan.workload_id)]
+
+
+def start_search_attributes(params: WorkloadWorkflowInput) -> TypedSearchAttributes:
+    return TypedSearchAttributes(search_attributes(params))

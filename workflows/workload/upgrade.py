@@ -1,4 +1,7 @@
-"""A workload's progressive upgrade, run by its WorkloadWorkflow (`workload/<id>`) beside the watch.
+"""A workload's progressive upgrade, run by its WorkloadWorkflow (`workload/<id>`) beside the observing.
+
+It works through the workload's public members (workflows/workload/state.py) and its cluster
+operations (workflows/workload/cluster_ops.py), the same ones converging and healing use.
 
 `upgrade` (an update) plans the new version from the registry (the artifact approved, not
 superseded, of the same repository; the workload's shape re-checked), then returns at once while
@@ -15,7 +18,7 @@ the rollout goes on in the workflow:
 - once every cluster serves the new version at 100 %: the old DGDs are drained and removed, the
   workload's plan becomes the new one (registry row and `WingsmithSha` too).
 
-The watch loop keeps watching (and healing) the old deployments meanwhile; the upgrade takes the
+The workflow keeps observing (and healing) the old deployments meanwhile; the upgrade takes the
 workflow's lock only for what changes them (surge, swap, restore), never for a dwell. Nothing a user
 sends makes it retry forever: too little traffic to judge, or a gateway that cannot be read, pauses
 it for a person (`resume_upgrade` goes on, `abort_upgrade` rolls back).
@@ -25,15 +28,14 @@ from __future__ import annotations
 
 import asyncio
 from datetime import timedelta
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
 from temporalio import workflow
-from temporalio.common import RetryPolicy
 from temporalio.exceptions import ActivityError, ApplicationError, ChildWorkflowError
 
-import workflows.endpoint as endpoint_workflow
-from workflows.ids import SHA, upgrade_id
-from workflows.rollout import ClusterRolloutResult
+from workflows import policies
+from workflows.workload.cluster_ops import ClusterOps, cause_of
+from workflows.workload.state import Workload
 
 with workflow.unsafe.imports_passed_through():
     from activities.upgrade import (
@@ -44,35 +46,24 @@ with workflow.unsafe.imports_passed_through():
         UpgradeEvent,
     )
     from activities.workload import ClusterTarget, PlaceInput, WorkloadActivities
-    from wingsmith.dynamo import dgd_name
-    from wingsmith.endpoints import BackendRef
-    from wingsmith.gateway.traffic import BackendCounters, BackendTraffic
-    from wingsmith.upgrade import (
+    from contracts import conditions as reason
+    from contracts import upgrade as refusal
+    from contracts.ids import SHA, upgrade_id
+    from contracts.rollout import ClusterRolloutResult
+    from contracts.upgrade import (
         UpgradeClusterProgress,
         UpgradeControl,
         UpgradeRequest,
         UpgradeState,
         UpgradeStatus,
-        judge,
-        same_repository,
-        steps_problem,
     )
-    from wingsmith.workload_state import ClusterState
+    from contracts.workload import ClusterState
+    from wingsmith.dynamo import dgd_name
+    from wingsmith.endpoints import BackendRef
+    from wingsmith.gateway.traffic import BackendCounters, BackendTraffic
+    from wingsmith.upgrade import judge, same_repository, steps_problem
     from wingsmith.workloads import WorkloadPlan
 
-if TYPE_CHECKING:
-    from workflows.workload import WorkloadWorkflow
-
-_DB = workflow.LocalActivityConfig(
-    start_to_close_timeout=timedelta(seconds=10),
-    retry_policy=RetryPolicy(initial_interval=timedelta(seconds=1), maximum_interval=timedelta(seconds=5)))
-# A person waits on the plan (the update's answer): a registry that stays down refuses, it does not hang.
-_PLAN = workflow.ActivityConfig(
-    start_to_close_timeout=timedelta(seconds=30),
-    retry_policy=RetryPolicy(initial_interval=timedelta(seconds=1), maximum_attempts=3))
-_COUNTERS = workflow.ActivityConfig(
-    start_to_close_timeout=timedelta(seconds=15),
-    retry_policy=RetryPolicy(initial_interval=timedelta(seconds=1), maximum_attempts=3))
 # Windows with too little traffic to judge before the upgrade waits for a person.
 _WINDOWS_BEFORE_HOLD = 3
 Control = Literal["pause", "resume", "abort"]
@@ -86,114 +77,124 @@ class _Stop(Exception):
         self.state, self.failures = state, failures
 
 
-# --- what the workload workflow's handlers call ------------------------------------------------------
+class Upgrades:
+    """What the workload workflow's upgrade handlers call: the running upgrade (if any), the one being
+    planned, and the checks that refuse an update before anything reaches history."""
 
-def validate(wf: WorkloadWorkflow, request: UpgradeRequest) -> None:
-    """The `upgrade` update's validator: refuses without touching state. The artifact's own checks
-    (unknown, unapproved, superseded, does not fit) need the registry: the handler's plan does them."""
-    info = workflow.current_update_info()
-    last = wf.state.upgrade
-    if info is not None and last is not None and last.update_id == info.id:
-        return  # the same update again (a retried `follow:` send): answered with its status
-    stage = wf.state.stage
-    if wf.deleting or stage in ("deleting", "deleted", "failed"):
-        raise ApplicationError(f"workload is {'being deleted' if wf.deleting else stage}; it cannot be upgraded",
-                               type="NotServing")
-    if last is not None and last.running:
-        raise ApplicationError(f"an upgrade to {last.to_artifact_id} is already {last.state}; pause, resume or "
-                               "abort it, or wait for it to end", type="UpgradeRunning")
-    if wf.upgrade_pending is not None:
-        raise ApplicationError("another upgrade is being planned; wait for its answer", type="UpgradeRunning")
-    if stage != "serving":
-        raise ApplicationError(f"workload is {stage}, not serving: upgrade it once it serves", type="NotServing")
-    if (problem := steps_problem(request.steps)) is not None:
-        raise ApplicationError(problem, type="InvalidSteps")
-    if not same_repository(request.artifact_id, wf.plan.artifact_id):
-        raise ApplicationError(f"{request.artifact_id} is another repository than {wf.plan.artifact_id}: an upgrade "
-                               "moves a workload within its model", type="OtherRepository")
-    if request.artifact_id.lower() == wf.plan.artifact_id.lower() and not request.changes_shape():
-        raise ApplicationError(f"the workload already runs {wf.plan.artifact_id}", type="SameArtifact")
+    def __init__(self, workload: Workload, ops: ClusterOps) -> None:
+        self.workload, self.ops = workload, ops
+        self.run: Upgrade | None = None  # the upgrade in flight
+        self.pending: str | None = None  # an upgrade update being planned
 
+    @property
+    def busy(self) -> bool:
+        """An upgrade runs or is being planned: the workload's replica count is not a scale's to change."""
+        return self.run is not None or self.pending is not None
 
-async def start(wf: WorkloadWorkflow, request: UpgradeRequest) -> UpgradeStatus:
-    """Plan the new version, then start the rollout beside the watch and answer with its status."""
-    info = workflow.current_update_info()
-    update = info.id if info is not None else None
-    if wf.state.upgrade is not None and update is not None and wf.state.upgrade.update_id == update:
-        return wf.state.upgrade
-    validate(wf, request)  # again: another update may have been accepted since this one's validator ran
-    wf.upgrade_pending = update or "unnamed"
-    try:
+    def validate(self, request: UpgradeRequest) -> None:
+        """The `upgrade` update's validator: refuses without touching state. The artifact's own checks
+        (unknown, unapproved, superseded, does not fit) need the registry: the handler's plan does them."""
+        wl = self.workload
+        info = workflow.current_update_info()
+        last = wl.state.upgrade
+        if info is not None and last is not None and last.update_id == info.id:
+            return  # the same update again (a retried `follow:` send): answered with its status
+        stage = wl.state.stage
+        if wl.deleting or stage in ("deleting", "deleted", "failed"):
+            raise ApplicationError(f"workload is {'being deleted' if wl.deleting else stage}; it cannot be upgraded",
+                                   type=refusal.NOT_SERVING)
+        if last is not None and last.running:
+            raise ApplicationError(f"an upgrade to {last.to_artifact_id} is already {last.state}; pause, resume or "
+                                   "abort it, or wait for it to end", type=refusal.UPGRADE_RUNNING)
+        if self.pending is not None:
+            raise ApplicationError("another upgrade is being planned; wait for its answer",
+                                   type=refusal.UPGRADE_RUNNING)
+        if stage != "serving":
+            raise ApplicationError(f"workload is {stage}, not serving: upgrade it once it serves",
+                                   type=refusal.NOT_SERVING)
+        if (problem := steps_problem(request.steps)) is not None:
+            raise ApplicationError(problem, type=refusal.INVALID_STEPS)
+        if not same_repository(request.artifact_id, wl.plan.artifact_id):
+            raise ApplicationError(f"{request.artifact_id} is another repository than {wl.plan.artifact_id}: an "
+                                   "upgrade moves a workload within its model", type=refusal.OTHER_REPOSITORY)
+        if request.artifact_id.lower() == wl.plan.artifact_id.lower() and not request.changes_shape():
+            raise ApplicationError(f"the workload already runs {wl.plan.artifact_id}", type=refusal.SAME_ARTIFACT)
+
+    async def start(self, request: UpgradeRequest) -> UpgradeStatus:
+        """Plan the new version, then start the rollout beside the observing and answer with its status."""
+        wl = self.workload
+        info = workflow.current_update_info()
+        update = info.id if info is not None else None
+        if wl.state.upgrade is not None and update is not None and wl.state.upgrade.update_id == update:
+            return wl.state.upgrade
+        self.validate(request)  # again: another update may have been accepted since this one's validator ran
+        self.pending = update or "unnamed"
         try:
-            planned = await workflow.execute_activity_method(
-                UpgradeActivities.plan, PlanUpgradeInput(current=wf.plan, request=request), **_PLAN)
-        except ActivityError as err:
-            raise ApplicationError(f"the upgrade could not be planned: {_cause(err)}", type="UpgradeNotPlanned",
-                                   non_retryable=True) from None
-        if planned.plan is None:
-            raise ApplicationError(planned.problem or "the upgrade was refused", type=planned.kind or "NotUpgradable",
-                                   non_retryable=True)
-        if wf.deleting or wf.state.stage != "serving":
-            raise ApplicationError(f"workload is {wf.state.stage} now; it cannot be upgraded", type="NotServing")
-        wf.state.upgrades += 1
-        order = sorted((n for n, c in wf.state.clusters.items() if c.state == "serving"),
-                       key=lambda n: (-wf.state.clusters[n].replicas, n))
-        status = UpgradeStatus(
-            upgrade_id=upgrade_id(wf.plan.workload_id, wf.state.upgrades), workload_id=wf.plan.workload_id,
-            from_artifact_id=wf.plan.artifact_id, to_artifact_id=planned.plan.artifact_id, state="running",
-            requested_by=request.requested_by, update_id=update, revision=planned.plan.revision,
-            steps=list(request.steps), dwell_seconds=request.dwell_seconds, started_at=workflow.now(),
-            clusters=[UpgradeClusterProgress(cluster=n, phase="waiting", replicas=wf.state.clusters[n].replicas,
-                                             old_dgd=wf.state.clusters[n].dgd_name) for n in order])
-        run = Upgrade(wf, request, planned.plan, status)
-        wf.state.upgrade, wf.upgrade_run = status, run
-        run.task = asyncio.create_task(run.run())
-        return status
-    finally:
-        wf.upgrade_pending = None
+            try:
+                planned = await workflow.execute_activity_method(
+                    UpgradeActivities.plan, PlanUpgradeInput(current=wl.plan, request=request),
+                    **policies.UPGRADE_PLAN)
+            except ActivityError as err:
+                raise ApplicationError(f"the upgrade could not be planned: {cause_of(err)}",
+                                       type=refusal.UPGRADE_NOT_PLANNED, non_retryable=True) from None
+            if planned.plan is None:
+                raise ApplicationError(planned.problem or "the upgrade was refused",
+                                       type=planned.kind or refusal.NOT_UPGRADABLE, non_retryable=True)
+            if wl.deleting or wl.state.stage != "serving":
+                raise ApplicationError(f"workload is {wl.state.stage} now; it cannot be upgraded",
+                                       type=refusal.NOT_SERVING)
+            wl.state.upgrades += 1
+            clusters = wl.state.clusters
+            order = sorted((n for n, c in clusters.items() if c.state == "serving"),
+                           key=lambda n: (-clusters[n].replicas, n))
+            status = UpgradeStatus(
+                upgrade_id=upgrade_id(wl.plan.workload_id, wl.state.upgrades), workload_id=wl.plan.workload_id,
+                from_artifact_id=wl.plan.artifact_id, to_artifact_id=planned.plan.artifact_id, state="running",
+                requested_by=request.requested_by, update_id=update, revision=planned.plan.revision,
+                steps=list(request.steps), dwell_seconds=request.dwell_seconds, started_at=workflow.now(),
+                clusters=[UpgradeClusterProgress(cluster=n, phase="waiting", replicas=clusters[n].replicas,
+                                                 old_dgd=clusters[n].dgd_name) for n in order])
+            run = Upgrade(self, request, planned.plan, status)
+            wl.state.upgrade, self.run = status, run
+            run.task = asyncio.create_task(run.run())
+            return status
+        finally:
+            self.pending = None
 
+    def validate_control(self, verb: Control) -> None:
+        run = self.run
+        if run is None:
+            last = self.workload.state.upgrade
+            raise ApplicationError(f"no upgrade is running (the last one {last.state})" if last else
+                                   "no upgrade is running", type=refusal.NO_UPGRADE)
+        if run.promoting and verb != "resume":
+            raise ApplicationError(
+                "the upgrade is past the point where it can be paused or aborted: every cluster serves the new "
+                "version and the old one is being drained and removed; it ends by itself (upgrade again to go back)",
+                type=refusal.UPGRADE_FINISHING)
+        if verb == "pause" and run.paused:
+            raise ApplicationError("the upgrade is already paused", type=refusal.ALREADY_PAUSED)
+        if verb == "resume" and not run.paused:
+            raise ApplicationError("the upgrade is not paused", type=refusal.NOT_PAUSED)
 
-def validate_control(wf: WorkloadWorkflow, verb: Control) -> None:
-    run = wf.upgrade_run
-    if run is None:
-        last = wf.state.upgrade
-        raise ApplicationError(f"no upgrade is running (the last one {last.state})" if last else
-                               "no upgrade is running", type="NoUpgrade")
-    if run.promoting and verb != "resume":
-        raise ApplicationError(
-            "the upgrade is past the point where it can be paused or aborted: every cluster serves the new "
-            "version and the old one is being drained and removed; it ends by itself (upgrade again to go back)",
-            type="UpgradeFinishing")
-    if verb == "pause" and run.paused:
-        raise ApplicationError("the upgrade is already paused", type="AlreadyPaused")
-    if verb == "resume" and not run.paused:
-        raise ApplicationError("the upgrade is not paused", type="NotPaused")
+    def control(self, verb: Control, request: UpgradeControl) -> UpgradeStatus:
+        self.validate_control(verb)
+        run = self.run
+        assert run is not None
+        why = f" ({request.reason})" if request.reason else ""
+        if verb == "pause":
+            run.pause(f"paused by {request.requested_by}{why}")
+        elif verb == "resume":
+            run.resume(request.requested_by)
+        else:
+            run.aborting = f"aborted by {request.requested_by}{why}"
+        return run.status
 
-
-def control(wf: WorkloadWorkflow, verb: Control, request: UpgradeControl) -> UpgradeStatus:
-    validate_control(wf, verb)
-    run = wf.upgrade_run
-    assert run is not None
-    why = f" ({request.reason})" if request.reason else ""
-    if verb == "pause":
-        run.pause(f"paused by {request.requested_by}{why}")
-    elif verb == "resume":
-        run.resume(request.requested_by)
-    else:
-        run.aborting = f"aborted by {request.requested_by}{why}"
-    return run.status
-
-
-def standing_in(wf: WorkloadWorkflow) -> int:
-    """Replicas of the new version standing in for old ones a surge took down (the watch counts them)."""
-    return sum(wf.upgrade_run.surged.values()) if wf.upgrade_run is not None else 0
-
-
-async def end_before_delete(wf: WorkloadWorkflow) -> None:
-    """A delete aborts a running upgrade and waits for its rollback before the teardown starts."""
-    if wf.upgrade_run is not None:
-        wf.upgrade_run.aborting = wf.upgrade_run.aborting or "the workload is being deleted"
-        await workflow.wait_condition(lambda: wf.upgrade_run is None)
+    async def end_before_delete(self) -> None:
+        """A delete aborts a running upgrade and waits for its rollback before the teardown starts."""
+        if self.run is not None:
+            self.run.aborting = self.run.aborting or "the workload is being deleted"
+            await workflow.wait_condition(lambda: self.run is None)
 
 
 # --- the rollout ---------------------------------------------------------------------------------------
@@ -202,15 +203,15 @@ class Upgrade:
     """One upgrade in flight: its status is also the workload's `state.upgrade` (carried across
     continue-as-new, which waits for it to end)."""
 
-    def __init__(self, wf: WorkloadWorkflow, request: UpgradeRequest, plan: WorkloadPlan,
+    def __init__(self, upgrades: Upgrades, request: UpgradeRequest, plan: WorkloadPlan,
                  status: UpgradeStatus) -> None:
-        self.wf, self.request, self.plan, self.status = wf, request, plan, status
-        self.number = wf.state.upgrades
+        self.upgrades, self.request, self.plan, self.status = upgrades, request, plan, status
+        self.workload, self.ops = upgrades.workload, upgrades.ops
+        self.number = self.workload.state.upgrades
         self.order = [c.cluster for c in status.clusters]
         self.targets: dict[str, ClusterTarget] = {}
         self.touched: list[str] = []
         self.new: dict[str, ClusterRolloutResult] = {}
-        self.surged: dict[str, int] = {}  # cluster -> old replicas a surge took down
         self.baseline: dict[str, BackendTraffic] = {}  # the old version's last judged window per cluster
         self.paused = False
         self.aborting: str | None = None
@@ -220,13 +221,14 @@ class Upgrade:
 
     async def run(self) -> None:
         s, evicted = self.status, False
-        self._event(f"started by {s.requested_by}: {s.from_artifact_id} → {s.to_artifact_id}, steps "
-                    f"{'/'.join(map(str, s.steps))} %, dwell {s.dwell_seconds:g} s, clusters {', '.join(self.order)}")
+        self._event(reason.UPGRADE_STARTED, f"started by {s.requested_by}: {s.from_artifact_id} → {s.to_artifact_id}, "
+                    f"steps {'/'.join(map(str, s.steps))} %, dwell {s.dwell_seconds:g} s, clusters "
+                    f"{', '.join(self.order)}", to=s.to_artifact_id, steps=list(s.steps), clusters=list(self.order))
         await self._record("workload_upgrade_started", "started", {
             "from": s.from_artifact_id, "to": s.to_artifact_id, "steps": s.steps, "dwell_seconds": s.dwell_seconds,
             "clusters": self.order, "reason": self.request.reason})
         try:
-            self.targets = await self.wf._targets()
+            self.targets = await self.ops.targets()
             for name in self.order:
                 await self._upgrade_cluster(name)
             await self._promote()
@@ -248,7 +250,9 @@ class Upgrade:
         if s.running:  # never left "running" with nothing running: a new upgrade could not start
             s.state = "failed"
         s.finished_at = workflow.now()
-        self.wf.upgrade_run = None
+        self.upgrades.run = None
+        self.workload.surged.clear()
+        self.workload.show_conditions()
         workflow.set_current_details("")
 
     # --- one cluster --------------------------------------------------------------------------------
@@ -269,7 +273,8 @@ class Upgrade:
             for i, percent in enumerate(self.request.steps, 1):
                 await self._step(name, percent, f"step {i} of {len(self.request.steps)}{canary}")
         else:
-            self._event(f"{name} cannot hold both versions: one replica at a time")
+            self._event(reason.UPGRADE_SURGING, f"{name} cannot hold both versions: one replica at a time",
+                        cluster=name)
             for k in range(1, p.replicas + 1):
                 p.phase = f"surging: replica {k} of {p.replicas}{canary}"
                 await self._bring_up(target, k)
@@ -282,13 +287,13 @@ class Upgrade:
     async def _room(self, target: ClusterTarget, replicas: int) -> bool:
         """Whether the cluster can hold `replicas` more of the new version beside what runs there."""
         name = target.info.name
-        inventory = await self.wf._inventory(target)
+        inventory = await self.ops.inventory(target)
         constraints = self.plan.placement.constraints.model_copy(update={
             "allowed_clusters": [name], "denied_clusters": [], "max_replicas_per_cluster": None})
         plan = self.plan.placement.model_copy(update={"replicas": replicas, "constraints": constraints})
         decision = await workflow.execute_local_activity_method(
             WorkloadActivities.place, PlaceInput(plan=plan, inventories=[inventory], clusters=[target.info]),
-            start_to_close_timeout=timedelta(seconds=10))
+            **policies.PLACE)
         return decision.placed >= replicas
 
     async def _bring_up(self, target: ClusterTarget, replicas: int) -> None:
@@ -297,7 +302,7 @@ class Upgrade:
         p.new_dgd = dgd_name(self.plan.workload_id, name, self.plan.revision)
         # An abort (or a delete) does not wait for a version that may take long to come up: the rollout
         # child is cancelled, and the rollback removes whatever it applied.
-        child = asyncio.ensure_future(self.wf._cluster_rollout(target, replicas, "apply", plan=self.plan))
+        child = asyncio.ensure_future(self.ops.rollout(target, replicas, "apply", plan=self.plan))
         await workflow.wait_condition(lambda: child.done() or self._ending() is not None)
         if not child.done():
             child.cancel()
@@ -309,14 +314,15 @@ class Upgrade:
         try:
             self.new[name] = child.result()
         except ChildWorkflowError as err:
-            raise _Stop("rolled_back", [f"{name}: the new version did not come up: {_cause(err)}"]) from None
-        self._event(f"{name}: the new version serves {replicas} replica(s) at {self.new[name].frontend_url}")
+            raise _Stop("rolled_back", [f"{name}: the new version did not come up: {cause_of(err)}"]) from None
+        self._event(reason.UPGRADE_NEW_VERSION_SERVING, f"{name}: the new version serves {replicas} replica(s) at "
+                    f"{self.new[name].frontend_url}", cluster=name, replicas=replicas)
 
     async def _scale_old(self, target: ClusterTarget, replicas: int) -> None:
         name = target.info.name
-        async with self.wf.lock:
-            self.surged[name] = self.status.cluster(name).replicas - replicas
-            _, lost = await self.wf._roll_out(target, replicas)
+        async with self.workload.lock:
+            self.workload.surged[name] = self.status.cluster(name).replicas - replicas
+            _, lost = await self.ops.roll_out(target, replicas)
         if lost:
             raise _Stop("rolled_back", [f"{name}: the old version could not be scaled to {replicas} replica(s)"])
 
@@ -326,13 +332,15 @@ class Upgrade:
         workflow.set_current_details(f"upgrade {self.number} to {self.status.to_artifact_id}: {name} {label}, "
                                      f"{percent} % on the new version")
         await self._split(name, percent)
-        self._event(f"{name} {label}: {percent} % of its traffic on the new version")
-        endpoints = [wid.removeprefix("endpoint/") for wid in self.wf.state.subscribers]
+        self._event(reason.UPGRADE_STEP, f"{name} {label}: {percent} % of its traffic on the new version",
+                    cluster=name, percent=percent)
+        endpoints = [wid.removeprefix("endpoint/") for wid in self.workload.state.subscribers]
         windows = 0
         while True:
             if not endpoints:
                 await self._dwell()
-                self._event(f"{name}: no endpoint routes this workload, so there is no traffic to compare")
+                self._event(reason.UPGRADE_NO_TRAFFIC, f"{name}: no endpoint routes this workload, so there is no "
+                            "traffic to compare", cluster=name)
                 break
             before = await self._counters(name, endpoints)
             if before is None:
@@ -366,20 +374,22 @@ class Upgrade:
             "cluster": name, "percent": percent, "healthy": verdict.healthy, "enough_traffic": verdict.enough_traffic,
             "figures": verdict.figures, "failures": verdict.failures})
         f = verdict.figures
-        self._event(f"{name} at {percent} %: new {f['new_requests']} requests, error rate {f['new_error_rate']}, "
-                    f"p99 {_ms(f['new_p99_seconds'])}; old {f['old_requests']}, {f['old_error_rate']}, "
-                    f"p99 {_ms(f['old_p99_seconds'])}")
+        self._event(reason.UPGRADE_JUDGED, f"{name} at {percent} %: new {f['new_requests']} requests, error rate "
+                    f"{f['new_error_rate']}, p99 {_ms(f['new_p99_seconds'])}; old {f['old_requests']}, "
+                    f"{f['old_error_rate']}, p99 {_ms(f['old_p99_seconds'])}", cluster=name, percent=percent,
+                    healthy=verdict.healthy, figures=dict(f))
         if not verdict.healthy:
             raise _Stop("rolled_back", [f"{name} at {percent} %: {failure}" for failure in verdict.failures])
         return verdict.enough_traffic
 
     async def _counters(self, name: str, endpoints: list[str]) -> tuple[BackendCounters, BackendCounters] | None:
-        old, new = self._ref(name, self.wf.plan.revision).id, self._ref(name, self.plan.revision).id
+        old, new = self._ref(name, self.workload.plan.revision).id, self._ref(name, self.plan.revision).id
         try:
             read = await workflow.execute_activity_method(
-                UpgradeActivities.read_counters, CountersInput(endpoints=endpoints, backends=[old, new]), **_COUNTERS)
+                UpgradeActivities.read_counters, CountersInput(endpoints=endpoints, backends=[old, new]),
+                **policies.GATEWAY_COUNTERS)
         except ActivityError as err:
-            await self._hold(f"the gateway's counters could not be read ({_cause(err)}); resume to try again, "
+            await self._hold(f"the gateway's counters could not be read ({cause_of(err)}); resume to try again, "
                              "abort to roll back")
             return None
         return read.counters[old], read.counters[new]
@@ -389,12 +399,12 @@ class Upgrade:
     def pause(self, why: str) -> None:
         self.paused = True
         self.status.state, self.status.paused_reason = "paused", why
-        self._event(why + "; it stops after the current step")
+        self._event(reason.UPGRADE_PAUSED, why + "; it stops after the current step", why=why)
 
     def resume(self, by: str) -> None:
         self.paused = False
         self.status.state, self.status.paused_reason = "running", None
-        self._event(f"resumed by {by}")
+        self._event(reason.UPGRADE_RESUMED, f"resumed by {by}", by=by)
 
     async def _hold(self, why: str) -> None:
         self.pause(why)
@@ -418,7 +428,7 @@ class Upgrade:
             raise _Stop("aborted", [why])
 
     def _ending(self) -> str | None:
-        if self.aborting is None and self.wf.deleting:
+        if self.aborting is None and self.workload.deleting:
             self.aborting = "the workload is being deleted"
         return self.aborting
 
@@ -427,9 +437,9 @@ class Upgrade:
     async def _promote(self) -> None:
         """Every cluster serves the new version at 100 %: drain and remove the old DGDs, and the
         workload's plan becomes the new one."""
-        wf = self.wf
-        async with wf.lock:
-            changed = sorted(set(self.order) ^ {n for n, c in wf.state.clusters.items() if c.state == "serving"})
+        wl, ops = self.workload, self.ops
+        async with wl.lock:
+            changed = sorted(set(self.order) ^ {n for n, c in wl.state.clusters.items() if c.state == "serving"})
             if changed:
                 raise _Stop("rolled_back", [f"the workload's clusters changed during the upgrade "
                                             f"({', '.join(changed)}: healed or moved by the watch); upgrade again"])
@@ -437,27 +447,28 @@ class Upgrade:
             for name in self.order:
                 p = self.status.cluster(name)
                 p.phase = "draining the old version"
-                old_ref = wf._backend(name)
-                await wf._drain_clusters([name])
+                old_ref = ops.backend(name)
+                await ops.drain_clusters([name])
                 try:
-                    await wf._cluster_rollout(self._target(name), 0, "delete")
+                    await ops.rollout(self._target(name), 0, "delete")
                 except ChildWorkflowError as err:
-                    wf._event(f"{name}: the old deployment could not be removed ({_cause(err)}); it is left there")
+                    wl.event(reason.UPGRADE_DEPLOYMENT_LEFT, f"{name}: the old deployment could not be removed "
+                             f"({cause_of(err)}); it is left there", cluster=name, cause=cause_of(err))
                 new = self.new[name]
-                wf.state.clusters[name] = ClusterState(
+                wl.state.clusters[name] = ClusterState(
                     cluster=name, replicas=new.replicas, state="serving", dgd_name=new.dgd_name,
                     revision=self.plan.revision, frontend_url=new.frontend_url, generation=new.generation,
                     spec_hash=new.spec_hash)
-                self.surged.pop(name, None)
+                wl.surged.pop(name, None)
                 await self._split(name, None)
-                for wid in list(wf.state.subscribers):
-                    await wf._signal(wid, endpoint_workflow.EndpointWorkflow.backend_gone, old_ref)
+                await ops.backend_gone(old_ref)
                 p.phase = "done"
-            wf.plan = self.plan
+            wl.plan = self.plan
             workflow.upsert_search_attributes([SHA.value_set(self.plan.artifact_sha)])
             self.status.state = "succeeded"
-            self._event(f"succeeded: the workload runs {self.plan.artifact_id}")
-            await wf._record(wf.state.stage, f"upgraded:{self.number}", {
+            self._event(reason.UPGRADE_SUCCEEDED, f"succeeded: the workload runs {self.plan.artifact_id}",
+                        to=self.plan.artifact_id)
+            await wl.record(wl.state.stage, f"upgraded:{self.number}", {
                 "from": self.status.from_artifact_id, "to": self.plan.artifact_id, "revision": self.plan.revision})
             await self._record("workload_upgrade_succeeded", "succeeded", {
                 "from": self.status.from_artifact_id, "to": self.plan.artifact_id, "clusters": self.order})
@@ -469,30 +480,32 @@ class Upgrade:
             self.status.state = "failed"
             self.status.failures = [*stop.failures, f"the rollback did not finish ({type(exc).__name__}: {exc}); "
                                                     "check the clusters' graphs"]
-            self._event(self.status.failures[-1])
+            self._event(reason.UPGRADE_ROLLBACK_INCOMPLETE, self.status.failures[-1])
 
     async def _roll_back(self, stop: _Stop) -> None:
         """Weights back, the new DGDs drained and removed, surged replicas restored; the figures stay."""
-        wf = self.wf
-        self._event(f"{'aborted' if stop.state == 'aborted' else 'rolling back'}: {'; '.join(stop.failures)}")
+        wl, ops = self.workload, self.ops
+        self._event(reason.UPGRADE_ABORTED if stop.state == "aborted" else reason.UPGRADE_ROLLING_BACK,
+                    f"{'aborted' if stop.state == 'aborted' else 'rolling back'}: {'; '.join(stop.failures)}",
+                    failures=list(stop.failures))
         for name in reversed(self.touched):
             p = self.status.cluster(name)
             p.phase, p.new_weight_percent = "rolling back", 0
             target = self._target(name)
             await self._split(name, 0)
             new_ref = self._ref(name, self.plan.revision)
-            await wf._drain_backends([new_ref], name)
+            await ops.drain_backends([new_ref], name)
             try:
-                await wf._cluster_rollout(target, 0, "delete", plan=self.plan)
+                await ops.rollout(target, 0, "delete", plan=self.plan)
             except ChildWorkflowError as err:
-                wf._event(f"{name}: the new deployment could not be removed ({_cause(err)}); it is left there")
-            if name in self.surged:
-                async with wf.lock:
-                    await wf._roll_out(target, p.replicas)
-                del self.surged[name]
+                wl.event(reason.UPGRADE_DEPLOYMENT_LEFT, f"{name}: the new deployment could not be removed "
+                         f"({cause_of(err)}); it is left there", cluster=name, cause=cause_of(err))
+            if name in wl.surged:
+                async with wl.lock:
+                    await ops.roll_out(target, p.replicas)
+                del wl.surged[name]
             await self._split(name, None)
-            for wid in list(wf.state.subscribers):
-                await wf._signal(wid, endpoint_workflow.EndpointWorkflow.backend_gone, new_ref)
+            await ops.backend_gone(new_ref)
             p.phase = "rolled back"
         self.status.state, self.status.failures, self.status.paused_reason = stop.state, stop.failures, None
         await self._record(f"workload_upgrade_{stop.state}", stop.state, {
@@ -511,21 +524,18 @@ class Upgrade:
 
     async def _split(self, name: str, percent: int | None) -> None:
         await workflow.execute_local_activity_method(UpgradeActivities.set_split, SplitInput(
-            workload_id=self.plan.workload_id, cluster=name, revision=self.plan.revision, percent=percent), **_DB)
-        await self.wf._notify_subscribers()
+            workload_id=self.plan.workload_id, cluster=name, revision=self.plan.revision, percent=percent),
+            **policies.REGISTRY)
+        await self.ops.notify_subscribers()
 
     async def _record(self, kind: str, step: str, detail: dict[str, Any]) -> None:
         await workflow.execute_local_activity_method(UpgradeActivities.record, UpgradeEvent(
             workload_id=self.plan.workload_id, source=workflow.info().workflow_id,
             step=f"upgrade:{self.number}:{step}", kind=kind, actor=self.status.requested_by,
-            detail={"upgrade_id": self.status.upgrade_id, **detail}), **_DB)
+            detail={"upgrade_id": self.status.upgrade_id, **detail}), **policies.REGISTRY)
 
-    def _event(self, text: str) -> None:
-        self.wf._event(f"upgrade {self.number}: {text}")
-
-
-def _cause(err: ChildWorkflowError | ActivityError) -> str:
-    return getattr(err.cause, "message", None) or str(err)
+    def _event(self, kind: str, text: str, **detail: Any) -> None:
+        self.workload.event(kind, f"upgrade {self.number}: {text}", upgrade=self.number, **detail)
 
 
 def _ms(seconds: float | int | None) -> str:

@@ -1,8 +1,12 @@
 """Start and drive Wingsmith workflows from Python (the samples' `starter.py`): the API, the CLI and
 your own programs use the same functions, so a retried request starts nothing twice (USE_EXISTING
-on the deterministic id)."""
+on the deterministic id). Workflows are started and reached by their type and handler names from
+contracts/, never by importing their classes: the API process loads no workflow, no activity and no
+`kubernetes` client (tests/test_layers.py checks it)."""
 
 from __future__ import annotations
+
+from typing import Any
 
 from pydantic import BaseModel
 from temporalio.client import Client, WorkflowExecutionStatus, WorkflowHandle
@@ -10,18 +14,17 @@ from temporalio.common import WorkflowIDConflictPolicy, WorkflowIDReusePolicy
 from temporalio.exceptions import WorkflowAlreadyStartedError
 from temporalio.service import RPCError, RPCStatusCode
 
-from wingsmith.artifacts import ArtifactOutcome, ArtifactWorkflowInput, ReviewPolicy, artifact_id
+from contracts import artifact as artifact_contract
+from contracts import endpoint as endpoint_contract
+from contracts import workload as workload_contract
+from contracts.artifact import ArtifactOutcome, ArtifactStatus, ArtifactWorkflowInput, ReviewPolicy, artifact_id
+from contracts.endpoint import EndpointStatus, EndpointWorkflowInput
+from contracts.ids import artifact_workflow_id, artifact_workflow_id_of, endpoint_workflow_id, workload_workflow_id
+from contracts.workload import WatchSettings, WorkloadStatus, WorkloadWorkflowInput
 from wingsmith.config import Settings
 from wingsmith.hub.source import ModelSource, parse_source
 from wingsmith.teams import DEFAULT_TEAM
-from wingsmith.workload_state import WatchSettings, WorkloadStatus, WorkloadWorkflowInput
 from wingsmith.workloads import WorkloadPlan
-from workflows.artifact import ArtifactWorkflow
-from workflows.artifact import start_search_attributes as artifact_search_attributes
-from workflows.endpoint import EndpointStatus, EndpointWorkflow, EndpointWorkflowInput
-from workflows.ids import artifact_workflow_id, artifact_workflow_id_of, endpoint_workflow_id, workload_workflow_id
-from workflows.workload import WorkloadWorkflow
-from workflows.workload import start_search_attributes as workload_search_attributes
 
 
 class StartedArtifact(BaseModel):
@@ -51,10 +54,10 @@ async def register_artifact(client: Client, settings: Settings, *, source: str |
     if started:
         try:
             await client.start_workflow(
-                ArtifactWorkflow.run, params, id=wf_id, task_queue=task_queue or settings.task_queue,
+                artifact_contract.WORKFLOW, params, id=wf_id, task_queue=task_queue or settings.task_queue,
                 id_conflict_policy=WorkflowIDConflictPolicy.USE_EXISTING,
                 id_reuse_policy=WorkflowIDReusePolicy.ALLOW_DUPLICATE_FAILED_ONLY,
-                search_attributes=artifact_search_attributes(params),
+                search_attributes=artifact_contract.start_search_attributes(params),
                 static_summary=f"Review {src.repo_id}@{sha[:12]}",
                 static_details=(f"Draft for {src.repo_id} at {sha} (asked as {src.revision}), "
                                 f"requested by {requested_by}."))
@@ -76,15 +79,19 @@ async def _exists(client: Client, workflow_id: str) -> bool:
                                WorkflowExecutionStatus.TIMED_OUT, WorkflowExecutionStatus.CANCELED)
 
 
-def artifact_handle(client: Client, artifact: str) -> WorkflowHandle[ArtifactWorkflow, ArtifactOutcome]:
-    return client.get_workflow_handle_for(ArtifactWorkflow.run, artifact_workflow_id_of(artifact))
+def artifact_handle(client: Client, artifact: str) -> WorkflowHandle[Any, ArtifactOutcome]:
+    return client.get_workflow_handle(artifact_workflow_id_of(artifact), result_type=ArtifactOutcome)
+
+
+async def artifact_status(client: Client, artifact: str) -> ArtifactStatus:
+    return await artifact_handle(client, artifact).query(artifact_contract.QUERY_STATUS, result_type=ArtifactStatus)
 
 
 DRAIN_ANSWER_MARGIN_SECONDS = 60
 
 
 async def create_workload(client: Client, settings: Settings, *, plan: WorkloadPlan, requested_by: str,
-                          repo_id: str, team: str = DEFAULT_TEAM) -> WorkflowHandle[WorkloadWorkflow, WorkloadStatus]:
+                          repo_id: str, team: str = DEFAULT_TEAM) -> WorkflowHandle[Any, WorkloadStatus]:
     """Start the workload's workflow, owned by `team`; repeating it with the same workload id returns the
     running one."""
     params = WorkloadWorkflowInput(plan=plan, requested_by=requested_by, team=team,
@@ -101,10 +108,11 @@ async def create_workload(client: Client, settings: Settings, *, plan: WorkloadP
                                                        grace_seconds=settings.drift_grace_seconds,
                                                        looks_per_run=settings.watch_looks_per_run))
     return await client.start_workflow(
-        WorkloadWorkflow.run, params, id=workload_workflow_id(plan.workload_id), task_queue=settings.task_queue,
+        workload_contract.WORKFLOW, params, id=workload_workflow_id(plan.workload_id), task_queue=settings.task_queue,
+        result_type=WorkloadStatus,
         id_conflict_policy=WorkflowIDConflictPolicy.USE_EXISTING,
         id_reuse_policy=WorkflowIDReusePolicy.REJECT_DUPLICATE,
-        search_attributes=workload_search_attributes(params),
+        search_attributes=workload_contract.start_search_attributes(params),
         static_summary=f"{plan.workload_id}: {repo_id} on {plan.replicas} × {plan.hardware} {plan.layout}",
         static_details=(f"{plan.served_model_name} from {plan.artifact_id} (draft v{plan.draft_version}), "
                         f"{plan.gpus_per_replica} GPUs per replica, "
@@ -112,8 +120,12 @@ async def create_workload(client: Client, settings: Settings, *, plan: WorkloadP
                         f" ({plan.max_num_seqs_source}), requested by {requested_by} (team {team})."))
 
 
-def workload_handle(client: Client, workload_id: str) -> WorkflowHandle[WorkloadWorkflow, WorkloadStatus]:
-    return client.get_workflow_handle_for(WorkloadWorkflow.run, workload_workflow_id(workload_id))
+def workload_handle(client: Client, workload_id: str) -> WorkflowHandle[Any, WorkloadStatus]:
+    return client.get_workflow_handle(workload_workflow_id(workload_id), result_type=WorkloadStatus)
+
+
+async def workload_status(client: Client, workload_id: str) -> WorkloadStatus:
+    return await workload_handle(client, workload_id).query(workload_contract.QUERY_STATUS, result_type=WorkloadStatus)
 
 
 class StartedEndpoint(BaseModel):
@@ -134,19 +146,23 @@ async def create_endpoint(client: Client, settings: Settings, *, name: str, work
     wf_id = endpoint_workflow_id(name)
     try:
         await client.start_workflow(
-            EndpointWorkflow.run, EndpointWorkflowInput(name=name, workloads=workloads, model=model,
+            endpoint_contract.WORKFLOW, EndpointWorkflowInput(name=name, workloads=workloads, model=model,
                                                         requested_by=requested_by, team=team,
                                                         drain_grace_seconds=settings.drain_grace_seconds),
             id=wf_id, task_queue=settings.task_queue, id_conflict_policy=WorkflowIDConflictPolicy.FAIL,
             static_summary=f"Endpoint {name} → {', '.join(workloads)}",
             static_details=f"Requested by {requested_by} (team {team}).")
     except WorkflowAlreadyStartedError:
-        status = await endpoint_handle(client, name).query(EndpointWorkflow.status)
+        status = await endpoint_status(client, name)
         return StartedEndpoint(workflow_id=wf_id, started=False,
                                routed=[w for w in status.workloads if w not in status.draining], stage=status.stage,
                                team=status.team)
     return StartedEndpoint(workflow_id=wf_id, started=True, routed=list(dict.fromkeys(workloads)), team=team)
 
 
-def endpoint_handle(client: Client, name: str) -> WorkflowHandle[EndpointWorkflow, EndpointStatus]:
-    return client.get_workflow_handle_for(EndpointWorkflow.run, endpoint_workflow_id(name))
+def endpoint_handle(client: Client, name: str) -> WorkflowHandle[Any, EndpointStatus]:
+    return client.get_workflow_handle(endpoint_workflow_id(name), result_type=EndpointStatus)
+
+
+async def endpoint_status(client: Client, name: str) -> EndpointStatus:
+    return await endpoint_handle(client, name).query(endpoint_contract.QUERY_STATUS, result_type=EndpointStatus)

@@ -1,0 +1,18 @@
+"""How workflow code runs: in Temporal's sandbox, which re-imports a workflow's modules for each run
+and refuses non-deterministic calls (clock, randomness, I/O). Re-importing everything per run cost
+about a tenth of the worker's CPU during journeys (README, Figures); the modules that cannot change
+between runs are imported once and shared instead: pydantic, the contracts and the pure domain
+(wingsmith/domain.py). Nothing else passes through, so a workflow that imports an adapter or an I/O
+library still meets the sandbox (and tests/test_layers.py). The worker, the replay tests and the
+workflow tests run workflows with this one runner."""
+
+from __future__ import annotations
+
+from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
+
+from wingsmith.domain import DOMAIN
+
+SHARED_MODULES = ("pydantic", "pydantic_core", "annotated_types", "contracts", *DOMAIN)
+
+WORKFLOW_RUNNER = SandboxedWorkflowRunner(
+    restrictions=SandboxRestrictions.default.with_passthrough_modules(*SHARED_MODULES))

@@ -1,0 +1,216 @@
+"""What a workload does to its clusters and tells its endpoints: roll out, remove, read inventories, drain.
+
+The collaborator that the workflow's converging, healing, teardown and the upgrade all receive: a
+rollout on one cluster is a `ClusterRolloutWorkflow` child (workflows/rollout.py); a drain asks every
+endpoint that follows the workload to stop routing there and waits (bounded) for its answer."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from datetime import timedelta
+from typing import Literal, TypeVar
+
+from temporalio import workflow
+from temporalio.common import SearchAttributePair, TypedSearchAttributes
+from temporalio.exceptions import ActivityError, ChildWorkflowError
+
+import workflows.endpoint as endpoint_workflow  # a module import: the two workflows signal each other
+from workflows import policies
+from workflows.workload.state import Workload
+
+with workflow.unsafe.imports_passed_through():
+    from activities.inventory import ReadInventoryInput, read_inventory
+    from activities.workload import ClusterTarget, NoInput, WorkloadActivities
+    from contracts import conditions as reason
+    from contracts.ids import CLUSTERS, STAGE, WORKLOAD, cluster_rollout_workflow_id
+    from contracts.rollout import ClusterRolloutInput, ClusterRolloutResult
+    from contracts.workload import ClusterState
+    from wingsmith.endpoints import BackendRef, WorkloadRef
+    from wingsmith.placement.models import ClusterInventory
+    from wingsmith.workloads import WorkloadPlan
+    from workflows.rollout import ClusterRolloutWorkflow  # its run method names the child; its types are contracts
+
+SignalArg = TypeVar("SignalArg", WorkloadRef, BackendRef)
+Mode = Literal["apply", "delete"]
+
+
+def cause_of(err: ChildWorkflowError | ActivityError) -> str:
+    """The words of what failed underneath (the activity's or the child's own message)."""
+    return getattr(err.cause, "message", None) or str(err)
+
+
+class ClusterOps:
+    def __init__(self, workload: Workload) -> None:
+        self.workload = workload
+        # Endpoints that confirmed they stopped routing: to the whole workload (a delete may go on), or
+        # to one of its clusters, as (endpoint workflow id, backend) (a scale-down may go on).
+        self.drained_endpoints: set[str] = set()
+        self.drained_backends: set[tuple[str, BackendRef]] = set()
+
+    # --- the clusters ------------------------------------------------------------------------------
+
+    async def targets(self) -> dict[str, ClusterTarget]:
+        """The registered clusters, with their kubeconfig references."""
+        targets = await workflow.execute_local_activity_method(WorkloadActivities.list_clusters, NoInput(),
+                                                               **policies.REGISTRY)
+        return {t.info.name: t for t in targets.clusters}
+
+    async def inventory(self, target: ClusterTarget) -> ClusterInventory:
+        if target.manual_inventory is not None:
+            return target.manual_inventory
+        try:
+            return await workflow.execute_activity(
+                read_inventory, ReadInventoryInput(cluster=target.info.name, kubeconfig=target.kubeconfig),
+                **policies.inventory_read(self.workload.params.kube_task_queue))
+        except ActivityError as err:
+            # A cluster that stays unreadable takes no replicas this time; letting the error out would
+            # fail the whole workflow with nothing rolled back and the registry left saying "placing".
+            return ClusterInventory(cluster=target.info.name, error=f"unreadable after retries: {cause_of(err)}")
+
+    async def roll_out(self, target: ClusterTarget, replicas: int) -> tuple[str, int]:
+        """Bring the workload's own version on this cluster to `replicas` (0: remove it), and keep its
+        cluster state. Returns (cluster, replicas lost): 0 when it serves or was removed as asked."""
+        wl, name = self.workload, target.info.name
+        state = wl.state.clusters.setdefault(name, ClusterState(cluster=name))
+        mode: Mode = "delete" if replicas == 0 else "apply"
+        state.state = "deleting" if mode == "delete" else "rolling_out"
+        try:
+            result = await self.rollout(target, replicas, mode)
+        except ChildWorkflowError as err:
+            state.state, state.error = "failed", cause_of(err)
+            if name not in wl.state.excluded:
+                wl.state.excluded.append(name)
+            wl.event(reason.CLUSTER_FAILED, f"{name} failed: {state.error}", cluster=name, cause=state.error)
+            if mode == "apply":
+                await self._remove_failed(target)
+            return name, replicas
+        if mode == "delete":
+            del wl.state.clusters[name]
+            wl.event(reason.CLUSTER_REMOVED, f"{name} removed", cluster=name)
+            return name, 0
+        state.state, state.replicas, state.error = "serving", replicas, None
+        state.dgd_name, state.frontend_url, state.revision = result.dgd_name, result.frontend_url, wl.plan.revision
+        state.generation, state.spec_hash, state.unhealthy_since, state.drift = (
+            result.generation, result.spec_hash, None, None)
+        wl.event(reason.CLUSTER_SERVING, f"{name} serving {replicas} replica(s) at {result.frontend_url}",
+                 cluster=name, replicas=replicas, frontend_url=result.frontend_url)
+        await self.notify_subscribers()
+        return name, 0
+
+    async def rollout(self, target: ClusterTarget, replicas: int, mode: Mode,
+                      plan: WorkloadPlan | None = None) -> ClusterRolloutResult:
+        """One rollout child on one cluster, changing no state here. `plan`: another version's (an
+        upgrade's); the workload's own by default."""
+        wl = self.workload
+        name, plan = target.info.name, plan or wl.plan
+        return await workflow.execute_child_workflow(
+            ClusterRolloutWorkflow.run, self._rollout_input(target, replicas, mode, plan),
+            id=cluster_rollout_workflow_id(plan.workload_id, name, plan.revision),
+            task_queue=workflow.info().task_queue,
+            static_summary=f"{mode} {plan.workload_id} on {name} ({replicas} replicas)"
+            + (f", revision {plan.revision}" if plan.revision else ""),
+            search_attributes=TypedSearchAttributes([
+                SearchAttributePair(WORKLOAD, wl.plan.workload_id), SearchAttributePair(CLUSTERS, [name]),
+                SearchAttributePair(STAGE, "rollout")]))
+
+    async def remove_everywhere(self) -> None:
+        """Every cluster this workload holds a deployment on is rolled out to nothing (failures stay
+        in the cluster states, for the teardown to retry)."""
+        targets = await self.targets()
+        names = sorted(self.workload.state.clusters)
+        await asyncio.gather(*(self.roll_out(targets[n], 0) for n in names if n in targets), return_exceptions=True)
+
+    async def _remove_failed(self, target: ClusterTarget) -> None:
+        """A failed deployment is not left running: crash-looping pods hold their GPUs, and pods that
+        found no node would take one later for replicas now placed elsewhere."""
+        wl, name = self.workload, target.info.name
+        try:
+            await self.rollout(target, 0, "delete")
+        except ChildWorkflowError as err:
+            wl.event(reason.FAILED_DEPLOYMENT_LEFT, f"{name}: the failed deployment could not be removed now "
+                     f"({cause_of(err)}); it is removed with the workload", cluster=name, cause=cause_of(err))
+            return
+        wl.state.clusters[name].dgd_name = None
+        wl.event(reason.FAILED_DEPLOYMENT_REMOVED, f"{name}: the failed deployment was removed", cluster=name)
+
+    def _rollout_input(self, target: ClusterTarget, replicas: int, mode: Mode, plan: WorkloadPlan
+                       ) -> ClusterRolloutInput:
+        params = self.workload.params
+        return ClusterRolloutInput(
+            mode=mode, workload_id=plan.workload_id, cluster=target.info.name, revision=plan.revision,
+            kubeconfig=target.kubeconfig, namespace=plan.namespace,
+            spec=plan.rollout_spec(target.info.name, replicas) if replicas else None,
+            weight_bytes=plan.weight_bytes, kube_task_queue=params.kube_task_queue,
+            ready_deadline_seconds=params.ready_deadline_seconds, poll_seconds=params.poll_seconds,
+            unschedulable_grace_seconds=params.unschedulable_grace_seconds)
+
+    # --- the endpoints that follow it ------------------------------------------------------------------
+
+    def backend(self, cluster: str) -> BackendRef:
+        """This workload's deployment on `cluster`, as endpoints route to it (the version it runs there)."""
+        wl = self.workload
+        held = wl.state.clusters.get(cluster)
+        return BackendRef(cluster=cluster, workload_id=wl.plan.workload_id,
+                          revision=held.revision if held else wl.plan.revision)
+
+    def me(self) -> WorkloadRef:
+        return WorkloadRef(workload_id=self.workload.plan.workload_id)
+
+    async def drain_clusters(self, clusters: list[str]) -> None:
+        """Endpoints stop sending new requests to these clusters and let in-flight ones finish before
+        their deployments go (as a delete drains the whole workload)."""
+        await self.drain_backends([self.backend(name) for name in clusters], ", ".join(clusters))
+
+    async def drain_backends(self, backends: list[BackendRef], clusters: str) -> None:
+        wl = self.workload
+        waiting: set[tuple[str, BackendRef]] = set()
+        for wid in list(wl.state.subscribers):
+            for backend in backends:
+                if await self.signal(wid, endpoint_workflow.EndpointWorkflow.backend_leaving, backend):
+                    waiting.add((wid, backend))
+        try:
+            await workflow.wait_condition(lambda: waiting <= self.drained_backends,
+                                          timeout=timedelta(seconds=wl.params.drain_grace_seconds))
+            if waiting:
+                wl.event(reason.ENDPOINTS_DRAINED, f"endpoints drained {clusters}", clusters=clusters)
+        except TimeoutError:
+            wl.event(reason.DRAIN_TIMED_OUT, f"endpoints did not confirm draining {clusters} in time; removing anyway",
+                     clusters=clusters)
+        self.drained_backends -= waiting
+
+    async def drain_workload(self) -> None:
+        """Endpoints stop routing to this workload (and let in-flight requests finish) before it goes."""
+        wl = self.workload
+        if not wl.state.subscribers:
+            return
+        for wid in list(wl.state.subscribers):
+            if not await self.signal(wid, endpoint_workflow.EndpointWorkflow.workload_deleting, self.me()):
+                # An endpoint that ended (deleted meanwhile) routes nothing: waiting for it would
+                # hold the teardown for the whole grace period.
+                self.drained_endpoints.add(wid)
+        try:
+            await workflow.wait_condition(lambda: set(wl.state.subscribers) <= self.drained_endpoints,
+                                          timeout=timedelta(seconds=wl.params.drain_grace_seconds))
+        except TimeoutError:
+            wl.event(reason.DRAIN_TIMED_OUT, "endpoints did not confirm draining within the grace period; "
+                     "deleting anyway")
+
+    async def backend_gone(self, backend: BackendRef) -> None:
+        """Every endpoint drops a backend whose deployment was removed."""
+        for wid in list(self.workload.state.subscribers):
+            await self.signal(wid, endpoint_workflow.EndpointWorkflow.backend_gone, backend)
+
+    async def notify_subscribers(self) -> None:
+        for wid in list(self.workload.state.subscribers):
+            await self.signal(wid, endpoint_workflow.EndpointWorkflow.workload_changed, self.me())
+
+    async def signal(self, workflow_id: str, signal: Callable[[endpoint_workflow.EndpointWorkflow, SignalArg], None],
+                     arg: SignalArg) -> bool:
+        handle = workflow.get_external_workflow_handle_for(endpoint_workflow.EndpointWorkflow.run, workflow_id)
+        try:
+            await handle.signal(signal, arg)
+            return True
+        except Exception as exc:  # noqa: BLE001 - an endpoint that is gone no longer needs telling
+            self.workload.event(reason.SIGNAL_FAILED, f"could not signal {workflow_id}: {exc}", endpoint=workflow_id)
+            return False

@@ -1,0 +1,110 @@
+"""Converging on a replica count: place what is missing (the first placement canary first), remove what
+is too much (drained first), and place again what a failed cluster held. The caller holds the lock."""
+
+from __future__ import annotations
+
+import asyncio
+
+from temporalio import workflow
+
+from workflows import policies
+from workflows.workload.cluster_ops import ClusterOps
+from workflows.workload.state import HOLDING, Workload
+
+with workflow.unsafe.imports_passed_through():
+    from activities.workload import PlaceInput, PlacementRecord, WorkloadActivities
+    from contracts import conditions as reason
+    from contracts.workload import ClusterState
+
+
+class Unplaceable(Exception):
+    """No replica (or, on the first placement, not all of them) could be placed."""
+
+
+class Converger:
+    def __init__(self, workload: Workload, ops: ClusterOps) -> None:
+        self.workload, self.ops = workload, ops
+
+    async def converge(self, target: int, *, initial: bool) -> None:
+        """Place or remove replicas until `target` serve, re-placing what a failed cluster held."""
+        wl = self.workload
+        current = wl.held()
+        if target < current:
+            desired = self._shrink(target)
+            leaving = sorted(name for name, n in desired.items() if n == 0)
+            if leaving:
+                await self.ops.drain_clusters(leaving)
+            await self._apply(desired)
+            for name in leaving:
+                await self.ops.backend_gone(self.ops.backend(name))
+            return
+        missing = target - current
+        canary = initial
+        while missing > 0:
+            wl.set_stage("placing")
+            desired = await self._place(missing)
+            wl.set_stage("rolling_out")
+            failed = await self._apply(desired, canary=canary)
+            canary = False
+            missing = sum(failed.values())
+
+    def _shrink(self, target: int) -> dict[str, int]:
+        """Take replicas away from the clusters holding the most (ties: the last by name) first."""
+        desired = {name: c.replicas for name, c in self.workload.state.clusters.items() if c.state in HOLDING}
+        while sum(desired.values()) > target:
+            name = max(desired, key=lambda n: (desired[n], n))
+            desired[name] -= 1
+        return desired
+
+    async def _place(self, replicas: int) -> dict[str, int]:
+        wl = self.workload
+        targets = await self.ops.targets()
+        inventories = await asyncio.gather(*(self.ops.inventory(t) for t in targets.values()))
+        c = wl.plan.placement.constraints
+        denied = sorted(set(c.denied_clusters) | set(wl.state.excluded))
+        constraints = c.model_copy(update={"denied_clusters": denied})
+        plan = wl.plan.placement.model_copy(update={"replicas": replicas, "constraints": constraints})
+        decision = await workflow.execute_local_activity_method(
+            WorkloadActivities.place, PlaceInput(plan=plan, inventories=list(inventories),
+                                                 clusters=[t.info for t in targets.values()]), **policies.PLACE)
+        wl.state.placement_revision += 1
+        await workflow.execute_local_activity_method(WorkloadActivities.record_placement, PlacementRecord(
+            workload_id=wl.plan.workload_id, revision=wl.state.placement_revision, decision=decision,
+            workflow_id=workflow.info().workflow_id), **policies.REGISTRY)
+        wl.event(reason.PLACED, f"placement {wl.state.placement_revision}: {decision.summary}",
+                 revision=wl.state.placement_revision, placed=decision.placed, unplaced=decision.unplaced,
+                 replicas=dict(decision.replicas))
+        if decision.placed == 0:
+            raise Unplaceable(decision.summary)
+        if not decision.complete and not wl.state.clusters:
+            raise Unplaceable(decision.summary)
+        desired = {name: c.replicas for name, c in wl.state.clusters.items() if c.state == "serving"}
+        for name, count in decision.replicas.items():
+            desired[name] = desired.get(name, 0) + count
+        if not decision.complete:
+            wl.event(reason.REPLICAS_UNPLACED, f"{decision.unplaced} replica(s) could not be placed: "
+                     f"{decision.summary}", unplaced=decision.unplaced)
+        return desired
+
+    async def _apply(self, desired: dict[str, int], canary: bool = False) -> dict[str, int]:
+        """Roll out every cluster whose replica count changes. Returns replicas lost to failed clusters."""
+        wl = self.workload
+        changes = {name: n for name, n in desired.items()
+                   if n != wl.state.clusters.get(name, ClusterState(cluster=name)).replicas
+                   or wl.state.clusters.get(name, ClusterState(cluster=name)).state != "serving"}
+        if not changes:
+            return {}
+        order = sorted(changes, key=lambda n: (-changes[n], n))
+        targets = await self.ops.targets()
+        failed: dict[str, int] = {}
+        batches = [order[:1], order[1:]] if canary else [order]
+        for batch in batches:
+            results = await asyncio.gather(*(self.ops.roll_out(targets[name], changes[name]) for name in batch
+                                             if name in targets))
+            failed.update({name: n for name, n in results if n})
+            if canary and failed:
+                wl.event(reason.CANARY_FAILED, f"canary {batch[0]} failed; placing its replicas elsewhere before "
+                         "going on", cluster=batch[0])
+                return failed | {name: changes[name] for name in order[1:]}
+        wl.update_search_attributes()
+        return failed
