@@ -28,7 +28,7 @@ def test_list_recipes(client):
     assert body["catalog_version"] == load_catalog().version
     k3 = next(r for r in body["recipes"] if r["recipe"] == "moonshotai/Kimi-K3")
     assert k3["checkpoints"] == ["moonshotai/Kimi-K3", "RedHatAI/Kimi-K3-NVFP4"]
-    assert len(body["recipes"]) == 22
+    assert len(body["recipes"]) == len(load_catalog().recipes) > 100
 
 
 def test_recipe_evidence_with_dynamo_entries(client):
@@ -38,7 +38,8 @@ def test_recipe_evidence_with_dynamo_entries(client):
     assert body["evidence"]["recipe"] == "moonshotai/Kimi-K3"
     assert body["evidence"]["matched_variant"] == "nvfp4"
     assert {v["name"]: v["vram_minimum_gb"] for v in body["evidence"]["variants"]} == {"default": 1680, "nvfp4": 1650}
-    assert [e["max_concurrency"]["value"] for e in body["dynamo"]] == [256]
+    # Kimi-K3's four vLLM graphs (aggregated and disaggregated, GB200 and GB300) all cap at 256.
+    assert [e["max_concurrency"]["value"] for e in body["dynamo"]] == [256] * 4
 
 
 def test_unknown_recipe_is_404_in_the_error_shape(client):

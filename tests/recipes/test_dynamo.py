@@ -51,11 +51,16 @@ def test_card_from_directory_name_when_no_selector(tmp_path):
     assert (entry.card, entry.card_source, entry.card_label) == ("b200", "directory name", None)
 
 
+KIMI_K3 = {"recipes/kimi-k3/vllm/agg-gb200-agentic/deploy.yaml", "recipes/kimi-k3/vllm/agg-gb300-agentic/deploy.yaml",
+           "recipes/kimi-k3/vllm/disagg-gb200-agentic/deploy.yaml",
+           "recipes/kimi-k3/vllm/disagg-gb300-agentic/deploy.yaml"}
+
+
 @pytest.mark.parametrize("model, expected", [
-    ("moonshotai/Kimi-K3", {"recipes/kimi-k3/vllm/agg-gb200-agentic/deploy.yaml"}),
-    ("RedHatAI/Kimi-K3-NVFP4", {"recipes/kimi-k3/vllm/agg-gb200-agentic/deploy.yaml"}),
-    ("moonshotai/kimi-k2.6", {"recipes/kimi-k2.6/vllm/agg-h200-chat/deploy.yaml",
-                              "recipes/kimi-k2.6/vllm/agg-b200-chat/deploy.yaml"}),
+    ("moonshotai/Kimi-K3", KIMI_K3),
+    ("RedHatAI/Kimi-K3-NVFP4", KIMI_K3),
+    ("moonshotai/kimi-k2.6", {f"recipes/kimi-k2.6/vllm/agg-{card}-{use}/deploy.yaml"
+                              for card in ("h200", "b200") for use in ("chat", "agentic")}),
     ("nvidia/Kimi-K2.5-NVFP4", {"recipes/kimi-k2.5/trtllm/agg-round-robin/deploy.yaml"}),
     ("meta-llama/Llama-3.1-8B-Instruct", set()),
 ])
@@ -71,7 +76,8 @@ def test_dynamo_entries_per_model(catalog, model, expected):
     ("deepseek-ai/DeepSeek-V4-Flash", "h200", 64),
     ("moonshotai/Kimi-K2.6", "H200", None),  # its aggregated recipe sets none
     ("moonshotai/Kimi-K3", "B300", None),  # no aggregated recipe for that card
-    ("openai/gpt-oss-120b", "B200", None),
+    ("openai/gpt-oss-120b", "B200", 256),  # agg-b200-agentic sets --max-num-seqs=256
+    ("openai/gpt-oss-120b", "B300", None),  # no recipe for that card
     ("Qwen/Qwen3-32B", "h200", None),  # recipe states no card
 ])
 def test_max_num_seqs_default(catalog, model, card, value):

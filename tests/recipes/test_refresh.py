@@ -87,7 +87,7 @@ def github(request):
     thread.start()
     base = f"http://127.0.0.1:{server.server_address[1]}"
     gh.api, gh.raw, gh.vllm_root, gh.trees = f"{base}/api", f"{base}/raw", vllm, request.param
-    gh.local = build_catalog(vllm, dynamo)[0]  # the same trees imported from disk
+    gh.local, gh.local_report = build_catalog(vllm, dynamo)  # the same trees imported from disk
     yield gh
     server.shutdown()
     server.server_close()
@@ -106,7 +106,9 @@ def test_refresh_writes_a_new_version_pinned_to_the_commit(github, tmp_path, cat
     assert stored.strategies == github.local.strategies and stored.hardware == github.local.hardware
     if github.trees == "upstream":
         assert stored.recipes == catalog.recipes and stored.dynamo == catalog.dynamo  # the shipped facts
-        assert result.report.recipes == 22 and result.report.dynamo_entries == 11
+        assert result.report.recipes == len(catalog.recipes) == len(list(github.vllm_root.glob("models/*/*.yaml")))
+        assert result.report.dynamo_entries == len(catalog.dynamo)
+        assert result.report.problems == github.local_report.problems  # the same warnings as from disk
     else:
         assert result.report.recipes == 5 and result.report.dynamo_entries == len(github.local.dynamo) > 0
     # Only the files the catalog needs were fetched, each at the pinned commit.

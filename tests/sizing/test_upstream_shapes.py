@@ -85,6 +85,7 @@ def test_every_precision_in_the_shipped_catalog_is_a_known_scheme():
 @pytest.mark.parametrize("name, scheme", [
     ("fp4", "nvfp4"), ("NVFP4", "nvfp4"), ("w4a16", "int4"), ("awq", "int4"), ("gptq", "int4"),
     ("w8a8", "int8"), ("fp8-block", "fp8"), ("fp8_dynamic", "fp8"), ("mxfp4", "mxfp4"), ("bf16", "bf16"),
+    ("int2/4/8", "int4"),
 ])
 def test_upstream_precision_names_map_to_storage_formats(name, scheme):
     assert known_scheme(name) == scheme

@@ -21,6 +21,7 @@ import yaml
 from wingsmith.hardware import HARDWARE, hardware_for_product_label
 from wingsmith.recipes.models import DynamoEntry, DynamoWorker, MaxConcurrency
 from wingsmith.recipes.problems import BadField, ImportProblem, PartProblems
+from wingsmith.recipes.vllm_import import SAFE_LOADER
 
 _BACKENDS = {"vllm": "vllm", "sglang": "sglang", "trtllm": "trtllm", "tensorrtllm": "trtllm", "tensorrt_llm": "trtllm"}
 # The engine setting that caps concurrent sequences, per backend.
@@ -201,7 +202,7 @@ def _config_file(path: str | None, comp: _Component, config_maps: dict[str, dict
     if not isinstance(text, str):
         return {}
     try:
-        parsed = yaml.safe_load(text)
+        parsed = yaml.load(text, Loader=SAFE_LOADER)
     except yaml.YAMLError:
         return {}
     return parsed if isinstance(parsed, dict) else {}
@@ -284,10 +285,12 @@ def _card_from_dirs(parts: tuple[str, ...]) -> str | None:
     return None
 
 
-def read_deploy(path: Path, root: Path, parts: PartProblems | None = None) -> list[DynamoEntry]:
+def read_deploy(path: Path, root: Path, parts: PartProblems | None = None,
+                docs: list[Any] | None = None) -> list[DynamoEntry]:
+    """The entries of one manifest (`docs`: its documents, when the caller has parsed them already)."""
     rel = path.relative_to(root).as_posix()
     parts = parts or PartProblems(rel)
-    docs = _documents(path)
+    docs = _documents(path) if docs is None else docs
     config_maps: dict[str, dict[str, str]] = {}
     for doc in docs:
         if isinstance(doc, dict) and doc.get("kind") == "ConfigMap":
@@ -354,7 +357,7 @@ def read_deploy(path: Path, root: Path, parts: PartProblems | None = None) -> li
 
 def _documents(path: Path) -> list[Any]:
     try:
-        return [d for d in yaml.safe_load_all(path.read_text()) if d is not None]
+        return [d for d in yaml.load_all(path.read_text(), Loader=SAFE_LOADER) if d is not None]
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         raise BadField(f"line {mark.line + 1}" if mark else "(document)", "not valid YAML") from None
@@ -408,7 +411,7 @@ def import_dynamo(root: Path) -> tuple[list[DynamoEntry], list[ImportProblem], i
                            scope="warning")
             else:
                 manifests += 1
-                entries.extend(read_deploy(path, root, parts))
+                entries.extend(read_deploy(path, root, parts, docs))
         except BadField as exc:
             problems.append(ImportProblem(file=rel, field=exc.field, reason=exc.reason))
         except (AttributeError, TypeError) as exc:

@@ -50,7 +50,7 @@ class HardwareEvidence(BaseModel, frozen=True):
     display_name: str
     brand: str
     generation: str
-    status: Literal["verified", "unsupported", "not_stated"]
+    status: Literal["verified", "supported", "unsupported", "not_stated"]
     gpus_per_node: int | None
     memory_gb_per_node: float | None
     memory_gb_per_gpu: float | None

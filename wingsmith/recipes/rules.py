@@ -38,10 +38,16 @@ def profile_for(catalog: Catalog, hardware: str) -> HardwareProfile:
     return profile
 
 
+# The words a recipe's `meta.hardware` uses for a card: a verified run; said to work without a
+# verified run (`supported`, e.g. LTX-2.5 on rtx_pro_6000); or not to work.
+HARDWARE_STATUSES = ("verified", "supported", "unsupported")
+
+
 def hardware_status(recipe: Recipe, hardware_id: str) -> str:
-    """verified / unsupported / not_stated, as the recipe states it."""
+    """verified / supported / unsupported / not_stated, as the recipe states it (the importer keeps
+    only those words)."""
     value = recipe.hardware.get(hardware_id)
-    if value in ("verified", "unsupported"):
+    if value in HARDWARE_STATUSES:
         return value
     return "not_stated" if value is None else value
 

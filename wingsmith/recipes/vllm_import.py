@@ -30,15 +30,30 @@ from wingsmith.recipes.problems import (
     str_list,
     str_map,
 )
+from wingsmith.recipes.rules import HARDWARE_STATUSES
+
+# libyaml's parser when PyYAML has it (same documents, ~10x faster than the pure-Python one: upstream
+# has well over a hundred recipe files, and the importer should stay quick).
+SAFE_LOADER: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
-def _load_yaml(path: Path) -> Any:
+def parse_yaml(text: str) -> tuple[Any, yaml.Node | None]:
+    """The document and its node tree (with line marks), parsed once. Raises BadField naming the
+    line when the text is not YAML."""
+    loader = SAFE_LOADER(text)
     try:
-        return yaml.safe_load(path.read_text())
+        node = loader.get_single_node()
+        return (loader.construct_document(node) if node is not None else None), node
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f"line {mark.line + 1}" if mark else "(document)"
         raise BadField(where, f"not valid YAML: {getattr(exc, 'problem', exc)}") from None
+    finally:
+        loader.dispose()
+
+
+def _load_yaml(path: Path) -> Any:
+    return parse_yaml(path.read_text())[0]
 
 
 def _override(value: Any, field: str) -> Override:
@@ -97,13 +112,10 @@ def _positive(value: Any, field: str) -> int:
     return value
 
 
-def _estimate_flags(text: str) -> dict[str, bool]:
+def _estimate_flags(text: str, root: yaml.Node | None) -> dict[str, bool]:
     """Which variants upstream marks as an estimate. Upstream says so only in a YAML comment or the
-    variant's description, so look at the comment lines right above `vram_minimum_gb`."""
-    try:
-        root = yaml.compose(text)
-    except yaml.YAMLError:
-        return {}
+    variant's description, so look at the comment lines right above `vram_minimum_gb` (`root` is
+    the text's node tree)."""
     lines = text.splitlines()
     flags: dict[str, bool] = {}
     if not isinstance(root, yaml.MappingNode):
@@ -231,7 +243,8 @@ def read_recipe(path: Path, root: Path, parts: PartProblems | None = None) -> Re
     raises BadField."""
     parts = parts or PartProblems(path.relative_to(root).as_posix())
     text = path.read_text()
-    doc = mapping(_load_yaml(path), "(document)", required=True)
+    data, root_node = parse_yaml(text)
+    doc = mapping(data, "(document)", required=True)
     empty: dict[str, Any] = {}
     no_names: list[str] = []
     meta = parts.keep(lambda: mapping(doc.get("meta"), "meta", required=True), empty)
@@ -241,7 +254,7 @@ def read_recipe(path: Path, root: Path, parts: PartProblems | None = None) -> Re
     if not isinstance(model_id, str) or "/" not in model_id:
         parts.note("model.model_id", f"missing or not an org/name id; using the recipe path {rel}")
         model_id = rel
-    estimates = _estimate_flags(text)
+    estimates = _estimate_flags(text, root_node)
     variants = parts.each(doc.get("variants"), "variants",
                           lambda k, v, f: _variant(k, v, f, estimates.get(k, False)))
     if not variants:
@@ -394,5 +407,10 @@ def _checked(recipe: Recipe, strategies: dict[str, Strategy], hardware: dict[str
         for name in unknown:
             parts.note(f"meta.hardware.{name}", "not a hardware profile in taxonomy.yaml: card dropped",
                        scope="warning")
-        update["hardware"] = {k: v for k, v in recipe.hardware.items() if k not in unknown}
+        words = [name for name, word in recipe.hardware.items()
+                 if name not in unknown and word not in HARDWARE_STATUSES]
+        for name in words:
+            parts.note(f"meta.hardware.{name}", f"unknown status {recipe.hardware[name]!r} (known: "
+                       f"{', '.join(HARDWARE_STATUSES)}): card dropped")
+        update["hardware"] = {k: v for k, v in recipe.hardware.items() if k not in unknown and k not in words}
     return recipe.model_copy(update=update)
