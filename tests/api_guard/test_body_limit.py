@@ -42,6 +42,12 @@ def api_process(tmp_path_factory) -> Iterator[tuple[str, psutil.Process]]:
     proc = subprocess.Popen([sys.executable, "-m", "uvicorn", "api.main:app", "--host", "127.0.0.1",
                              "--port", str(port), "--log-level", "warning"], env=env,
                             cwd=Path(__file__).resolve().parents[2])
+    yield from _served(proc, port, "API")
+
+
+def _served(proc: subprocess.Popen, port: int, what: str) -> Iterator[tuple[str, psutil.Process]]:
+    """Once `proc` answers /healthz on `port`: its base URL and process; stopped afterwards, even when
+    the test fails."""
     base = f"http://127.0.0.1:{port}"
     try:
         deadline = time.monotonic() + 30
@@ -51,7 +57,7 @@ def api_process(tmp_path_factory) -> Iterator[tuple[str, psutil.Process]]:
                     break
             except httpx.HTTPError:
                 pass
-            assert proc.poll() is None and time.monotonic() < deadline, "the API did not start"
+            assert proc.poll() is None and time.monotonic() < deadline, f"the {what} did not start"
             time.sleep(0.1)
         yield base, psutil.Process(proc.pid)
     finally:
@@ -144,21 +150,7 @@ def gateway_process(tmp_path_factory) -> Iterator[tuple[str, psutil.Process]]:
     proc = subprocess.Popen([sys.executable, "-m", "api.gateway", "--port", str(port), "--state-dir", str(state),
                              "--log-level", "WARNING"], cwd=Path(__file__).resolve().parents[2],
                             stderr=subprocess.DEVNULL)
-    base = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                if httpx.get(f"{base}/healthz", timeout=1).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            assert proc.poll() is None and time.monotonic() < deadline, "the gateway did not start"
-            time.sleep(0.1)
-        yield base, psutil.Process(proc.pid)
-    finally:
-        proc.terminate()
-        proc.wait(timeout=15)
+    yield from _served(proc, port, "gateway")
 
 
 @pytest.mark.parametrize("declared", [True, False], ids=["content-length", "chunked"])
