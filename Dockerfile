@@ -4,13 +4,17 @@ WORKDIR /app
 ENV PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1 WINGSMITH_HOME=/var/lib/wingsmith
 COPY pyproject.toml README.md ./
 COPY api ./api
+COPY contracts ./contracts
 COPY workflows ./workflows
 COPY activities ./activities
 COPY worker ./worker
 COPY wingsmith ./wingsmith
 COPY sim ./sim
-RUN pip install --no-cache-dir . && useradd --system --home /var/lib/wingsmith wingsmith \
+# `--build-arg EXTRAS=perf`: an image that can also run the perf worker (AIConfigurator, ~0.8 GB more).
+ARG EXTRAS=""
+# A fixed uid: Kubernetes checks runAsNonRoot only against a numeric user (deploy/kustomize).
+RUN pip install --no-cache-dir ".${EXTRAS:+[$EXTRAS]}" && useradd --system --uid 10001 --home /var/lib/wingsmith wingsmith \
     && mkdir -p /var/lib/wingsmith && chown wingsmith /var/lib/wingsmith
-USER wingsmith
+USER 10001
 EXPOSE 8000
 CMD ["python", "-m", "api"]

@@ -8,96 +8,36 @@ draft version and (workflow id, step). Failures that retrying cannot fix are non
 
 from __future__ import annotations
 
-from datetime import datetime
-
 import asyncpg
 import httpx
-from pydantic import BaseModel
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
 from activities.registry import registry_pool
+from contracts import artifact as contract
+from contracts.artifact import (
+    ArtifactEventInput,
+    ArtifactStateInput,
+    EvidenceInput,
+    EvidenceResult,
+    RecordDecisionInput,
+    ReminderInput,
+    ResolveArtifactInput,
+    SaveDraftInput,
+    SaveDraftResult,
+    SizeDraftInput,
+)
 from wingsmith.config import Settings
 from wingsmith.drafts import DraftContent, build_draft_content
 from wingsmith.hub.errors import HubError, HubRateLimited
 from wingsmith.hub.proposal import ArtifactProposal
 from wingsmith.logs import get_logger
-from wingsmith.recipes import Evidence, evidence_for, load_catalog_version
+from wingsmith.recipes import evidence_for, load_catalog_version
 from wingsmith.recipes.catalog import catalog_in_force
-from wingsmith.review import RecordedDecision
 from wingsmith.secrets import SecretUnavailable, read_secret_ref
 from wingsmith.store import artifacts as store
 
 log = get_logger("wingsmith.activities.artifact")
-
-
-class ResolveArtifactInput(BaseModel):
-    repo_id: str
-    sha: str
-
-
-class EvidenceInput(BaseModel):
-    repo_id: str
-    catalog_version: str | None = None  # None: the catalog in force
-
-
-class EvidenceResult(BaseModel):
-    catalog_version: str
-    evidence: Evidence | None
-
-
-class SizeDraftInput(BaseModel):
-    proposal: ArtifactProposal
-    evidence: Evidence | None
-
-
-class SaveDraftInput(BaseModel):
-    workflow_id: str
-    artifact_id: str
-    revision: str
-    requested_by: str
-    version: int
-    proposal: ArtifactProposal
-    catalog_version: str
-    content: DraftContent
-
-
-class SaveDraftResult(BaseModel):
-    superseded_workflows: list[str]
-
-
-class RecordDecisionInput(BaseModel):
-    workflow_id: str
-    artifact_id: str
-    decision: RecordedDecision
-
-
-class ArtifactEventInput(BaseModel):
-    workflow_id: str
-    artifact_id: str
-    step: str
-    kind: str
-    actor: str = "system"
-    detail: dict = {}
-
-
-class ArtifactStateInput(BaseModel):
-    workflow_id: str
-    artifact_id: str
-    repo_id: str
-    revision: str
-    sha: str
-    requested_by: str
-    state: str
-    step: str
-    detail: dict = {}
-
-
-class ReminderInput(BaseModel):
-    workflow_id: str
-    artifact_id: str
-    deadline: datetime
-    reminder: int
 
 
 def hub_failure(exc: HubError) -> ApplicationError:
@@ -127,14 +67,14 @@ class ArtifactActivities:
     def _pool(self) -> asyncpg.Pool:
         return registry_pool(self.db)
 
-    @activity.defn(name="resolve_artifact")
+    @activity.defn(name=contract.ACTIVITY_RESOLVE)
     def resolve_artifact(self, params: ResolveArtifactInput) -> ArtifactProposal:
         try:
             return self.resolver.resolve(f"hf:{params.repo_id}@{params.sha}")
         except HubError as exc:
             raise hub_failure(exc) from None
 
-    @activity.defn(name="gather_evidence")
+    @activity.defn(name=contract.ACTIVITY_GATHER_EVIDENCE)
     def gather_evidence(self, params: EvidenceInput) -> EvidenceResult:
         # A draft the watch opened for a catalog change reads the version it was opened for, even if
         # another has been put in force since.
@@ -147,7 +87,7 @@ class ArtifactActivities:
         return EvidenceResult(catalog_version=catalog.version,
                               evidence=evidence_for(match, catalog) if match else None)
 
-    @activity.defn(name="size_draft")
+    @activity.defn(name=contract.ACTIVITY_SIZE_DRAFT)
     def size_draft(self, params: SizeDraftInput) -> DraftContent:
         # Variants whose checkpoint lives in another repo are sized from that repo when it resolves;
         # otherwise sizing derives their bytes and says so.
@@ -163,9 +103,9 @@ class ArtifactActivities:
                 continue
             if other.weight_bytes:
                 resolved[variant.checkpoint] = other.weight_bytes
-        return build_draft_content(params.proposal, params.evidence, resolved)
+        return build_draft_content(params.proposal, params.evidence, resolved, params.fleet_cards)
 
-    @activity.defn(name="save_draft")
+    @activity.defn(name=contract.ACTIVITY_SAVE_DRAFT)
     async def save_draft(self, params: SaveDraftInput) -> SaveDraftResult:
         superseded = await store.save_draft(
             self._pool(), workflow_id=params.workflow_id, artifact_id=params.artifact_id,
@@ -177,24 +117,24 @@ class ArtifactActivities:
             warnings=params.content.warnings)
         return SaveDraftResult(superseded_workflows=superseded)
 
-    @activity.defn(name="record_decision")
+    @activity.defn(name=contract.ACTIVITY_RECORD_DECISION)
     async def record_decision(self, params: RecordDecisionInput) -> None:
         await store.record_decision(self._pool(), workflow_id=params.workflow_id, artifact_id=params.artifact_id,
                                     decision=params.decision)
 
-    @activity.defn(name="record_artifact_event")
+    @activity.defn(name=contract.ACTIVITY_RECORD_EVENT)
     async def record_artifact_event(self, params: ArtifactEventInput) -> None:
         async with self._pool().acquire() as conn:
             await store.record_event(conn, source=params.workflow_id, step=params.step, subject=params.artifact_id,
                                      kind=params.kind, actor=params.actor, detail=params.detail)
 
-    @activity.defn(name="set_artifact_state")
+    @activity.defn(name=contract.ACTIVITY_SET_STATE)
     async def set_artifact_state(self, params: ArtifactStateInput) -> None:
         await store.set_state(self._pool(), workflow_id=params.workflow_id, artifact_id=params.artifact_id,
                               state=params.state, step=params.step, detail=params.detail, repo_id=params.repo_id,
                               revision=params.revision, sha=params.sha, requested_by=params.requested_by)
 
-    @activity.defn(name="remind_reviewers")
+    @activity.defn(name=contract.ACTIVITY_REMIND_REVIEWERS)
     async def remind_reviewers(self, params: ReminderInput) -> None:
         log.info("review reminder", artifact_id=params.artifact_id, deadline=params.deadline.isoformat(),
                  reminder=params.reminder)

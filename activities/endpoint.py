@@ -11,58 +11,16 @@ from typing import Any
 
 import asyncpg
 import httpx
-from pydantic import BaseModel
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
 from activities.registry import registry_pool
+from contracts import endpoint as contract
 from wingsmith.config import Settings
-from wingsmith.endpoints import BackendRef, endpoint_model, membership_problems, routes_from_deployments
+from wingsmith.endpoints import endpoint_model, membership_problems, routes_from_deployments
 from wingsmith.gateway import EndpointRoutes, GatewayClient, GatewayError, RouteStatus, gateway_client
 from wingsmith.store import endpoints as store
-from wingsmith.teams import DEFAULT_TEAM
-
-
-class ObserveInput(BaseModel):
-    name: str
-    workloads: list[str]
-    draining: list[str] = []
-    draining_backends: list[BackendRef] = []  # one cluster of a workload scaling away
-
-
-class SetRoutesInput(BaseModel):
-    routes: EndpointRoutes
-
-
-class DrainInput(BaseModel):
-    name: str
-    backends: list[BackendRef]
-    grace_seconds: float
-
-
-class EndpointRecord(BaseModel):
-    name: str
-    workloads: list[str]
-    state: str
-    workflow_id: str
-    routes: list[dict[str, Any]]
-    step: str
-    event: str | None = None  # the event's kind when it is not `endpoint_<state>`
-    actor: str = "system"
-    team: str = DEFAULT_TEAM  # the owning team (events recorded before teams existed: the default one)
-    requested_by: str = "unknown"  # who created the endpoint
-
-
-class CheckWorkloadsInput(BaseModel):
-    name: str
-    workloads: list[str]
-    model: str | None = None  # the repository the endpoint serves, once it knows (endpoints started before it did not)
-    current: list[str] = []  # the endpoint's workloads now: the model is theirs when `model` is not known
-
-
-class CheckWorkloadsOutput(BaseModel):
-    problems: list[str]
-    model: str | None = None  # the endpoint's model after the change
+from wingsmith.store.gateway_routes import publish as publish_routes
 
 
 def _failure(err: GatewayError) -> ApplicationError:
@@ -83,8 +41,8 @@ class EndpointActivities:
         except GatewayError as err:
             raise _failure(err) from None
 
-    @activity.defn(name="endpoint.observe")
-    async def observe(self, params: ObserveInput) -> EndpointRoutes:
+    @activity.defn(name=contract.ACTIVITY_OBSERVE)
+    async def observe(self, params: contract.ObserveInput) -> EndpointRoutes:
         """The backends that may take traffic: deployments recorded as serving whose frontend lists the
         served model name right now. Weights follow replicas; draining workloads get weight 0."""
         deployments = await store.serving_deployments(self._pool(), params.workloads)
@@ -94,26 +52,32 @@ class EndpointActivities:
         return routes_from_deployments(params.name, deployments, list(listing), draining_workloads=params.draining,
                                        draining_backends=params.draining_backends)
 
-    @activity.defn(name="endpoint.set_routes")
-    def set_routes(self, params: SetRoutesInput) -> RouteStatus | None:
-        """Make the gateway hold exactly these routes; a no-op when it already does."""
+    @activity.defn(name=contract.ACTIVITY_SET_ROUTES)
+    async def set_routes(self, params: contract.SetRoutesInput) -> RouteStatus | None:
+        """Publish the routes where every gateway replica pulls them, then push them to the configured
+        gateway (the fast path); both are no-ops when already done."""
+        # Published first: a gateway that pulls never sees a table older than one it was pushed.
+        await publish_routes(self._pool(), params.routes)
+        return await asyncio.to_thread(self._push_routes, params.routes)
+
+    def _push_routes(self, routes: EndpointRoutes) -> RouteStatus | None:
         client = self._gateway()
         try:
-            current = client.get_route(params.routes.model_name)
-            if not params.routes.backends:
+            current = client.get_route(routes.model_name)
+            if not routes.backends:
                 if current is not None:
-                    client.delete_routes(params.routes.model_name)
+                    client.delete_routes(routes.model_name)
                 return None
-            if current != params.routes:
-                client.set_routes(params.routes)
-            return client.status(params.routes.model_name)
+            if current != routes:
+                client.set_routes(routes)
+            return client.status(routes.model_name)
         except GatewayError as err:
             raise _failure(err) from None
         finally:
             client.close()
 
-    @activity.defn(name="endpoint.wait_drained")
-    def wait_drained(self, params: DrainInput) -> bool:
+    @activity.defn(name=contract.ACTIVITY_WAIT_DRAINED)
+    def wait_drained(self, params: contract.DrainInput) -> bool:
         """Wait until the backends have no request in flight, at most the grace period. Gateways that
         cannot count in-flight requests (Envoy) wait the whole grace period."""
         client = self._gateway()
@@ -137,18 +101,18 @@ class EndpointActivities:
         finally:
             client.close()
 
-    @activity.defn(name="endpoint.record")
-    async def record(self, r: EndpointRecord) -> None:
+    @activity.defn(name=contract.ACTIVITY_RECORD)
+    async def record(self, r: contract.EndpointRecord) -> None:
         await store.upsert_endpoint(self._pool(), name=r.name, workloads=r.workloads, state=r.state,
                                     workflow_id=r.workflow_id, routes=r.routes, step=r.step, event=r.event,
                                     actor=r.actor, team=r.team, requested_by=r.requested_by)
 
-    @activity.defn(name="endpoint.check_workloads")
-    async def check_workloads(self, params: CheckWorkloadsInput) -> CheckWorkloadsOutput:
+    @activity.defn(name=contract.ACTIVITY_CHECK_WORKLOADS)
+    async def check_workloads(self, params: contract.CheckWorkloadsInput) -> contract.CheckWorkloadsOutput:
         """Whether the registry lets these workloads be the endpoint's (a read: safe to retry)."""
         facts = await store.workload_facts(self._pool(), list(dict.fromkeys([*params.workloads, *params.current])))
         model = params.model or endpoint_model(facts, params.current)
-        return CheckWorkloadsOutput(problems=membership_problems(params.name, params.workloads, facts, model),
+        return contract.CheckWorkloadsOutput(problems=membership_problems(params.name, params.workloads, facts, model),
                                     model=model or endpoint_model(facts, params.workloads))
 
     def all(self) -> list[Callable[..., Any]]:

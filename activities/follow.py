@@ -15,12 +15,12 @@ from collections.abc import Callable
 from typing import Any
 
 import asyncpg
-from pydantic import BaseModel, Field
 from temporalio import activity
 from temporalio.client import WorkflowUpdateFailedError, WorkflowUpdateStage
 from temporalio.service import RPCError, RPCStatusCode
 
 from activities.artifact import ArtifactActivities
+from contracts.artifact import ACTIVITY_UPGRADE_FOLLOWERS, FollowApproval, FollowOutcome
 from contracts.ids import workload_workflow_id
 from contracts.upgrade import UPDATE_UPGRADE, UpgradeRequest
 from wingsmith.store import follow as store
@@ -31,18 +31,6 @@ log = logging.getLogger("wingsmith.follow")
 # activities never import workflows.
 UPGRADE_UPDATE = UPDATE_UPGRADE
 _ACCEPTED_GRACE_SECONDS = 1.0
-
-
-class FollowApproval(BaseModel):
-    workflow_id: str = Field(description="the approved artifact's workflow: the events' source")
-    artifact_id: str
-    approver: str
-
-
-class FollowOutcome(BaseModel):
-    upgrading: list[str] = Field(default_factory=list, description="workloads that accepted the upgrade")
-    refused: dict[str, str] = Field(default_factory=dict, description="workload -> why it refused")
-    told: list[str] = Field(default_factory=list, description="manual workloads told a newer version exists")
 
 
 def follow_update_id(artifact_id: str) -> str:
@@ -56,7 +44,7 @@ class FollowActivities:
     def _pool(self) -> asyncpg.Pool:
         return self.artifacts._pool()
 
-    @activity.defn(name="follow.upgrade_followers")
+    @activity.defn(name=ACTIVITY_UPGRADE_FOLLOWERS)
     async def upgrade_followers(self, params: FollowApproval) -> FollowOutcome:
         pool = self._pool()
         outcome = FollowOutcome()

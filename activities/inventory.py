@@ -11,20 +11,15 @@ failing the whole placement; transient failures raise, and the activity's retry 
 
 from __future__ import annotations
 
-from pydantic import BaseModel, Field
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
-from wingsmith.kube import KubeconfigRef, KubeError, shared_api_client
+from contracts.inventory import ACTIVITY_READ_INVENTORY, ReadInventoryInput
+from wingsmith.kube import KubeError, shared_api_client
 from wingsmith.placement.models import ClusterInventory
 
 
-class ReadInventoryInput(BaseModel):
-    cluster: str = Field(min_length=1)
-    kubeconfig: KubeconfigRef
-
-
-@activity.defn(name="read_inventory")
+@activity.defn(name=ACTIVITY_READ_INVENTORY)
 def read_inventory(input: ReadInventoryInput) -> ClusterInventory:
     from wingsmith.inventory import read_inventory as read
 

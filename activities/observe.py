@@ -30,9 +30,10 @@ from datetime import UTC, datetime
 from typing import Any
 
 import httpx
-from pydantic import BaseModel, Field
 from temporalio import activity
 
+from contracts.workload import ACTIVITY_OBSERVE, ObserveDeploymentInput
+from contracts.workload import last_heard as last_heard  # the workflow reads the heartbeat it writes
 from wingsmith.kube import DgdClient, KubeconfigRef, KubeError, shared_api_client
 from wingsmith.kube.dgd import frontend_url_of
 from wingsmith.reconcile import FrontendCheck, Observation, read_observation
@@ -43,21 +44,6 @@ from wingsmith.reconcile import FrontendCheck, Observation, read_observation
 _ATTEMPTS = 5
 _REQUEST_TIMEOUT = (3.0, 5.0)
 HEARTBEAT_SECONDS = 2.0
-
-
-class ObserveDeploymentInput(BaseModel):
-    cluster: str = Field(min_length=1)
-    kubeconfig: KubeconfigRef
-    name: str = Field(min_length=1, description="the DGD")
-    namespace: str = Field(min_length=1)
-    served_model_name: str | None = Field(default=None, description="probe the frontend for this name; None: skip")
-    probe_timeout_seconds: float = Field(default=3.0, gt=0, le=60)
-    known: str | None = Field(default=None, description="the news key the workflow last acted on; None: answer "
-                              "after the first read")
-    status_seconds: float = Field(default=10, gt=0, le=3600)
-    probe_seconds: float = Field(default=30, gt=0, le=3600)
-    report_seconds: float = Field(default=300, gt=0, le=86400, description="answer after this long even "
-                                  "without news")
 
 
 Reader = Callable[[KubeconfigRef, str], dict[str, dict[str, Any]]]
@@ -117,7 +103,7 @@ class ObserveActivities:
         self._new_http = http
         self._http: httpx.AsyncClient | None = None
 
-    @activity.defn(name="workload.observe")
+    @activity.defn(name=ACTIVITY_OBSERVE)
     async def observe(self, input: ObserveDeploymentInput) -> Observation:
         """Answers at once when `known` is None, else on news or after `report_seconds`."""
         # A retried attempt (its worker was lost) carries on the observation: the cluster's last read and the
@@ -186,13 +172,3 @@ def _answer_by(report_seconds: float) -> float:
     if activity.in_activity() and activity.info().attempt > 1:
         waited = max(0.0, time.time() - activity.info().scheduled_time.timestamp())
     return time.monotonic() + report_seconds - waited
-
-
-def last_heard(details: object) -> datetime | None:
-    """The time a lost observation last read its cluster, from its last heartbeat's details."""
-    if isinstance(details, (list, tuple)) and details and isinstance(details[0], str) and details[0]:
-        try:
-            return datetime.fromisoformat(details[0])
-        except ValueError:
-            return None
-    return None

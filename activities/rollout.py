@@ -16,10 +16,11 @@ from contextlib import AbstractContextManager
 from typing import Any, TypeVar
 
 import httpx
-from pydantic import BaseModel, Field, ValidationError
+from pydantic import ValidationError
 from temporalio import activity
 from temporalio.exceptions import ApplicationError, CancelledError
 
+from contracts import rollout as contract
 from wingsmith.dynamo.readiness import (
     evaluate_readiness,
     find_pod_failure,
@@ -28,77 +29,7 @@ from wingsmith.dynamo.readiness import (
     unschedulable_pods,
 )
 from wingsmith.dynamo.render import SPEC_HASH_ANNOTATION, RenderError, render_dgd
-from wingsmith.dynamo.rollout_spec import RolloutSpec
 from wingsmith.kube import DgdClient, KubeconfigRef, KubeError, shared_api_client
-
-
-class ApplyInput(BaseModel):
-    kubeconfig: KubeconfigRef
-    spec: RolloutSpec
-
-
-class ApplyOutput(BaseModel):
-    name: str
-    namespace: str
-    uid: str
-    generation: int
-    resource_version: str
-    spec_hash: str | None = Field(default=None, description="the spec-hash annotation applied (None: older worker)")
-
-
-class WaitReadyInput(BaseModel):
-    kubeconfig: KubeconfigRef
-    name: str
-    namespace: str
-    generation: int = Field(ge=1, description="the generation `apply` returned")
-    weight_bytes: int | None = Field(default=None, ge=0, description="scales the deadline")
-    deadline_seconds: float | None = Field(default=None, gt=0, description="overrides the scaled deadline")
-    poll_seconds: float = Field(default=5.0, gt=0)
-    unschedulable_grace_seconds: float = Field(
-        default=120, ge=0, description="how long a pod may find no node before the cluster is given up on "
-                                       "(a cluster autoscaler may add one meanwhile)")
-
-
-class WaitReadyOutput(BaseModel):
-    name: str
-    namespace: str
-    generation: int
-    state: str
-    waited_seconds: float
-    polls: int
-    pods_ready: int
-    pods_total: int
-
-
-class ProbeFrontendInput(BaseModel):
-    url: str | None = Field(default=None, description="frontend base URL; None: ask the cluster")
-    kubeconfig: KubeconfigRef | None = None
-    name: str | None = None
-    namespace: str = "default"
-    served_model_name: str
-    timeout_seconds: float = Field(default=600.0, gt=0)
-    poll_seconds: float = Field(default=2.0, gt=0)
-
-
-class ProbeFrontendOutput(BaseModel):
-    url: str
-    models: list[str]
-    attempts: int
-    waited_seconds: float
-
-
-class DeleteInput(BaseModel):
-    kubeconfig: KubeconfigRef
-    name: str
-    namespace: str
-    timeout_seconds: float = Field(default=900.0, gt=0)
-    poll_seconds: float = Field(default=1.0, gt=0)
-
-
-class DeleteOutput(BaseModel):
-    existed: bool
-    waited_seconds: float
-
 
 ClientFactory = Callable[[KubeconfigRef], DgdClient]
 
@@ -168,8 +99,8 @@ class RolloutActivities:
         except KubeError as err:
             raise _app_error(err) from None
 
-    @activity.defn(name="rollout.apply")
-    def apply(self, input: ApplyInput) -> ApplyOutput:
+    @activity.defn(name=contract.ACTIVITY_APPLY)
+    def apply(self, input: contract.ApplyInput) -> contract.ApplyOutput:
         try:
             manifest = render_dgd(input.spec)
         except (RenderError, ValidationError, ValueError) as exc:
@@ -181,15 +112,16 @@ class RolloutActivities:
                 raise _app_error(err) from None
         activity.logger.info("applied %s/%s generation %s", applied.namespace, applied.name,
                              applied.generation)
-        return ApplyOutput(**applied.model_dump(), spec_hash=manifest["metadata"]["annotations"][SPEC_HASH_ANNOTATION])
+        return contract.ApplyOutput(**applied.model_dump(),
+                                    spec_hash=manifest["metadata"]["annotations"][SPEC_HASH_ANNOTATION])
 
-    @activity.defn(name="rollout.wait_ready")
-    def wait_ready(self, input: WaitReadyInput) -> WaitReadyOutput:
+    @activity.defn(name=contract.ACTIVITY_WAIT_READY)
+    def wait_ready(self, input: contract.WaitReadyInput) -> contract.WaitReadyOutput:
         deadline = input.deadline_seconds or ready_deadline_seconds(input.weight_bytes)
         where = f"{input.namespace}/{input.name}"
         unschedulable_since: dict[str, float] = {}  # pod → when this attempt first saw it find no node
 
-        def check(kube: DgdClient, polls: int, waited: float) -> tuple[WaitReadyOutput | None, dict[str, Any]]:
+        def check(kube: DgdClient, polls: int, waited: float) -> tuple[contract.WaitReadyOutput | None, dict[str, Any]]:
             nonlocal unschedulable_since
             try:
                 obj = kube.get(input.name, input.namespace)
@@ -209,7 +141,7 @@ class RolloutActivities:
                 # The adapter already retried; keep polling until the deadline.
                 return None, {"polls": polls, "status": f"unreadable: {err}", "pods": None}
             if verdict.ready:
-                return WaitReadyOutput(
+                return contract.WaitReadyOutput(
                     name=input.name, namespace=input.namespace, generation=input.generation,
                     state=verdict.state or "", waited_seconds=round(waited, 3), polls=polls,
                     pods_ready=ready_pods, pods_total=total_pods), {}
@@ -243,8 +175,8 @@ class RolloutActivities:
             return _poll_until(lambda polls, waited: check(kube, polls, waited), timeout_seconds=deadline,
                                poll_seconds=input.poll_seconds, timed_out=timed_out)
 
-    @activity.defn(name="rollout.probe_frontend")
-    def probe_frontend(self, input: ProbeFrontendInput) -> ProbeFrontendOutput:
+    @activity.defn(name=contract.ACTIVITY_PROBE_FRONTEND)
+    def probe_frontend(self, input: contract.ProbeFrontendInput) -> contract.ProbeFrontendOutput:
         base = input.url
         if base is None:
             if input.kubeconfig is None or input.name is None:
@@ -258,7 +190,7 @@ class RolloutActivities:
         url = base.rstrip("/") + "/v1/models"
 
         def check(http: httpx.Client, attempts: int,
-                  waited: float) -> tuple[ProbeFrontendOutput | None, dict[str, Any]]:
+                  waited: float) -> tuple[contract.ProbeFrontendOutput | None, dict[str, Any]]:
             try:
                 resp = http.get(url)
                 if resp.status_code != 200:
@@ -267,7 +199,7 @@ class RolloutActivities:
             except (httpx.HTTPError, ValueError) as exc:
                 return None, {"attempts": attempts, "last": type(exc).__name__}
             if input.served_model_name in seen:
-                return ProbeFrontendOutput(url=base, models=seen, attempts=attempts,
+                return contract.ProbeFrontendOutput(url=base, models=seen, attempts=attempts,
                                            waited_seconds=round(waited, 3)), {}
             return None, {"attempts": attempts, "last": f"serving {seen or 'no models'}"}
 
@@ -281,8 +213,8 @@ class RolloutActivities:
                                timeout_seconds=input.timeout_seconds, poll_seconds=input.poll_seconds,
                                timed_out=timed_out)
 
-    @activity.defn(name="rollout.delete")
-    def delete(self, input: DeleteInput) -> DeleteOutput:
+    @activity.defn(name=contract.ACTIVITY_DELETE)
+    def delete(self, input: contract.DeleteInput) -> contract.DeleteOutput:
         started = _started_at()
         with self._client(input.kubeconfig) as kube:
             try:
@@ -293,7 +225,7 @@ class RolloutActivities:
                     tick=lambda: activity.heartbeat({"started_at": started, "deleting": input.name}))
             except KubeError as err:
                 raise _app_error(err) from None
-        return DeleteOutput(existed=existed, waited_seconds=round(waited, 3))
+        return contract.DeleteOutput(existed=existed, waited_seconds=round(waited, 3))
 
     def all(self) -> list[Callable]:
         return [self.apply, self.wait_ready, self.probe_frontend, self.delete]

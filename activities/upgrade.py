@@ -9,12 +9,11 @@ from typing import Any
 
 import asyncpg
 import httpx
-from pydantic import BaseModel
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
 from activities.registry import registry_pool
-from contracts.upgrade import UpgradeRequest
+from contracts import upgrade as contract
 from wingsmith.config import Settings
 from wingsmith.gateway.traffic import BackendCounters, parse_counters
 from wingsmith.gateway.traffic_reader import metrics_headers
@@ -31,43 +30,7 @@ from wingsmith.workloads import (
 )
 
 
-class PlanUpgradeInput(BaseModel):
-    current: WorkloadPlan
-    request: UpgradeRequest
-
-
-class PlanUpgradeOutput(BaseModel):
-    plan: WorkloadPlan | None = None
-    problem: str | None = None  # why the upgrade is refused, in the user's words
-    kind: str | None = None  # the refusal's type name
-
-
-class SplitInput(BaseModel):
-    workload_id: str
-    cluster: str
-    revision: int
-    percent: int | None  # None: no split, weights follow replicas again
-
-
-class CountersInput(BaseModel):
-    endpoints: list[str]
-    backends: list[str]
-
-
-class CountersOutput(BaseModel):
-    counters: dict[str, BackendCounters]
-
-
-class UpgradeEvent(BaseModel):
-    workload_id: str
-    source: str
-    step: str
-    kind: str
-    actor: str = "system"
-    detail: dict[str, Any] = {}
-
-
-def upgrade_request_of(plan: WorkloadPlan, request: UpgradeRequest) -> WorkloadRequest:
+def upgrade_request_of(plan: WorkloadPlan, request: contract.UpgradeRequest) -> WorkloadRequest:
     """What the workload was created with, on the new artifact (and any new shape asked for)."""
     return WorkloadRequest(
         artifact_id=request.artifact_id, name=plan.workload_id, engine=plan.engine, hardware=plan.hardware,
@@ -86,13 +49,13 @@ class UpgradeActivities:
     def _pool(self) -> asyncpg.Pool:
         return registry_pool(self.db)
 
-    @activity.defn(name="upgrade.plan")
-    async def plan(self, params: PlanUpgradeInput) -> PlanUpgradeOutput:
+    @activity.defn(name=contract.ACTIVITY_PLAN)
+    async def plan(self, params: contract.PlanUpgradeInput) -> contract.PlanUpgradeOutput:
         """The new version's plan, checked like a create: the artifact approved and not superseded, of
         the same repository, and the shape still fitting. A refusal is an answer, not an error."""
         current, request = params.current, params.request
         if not same_repository(request.artifact_id, current.artifact_id):
-            return PlanUpgradeOutput(kind="OtherRepository", problem=(
+            return contract.PlanUpgradeOutput(kind="OtherRepository", problem=(
                 f"{request.artifact_id} is another repository than {current.artifact_id}: an upgrade moves a "
                 "workload within its model; create a new workload for another one"))
         row = await store.approved_artifact(self._pool(), request.artifact_id)
@@ -104,18 +67,19 @@ class UpgradeActivities:
                                  image=current.image, namespace=current.namespace,
                                  hf_token_secret=current.hf_token_secret, workload_id=current.workload_id)
         except InvalidWorkload as exc:
-            return PlanUpgradeOutput(kind="ArtifactNotUpgradable", problem=str(exc))
+            return contract.PlanUpgradeOutput(kind="ArtifactNotUpgradable", problem=str(exc))
         if plan.artifact_id == current.artifact_id and not request.changes_shape():
-            return PlanUpgradeOutput(kind="SameArtifact", problem=f"the workload already runs {current.artifact_id}")
-        return PlanUpgradeOutput(plan=plan.model_copy(update={"revision": current.revision + 1}))
+            return contract.PlanUpgradeOutput(kind="SameArtifact",
+                                              problem=f"the workload already runs {current.artifact_id}")
+        return contract.PlanUpgradeOutput(plan=plan.model_copy(update={"revision": current.revision + 1}))
 
-    @activity.defn(name="upgrade.set_split")
-    async def set_split(self, params: SplitInput) -> None:
+    @activity.defn(name=contract.ACTIVITY_SET_SPLIT)
+    async def set_split(self, params: contract.SplitInput) -> None:
         await store.set_traffic_split(self._pool(), workload_id=params.workload_id, cluster=params.cluster,
                                       revision=params.revision, percent=params.percent)
 
-    @activity.defn(name="upgrade.read_counters")
-    async def read_counters(self, params: CountersInput) -> CountersOutput:
+    @activity.defn(name=contract.ACTIVITY_READ_COUNTERS)
+    async def read_counters(self, params: contract.CountersInput) -> contract.CountersOutput:
         """Each backend's cumulative counters at the gateway, summed over the endpoints routing it."""
         url = self.settings.gateway_url.rstrip("/") + "/metrics"
         try:
@@ -126,10 +90,10 @@ class UpgradeActivities:
                                    type="GatewayUnreadable") from None
         if r.status_code != 200:
             raise ApplicationError(f"the gateway's metrics ({url}) answered {r.status_code}", type="GatewayUnreadable")
-        return CountersOutput(counters=sum_counters(r.text, params.endpoints, params.backends))
+        return contract.CountersOutput(counters=sum_counters(r.text, params.endpoints, params.backends))
 
-    @activity.defn(name="upgrade.record")
-    async def record(self, e: UpgradeEvent) -> None:
+    @activity.defn(name=contract.ACTIVITY_RECORD)
+    async def record(self, e: contract.UpgradeEvent) -> None:
         await store.record_upgrade_event(self._pool(), workload_id=e.workload_id, source=e.source, step=e.step,
                                          kind=e.kind, actor=e.actor, detail=e.detail)
 

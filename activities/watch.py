@@ -47,7 +47,7 @@ class WatchActivities:
         self.settings = artifacts.settings
         self.catalogs = artifacts.settings.catalogs_dir
 
-    @activity.defn(name="watch.check")
+    @activity.defn(name=watch_contract.ACTIVITY_CHECK)
     async def check(self, params: WatchInput) -> UpstreamCheck:
         try:
             # The Hub client blocks: off the event loop, or it would stall the worker.
@@ -84,7 +84,7 @@ class WatchActivities:
         state = await store.artifact_state(self.artifacts._pool(), artifact)
         return state is not None and state != "failed"
 
-    @activity.defn(name="watch.ensure_schedule")
+    @activity.defn(name=watch_contract.ACTIVITY_ENSURE_SCHEDULE)
     async def ensure_schedule(self, params: EnsureWatchInput) -> str:
         """Create the repository's watch (idempotent: an existing one keeps its state and interval)."""
         schedule_id = watch_schedule_id(params.watch.repo_id, params.watch.branch)
@@ -107,7 +107,7 @@ class WatchActivities:
             await client.get_schedule_handle(schedule_id).update(newest_action)
         return schedule_id
 
-    @activity.defn(name="watch.notify")
+    @activity.defn(name=watch_contract.ACTIVITY_NOTIFY)
     async def notify(self, notice: WatchNotice) -> None:
         if notice.reason == "recipe catalog":
             log.info("recipe evidence moved: %s@%s under catalog %s; new draft %s (approved: %s)", notice.repo_id,

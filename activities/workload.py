@@ -4,83 +4,25 @@ placement. Kubernetes I/O lives in activities/rollout.py and activities/inventor
 from __future__ import annotations
 
 import asyncpg
-from pydantic import BaseModel
 from temporalio import activity
 
 from activities.registry import registry_pool
-from wingsmith.kube import KubeconfigRef
+from contracts import rollout as rollout_contract
+from contracts import workload as contract
+from contracts.rollout import DeploymentRecord
+from contracts.workload import (
+    ClusterTarget,
+    ClusterTargets,
+    HealRecord,
+    NoInput,
+    PlaceInput,
+    PlacementRecord,
+    WorkloadRecord,
+)
 from wingsmith.placement import place
-from wingsmith.placement.models import ClusterInfo, ClusterInventory, PlacementDecision, PlacementPlan
+from wingsmith.placement.models import PlacementDecision
 from wingsmith.store import clusters as cluster_store
 from wingsmith.store import workloads as store
-from wingsmith.teams import DEFAULT_TEAM
-
-
-class ClusterTarget(BaseModel):
-    """Where and how to reach one registered cluster: references only, never credentials."""
-    info: ClusterInfo
-    kubeconfig: KubeconfigRef
-    frontend_base_url: str = ""
-    manual_inventory: ClusterInventory | None = None
-
-
-class ClusterTargets(BaseModel):
-    clusters: list[ClusterTarget]
-
-
-class NoInput(BaseModel):
-    pass
-
-
-class PlaceInput(BaseModel):
-    plan: PlacementPlan
-    inventories: list[ClusterInventory]
-    clusters: list[ClusterInfo]
-
-
-class WorkloadRecord(BaseModel):
-    workload_id: str
-    artifact_id: str
-    spec: dict
-    state: str
-    workflow_id: str
-    requested_by: str
-    step: str
-    detail: dict = {}
-    team: str = DEFAULT_TEAM
-
-
-class PlacementRecord(BaseModel):
-    workload_id: str
-    revision: int
-    decision: PlacementDecision
-    workflow_id: str
-
-
-class DeploymentRecord(BaseModel):
-    workload_id: str
-    cluster: str
-    revision: int = 0
-    dgd_name: str
-    namespace: str
-    replicas: int
-    state: str
-    frontend_url: str | None = None
-    detail: dict = {}
-    source: str
-    step: str
-
-
-class HealRecord(BaseModel):
-    workload_id: str
-    workflow_id: str
-    step: str
-    cluster: str
-    action: str
-    problem: str = "other"  # wingsmith.reconcile.Problem
-    cause: str
-    seconds: float
-    outcome: str
 
 
 class WorkloadActivities:
@@ -90,7 +32,7 @@ class WorkloadActivities:
     def _pool(self) -> asyncpg.Pool:
         return registry_pool(self.db)
 
-    @activity.defn(name="workload.list_clusters")
+    @activity.defn(name=contract.ACTIVITY_LIST_CLUSTERS)
     async def list_clusters(self, _: NoInput) -> ClusterTargets:
         records = await cluster_store.list_clusters(self._pool())
         return ClusterTargets(clusters=[ClusterTarget(
@@ -98,31 +40,31 @@ class WorkloadActivities:
             manual_inventory=r.manual_inventory.to_inventory(r.name) if r.manual_inventory else None)
             for r in records])
 
-    @activity.defn(name="workload.place")
+    @activity.defn(name=contract.ACTIVITY_PLACE)
     def place(self, params: PlaceInput) -> PlacementDecision:
         # An activity, not workflow code: the decision is recorded in history, so improving the
         # placement function never changes what a running workflow replays.
         return place(params.plan, params.inventories, params.clusters)
 
-    @activity.defn(name="workload.record")
+    @activity.defn(name=contract.ACTIVITY_RECORD)
     async def record_workload(self, r: WorkloadRecord) -> None:
         await store.upsert_workload(self._pool(), workload_id=r.workload_id, artifact_id=r.artifact_id, spec=r.spec,
                                     state=r.state, workflow_id=r.workflow_id, requested_by=r.requested_by,
                                     step=r.step, detail=r.detail, team=r.team)
 
-    @activity.defn(name="workload.record_placement")
+    @activity.defn(name=contract.ACTIVITY_RECORD_PLACEMENT)
     async def record_placement(self, r: PlacementRecord) -> None:
         await store.save_placement(self._pool(), workload_id=r.workload_id, revision=r.revision,
                                    decision=r.decision.model_dump(mode="json"), workflow_id=r.workflow_id)
 
-    @activity.defn(name="workload.record_deployment")
+    @activity.defn(name=rollout_contract.ACTIVITY_RECORD_DEPLOYMENT)
     async def record_deployment(self, r: DeploymentRecord) -> None:
         await store.record_deployment(self._pool(), workload_id=r.workload_id, cluster=r.cluster,
                                       dgd_name=r.dgd_name, namespace=r.namespace, replicas=r.replicas,
                                       state=r.state, frontend_url=r.frontend_url, detail=r.detail,
                                       source=r.source, step=r.step, revision=r.revision)
 
-    @activity.defn(name="workload.record_heal")
+    @activity.defn(name=contract.ACTIVITY_RECORD_HEAL)
     async def record_heal(self, r: HealRecord) -> None:
         await store.record_heal(self._pool(), workload_id=r.workload_id, workflow_id=r.workflow_id, step=r.step,
                                 cluster=r.cluster, action=r.action, problem=r.problem, cause=r.cause,

@@ -27,7 +27,7 @@ from wingsmith.oidc import OidcVerifier
 from wingsmith.tracing import configure_tracing, instrument_fastapi
 
 ROUTE_MODULES = ["health", "recipes", "resolve", "artifacts", "clusters", "workloads", "follow", "endpoints",
-                 "watches", "console", "codec"]
+                 "watches", "console", "codec", "gateway_routes"]
 
 # The Temporal UI's codec calls carry whole payloads (up to Temporal's 4 MB message, base64-encoded);
 # their handler reads the body only after checking the caller's token.
@@ -51,10 +51,11 @@ async def _lifespan(app: FastAPI):
             owned_pool = app.state.db = await open_pool(settings.database_url, wait_seconds=20)
         except (OSError, asyncpg.PostgresError) as exc:
             log.warning("database not reachable at start; /readyz will say so", error=str(exc))
-    if app.state.temporal is None and settings.temporal_address:
-        from wingsmith.temporal import connect
+    if app.state.temporal is None:
+        from wingsmith.temporal import configured_address, connect
         try:
-            app.state.temporal = await asyncio.wait_for(connect(settings), timeout=10)
+            if configured_address(settings):  # TEMPORAL_ADDRESS or a temporal.toml profile's
+                app.state.temporal = await asyncio.wait_for(connect(settings), timeout=10)
         except Exception as exc:  # noqa: BLE001 - any connect failure only degrades /readyz
             log.warning("temporal not reachable at start; /readyz will say so", error=str(exc))
     try:

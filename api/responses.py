@@ -15,6 +15,7 @@ from fastapi.encoders import jsonable_encoder
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from contracts.artifact import ArtifactStatus
+from contracts.conditions import Condition
 from contracts.upgrade import UpgradeStatus
 from contracts.workload import WorkloadStatus
 from wingsmith.gateway.routes import RouteStatus
@@ -84,6 +85,8 @@ class Draft(Stored):
     sizing: dict[str, Any]
     warnings: list[Any]
     created_at: Timestamp
+    diff_base: str | None = Field(None, description="the approved artifact this draft's diff is taken against: the "
+                                  "repository's newest approved one when the draft was saved (None: there was none)")
 
 
 class Review(Stored):
@@ -220,6 +223,9 @@ class EndpointDetail(EndpointSummary):
     created_at: Timestamp
     health: RouteStatus | None = Field(description="what the gateway reports; None when it has no routes")
     health_error: str | None = Field(default=None, description="present when the gateway could not be read")
+    conditions: list[Condition] = Field(default_factory=list, description="the endpoint workflow's conditions: "
+                                        "Available (RoutesPublished or NoRoutes) and Progressing; empty when its "
+                                        "workflow cannot be asked")
 
 
 class EndpointDeleting(BaseModel):

@@ -16,7 +16,10 @@ failover: clients send continuously to a route of two frontends, weight 1:1; one
 from __future__ import annotations
 
 import argparse
+import asyncio
+import json
 import os
+import re
 import signal
 import statistics
 import subprocess
@@ -25,6 +28,7 @@ import tempfile
 import threading
 import time
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import httpx
 from stats import pct  # bench/stats.py (scripts run with bench/ on the path)
@@ -86,18 +90,19 @@ class FrontendProcess:
 
 # ---- measurements --------------------------------------------------------------------------------
 
-def paired_latency(http: httpx.Client, direct_url: str, via_url: str, n: int) -> tuple[list[float], list[float]]:
+def paired_latency(http: httpx.Client, direct_url: str, via_url: str, n: int,
+                   via_headers: dict[str, str] | None = None) -> tuple[list[float], list[float]]:
     """The same request straight to the frontend and through the gateway, alternately, so both series
     see the same machine: (direct, via) latencies in seconds."""
     for _ in range(50):  # warm the connection pools
         http.post(direct_url + "/v1/chat/completions", json=BODY)
-        http.post(via_url + "/v1/chat/completions", json=BODY)
+        http.post(via_url + "/v1/chat/completions", json=BODY, headers=via_headers)
     out: tuple[list[float], list[float]] = ([], [])
     for i in range(2 * n):
         series = out[i % 2]  # direct first, then via, then direct...
-        url = (direct_url, via_url)[i % 2]
+        url, headers = ((direct_url, None), (via_url, via_headers))[i % 2]
         t = time.perf_counter()
-        r = http.post(url + "/v1/chat/completions", json=BODY)
+        r = http.post(url + "/v1/chat/completions", json=BODY, headers=headers)
         series.append(time.perf_counter() - t)
         assert r.status_code == 200, r.text
     return out
@@ -148,6 +153,48 @@ class GatewayRig:
         self.close()
 
 
+class LiteLLMProxy:
+    """The LiteLLM proxy (`litellm[proxy]` from the package index, in its own virtualenv: `python` is
+    that virtualenv's interpreter) routing the model to one frontend, as the gateway does; stopped on exit."""
+
+    def __init__(self, python: str, frontend: FrontendProcess):
+        self.dir = Path(tempfile.mkdtemp(prefix="wingsmith-bench-litellm-"))
+        config = self.dir / "config.yaml"
+        config.write_text(json.dumps({"model_list": [{"model_name": MODEL, "litellm_params": {
+            "model": f"openai/{MODEL}", "api_base": frontend.url + "/v1", "api_key": "none"}}],
+            "litellm_settings": {"telemetry": False}}))  # JSON is YAML
+        port = free_port()
+        # It refuses to start without a master key, and then wants it on every request.
+        key = "sk-" + os.urandom(16).hex()
+        self.headers = {"authorization": f"Bearer {key}"}
+        self.proc = subprocess.Popen([python, "-m", "litellm.proxy.proxy_cli", "--config", str(config), "--port",
+                                      str(port), "--host", "127.0.0.1", "--num_workers", "1"],
+                                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                     env={**os.environ, "LITELLM_LOG": "ERROR", "LITELLM_TELEMETRY": "False",
+                                          "LITELLM_MASTER_KEY": key})
+        self.url = f"http://127.0.0.1:{port}"
+        try:
+            wait_http(self.url + "/health/liveliness", timeout=120)
+        except RuntimeError:
+            self.close()
+            raise
+
+    def close(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+
+    def __enter__(self) -> LiteLLMProxy:
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self.close()
+
+
 def first_byte(http: httpx.Client, url: str, n: int) -> list[float]:
     out = []
     for _ in range(n):
@@ -159,6 +206,53 @@ def first_byte(http: httpx.Client, url: str, n: int) -> list[float]:
             for _ in chunks:
                 pass
     return out
+
+
+def throughput(url: str, seconds: float, connections: int, headers: dict[str, str] | None = None) -> dict[str, float]:
+    """Requests per second `url` answers to `connections` keep-alive connections sending the chat
+    completion back to back for `seconds`, and their latency. The client is raw asyncio sockets with
+    the request's bytes built once, so the client's own cost stays far below the server's."""
+    return asyncio.run(_throughput(url, seconds, connections, headers or {}))
+
+
+async def _throughput(url: str, seconds: float, connections: int, headers: dict[str, str]) -> dict[str, float]:
+    parts = urlsplit(url)
+    body = json.dumps(BODY).encode()
+    extra = "".join(f"{k}: {v}\r\n" for k, v in headers.items())
+    request = (f"POST {parts.path}/v1/chat/completions HTTP/1.1\r\nHost: {parts.netloc}\r\n{extra}"
+               f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n").encode() + body
+    latencies: list[float] = []
+    stop_at = time.perf_counter() + seconds
+
+    async def connection() -> None:
+        reader, writer = await asyncio.open_connection(parts.hostname, parts.port)
+        try:
+            while time.perf_counter() < stop_at:
+                started = time.perf_counter()
+                writer.write(request)
+                head = await reader.readuntil(b"\r\n\r\n")
+                length = re.search(rb"(?i)\r\ncontent-length: *(\d+)", head)
+                if not head.startswith(b"HTTP/1.1 200") or length is None:
+                    raise RuntimeError(f"unexpected answer: {head[:200]!r}")
+                await reader.readexactly(int(length.group(1)))
+                latencies.append(time.perf_counter() - started)
+        finally:
+            writer.close()
+
+    started = time.perf_counter()
+    await asyncio.gather(*(connection() for _ in range(connections)))
+    elapsed = time.perf_counter() - started
+    ms = [x * 1000 for x in latencies]
+    return {"connections": connections, "seconds": round(elapsed, 3), "requests": len(ms),
+            "rps": round(len(ms) / elapsed, 1), "p50_ms": round(pct(ms, 50), 3), "p99_ms": round(pct(ms, 99), 3)}
+
+
+def rss_mb(pid: int) -> float:
+    """Resident memory of a process, MB (what the server holds, children not counted)."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return round(int(line.split()[1]) / 1024, 1)
+    return 0.0
 
 
 def show(name: str, samples: list[float]) -> None:

@@ -1,6 +1,7 @@
 """The artifact workflow's contract (`artifact/<org>/<name>@<sha>`): a Hugging Face repository
 pinned at a commit, on its way through review. What the API, the artifact workflow, the watch and
-their activities exchange, and the names they call each other by."""
+their activities exchange, and the names they call each other by (activities/artifact.py and
+activities/follow.py register theirs under the names here)."""
 
 from __future__ import annotations
 
@@ -14,6 +15,9 @@ from contracts.ids import MODEL, SHA, STAGE
 from contracts.ids import artifact_id as artifact_id
 from contracts.ids import artifact_workflow_id as artifact_workflow_id
 from contracts.ids import evidence_tag as evidence_tag
+from wingsmith.drafts import DraftContent
+from wingsmith.hub.proposal import ArtifactProposal
+from wingsmith.recipes import Evidence
 from wingsmith.review import DraftFacts, RecordedDecision
 from wingsmith.review import ReviewRequest as ReviewRequest  # the review update's payload
 from wingsmith.review import ReviewSignal as ReviewSignal  # the approve and reject signals' payload
@@ -26,6 +30,18 @@ UPDATE_REVIEW = "review"  # ReviewRequest -> ArtifactStatus (wingsmith.review)
 SIGNAL_APPROVE = "approve"  # ReviewSignal
 SIGNAL_REJECT = "reject"  # ReviewSignal
 SIGNAL_SUPERSEDED = "superseded"  # the artifact id of the draft that replaces it
+
+# Its activities (names recorded in histories: never rename one).
+ACTIVITY_RESOLVE = "resolve_artifact"  # ResolveArtifactInput -> ArtifactProposal
+ACTIVITY_GATHER_EVIDENCE = "gather_evidence"  # EvidenceInput -> EvidenceResult
+ACTIVITY_SIZE_DRAFT = "size_draft"  # SizeDraftInput -> DraftContent
+ACTIVITY_SAVE_DRAFT = "save_draft"  # SaveDraftInput -> SaveDraftResult
+ACTIVITY_RECORD_DECISION = "record_decision"  # RecordDecisionInput -> None
+ACTIVITY_RECORD_EVENT = "record_artifact_event"  # ArtifactEventInput -> None
+ACTIVITY_SET_STATE = "set_artifact_state"  # ArtifactStateInput -> None
+ACTIVITY_REMIND_REVIEWERS = "remind_reviewers"  # ReminderInput -> None
+ACTIVITY_UPGRADE_FOLLOWERS = "follow.upgrade_followers"  # FollowApproval -> FollowOutcome (activities/follow.py)
+# (the watch's schedule, ensured on approval: contracts.watch.ACTIVITY_ENSURE_SCHEDULE)
 
 # Hub answers that no retry can change: the repository or revision does not exist, or is gated.
 HUB_MISSING = ["RepoNotFound", "RevisionNotFound", "GatedRepo"]
@@ -96,3 +112,89 @@ def search_attributes(params: ArtifactWorkflowInput) -> list[SearchAttributePair
 
 def start_search_attributes(params: ArtifactWorkflowInput) -> TypedSearchAttributes:
     return TypedSearchAttributes(search_attributes(params))
+
+
+# --- its activities' payloads ----------------------------------------------------------------------
+
+
+class ResolveArtifactInput(BaseModel):
+    repo_id: str
+    sha: str
+
+
+class EvidenceInput(BaseModel):
+    repo_id: str
+    catalog_version: str | None = None  # None: the catalog in force
+
+
+class EvidenceResult(BaseModel):
+    catalog_version: str
+    evidence: Evidence | None
+
+
+class SizeDraftInput(BaseModel):
+    proposal: ArtifactProposal
+    evidence: Evidence | None
+    # The cards the registered clusters have, so the draft sizes on one of them first (None: not known).
+    fleet_cards: list[str] | None = None
+
+
+class SaveDraftInput(BaseModel):
+    workflow_id: str
+    artifact_id: str
+    revision: str
+    requested_by: str
+    version: int
+    proposal: ArtifactProposal
+    catalog_version: str
+    content: DraftContent
+
+
+class SaveDraftResult(BaseModel):
+    superseded_workflows: list[str]
+
+
+class RecordDecisionInput(BaseModel):
+    workflow_id: str
+    artifact_id: str
+    decision: RecordedDecision
+
+
+class ArtifactEventInput(BaseModel):
+    workflow_id: str
+    artifact_id: str
+    step: str
+    kind: str
+    actor: str = "system"
+    detail: dict = {}
+
+
+class ArtifactStateInput(BaseModel):
+    workflow_id: str
+    artifact_id: str
+    repo_id: str
+    revision: str
+    sha: str
+    requested_by: str
+    state: str
+    step: str
+    detail: dict = {}
+
+
+class ReminderInput(BaseModel):
+    workflow_id: str
+    artifact_id: str
+    deadline: datetime
+    reminder: int
+
+
+class FollowApproval(BaseModel):
+    workflow_id: str = Field(description="the approved artifact's workflow: the events' source")
+    artifact_id: str
+    approver: str
+
+
+class FollowOutcome(BaseModel):
+    upgrading: list[str] = Field(default_factory=list, description="workloads that accepted the upgrade")
+    refused: dict[str, str] = Field(default_factory=dict, description="workload -> why it refused")
+    told: list[str] = Field(default_factory=list, description="manual workloads told a newer version exists")

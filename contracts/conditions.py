@@ -34,6 +34,7 @@ SCALING = "Scaling"
 DELETING = "Deleting"
 DELETED = "Deleted"
 SETTLED = "Settled"
+DRAINING = "Draining"  # an endpoint waits for leaving workloads' or clusters' requests to finish
 FAILED = "Failed"
 AS_PLANNED = "AsPlanned"
 CLUSTER_DEGRADED = "ClusterDegraded"

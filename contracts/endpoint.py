@@ -1,11 +1,15 @@
 """The endpoint workflow's contract (`endpoint/<model-name>`): its input, state (carried across
 continue-as-new), status, the payloads and names of its signals, updates and query, and the
-`ApplicationError` types its updates refuse with."""
+`ApplicationError` types its updates refuse with, and the names and payloads of the activities it
+calls (activities/endpoint.py)."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from pydantic import BaseModel, Field
 
+from contracts.conditions import Condition
 from wingsmith.endpoints import BackendRef
 from wingsmith.endpoints import WorkloadRef as WorkloadRef  # the workload_changed, workload_deleting signals' payload
 from wingsmith.gateway.routes import EndpointRoutes
@@ -27,6 +31,13 @@ STILL_DRAINING = "StillDraining"  # added again before it left
 ENDPOINT_DELETING = "EndpointDeleting"
 ALREADY_DELETED = "AlreadyDeleted"
 
+# Its activities (names recorded in histories: never rename one).
+ACTIVITY_OBSERVE = "endpoint.observe"  # ObserveInput -> EndpointRoutes
+ACTIVITY_SET_ROUTES = "endpoint.set_routes"  # SetRoutesInput -> wingsmith.gateway.routes.RouteStatus | None
+ACTIVITY_WAIT_DRAINED = "endpoint.wait_drained"  # DrainInput -> bool
+ACTIVITY_RECORD = "endpoint.record"  # EndpointRecord -> None
+ACTIVITY_CHECK_WORKLOADS = "endpoint.check_workloads"  # CheckWorkloadsInput -> CheckWorkloadsOutput
+
 
 class EndpointState(BaseModel):
     workloads: list[str]
@@ -40,6 +51,7 @@ class EndpointState(BaseModel):
     routes: EndpointRoutes | None = None
     stage: str = "starting"
     passes: int = 0
+    conditions: list[Condition] = Field(default_factory=list)
 
 
 class EndpointWorkflowInput(BaseModel):
@@ -64,9 +76,58 @@ class EndpointStatus(BaseModel):
     routes: EndpointRoutes | None
     model: str | None = None
     team: str = DEFAULT_TEAM
+    conditions: list[Condition] = Field(default_factory=list, description="Available (RoutesPublished or "
+                                        "NoRoutes) and Progressing: status, reason, message, last transition")
 
 
 class SetWorkloads(BaseModel):
     workloads: list[str] = Field(description="the endpoint's workloads from now on; others are drained, then dropped")
     requested_by: str = Field(default="unknown", max_length=200)
     team: str = Field(default=DEFAULT_TEAM, max_length=63, description="the requester's team")
+
+
+# --- its activities' payloads ----------------------------------------------------------------------
+
+
+class ObserveInput(BaseModel):
+    """Which deployments of its workloads serve now (the endpoint's look; a workload's is
+    contracts.workload.ObserveDeploymentInput)."""
+    name: str
+    workloads: list[str]
+    draining: list[str] = []
+    draining_backends: list[BackendRef] = []  # one cluster of a workload scaling away
+
+
+class SetRoutesInput(BaseModel):
+    routes: EndpointRoutes
+
+
+class DrainInput(BaseModel):
+    name: str
+    backends: list[BackendRef]
+    grace_seconds: float
+
+
+class EndpointRecord(BaseModel):
+    name: str
+    workloads: list[str]
+    state: str
+    workflow_id: str
+    routes: list[dict[str, Any]]
+    step: str
+    event: str | None = None  # the event's kind when it is not `endpoint_<state>`
+    actor: str = "system"
+    team: str = DEFAULT_TEAM  # the owning team (events recorded before teams existed: the default one)
+    requested_by: str = "unknown"  # who created the endpoint
+
+
+class CheckWorkloadsInput(BaseModel):
+    name: str
+    workloads: list[str]
+    model: str | None = None  # the repository the endpoint serves, once it knows (endpoints started before it did not)
+    current: list[str] = []  # the endpoint's workloads now: the model is theirs when `model` is not known
+
+
+class CheckWorkloadsOutput(BaseModel):
+    problems: list[str]
+    model: str | None = None  # the endpoint's model after the change

@@ -1,5 +1,6 @@
 """The live inventory's contract: read the GPU nodes of some clusters at once (the API's
-`GET /v1/clusters?live=true`), through the kube task queue."""
+`GET /v1/clusters?live=true`), through the kube task queue; and its one activity, which the workload's
+placement calls too."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from wingsmith.kube_ref import KubeconfigRef
 from wingsmith.placement.models import ClusterInventory
 
 WORKFLOW = "LiveInventoryWorkflow"
+ACTIVITY_READ_INVENTORY = "read_inventory"  # ReadInventoryInput -> ClusterInventory (activities/inventory.py)
 
 
 class InventoryTarget(BaseModel):
@@ -24,3 +26,8 @@ class LiveInventoryInput(BaseModel):
 
 class LiveInventoryResult(BaseModel):
     inventories: list[ClusterInventory]
+
+
+class ReadInventoryInput(BaseModel):
+    cluster: str = Field(min_length=1)
+    kubeconfig: KubeconfigRef

@@ -1,11 +1,13 @@
 """The cluster rollout's contract (`workload/<id>/cluster/<name>`, a child of the workload
-workflow): one rollout, or one teardown, of a workload's deployment on one cluster."""
+workflow): one rollout, or one teardown, of a workload's deployment on one cluster; and the names and
+payloads of the activities it calls (activities/rollout.py; the deployment rows, which the workload's
+healing writes too, through activities/workload.py)."""
 
 from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 from wingsmith.dynamo.rollout_spec import RolloutSpec
 from wingsmith.kube_ref import KubeconfigRef
@@ -13,10 +15,18 @@ from wingsmith.kube_ref import KubeconfigRef
 WORKFLOW = "ClusterRolloutWorkflow"
 QUERY_PROGRESS = "progress"  # -> str: where the rollout is
 
+# Its activities (names recorded in histories: never rename one).
+ACTIVITY_APPLY = "rollout.apply"  # ApplyInput -> ApplyOutput
+ACTIVITY_WAIT_READY = "rollout.wait_ready"  # WaitReadyInput -> WaitReadyOutput
+ACTIVITY_PROBE_FRONTEND = "rollout.probe_frontend"  # ProbeFrontendInput -> ProbeFrontendOutput
+ACTIVITY_DELETE = "rollout.delete"  # DeleteInput -> DeleteOutput
+ACTIVITY_RECORD_DEPLOYMENT = "workload.record_deployment"  # DeploymentRecord -> None
+
 # Failures no retry can fix; everything else retries with backoff.
 FINAL_ERRORS = ["InvalidRollout", "SchemaRejected", "Forbidden", "Unauthorized", "BadRequest", "PodCrashLooping",
                 "ImagePullFailed", "OutOfMemory", "DeploymentFailed", "DeploymentSuperseded", "DeploymentMissing",
                 "ReadyDeadlineExceeded", "Unschedulable", "KubeconfigMissing", "KubeconfigInvalid"]
+
 
 class ClusterRolloutInput(BaseModel):
     mode: Literal["apply", "delete"]
@@ -42,3 +52,88 @@ class ClusterRolloutResult(BaseModel):
     generation: int | None = None
     spec_hash: str | None = None
     frontend_url: str | None = None
+
+
+# --- its activities' payloads ----------------------------------------------------------------------
+
+
+class ApplyInput(BaseModel):
+    kubeconfig: KubeconfigRef
+    spec: RolloutSpec
+
+
+class ApplyOutput(BaseModel):
+    name: str
+    namespace: str
+    uid: str
+    generation: int
+    resource_version: str
+    spec_hash: str | None = Field(default=None, description="the spec-hash annotation applied (None: older worker)")
+
+
+class WaitReadyInput(BaseModel):
+    kubeconfig: KubeconfigRef
+    name: str
+    namespace: str
+    generation: int = Field(ge=1, description="the generation `apply` returned")
+    weight_bytes: int | None = Field(default=None, ge=0, description="scales the deadline")
+    deadline_seconds: float | None = Field(default=None, gt=0, description="overrides the scaled deadline")
+    poll_seconds: float = Field(default=5.0, gt=0)
+    unschedulable_grace_seconds: float = Field(
+        default=120, ge=0, description="how long a pod may find no node before the cluster is given up on "
+                                       "(a cluster autoscaler may add one meanwhile)")
+
+
+class WaitReadyOutput(BaseModel):
+    name: str
+    namespace: str
+    generation: int
+    state: str
+    waited_seconds: float
+    polls: int
+    pods_ready: int
+    pods_total: int
+
+
+class ProbeFrontendInput(BaseModel):
+    url: str | None = Field(default=None, description="frontend base URL; None: ask the cluster")
+    kubeconfig: KubeconfigRef | None = None
+    name: str | None = None
+    namespace: str = "default"
+    served_model_name: str
+    timeout_seconds: float = Field(default=600.0, gt=0)
+    poll_seconds: float = Field(default=2.0, gt=0)
+
+
+class ProbeFrontendOutput(BaseModel):
+    url: str
+    models: list[str]
+    attempts: int
+    waited_seconds: float
+
+
+class DeleteInput(BaseModel):
+    kubeconfig: KubeconfigRef
+    name: str
+    namespace: str
+    timeout_seconds: float = Field(default=900.0, gt=0)
+    poll_seconds: float = Field(default=1.0, gt=0)
+
+
+class DeleteOutput(BaseModel):
+    existed: bool
+    waited_seconds: float
+
+
+class DeploymentRecord(BaseModel):
+    workload_id: str
+    cluster: str
+    revision: int = 0
+    dgd_name: str
+    namespace: str
+    replicas: int
+    state: str
+    frontend_url: str | None = None
+    detail: dict = {}
+    source: str
+    step: str

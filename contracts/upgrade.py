@@ -1,23 +1,32 @@
 """The upgrade's contract: what a person (or a `follow: auto` approval) asks of a workload's workflow
 (the `upgrade` update and the pause, resume and abort updates), what the upgrade reports, and the
-`ApplicationError` types its refusals carry. The traffic analysis itself is domain (wingsmith.upgrade)."""
+`ApplicationError` types its refusals carry, and the names and payloads of the activities it calls
+(activities/upgrade.py). The traffic analysis itself is domain (wingsmith.upgrade)."""
 
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
+from wingsmith.gateway.traffic import BackendCounters
 from wingsmith.teams import DEFAULT_TEAM
 from wingsmith.text import MAX_LIST, CommentText, NameText
 from wingsmith.upgrade import StepVerdict, UpgradeThresholds
+from wingsmith.workloads import WorkloadPlan
 
 # The workload workflow's upgrade updates (the workflow's type name is contracts.workload.WORKFLOW).
 UPDATE_UPGRADE = "upgrade"  # UpgradeRequest -> UpgradeStatus
 UPDATE_PAUSE = "pause_upgrade"  # UpgradeControl -> UpgradeStatus
 UPDATE_RESUME = "resume_upgrade"
 UPDATE_ABORT = "abort_upgrade"
+
+# The upgrade's activities (names recorded in histories: never rename one).
+ACTIVITY_PLAN = "upgrade.plan"  # PlanUpgradeInput -> PlanUpgradeOutput
+ACTIVITY_SET_SPLIT = "upgrade.set_split"  # SplitInput -> None
+ACTIVITY_READ_COUNTERS = "upgrade.read_counters"  # CountersInput -> CountersOutput
+ACTIVITY_RECORD = "upgrade.record"  # UpgradeEvent -> None
 
 # Why an upgrade is refused (the update fails with one of these `ApplicationError` types).
 UPGRADE_RUNNING = "UpgradeRunning"  # another upgrade runs or is being planned
@@ -106,3 +115,42 @@ class UpgradeStatus(BaseModel):
 
     def cluster(self, name: str) -> UpgradeClusterProgress:
         return next(c for c in self.clusters if c.cluster == name)
+
+
+# --- its activities' payloads ----------------------------------------------------------------------
+
+
+class PlanUpgradeInput(BaseModel):
+    current: WorkloadPlan
+    request: UpgradeRequest
+
+
+class PlanUpgradeOutput(BaseModel):
+    plan: WorkloadPlan | None = None
+    problem: str | None = None  # why the upgrade is refused, in the user's words
+    kind: str | None = None  # the refusal's type name
+
+
+class SplitInput(BaseModel):
+    workload_id: str
+    cluster: str
+    revision: int
+    percent: int | None  # None: no split, weights follow replicas again
+
+
+class CountersInput(BaseModel):
+    endpoints: list[str]
+    backends: list[str]
+
+
+class CountersOutput(BaseModel):
+    counters: dict[str, BackendCounters]
+
+
+class UpgradeEvent(BaseModel):
+    workload_id: str
+    source: str
+    step: str
+    kind: str
+    actor: str = "system"
+    detail: dict[str, Any] = {}

@@ -13,6 +13,12 @@ from wingsmith.teams import DEFAULT_TEAM
 
 WORKFLOW = "WatchWorkflow"
 
+# Its activities, and the one the artifact workflow calls on approval (activities/watch.py; names
+# recorded in histories: never rename one).
+ACTIVITY_CHECK = "watch.check"  # WatchInput -> UpstreamCheck
+ACTIVITY_NOTIFY = "watch.notify"  # WatchNotice -> None
+ACTIVITY_ENSURE_SCHEDULE = "watch.ensure_schedule"  # EnsureWatchInput -> str (the schedule id)
+
 WATCH_PREFIX = "watch/"
 
 

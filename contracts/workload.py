@@ -1,6 +1,7 @@
 """The workload workflow's contract (`workload/<id>`): its input, its state (carried across
-continue-as-new), its updates, signals and status query, their names, and the `ApplicationError`
-types it raises."""
+continue-as-new), its updates, signals and status query, their names, the `ApplicationError`
+types it raises, and the names and payloads of the activities it calls (activities/workload.py,
+activities/observe.py register them under these names; the workflow calls them by name)."""
 
 from __future__ import annotations
 
@@ -15,6 +16,8 @@ from contracts.ids import MODEL, SHA, STAGE, WORKLOAD
 from contracts.upgrade import UpgradeStatus
 from wingsmith.endpoints import BackendDrained as BackendDrained  # the backend_drained signal's payload
 from wingsmith.endpoints import EndpointRef as EndpointRef  # the subscribe, unsubscribe, drained signals' payload
+from wingsmith.kube_ref import KubeconfigRef
+from wingsmith.placement.models import ClusterInfo, ClusterInventory, PlacementDecision, PlacementPlan
 from wingsmith.teams import DEFAULT_TEAM
 from wingsmith.workloads import WorkloadPlan
 
@@ -33,6 +36,16 @@ SIGNAL_BACKEND_DRAINED = "backend_drained"  # BackendDrained: one cluster draine
 NOT_SCALABLE = "NotScalable"
 ALREADY_DELETED = "AlreadyDeleted"
 WORKLOAD_FAILED = "WorkloadFailed"  # could not be placed and served: rolled back
+
+# Its activities (names recorded in histories: never rename one).
+ACTIVITY_LIST_CLUSTERS = "workload.list_clusters"  # NoInput -> ClusterTargets
+ACTIVITY_PLACE = "workload.place"  # PlaceInput -> PlacementDecision
+ACTIVITY_RECORD = "workload.record"  # WorkloadRecord -> None
+ACTIVITY_RECORD_PLACEMENT = "workload.record_placement"  # PlacementRecord -> None
+ACTIVITY_RECORD_HEAL = "workload.record_heal"  # HealRecord -> None
+ACTIVITY_OBSERVE = "workload.observe"  # ObserveDeploymentInput -> wingsmith.reconcile.Observation
+# (the deployment rows: contracts.rollout.ACTIVITY_RECORD_DEPLOYMENT; cluster inventories:
+# contracts.inventory.ACTIVITY_READ_INVENTORY)
 
 # `degraded`: what was observed is less than what was asked (a deployment missing, unready or
 # unreachable, or replicas that could not be placed again); the clusters say which and why.
@@ -146,3 +159,85 @@ def search_attributes(params: WorkloadWorkflowInput, stage: str = "planning") ->
 
 def start_search_attributes(params: WorkloadWorkflowInput) -> TypedSearchAttributes:
     return TypedSearchAttributes(search_attributes(params))
+
+
+# --- its activities' payloads ----------------------------------------------------------------------
+
+
+class ClusterTarget(BaseModel):
+    """Where and how to reach one registered cluster: references only, never credentials."""
+    info: ClusterInfo
+    kubeconfig: KubeconfigRef
+    frontend_base_url: str = ""
+    manual_inventory: ClusterInventory | None = None
+
+
+class ClusterTargets(BaseModel):
+    clusters: list[ClusterTarget]
+
+
+class NoInput(BaseModel):
+    pass
+
+
+class PlaceInput(BaseModel):
+    plan: PlacementPlan
+    inventories: list[ClusterInventory]
+    clusters: list[ClusterInfo]
+
+
+class WorkloadRecord(BaseModel):
+    workload_id: str
+    artifact_id: str
+    spec: dict
+    state: str
+    workflow_id: str
+    requested_by: str
+    step: str
+    detail: dict = {}
+    team: str = DEFAULT_TEAM
+
+
+class PlacementRecord(BaseModel):
+    workload_id: str
+    revision: int
+    decision: PlacementDecision
+    workflow_id: str
+
+
+class HealRecord(BaseModel):
+    workload_id: str
+    workflow_id: str
+    step: str
+    cluster: str
+    action: str
+    problem: str = "other"  # wingsmith.reconcile.Problem
+    cause: str
+    seconds: float
+    outcome: str
+
+
+class ObserveDeploymentInput(BaseModel):
+    cluster: str = Field(min_length=1)
+    kubeconfig: KubeconfigRef
+    name: str = Field(min_length=1, description="the DGD")
+    namespace: str = Field(min_length=1)
+    served_model_name: str | None = Field(default=None, description="probe the frontend for this name; None: skip")
+    probe_timeout_seconds: float = Field(default=3.0, gt=0, le=60)
+    known: str | None = Field(default=None, description="the news key the workflow last acted on; None: answer "
+                              "after the first read")
+    status_seconds: float = Field(default=10, gt=0, le=3600)
+    probe_seconds: float = Field(default=30, gt=0, le=3600)
+    report_seconds: float = Field(default=300, gt=0, le=86400, description="answer after this long even "
+                                  "without news")
+
+
+def last_heard(details: object) -> datetime | None:
+    """The time a lost observation last read its cluster, from its last heartbeat's details (the observe
+    activity heartbeats that time as an ISO string; empty before its first read)."""
+    if isinstance(details, (list, tuple)) and details and isinstance(details[0], str) and details[0]:
+        try:
+            return datetime.fromisoformat(details[0])
+        except ValueError:
+            return None
+    return None

@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # Install what is missing, then run the gates (ruff, mypy) and the whole test suite.
 # Extra arguments go to pytest.
-WINGSMITH_EXTRAS=test,dev
+# perf: AIConfigurator, so the planning-by-load tests run (and fail, not skip, if it is missing).
+WINGSMITH_EXTRAS=test,dev,perf
 source "$(dirname "$0")/_env.sh"
-# The console's browser test drives Debian's Chromium; install it when it is missing.
-bash scripts/install-browser.sh
+# Tests drive Debian's Chromium (the console) and HAProxy (TLS in front of Temporal); install what is missing.
+bash scripts/install-debian.sh
 set +e
 # Lint and types first: they take seconds, and a failure there fails the run like a failing test.
 ruff check . || { echo "ruff check failed" >&2; exit 1; }

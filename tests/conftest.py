@@ -9,7 +9,7 @@
 - `upstream_dir`: the full upstream snapshots for the upstream tier (tests/upstream.py).
 
 The code under test sees none of the caller's plane settings: `WINGSMITH_*`, `DATABASE_URL` and
-`TEMPORAL_ADDRESS` exported in the shell (say, for a plane on other ports) are removed before any
+`TEMPORAL_*` exported in the shell (say, for a plane on other ports) are removed before any
 test runs, so every test starts from the defaults it states.
 """
 
@@ -44,7 +44,8 @@ HARNESS_VARIABLES = {"WINGSMITH_RECORD_HISTORIES", "WINGSMITH_UPDATE_GOLDEN"}
 
 def _isolate_from_the_shell() -> None:
     for name in list(os.environ):
-        plane_setting = name.startswith("WINGSMITH_") or name in PLANE_VARIABLES
+        # TEMPORAL_*: Temporal's own client configuration (TLS files, API key, profiles) is the plane's too.
+        plane_setting = name.startswith(("WINGSMITH_", "TEMPORAL_")) or name in PLANE_VARIABLES
         if plane_setting and name not in HARNESS_VARIABLES:
             del os.environ[name]
 
@@ -76,16 +77,21 @@ def pg_server(tmp_path_factory) -> LocalPostgres:
     server.stop()
 
 
-@pytest_asyncio.fixture(scope="module", loop_scope="session")
-async def pg_dsn(pg_server, request) -> str:
-    """A fresh, migrated database for one test module."""
+async def empty_database(pg_server: LocalPostgres) -> str:
+    """The DSN of a new database with nothing in it, not even the registry's schema."""
     name = "t_" + uuid.uuid4().hex[:12]
     admin = await open_pool(pg_server.dsn("postgres"), max_size=1)
     try:
         await admin.execute(f'create database "{name}"')
     finally:
         await admin.close()
-    dsn = pg_server.dsn(name)
+    return pg_server.dsn(name)
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="session")
+async def pg_dsn(pg_server, request) -> str:
+    """A fresh, migrated database for one test module."""
+    dsn = await empty_database(pg_server)
     pool = await open_pool(dsn, max_size=1)
     try:
         await migrate(pool)

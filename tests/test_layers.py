@@ -5,7 +5,8 @@
     API -> contracts, domain, adapters;  entry points (wingsmith.cli, wingsmith.local) on top
 
 The domain and the contracts import no I/O library; workflows import only contracts, the domain,
-`temporalio` and their own modules (they call activities and other workflows by name); activities
+`temporalio` and their own package's modules (they call activities and other workflows by the names in
+contracts/), and what they load, at any depth, holds no activity, adapter or I/O library; activities
 never import workflows; the API never imports a workflow or an activity, and its process loads no
 `kubernetes` client; the stand-ins in sim/ import nothing of the product. Every import counts, also
 those inside functions."""
@@ -37,28 +38,6 @@ FORBIDDEN: dict[str, tuple[str, ...]] = {
     "api": ("workflows", "activities", "worker", "sim", "tests", "bench"),
     "sim": (*PRODUCT, "tests", "bench"),
 }
-# Not done yet (issue #32): the workload workflow's modules still import activities and adapters.
-# This list only shrinks; nothing may be added to it.
-PENDING = ("workflows/workload/",)
-# Not done yet (issue #32): these workflow modules still import their activities' payload types and
-# definitions (next: payloads into contracts, activities called by name). Only these, and only
-# activities: a new import of an activity module by a workflow fails the test.
-WORKFLOWS_STILL_IMPORTING_ACTIVITIES = {
-    "workflows/artifact.py": ("activities.artifact", "activities.follow", "activities.watch"),
-    "workflows/endpoint.py": ("activities.endpoint",),
-    "workflows/inventory.py": ("activities.inventory",),
-    "workflows/rollout.py": ("activities.rollout", "activities.workload"),
-    "workflows/watch.py": ("activities.watch",),
-}
-
-
-def _still_pending(violation: str) -> bool:
-    where, _, module = violation.partition(" imports ")
-    if where.startswith(PENDING):
-        return True
-    return module in WORKFLOWS_STILL_IMPORTING_ACTIVITIES.get(where.rpartition(":")[0], ())
-
-
 def imported_modules(path: Path, root: Path = ROOT) -> list[tuple[int, str]]:
     """Every module a file imports, at any depth (functions, `if TYPE_CHECKING`, passed-through blocks)."""
     tree = ast.parse(path.read_text(), filename=str(path))
@@ -73,9 +52,11 @@ def imported_modules(path: Path, root: Path = ROOT) -> list[tuple[int, str]]:
                 module = ".".join([*base, *([node.module] if node.module else [])])
             else:
                 module = node.module or ""
-            # `from .. import x` names modules in its list, not in `module`
-            found += [(node.lineno, module)] if node.module else [
-                (node.lineno, f"{module}.{a.name}".lstrip(".")) for a in node.names]
+            # Each name as `module.name`: `from pkg import x` may name a submodule (`from .. import x` always
+            # does), and a name a package exports is judged as the package's own (`wingsmith.hub.Resolver`
+            # is no domain module, though `wingsmith.hub.proposal` is).
+            found += [(node.lineno, (f"{module}.{a.name}" if a.name != "*" else module).lstrip("."))
+                      for a in node.names]
         elif isinstance(node, ast.Call) and getattr(node.func, "id", getattr(node.func, "attr", None)) in (
                 "import_module", "__import__") and node.args and isinstance(node.args[0], ast.Constant):
             found.append((node.lineno, str(node.args[0].value)))
@@ -118,7 +99,7 @@ def impurities(paths: list[Path], allowed_wingsmith: tuple[str, ...], root: Path
 
 @pytest.mark.parametrize("package", sorted(FORBIDDEN))
 def test_imports_point_one_way(package: str) -> None:
-    assert [v for v in violations(package) if not _still_pending(v)] == []
+    assert violations(package) == []
 
 
 def test_the_domain_imports_no_io_and_no_adapter() -> None:
@@ -130,8 +111,55 @@ def test_contracts_import_only_the_domain() -> None:
 
 
 def test_workflows_import_only_contracts_domain_and_temporalio() -> None:
-    paths = [p for p in sorted((ROOT / "workflows").rglob("*.py")) if not str(p.relative_to(ROOT)).startswith(PENDING)]
-    assert impurities(paths, DOMAIN) == []
+    assert impurities(sorted((ROOT / "workflows").rglob("*.py")), DOMAIN) == []
+
+
+def test_a_workflow_imports_no_other_workflow() -> None:
+    """Workflows start, signal and query each other by the names in contracts/, so none loads another's
+    code: a workflow module imports only its own package's modules and the shared policies and history."""
+    shared = ("workflows.policies", "workflows.history")
+    bad = []
+    for path in sorted((ROOT / "workflows").rglob("*.py")):
+        own = _module_of(path, ROOT) if path.name == "__init__.py" else _module_of(path.parent / "__init__.py", ROOT)
+        allowed = shared if own == "workflows" else (*shared, own)
+        for line, module in imported_modules(path):
+            if _under(module, ("workflows",)) and not _under(module, allowed):
+                bad.append(f"{path.relative_to(ROOT)}:{line} imports {module}")
+    assert bad == []
+
+
+def _loaded_by(modules: list[str], tmp_path: Path) -> list[str]:
+    """The modules that importing `modules` loads, beyond what temporalio's workflow API and pydantic load
+    themselves: what a process (or a workflow sandbox) really gets, at any depth."""
+    code = ("import importlib, json, sys\nimport pydantic, temporalio.workflow, temporalio.common\n"
+            "before = set(sys.modules)\n"
+            f"for m in {modules!r}:\n    importlib.import_module(m)\n"
+            "print(json.dumps(sorted(set(sys.modules) - before)))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=True,
+                         env={"PATH": "/usr/bin:/bin", "WINGSMITH_HOME": str(tmp_path)})
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def _modules_under(package: str) -> list[str]:
+    return [_module_of(p, ROOT) for p in sorted((ROOT / package).rglob("*.py"))]
+
+
+def test_workflows_load_no_activity_adapter_or_io_library_at_any_depth(tmp_path: Path) -> None:
+    """Importing every workflow module loads no activity, no I/O library and no wingsmith module outside the
+    domain (only the domain's parent packages), also through the modules it imports in turn."""
+    domain_parents = {".".join(m.split(".")[:i]) for m in DOMAIN for i in range(1, m.count(".") + 1)}
+    # prometheus_client's package loads its exposition module whatever one takes from it (the domain takes
+    # its text parser, wingsmith.gateway.traffic); importing it directly is still refused above.
+    io = tuple(m for m in IO_LIBRARIES if m != "prometheus_client.exposition")
+    loaded = _loaded_by(_modules_under("workflows"), tmp_path)
+    bad = [m for m in loaded if _under(m, (*io, "activities", "api", "worker", "sim"))
+           or (_under(m, ("wingsmith",)) and m not in domain_parents
+               and (not _under(m, DOMAIN) or _under(m, NOT_DOMAIN)))]
+    assert bad == []
+
+
+def test_activities_load_no_workflow(tmp_path: Path) -> None:
+    assert [m for m in _loaded_by(_modules_under("activities"), tmp_path) if _under(m, ("workflows",))] == []
 
 
 def test_the_api_process_loads_no_workflow_activity_or_kubernetes(tmp_path: Path) -> None:
@@ -150,6 +178,6 @@ def test_the_rule_sees_imports_inside_functions(tmp_path: Path) -> None:
     (tmp_path / "wingsmith" / "local" / "probe.py").write_text(
         "from ..config import Settings\n\ndef f():\n    from workflows.workload import X\n"
         "    import importlib\n    importlib.import_module('api.app')\n    from ... import sim\n")
-    assert violations("wingsmith", tmp_path) == ["wingsmith/local/probe.py:4 imports workflows.workload",
+    assert violations("wingsmith", tmp_path) == ["wingsmith/local/probe.py:4 imports workflows.workload.X",
                                                  "wingsmith/local/probe.py:6 imports api.app",
                                                  "wingsmith/local/probe.py:7 imports sim"]

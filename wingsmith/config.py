@@ -25,6 +25,12 @@ def observe_task_queue(kube_task_queue: str) -> str:
     return f"{kube_task_queue}-observe"
 
 
+def perf_task_queue(task_queue: str) -> str:
+    """Where AIConfigurator's searches run (contracts/perf.py): beside the main queue, polled only by the
+    perf worker, which exists only where the `perf` extra is installed."""
+    return f"{task_queue}-perf"
+
+
 
 
 SEARCH_ATTRIBUTES = {

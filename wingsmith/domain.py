@@ -10,13 +10,24 @@ from __future__ import annotations
 
 DOMAIN: tuple[str, ...] = (
     "wingsmith.config",  # settings and the task queues' names (read from the environment by the processes)
+    "wingsmith.drafts",  # a draft's content: evidence, the plane's sizing and warnings
     "wingsmith.dynamo",  # rendering the DynamoGraphDeployment, its names and readiness rules
     "wingsmith.endpoints",  # which deployments an endpoint routes to, with what weight
     "wingsmith.errors",
     "wingsmith.gateway.routes",  # the route model both gateways take
     "wingsmith.gateway.traffic",  # parsing the gateway's counters (reading them is traffic_reader)
     "wingsmith.hardware",
+    # A resolved commit's facts (the artifact workflow carries them) and what parsing them needs; the
+    # Hub client itself (wingsmith.hub.resolver) is an adapter, loaded by the package only on use.
+    "wingsmith.hub.config_facts",
+    "wingsmith.hub.errors",
+    "wingsmith.hub.proposal",
+    "wingsmith.hub.source",
+    "wingsmith.hub.weights",
     "wingsmith.kube_ref",
+    "wingsmith.perf.cards",  # planning by load: AIConfigurator's names for the cards, estimates, traffic plans
+    "wingsmith.perf.estimates",
+    "wingsmith.perf.traffic",
     "wingsmith.placement",
     "wingsmith.recipes",  # the catalog of upstream recipes shipped with the plane, and the commands they give
     "wingsmith.reconcile",  # the watch's verdicts on what it observed

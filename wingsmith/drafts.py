@@ -4,10 +4,14 @@ resolve proposal both build it from the same inputs."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 from pydantic import BaseModel, Field
 
 from wingsmith.hub.proposal import ArtifactProposal
 from wingsmith.recipes import Evidence
+from wingsmith.recipes.evidence import HardwareEvidence
 from wingsmith.review import DraftFacts
 from wingsmith.sizing import SizingError, SizingReport, WeightBytes, size_model, variant_weight_bytes
 
@@ -45,47 +49,84 @@ class DraftContent(BaseModel):
                           features=[f.name for f in self.evidence.features] if self.evidence else [])
 
 
-def sizing_target(evidence: Evidence | None, variant: str | None = None) -> SizingTarget:
-    """The recipe's default layout on its first verified, placeable card, on the GPU count the
-    recipe tests for the variant there (the count `serve_command` builds; never the layout's bare
-    minimum of one GPU)."""
+def sizing_target(evidence: Evidence | None, variant: str | None = None,
+                  fleet_cards: list[str] | None = None) -> SizingTarget:
+    """The recipe's default layout on the GPU count the recipe tests for the variant on a card (the count
+    `serve_command` builds; never the layout's bare minimum of one GPU, never below the variant's floor).
+
+    The card: with `fleet_cards` (the cards the registered clusters have), first a card the recipe
+    verifies that the fleet has, then another card the fleet has, and only then a verified card the fleet
+    lacks, saying so; without it (the fleet unknown), the recipe's verified cards, its default first."""
     if evidence is not None:
         variant = variant or evidence.default_variant
-        layout = next((entry for entry in evidence.layouts if entry.name == evidence.default_layout), None)
-        cards = [h for h in evidence.hardware if h.placeable and h.status == "verified"]
-        preferred = sorted(cards, key=lambda h: (h.id != evidence.default_hardware, h.id))
-        for card in preferred:
-            if layout is None or card.id not in layout.allowed:
-                continue
-            shape = next((s for s in evidence.tested_shapes if s.variant == variant and s.hardware == card.id), None)
+        shapes = {s.hardware: s for s in evidence.tested_shapes if s.variant == variant}
+        # Within each tier: the recipe's default card, then a card that holds the replica as the recipe
+        # runs it (not a multi-node stand-in for a shape below its floor), then by id.
+        def rank(h: HardwareEvidence) -> tuple[bool, bool, str]:
+            shape = shapes.get(h.id)
+            return h.id != evidence.default_hardware, bool(shape and shape.note), h.id
+        for card, where in _ranked_cards(evidence, fleet_cards, rank):
+            shape = shapes.get(card.id)
             if shape is None:
                 continue  # the variant does not run on this card
-            return SizingTarget(hardware=card.id, layout=layout.name, gpus=shape.gpus,
-                                reason=f"the recipe's default layout on verified {card.display_name}, "
-                                       f"{shape.gpus} GPU(s) on {shape.nodes} node(s) as the recipe runs it")
+            how = shape.note or "as the recipe runs it"
+            return SizingTarget(hardware=card.id, layout=shape.layout, gpus=shape.gpus,
+                                reason=f"the recipe's default layout on {where}, {shape.gpus} GPU(s) on "
+                                       f"{shape.nodes} node(s) {how}")
     hw, layout_name, gpus = _FALLBACK_TARGET
     if evidence is None:
         why = "no recipe"
     elif evidence.default_layout is None:
         why = "the recipe has no layout (vLLM-Omni)" if evidence.omni else "the recipe has no layout"
     else:
-        why = f"variant {variant} runs on no verified placeable card of the recipe"
+        why = _below_floor(evidence) or f"variant {variant} runs on no verified placeable card of the recipe"
     return SizingTarget(hardware=hw, layout=layout_name, gpus=gpus, reason=f"{why}; sized for one 8-GPU H200 node")
 
 
+def _below_floor(evidence: Evidence) -> str | None:
+    """Why the recipe's own shape is not sized, when it is because that shape is below its floor."""
+    layout = next((e for e in evidence.layouts if e.name == evidence.default_layout), None)
+    verified = [h.id for h in evidence.hardware if h.placeable and h.status == "verified"]
+    for card in verified:
+        why = layout.denied.get(card, "") if layout else ""
+        if "below its floor" in why:
+            return f"the recipe's {layout.name if layout else ''} shape on verified {card} is below its floor ({why})"
+    return None
+
+
+def _ranked_cards(evidence: Evidence, fleet_cards: list[str] | None,
+                  rank: Callable[[HardwareEvidence], Any]) -> list[tuple[HardwareEvidence, str]]:
+    """Placeable cards to size on, best first, each with the words that say why it was chosen."""
+    placeable = [h for h in evidence.hardware if h.placeable and h.status != "unsupported"]
+    verified = sorted((h for h in placeable if h.status == "verified"), key=rank)
+    if fleet_cards is None:
+        return [(h, f"verified {h.display_name}") for h in verified]
+    fleet = {c.lower() for c in fleet_cards}
+    have = f"they have {', '.join(sorted(fleet))}" if fleet else "none is registered"
+    others = sorted((h for h in placeable if h.id in fleet and h.status != "verified"), key=rank)
+    return ([(h, f"verified {h.display_name}, which the registered clusters have") for h in verified
+             if h.id in fleet]
+            + [(h, f"{h.display_name}, which the registered clusters have ({h.status.replace('_', ' ')} by the "
+                   "recipe)") for h in others]
+            + [(h, f"verified {h.display_name}, which no registered cluster has ({have})")
+               for h in verified if h.id not in fleet])
+
+
 def build_draft_content(proposal: ArtifactProposal, evidence: Evidence | None,
-                        resolved_checkpoints: dict[str, int] | None = None) -> DraftContent:
+                        resolved_checkpoints: dict[str, int] | None = None,
+                        fleet_cards: list[str] | None = None) -> DraftContent:
     """Size every variant: this artifact's own bytes for the variant it is, a resolved checkpoint's
-    bytes for variants that live in other repos, else bytes derived from parameters and precision."""
+    bytes for variants that live in other repos, else bytes derived from parameters and precision.
+    `fleet_cards`: the cards the registered clusters have, to size on those first (None: not known)."""
     resolved_checkpoints = {k.lower(): v for k, v in (resolved_checkpoints or {}).items()}
-    target = sizing_target(evidence)
+    target = sizing_target(evidence, fleet_cards=fleet_cards)
     sizing: list[VariantSizing] = []
     variants = evidence.variants if evidence else []
     if not variants:
         sizing.append(_size(proposal, "default", proposal.repo_id, None, False, target, own=True))
     for v in variants:
         own = v.checkpoint.lower() == proposal.repo_id.lower()
-        variant_target = sizing_target(evidence, v.name)
+        variant_target = sizing_target(evidence, v.name, fleet_cards)
         sizing.append(_size(proposal, v.name, v.checkpoint, v.vram_minimum_gb, v.is_estimate, variant_target, own=own,
                             precision=v.precision, resolved=resolved_checkpoints.get(v.checkpoint.lower())))
     warnings = [w for s in sizing if s.report for w in s.report.warnings]

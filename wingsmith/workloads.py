@@ -13,7 +13,8 @@ from pydantic import BaseModel, Field, field_validator
 from wingsmith.dynamo import Engine, Layout, RolloutSpec, WorkerPool
 from wingsmith.hardware import UnknownHardware, get_hardware
 from wingsmith.placement.models import PlacementConstraints, PlacementPlan
-from wingsmith.recipes import Catalog, InvalidChoice, ServeCommand, max_num_seqs_default, serve_command
+from wingsmith.recipes import Catalog, InvalidChoice, ServeCommand, serve_command
+from wingsmith.recipes.concurrency import max_num_seqs_applied
 from wingsmith.reconcile import DriftPolicy
 from wingsmith.sizing import SizingError, fit_check
 from wingsmith.text import MAX_LIST, NameText, ServedModelName, SourceText
@@ -244,11 +245,9 @@ def _pools(command: ServeCommand) -> tuple[WorkerPool, WorkerPool | None]:
 def max_num_seqs_for(command: ServeCommand, repo_id: str, card: str, catalog: Catalog) -> tuple[int | None, str]:
     """The one default the plane applies: --max-num-seqs from Dynamo's aggregated recipe for the card.
     A tested vLLM recipe flag that already sets it wins and is named as the source instead."""
-    args = command.commands[0].args if command.commands else command.args
-    if "--max-num-seqs" in args:
-        value = int(args[args.index("--max-num-seqs") + 1])
-        return value, f"the vLLM recipe {command.recipe} sets it"
-    default = max_num_seqs_default(repo_id, card, catalog=catalog)
+    default = max_num_seqs_applied(command, repo_id, catalog)
+    if default.origin == "vllm recipe":
+        return default.value, f"the vLLM recipe {command.recipe} sets it"
     if default.value is None:
         return None, default.reason
     return default.value, f"{default.source_path}@{(default.source_commit or '')[:12]}"

@@ -4,17 +4,21 @@ long ones heartbeat, so they see the cancellation and Temporal retries them else
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import signal
+from collections.abc import Collection
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import asynccontextmanager
 from datetime import timedelta
 
+import asyncpg
 from temporalio.worker import Worker
 
 from wingsmith.config import KUBE_TASK_QUEUE, TASK_QUEUE, Settings, get_settings, observe_task_queue
 from wingsmith.kube import preload as preload_kube_client
 from wingsmith.logs import configure_logging, get_logger
+from wingsmith.startup import postgres_failure, run_or_exit
 from wingsmith.temporal import connect
 from wingsmith.tracing import configure_tracing
 from worker.metrics import DomainMetrics, metrics_runtime, serve_metrics
@@ -36,21 +40,33 @@ _WATCHED_AT_ONCE = 20_000
 
 
 
+def task_queues(settings: Settings) -> list[str]:
+    """Every task queue the worker process polls, orchestration first."""
+    return [settings.task_queue, settings.kube_task_queue, observe_task_queue(settings.kube_task_queue)]
+
+
 def build_workers(client, deps: WorkerDeps, *, task_queue: str = TASK_QUEUE,
-                  kube_task_queue: str = KUBE_TASK_QUEUE, max_threads: int = 16) -> list[Worker]:
+                  kube_task_queue: str = KUBE_TASK_QUEUE, max_threads: int = 16,
+                  only: Collection[str] | None = None) -> list[Worker]:
     """Two workers sharing a client: orchestration + light activities, and blocking Kubernetes I/O
-    on its own queue (and thread pool) so a slow cluster cannot starve everything else."""
+    on its own queue (and thread pool) so a slow cluster cannot starve everything else. `only`: the
+    queues to poll (a Kubernetes Deployment per queue, so each scales on its own); None polls all."""
+    def wanted(queue: str) -> bool:
+        return only is None or queue in only
+
     metrics = DomainMetrics(deps.db)
-    main = Worker(client, task_queue=task_queue, workflows=workflows(), activities=main_activities(deps),
-                  workflow_runner=WORKFLOW_RUNNER, sticky_queue_schedule_to_start_timeout=_STICKY_TIMEOUT,
-                  activity_executor=ThreadPoolExecutor(max_threads, thread_name_prefix="wingsmith-act"),
-                  graceful_shutdown_timeout=_GRACEFUL_SHUTDOWN, interceptors=[metrics])
-    workers = [main]
+    workers = []
+    if wanted(task_queue):
+        workers.append(Worker(client, task_queue=task_queue, workflows=workflows(), activities=main_activities(deps),
+                              workflow_runner=WORKFLOW_RUNNER, sticky_queue_schedule_to_start_timeout=_STICKY_TIMEOUT,
+                              activity_executor=ThreadPoolExecutor(max_threads, thread_name_prefix="wingsmith-act"),
+                              graceful_shutdown_timeout=_GRACEFUL_SHUTDOWN, interceptors=[metrics]))
     kube = kube_activities(deps)
-    if kube:
+    if kube and wanted(kube_task_queue):
         workers.append(Worker(client, task_queue=kube_task_queue, activities=kube,
                               activity_executor=ThreadPoolExecutor(max_threads, thread_name_prefix="wingsmith-kube"),
                               graceful_shutdown_timeout=_GRACEFUL_SHUTDOWN, interceptors=[metrics]))
+    if kube and wanted(observe_task_queue(kube_task_queue)):
         # Looks wait for news for minutes: one per watched cluster of every serving workload is held at
         # once, on the event loop (no thread each). They change nothing, so a shutdown cancels them at
         # once; the server starts each again on whichever worker is up, where it carries on.
@@ -74,19 +90,25 @@ async def running_in_process(client, deps: WorkerDeps, *, task_queue: str | None
         await asyncio.gather(*tasks, return_exceptions=True)
 
 
-async def run(settings: Settings) -> None:
+async def run(settings: Settings, queues: Collection[str] | None = None) -> None:
     configure_tracing("wingsmith-worker")
     runtime, sdk_metrics_url = metrics_runtime(settings)
-    metrics_server = serve_metrics(settings, sdk_metrics_url)
+    # Connected (Temporal, then Postgres) before anything else speaks: a refused certificate or an
+    # unusable DATABASE_URL ends the process in one line (wingsmith/startup.py).
     client = await connect(settings, runtime=runtime)
     deps = WorkerDeps(settings=settings)
     if settings.database_url:
         from wingsmith.store.db import migrate, open_pool
         # A worker (re)started while Postgres restarts waits for it rather than dying in a loop.
-        deps.db = await open_pool(settings.database_url, wait_seconds=60)
-        await migrate(deps.db)
+        try:
+            deps.db = await open_pool(settings.database_url, wait_seconds=60)
+            await migrate(deps.db)
+        except (OSError, asyncpg.InterfaceError, asyncpg.PostgresError) as exc:
+            raise postgres_failure(exc) from None
+    metrics_server = serve_metrics(settings, sdk_metrics_url)
     preload_kube_client()  # before polling: the first inventory read or rollout should not wait for imports
-    workers = build_workers(client, deps, task_queue=settings.task_queue, kube_task_queue=settings.kube_task_queue)
+    workers = build_workers(client, deps, task_queue=settings.task_queue, kube_task_queue=settings.kube_task_queue,
+                            only=queues)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
@@ -106,10 +128,14 @@ async def run(settings: Settings) -> None:
         metrics_server.shutdown()
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     settings = get_settings()
+    parser = argparse.ArgumentParser(prog="python -m worker", description="Poll the plane's Temporal task queues.")
+    parser.add_argument("--queue", action="append", choices=task_queues(settings), metavar="NAME",
+                        help="poll only this task queue (repeatable); default: all of them")
+    args = parser.parse_args(argv)
     configure_logging(settings.log_level, settings.log_format)
-    asyncio.run(run(settings))
+    run_or_exit("wingsmith worker", lambda: asyncio.run(run(settings, args.queue)))
 
 
 if __name__ == "__main__":

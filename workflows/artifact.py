@@ -11,77 +11,49 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 
 from temporalio import workflow
-from temporalio.common import RetryPolicy
 from temporalio.exceptions import ActivityError, ApplicationError, FailureError
 
+from contracts import artifact as contract
 from contracts.artifact import (
-    HUB_FINAL,
     RESOLVE_FAILED,
+    ArtifactEventInput,
     ArtifactOutcome,
+    ArtifactStateInput,
     ArtifactStatus,
     ArtifactWorkflowInput,
+    EvidenceInput,
+    EvidenceResult,
+    FollowApproval,
+    RecordDecisionInput,
     RefusedDecision,
+    ReminderInput,
+    ResolveArtifactInput,
+    SaveDraftInput,
+    SaveDraftResult,
+    SizeDraftInput,
     artifact_id,
     search_attributes,
 )
 from contracts.ids import STAGE
-from contracts.watch import EnsureWatchInput, WatchInput
-
-with workflow.unsafe.imports_passed_through():
-    from activities.artifact import (
-        ArtifactActivities,
-        ArtifactEventInput,
-        ArtifactStateInput,
-        EvidenceInput,
-        RecordDecisionInput,
-        ReminderInput,
-        ResolveArtifactInput,
-        SaveDraftInput,
-        SizeDraftInput,
-    )
-    from activities.follow import FollowActivities, FollowApproval
-    from activities.watch import WatchActivities
-    from wingsmith.review import (
-        SIGNALS_OFF,
-        Decision,
-        DraftFacts,
-        RecordedDecision,
-        ReviewRefused,
-        ReviewRequest,
-        ReviewSignal,
-        check_review,
-        check_signal_reviewer,
-    )
-    from wingsmith.watch import watchable
-
-_IO = workflow.ActivityConfig(
-    start_to_close_timeout=timedelta(minutes=2),
-    retry_policy=RetryPolicy(initial_interval=timedelta(seconds=1), maximum_interval=timedelta(minutes=1),
-                             non_retryable_error_types=HUB_FINAL))
-# Local activities: they run inside the workflow task on the worker that holds the workflow, with no
-# round trip through the server to dispatch them or to report back (on the dev server each such trip
-# is tens of milliseconds); the result is still recorded (a marker), retried and idempotent.
-# Registry writes, and the pure evidence and sizing steps over the shipped catalog, are local.
-_DB_TIMEOUT = timedelta(seconds=30)
-_DB_RETRY = RetryPolicy(initial_interval=timedelta(seconds=1), maximum_interval=timedelta(seconds=30))
-_DB = workflow.LocalActivityConfig(start_to_close_timeout=_DB_TIMEOUT, retry_policy=_DB_RETRY)
-# Creating the watch's schedule is a scheduled (server-dispatched) activity with the registry writes'
-# limits; making it local would change the command sequence the recorded histories hold.
-_DB_SCHEDULED = workflow.ActivityConfig(start_to_close_timeout=_DB_TIMEOUT, retry_policy=_DB_RETRY)
-# Telling the followers sends updates through the Temporal client: retried while Temporal does not
-# answer, a bounded number of times (a refusal is an answer, recorded and not retried).
-_FOLLOW = workflow.ActivityConfig(
-    summary="follow: upgrade the branch's follow: auto workloads, tell the manual ones",
-    start_to_close_timeout=timedelta(minutes=2),
-    retry_policy=RetryPolicy(initial_interval=timedelta(seconds=2), maximum_interval=timedelta(minutes=1),
-                             maximum_attempts=10))
-_COMPUTE = workflow.LocalActivityConfig(
-    start_to_close_timeout=timedelta(minutes=2),
-    retry_policy=RetryPolicy(initial_interval=timedelta(seconds=1), maximum_interval=timedelta(minutes=1),
-                             non_retryable_error_types=HUB_FINAL))
+from contracts.watch import ACTIVITY_ENSURE_SCHEDULE, EnsureWatchInput, WatchInput
+from wingsmith.drafts import DraftContent
+from wingsmith.hub.proposal import ArtifactProposal
+from wingsmith.review import (
+    SIGNALS_OFF,
+    Decision,
+    DraftFacts,
+    RecordedDecision,
+    ReviewRefused,
+    ReviewRequest,
+    ReviewSignal,
+    check_review,
+    check_signal_reviewer,
+)
+from wingsmith.watch import watchable
+from workflows import policies
 
 
-@workflow.defn
+@workflow.defn(name=contract.WORKFLOW)
 class ArtifactWorkflow:
     @workflow.init
     def __init__(self, params: ArtifactWorkflowInput) -> None:
@@ -100,27 +72,29 @@ class ArtifactWorkflow:
         wf_id = workflow.info().workflow_id
         # Its own attributes, so an artifact started from user code is found like one the API started.
         workflow.upsert_search_attributes([pair.key.value_set(pair.value) for pair in search_attributes(params)])
-        acts = ArtifactActivities
         try:
-            proposal = await workflow.execute_activity_method(
-                acts.resolve_artifact, ResolveArtifactInput(repo_id=params.repo_id, sha=params.sha), **_IO)
-            evidence = await workflow.execute_local_activity_method(
-                acts.gather_evidence, EvidenceInput(repo_id=params.repo_id, catalog_version=params.catalog_version),
-                **_COMPUTE)
-            content = await workflow.execute_local_activity_method(
-                acts.size_draft, SizeDraftInput(proposal=proposal, evidence=evidence.evidence), **_COMPUTE)
+            proposal = await workflow.execute_activity(
+                contract.ACTIVITY_RESOLVE, ResolveArtifactInput(repo_id=params.repo_id, sha=params.sha),
+                result_type=ArtifactProposal, **policies.HUB_RESOLVE)
+            evidence = await workflow.execute_local_activity(
+                contract.ACTIVITY_GATHER_EVIDENCE,
+                EvidenceInput(repo_id=params.repo_id, catalog_version=params.catalog_version),
+                result_type=EvidenceResult, **policies.DRAFT_COMPUTE)
+            content = await workflow.execute_local_activity(
+                contract.ACTIVITY_SIZE_DRAFT, SizeDraftInput(proposal=proposal, evidence=evidence.evidence),
+                result_type=DraftContent, **policies.DRAFT_COMPUTE)
         except ActivityError as err:
             return await self._fail(err)
 
         version = 1
-        saved = await workflow.execute_local_activity_method(acts.save_draft, SaveDraftInput(
+        saved = await workflow.execute_local_activity(contract.ACTIVITY_SAVE_DRAFT, SaveDraftInput(
             workflow_id=wf_id, artifact_id=self.id, revision=params.revision, requested_by=params.requested_by,
-            version=version, proposal=proposal, catalog_version=evidence.catalog_version, content=content), **_DB)
+            version=version, proposal=proposal, catalog_version=evidence.catalog_version, content=content),
+            result_type=SaveDraftResult, **policies.REGISTRY)
         for older in saved.superseded_workflows:
             # Best effort: an older draft that already ended needs no telling.
             try:
-                await workflow.get_external_workflow_handle_for(ArtifactWorkflow.run, older).signal(
-                    ArtifactWorkflow.superseded, self.id)
+                await workflow.get_external_workflow_handle(older).signal(contract.SIGNAL_SUPERSEDED, self.id)
             except Exception:  # noqa: BLE001 - the row is already marked superseded
                 pass
         self.draft = content.facts(version)
@@ -130,15 +104,15 @@ class ArtifactWorkflow:
         await self._wait_for_review()
 
         if self.decision is not None and self.stage != "superseded":
-            await workflow.execute_local_activity_method(acts.record_decision, RecordDecisionInput(
-                workflow_id=wf_id, artifact_id=self.id, decision=self.decision), **_DB)
+            await workflow.execute_local_activity(contract.ACTIVITY_RECORD_DECISION, RecordDecisionInput(
+                workflow_id=wf_id, artifact_id=self.id, decision=self.decision), **policies.REGISTRY)
             self._set_stage({"approve": "approved", "reject": "rejected", "expire": "expired"}[self.decision.decision])
             if self.stage == "approved" and watchable(params.revision):
                 # From now on the branch is watched: a new commit opens a new draft against this one.
-                await workflow.execute_activity_method(WatchActivities.ensure_schedule, EnsureWatchInput(
+                await workflow.execute_activity(ACTIVITY_ENSURE_SCHEDULE, EnsureWatchInput(
                     watch=WatchInput(repo_id=params.repo_id, branch=params.revision, policy=params.policy),
                     task_queue=workflow.info().task_queue, requested_by=params.requested_by, team=params.team),
-                    **_DB_SCHEDULED)
+                    result_type=str, **policies.REGISTRY_SCHEDULED)
                 await self._tell_followers(wf_id)
         await workflow.wait_condition(workflow.all_handlers_finished)
         return ArtifactOutcome(artifact_id=self.id, stage=self.stage, decision=self.decision)
@@ -161,17 +135,17 @@ class ArtifactWorkflow:
                                                  draft_version=self.draft.version, decided_at=workflow.now())
                 return
             self.reminders_sent += 1
-            await workflow.execute_local_activity_method(ArtifactActivities.remind_reviewers, ReminderInput(
+            await workflow.execute_local_activity(contract.ACTIVITY_REMIND_REVIEWERS, ReminderInput(
                 workflow_id=workflow.info().workflow_id, artifact_id=self.id, deadline=self.deadline,
-                reminder=self.reminders_sent), **_DB)
+                reminder=self.reminders_sent), **policies.REGISTRY)
 
     async def _tell_followers(self, wf_id: str) -> None:
         """The workloads on an older artifact of this branch: `follow: auto` ones get the upgrade
         update, manual ones an event. Best effort: the approval stands whatever they answer."""
         assert self.decision is not None
         try:
-            await workflow.execute_activity_method(FollowActivities.upgrade_followers, FollowApproval(
-                workflow_id=wf_id, artifact_id=self.id, approver=self.decision.reviewer), **_FOLLOW)
+            await workflow.execute_activity(contract.ACTIVITY_UPGRADE_FOLLOWERS, FollowApproval(
+                workflow_id=wf_id, artifact_id=self.id, approver=self.decision.reviewer), **policies.FOLLOW)
         except ActivityError as err:
             workflow.logger.warning("follow: the workloads on older artifacts were not all told: %s", err.cause)
 
@@ -180,7 +154,7 @@ class ArtifactWorkflow:
 
     # --- the review, as an update -------------------------------------------------------------
 
-    @workflow.update
+    @workflow.update(name=contract.UPDATE_REVIEW)
     async def review(self, request: ReviewRequest) -> ArtifactStatus:
         self.decision = RecordedDecision(decision=request.decision, reviewer=request.reviewer, via="api",
                                          comment=request.comment, draft_version=request.draft_version,
@@ -197,15 +171,15 @@ class ArtifactWorkflow:
 
     # --- the review, as signals (Temporal UI, `temporal workflow signal`) -----------------------
 
-    @workflow.signal
+    @workflow.signal(name=contract.SIGNAL_APPROVE)
     async def approve(self, signal: ReviewSignal) -> None:
         await self._on_signal("approve", signal)
 
-    @workflow.signal
+    @workflow.signal(name=contract.SIGNAL_REJECT)
     async def reject(self, signal: ReviewSignal) -> None:
         await self._on_signal("reject", signal)
 
-    @workflow.signal
+    @workflow.signal(name=contract.SIGNAL_SUPERSEDED)
     def superseded(self, by: str) -> None:
         if self.decision is None:
             self.stage = "superseded"
@@ -225,10 +199,10 @@ class ArtifactWorkflow:
             # A signal cannot be rejected like an update; it is recorded as refused and changes nothing.
             self.refused.append(RefusedDecision(via="signal", decision=decision, reviewer=reviewer,
                                                 reason=refused.message, kind=refused.kind, at=workflow.now()))
-            await workflow.execute_local_activity_method(ArtifactActivities.record_artifact_event, ArtifactEventInput(
+            await workflow.execute_local_activity(contract.ACTIVITY_RECORD_EVENT, ArtifactEventInput(
                 workflow_id=workflow.info().workflow_id, artifact_id=self.id,
                 step=f"signal-refused:{len(self.refused)}", kind="decision_refused", actor=reviewer,
-                detail={"decision": decision, "reason": refused.message, "kind": refused.kind}), **_DB)
+                detail={"decision": decision, "reason": refused.message, "kind": refused.kind}), **policies.REGISTRY)
             return
         self.decision = RecordedDecision(decision=decision, reviewer=reviewer, via="signal", comment=signal.comment,
                                          draft_version=version, selections=signal.selections,
@@ -240,7 +214,7 @@ class ArtifactWorkflow:
         check_review(decision, reviewer, draft_version, body.selections, draft=self.draft, decided=self.decision,
                      requested_by=self.params.requested_by, four_eyes=self.params.policy.four_eyes)
 
-    @workflow.query
+    @workflow.query(name=contract.QUERY_STATUS)
     def status(self) -> ArtifactStatus:
         return ArtifactStatus(artifact_id=self.id, stage=self.stage, requested_by=self.params.requested_by,
                               draft=self.draft, deadline=self.deadline, decision=self.decision,
@@ -257,10 +231,10 @@ class ArtifactWorkflow:
         kind = cause.type if isinstance(cause, ApplicationError) and cause.type else RESOLVE_FAILED
         self.failure = f"{kind}: {cause.message if isinstance(cause, FailureError) else err}"
         p = self.params
-        await workflow.execute_local_activity_method(ArtifactActivities.set_artifact_state, ArtifactStateInput(
+        await workflow.execute_local_activity(contract.ACTIVITY_SET_STATE, ArtifactStateInput(
             workflow_id=workflow.info().workflow_id, artifact_id=self.id, repo_id=p.repo_id, revision=p.revision,
             sha=p.sha, requested_by=p.requested_by, state="failed", step="failed",
-            detail={"cause": self.failure}), **_DB)
+            detail={"cause": self.failure}), **policies.REGISTRY)
         self._set_stage("failed")
         raise ApplicationError(self.failure, type=kind, non_retryable=True)
 

@@ -9,55 +9,38 @@ between two gateway calls leaves nothing half-done: the next pass finishes it.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from datetime import timedelta
-from typing import TypeVar
+from datetime import datetime, timedelta
 
 from temporalio import workflow
-from temporalio.common import RetryPolicy
 from temporalio.exceptions import ApplicationError
 
-import workflows.workload as workload_workflow  # a module import: the two workflows signal each other
+from contracts import conditions as c
+from contracts import endpoint as contract
+from contracts import workload as workload_contract
 from contracts.endpoint import (
     ALREADY_DELETED,
     ENDPOINT_DELETING,
     INVALID_WORKLOADS,
     STILL_DRAINING,
+    CheckWorkloadsInput,
+    CheckWorkloadsOutput,
+    DrainInput,
+    EndpointRecord,
     EndpointState,
     EndpointStatus,
     EndpointWorkflowInput,
+    ObserveInput,
+    SetRoutesInput,
     SetWorkloads,
 )
 from contracts.ids import STAGE, workload_workflow_id
+from wingsmith.endpoints import BackendDrained, BackendRef, EndpointRef, WorkloadRef
+from wingsmith.gateway.routes import EndpointRoutes
+from workflows import policies
 from workflows.history import time_to_continue_as_new
 
-with workflow.unsafe.imports_passed_through():
-    from activities.endpoint import (
-        CheckWorkloadsInput,
-        DrainInput,
-        EndpointActivities,
-        EndpointRecord,
-        ObserveInput,
-        SetRoutesInput,
-    )
-    from wingsmith.endpoints import BackendDrained, BackendRef, EndpointRef, WorkloadRef
-    from wingsmith.gateway.routes import EndpointRoutes
 
-SignalArg = TypeVar("SignalArg", EndpointRef, BackendDrained)
-
-# Each call is a database read, a few probes or one gateway call: short, so a worker that dies
-# mid-call is written off in seconds and the next pass runs elsewhere (60 s held routes stale).
-_IO = workflow.ActivityConfig(
-    start_to_close_timeout=timedelta(seconds=20),
-    retry_policy=RetryPolicy(initial_interval=timedelta(seconds=1), maximum_interval=timedelta(seconds=30)))
-
-# A person waits on the membership check: a registry that stays down fails the update, not the endpoint.
-_CHECK = workflow.ActivityConfig(
-    start_to_close_timeout=timedelta(seconds=10),
-    retry_policy=RetryPolicy(initial_interval=timedelta(seconds=1), maximum_attempts=3))
-
-
-@workflow.defn
+@workflow.defn(name=contract.WORKFLOW)
 class EndpointWorkflow:
     @workflow.init
     def __init__(self, params: EndpointWorkflowInput) -> None:
@@ -71,13 +54,15 @@ class EndpointWorkflow:
     async def run(self, params: EndpointWorkflowInput) -> EndpointStatus:
         # Its own attributes, so an endpoint started from user code is found like one the API started.
         workflow.upsert_search_attributes([STAGE.value_set(self.state.stage)])
+        self._show_conditions()
         if params.resume is None:
             for wid in self.state.workloads:
-                await self._tell(wid, workload_workflow.WorkloadWorkflow.subscribe, self._me())
+                await self._tell(wid, workload_contract.SIGNAL_SUBSCRIBE, self._me())
         while not self.deleting:
             self.dirty = False
             await self._reconcile()
             await self._finish_drains()
+            self._show_conditions()  # drains started or finished since the last pass
             self._set_stage("serving" if self.state.routes and self.state.routes.serving else "waiting")
             try:
                 await workflow.wait_condition(lambda: self.dirty or self.deleting,
@@ -93,39 +78,40 @@ class EndpointWorkflow:
 
     # --- signals from workloads, updates from the API ------------------------------------------------
 
-    @workflow.signal
+    @workflow.signal(name=contract.SIGNAL_WORKLOAD_CHANGED)
     def workload_changed(self, change: WorkloadRef) -> None:
         self.dirty = True
 
-    @workflow.signal
+    @workflow.signal(name=contract.SIGNAL_WORKLOAD_DELETING)
     def workload_deleting(self, deleting: WorkloadRef) -> None:
         if deleting.workload_id in self.state.workloads and deleting.workload_id not in self.state.draining:
             self.state.draining.append(deleting.workload_id)
         self.dirty = True
 
-    @workflow.signal
+    @workflow.signal(name=contract.SIGNAL_BACKEND_LEAVING)
     def backend_leaving(self, backend: BackendRef) -> None:
         """A workload is about to remove one cluster's deployment."""
         if backend.workload_id in self.state.workloads and backend not in self.state.draining_backends:
             self.state.draining_backends.append(backend)
         self.dirty = True
 
-    @workflow.signal
+    @workflow.signal(name=contract.SIGNAL_BACKEND_GONE)
     def backend_gone(self, backend: BackendRef) -> None:
         for held in (self.state.draining_backends, self.state.drained_backends):
             if backend in held:
                 held.remove(backend)
         self.dirty = True
 
-    @workflow.update
+    @workflow.update(name=contract.UPDATE_SET_WORKLOADS)
     async def set_workloads(self, request: SetWorkloads) -> EndpointStatus:
         """Change the endpoint's workloads. Joining ones are routed once they serve the name; leaving
         ones go to weight 0, their in-flight requests finish, and only then do they leave the routes.
         Returns once the change is recorded (the drain goes on in the endpoint's passes)."""
         wanted = list(dict.fromkeys(request.workloads))
         # Every workload must serve the endpoint's model, whether or not any of the old ones stays.
-        check = await workflow.execute_activity_method(EndpointActivities.check_workloads, CheckWorkloadsInput(
-            name=self.params.name, workloads=wanted, model=self.state.model, current=self.state.workloads), **_CHECK)
+        check = await workflow.execute_activity(contract.ACTIVITY_CHECK_WORKLOADS, CheckWorkloadsInput(
+            name=self.params.name, workloads=wanted, model=self.state.model, current=self.state.workloads),
+            result_type=CheckWorkloadsOutput, **policies.MEMBERSHIP_CHECK)
         if check.problems:
             raise ApplicationError("; ".join(check.problems), type=INVALID_WORKLOADS)
         self._validate_membership(request)  # again: the endpoint may have changed during the check
@@ -133,7 +119,7 @@ class EndpointWorkflow:
         for wid in wanted:
             if wid not in self.state.workloads:
                 self.state.workloads.append(wid)
-                await self._tell(wid, workload_workflow.WorkloadWorkflow.subscribe, self._me())
+                await self._tell(wid, workload_contract.SIGNAL_SUBSCRIBE, self._me())
         leaving = [w for w in self.state.workloads if w not in wanted and w not in self.state.draining]
         self.state.draining.extend(leaving)  # removed workloads are drained, not cut off
         self.state.passes += 1
@@ -156,7 +142,7 @@ class EndpointWorkflow:
             raise ApplicationError(f"workload(s) {', '.join(back)} are still draining from this endpoint; "
                                    "add them again once they have left", type=STILL_DRAINING)
 
-    @workflow.update
+    @workflow.update(name=contract.UPDATE_DELETE)
     async def delete(self) -> EndpointStatus:
         self.deleting = True
         await workflow.wait_condition(lambda: self.state.stage == "deleted")
@@ -167,21 +153,23 @@ class EndpointWorkflow:
         if self.state.stage == "deleted":
             raise ApplicationError("endpoint already deleted", type=ALREADY_DELETED)
 
-    @workflow.query
+    @workflow.query(name=contract.QUERY_STATUS)
     def status(self) -> EndpointStatus:
         return EndpointStatus(name=self.params.name, stage=self.state.stage, workloads=self.state.workloads,
                               draining=self.state.draining, routes=self.state.routes, team=self.params.team,
-                              model=self.state.model)
+                              model=self.state.model, conditions=list(self.state.conditions))
 
     # --- reconciling -------------------------------------------------------------------------------
 
     async def _reconcile(self) -> None:
-        routes = await workflow.execute_activity_method(EndpointActivities.observe, ObserveInput(
+        routes = await workflow.execute_activity(contract.ACTIVITY_OBSERVE, ObserveInput(
             name=self.params.name, workloads=self.state.workloads, draining=self.state.draining,
-            draining_backends=self.state.draining_backends), **_IO)
-        await workflow.execute_activity_method(EndpointActivities.set_routes, SetRoutesInput(routes=routes), **_IO)
+            draining_backends=self.state.draining_backends), result_type=EndpointRoutes, **policies.ENDPOINT_IO)
+        await workflow.execute_activity(contract.ACTIVITY_SET_ROUTES, SetRoutesInput(routes=routes),
+                                        **policies.ENDPOINT_IO)
         if routes != self.state.routes:
             self.state.routes = routes
+            self._show_conditions()
             self.state.passes += 1
             await self._record("serving" if routes.serving else "waiting")
 
@@ -196,7 +184,7 @@ class EndpointWorkflow:
         me = workflow.info().workflow_id
         for backend in leaving:
             self.state.drained_backends.append(backend)
-            await self._tell(backend.workload_id, workload_workflow.WorkloadWorkflow.backend_drained,
+            await self._tell(backend.workload_id, workload_contract.SIGNAL_BACKEND_DRAINED,
                              BackendDrained(endpoint_workflow_id=me, backend=backend))
 
     async def _finish_drains(self) -> None:
@@ -212,16 +200,16 @@ class EndpointWorkflow:
         self.state.draining = [w for w in self.state.draining if w not in draining]
         await self._reconcile()
         for wid in draining:
-            await self._tell(wid, workload_workflow.WorkloadWorkflow.drained, self._me())
-            await self._tell(wid, workload_workflow.WorkloadWorkflow.unsubscribe, self._me())
+            await self._tell(wid, workload_contract.SIGNAL_DRAINED, self._me())
+            await self._tell(wid, workload_contract.SIGNAL_UNSUBSCRIBE, self._me())
 
     async def _tear_down(self) -> None:
         self._set_stage("deleting")
         self.state.draining = list(self.state.workloads)
         await self._reconcile()
         await self._finish_drains()
-        await workflow.execute_activity_method(EndpointActivities.set_routes, SetRoutesInput(
-            routes=EndpointRoutes(model_name=self.params.name)), **_IO)
+        await workflow.execute_activity(contract.ACTIVITY_SET_ROUTES, SetRoutesInput(
+            routes=EndpointRoutes(model_name=self.params.name)), **policies.ENDPOINT_IO)
         self.state.routes = None
         self._set_stage("deleted")
         await self._record("deleted")
@@ -235,33 +223,60 @@ class EndpointWorkflow:
         """Until these backends have no request in flight, at most the grace period."""
         if not backends:
             return
-        await workflow.execute_activity_method(
-            EndpointActivities.wait_drained,
+        await workflow.execute_activity(
+            contract.ACTIVITY_WAIT_DRAINED,
             DrainInput(name=self.params.name, backends=backends, grace_seconds=self.params.drain_grace_seconds),
-            start_to_close_timeout=timedelta(seconds=self.params.drain_grace_seconds + 60),
-            heartbeat_timeout=timedelta(seconds=10))
+            **policies.drain_wait(self.params.drain_grace_seconds))
 
-    async def _tell(self, workload_id: str, signal: Callable[[workload_workflow.WorkloadWorkflow, SignalArg], None],
-                    arg: SignalArg) -> None:
-        handle = workflow.get_external_workflow_handle_for(workload_workflow.WorkloadWorkflow.run,
-                                                           workload_workflow_id(workload_id))
+    async def _tell(self, workload_id: str, signal: str, arg: EndpointRef | BackendDrained) -> None:
+        """`signal`: one of the workload's signal names (contracts.workload)."""
+        handle = workflow.get_external_workflow_handle(workload_workflow_id(workload_id))
         try:
             await handle.signal(signal, arg)
         except Exception:  # noqa: BLE001 - a workload that is gone has nothing to hear
-            workflow.logger.info("workload %s did not take the %s signal", workload_id, signal.__name__)
+            workflow.logger.info("workload %s did not take the %s signal", workload_id, signal)
 
     async def _record(self, state: str, *, event: str | None = None, actor: str = "system") -> None:
         info = workflow.info()
         routes = self.state.routes.backends if self.state.routes else []
-        await workflow.execute_activity_method(EndpointActivities.record, EndpointRecord(
+        await workflow.execute_activity(contract.ACTIVITY_RECORD, EndpointRecord(
             name=self.params.name, workloads=self.state.workloads, state=state, workflow_id=info.workflow_id,
             routes=[b.model_dump(mode="json") for b in routes], event=event, actor=actor, team=self.params.team,
             requested_by=self.params.requested_by,
-            step=f"{info.run_id}:{self.state.passes}:{event or state}"), **_IO)
+            step=f"{info.run_id}:{self.state.passes}:{event or state}"), **policies.ENDPOINT_IO)
 
     def _set_stage(self, stage: str) -> bool:
         if self.state.stage == stage:
             return False
         self.state.stage = stage
         workflow.upsert_search_attributes([STAGE.value_set(stage)])
+        self._show_conditions()
         return True
+
+    def _show_conditions(self) -> None:
+        """Called on every change of the stage, the routes or the drains."""
+        show_conditions(self.state, workflow.now())
+
+
+def show_conditions(state: EndpointState, now: datetime) -> None:
+    """The endpoint's conditions from its routes and what it drains (pure: the caller passes the
+    workflow's time). Available says whether any deployment takes the name's requests now."""
+    put, serving = state.conditions, state.routes.serving if state.routes else []
+    if serving:
+        clusters = ", ".join(sorted({b.cluster for b in serving}))
+        c.set_condition(put, c.AVAILABLE, "True", c.ROUTES_PUBLISHED,
+                        f"{len(serving)} backend(s) take requests (clusters {clusters})", now)
+    elif state.stage == "deleted":
+        c.set_condition(put, c.AVAILABLE, "False", c.DELETED, "deleted: the gateway holds no route for it", now)
+    else:
+        c.set_condition(put, c.AVAILABLE, "False", c.NO_ROUTES, "no deployment of "
+                        f"{', '.join(state.workloads) or 'its workloads'} serves the name yet", now)
+    leaving = [*state.draining, *(f"{b.workload_id} on {b.cluster}" for b in state.draining_backends)]
+    if state.stage in ("deleting", "deleted"):
+        deleting = state.stage == "deleting"
+        c.set_condition(put, c.PROGRESSING, "True" if deleting else "False", c.DELETING if deleting else c.DELETED,
+                        state.stage, now)
+    elif leaving:
+        c.set_condition(put, c.PROGRESSING, "True", c.DRAINING, f"draining {', '.join(leaving)}", now)
+    else:
+        c.set_condition(put, c.PROGRESSING, "False", c.SETTLED, "its routes follow its serving deployments", now)

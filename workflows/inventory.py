@@ -9,20 +9,23 @@ retried or repeated run changes nothing; short timeouts, because a person is wai
 from __future__ import annotations
 
 import asyncio
-from datetime import timedelta
 
 from temporalio import workflow
-from temporalio.common import RetryPolicy
 from temporalio.exceptions import ActivityError
 
-from contracts.inventory import InventoryTarget, LiveInventoryInput, LiveInventoryResult
+from contracts import inventory as contract
+from contracts.inventory import (
+    ACTIVITY_READ_INVENTORY,
+    InventoryTarget,
+    LiveInventoryInput,
+    LiveInventoryResult,
+    ReadInventoryInput,
+)
+from wingsmith.placement.models import ClusterInventory
+from workflows import policies
 
-with workflow.unsafe.imports_passed_through():
-    from activities.inventory import ReadInventoryInput, read_inventory
-    from wingsmith.placement.models import ClusterInventory
 
-
-@workflow.defn
+@workflow.defn(name=contract.WORKFLOW)
 class LiveInventoryWorkflow:
     @workflow.run
     async def run(self, params: LiveInventoryInput) -> LiveInventoryResult:
@@ -32,10 +35,9 @@ class LiveInventoryWorkflow:
     async def _read(self, target: InventoryTarget, params: LiveInventoryInput) -> ClusterInventory:
         try:
             return await workflow.execute_activity(
-                read_inventory, ReadInventoryInput(cluster=target.cluster, kubeconfig=target.kubeconfig),
-                task_queue=params.kube_task_queue,
-                start_to_close_timeout=timedelta(seconds=params.read_timeout_seconds),
-                retry_policy=RetryPolicy(maximum_attempts=2, initial_interval=timedelta(milliseconds=200)))
+                ACTIVITY_READ_INVENTORY, ReadInventoryInput(cluster=target.cluster, kubeconfig=target.kubeconfig),
+                result_type=ClusterInventory,
+                **policies.live_inventory_read(params.kube_task_queue, params.read_timeout_seconds))
         except ActivityError as err:
             # One unreadable cluster is explained, not fatal: the dry run still places on the others.
             cause = getattr(err.cause, "message", None) or str(err)

@@ -2,18 +2,16 @@
 
 from __future__ import annotations
 
-from datetime import timedelta
-
 from temporalio import workflow
 
 from contracts import ping as contract
 from contracts.ping import PingInput, PingResult, PingWorkflowInput
+from workflows import policies
 
 
-@workflow.defn
+@workflow.defn(name=contract.WORKFLOW)
 class PingWorkflow:
     @workflow.run
     async def run(self, params: PingWorkflowInput) -> PingResult:
         return await workflow.execute_activity(
-            contract.ACTIVITY, PingInput(message=params.message), result_type=PingResult,
-            start_to_close_timeout=timedelta(seconds=30))
+            contract.ACTIVITY, PingInput(message=params.message), result_type=PingResult, **policies.PING)

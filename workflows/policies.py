@@ -1,4 +1,5 @@
 """Activity timeouts and retry policies of every workflow, in one place, each with why it is so.
+Workflows call activities by name (contracts/) with one of these; none defines its own.
 
 Local activities run inside the workflow task on the worker that holds the workflow, with no round
 trip through the server to dispatch them or to report back (on the dev server each such trip is tens
@@ -12,10 +13,13 @@ from datetime import timedelta
 from temporalio import workflow
 from temporalio.common import RetryPolicy
 
+from contracts.artifact import HUB_FINAL, HUB_MISSING
+from contracts.rollout import FINAL_ERRORS
+
 # Registry writes take milliseconds: a worker that dies mid-write is written off after 10 s, and while
 # Postgres restarts they retry every few seconds (at most 5 s apart), not every half minute, for as long
 # as it takes. (This was defined four times; the artifact workflow's copy allowed 30 s and backed off
-# to 30 s, which only made a review wait longer after a Postgres restart.)
+# to 30 s, which only made a review wait longer after a Postgres restart; it now shares these.)
 REGISTRY_TIMEOUT = timedelta(seconds=10)
 REGISTRY_RETRY = RetryPolicy(initial_interval=timedelta(seconds=1), maximum_interval=timedelta(seconds=5))
 REGISTRY = workflow.LocalActivityConfig(start_to_close_timeout=REGISTRY_TIMEOUT, retry_policy=REGISTRY_RETRY)
@@ -60,3 +64,112 @@ UPGRADE_PLAN = workflow.ActivityConfig(
 GATEWAY_COUNTERS = workflow.ActivityConfig(
     start_to_close_timeout=timedelta(seconds=15),
     retry_policy=RetryPolicy(initial_interval=timedelta(seconds=1), maximum_attempts=3))
+
+
+# --- the artifact workflow ----------------------------------------------------------------------------
+
+# Resolving a commit asks the Hub: retried with backoff, except answers no retry changes (missing,
+# gated, no token, not a model).
+HUB_RESOLVE = workflow.ActivityConfig(
+    start_to_close_timeout=timedelta(minutes=2),
+    retry_policy=RetryPolicy(initial_interval=timedelta(seconds=1), maximum_interval=timedelta(minutes=1),
+                             non_retryable_error_types=HUB_FINAL))
+# The evidence and sizing steps over the shipped catalog (sizing may resolve another checkpoint on the
+# Hub): local, with the resolve's limits.
+DRAFT_COMPUTE = workflow.LocalActivityConfig(
+    start_to_close_timeout=timedelta(minutes=2),
+    retry_policy=RetryPolicy(initial_interval=timedelta(seconds=1), maximum_interval=timedelta(minutes=1),
+                             non_retryable_error_types=HUB_FINAL))
+# Telling the followers sends updates through the Temporal client: retried while Temporal does not
+# answer, a bounded number of times (a refusal is an answer, recorded and not retried).
+FOLLOW = workflow.ActivityConfig(
+    summary="follow: upgrade the branch's follow: auto workloads, tell the manual ones",
+    start_to_close_timeout=timedelta(minutes=2),
+    retry_policy=RetryPolicy(initial_interval=timedelta(seconds=2), maximum_interval=timedelta(minutes=1),
+                             maximum_attempts=10))
+
+# --- the watch ------------------------------------------------------------------------------------------
+
+# A watch run asks the Hub where a branch points: a Hub that stays down skips this run (the schedule
+# runs it again), a repository gone or gated ends it at once.
+WATCH_CHECK = workflow.ActivityConfig(
+    start_to_close_timeout=timedelta(minutes=2),
+    retry_policy=RetryPolicy(initial_interval=timedelta(seconds=5), maximum_interval=timedelta(minutes=5),
+                             maximum_attempts=10, non_retryable_error_types=HUB_MISSING))
+# The notice's webhook: a few tries; the draft is open whether or not anyone heard.
+WATCH_NOTIFY = workflow.ActivityConfig(
+    start_to_close_timeout=timedelta(seconds=30),
+    retry_policy=RetryPolicy(initial_interval=timedelta(seconds=5), maximum_attempts=5))
+
+# --- the cluster rollout --------------------------------------------------------------------------------
+
+KUBE_RETRY = RetryPolicy(initial_interval=timedelta(seconds=1), maximum_interval=timedelta(seconds=30),
+                         non_retryable_error_types=FINAL_ERRORS)
+# A worker that dies mid-activity is noticed when its heartbeats stop: long waits heartbeat every
+# poll (2 s by default), so a short timeout lets another worker take over within seconds. 15 s made
+# each worker crash cost a rollout (so a scale or a heal) 15 s plus the retry's backoff (chaos run).
+KUBE_HEARTBEAT_TIMEOUT = timedelta(seconds=8)
+
+
+def _kube(task_queue: str, timeout: timedelta, *, heartbeat: bool) -> workflow.ActivityConfig:
+    """Kubernetes calls: on the kube task queue, retried unless final; long waits heartbeat."""
+    config = workflow.ActivityConfig(task_queue=task_queue, retry_policy=KUBE_RETRY, start_to_close_timeout=timeout)
+    if heartbeat:
+        config["heartbeat_timeout"] = KUBE_HEARTBEAT_TIMEOUT
+    return config
+
+
+def rollout_apply(task_queue: str) -> workflow.ActivityConfig:
+    """One server-side apply (and the adapter's few retries): seconds. It does not heartbeat, so this is
+    how long a killed worker holds it; the apply is idempotent and retried."""
+    return _kube(task_queue, timedelta(seconds=20), heartbeat=False)
+
+
+def rollout_wait_ready(task_queue: str) -> workflow.ActivityConfig:
+    """The activity keeps its own deadline (scaled by weight bytes, hours for the largest models); this
+    only bounds a wait whose deadline is broken."""
+    return _kube(task_queue, timedelta(hours=7), heartbeat=True)
+
+
+def rollout_probe(task_queue: str) -> workflow.ActivityConfig:
+    """The frontend probe gives up after 10 minutes by itself."""
+    return _kube(task_queue, timedelta(minutes=12), heartbeat=True)
+
+
+def rollout_delete(task_queue: str) -> workflow.ActivityConfig:
+    """A delete waits until the DGD is gone (the operator's finalizers may take a while)."""
+    return _kube(task_queue, timedelta(minutes=20), heartbeat=True)
+
+
+# --- the live inventory --------------------------------------------------------------------------------
+
+
+def live_inventory_read(task_queue: str, timeout_seconds: float) -> workflow.ActivityConfig:
+    """A person waits on a dry run: two quick tries, then the cluster is explained as unreadable."""
+    return workflow.ActivityConfig(task_queue=task_queue, start_to_close_timeout=timedelta(seconds=timeout_seconds),
+                                   retry_policy=RetryPolicy(maximum_attempts=2,
+                                                            initial_interval=timedelta(milliseconds=200)))
+
+
+# --- the endpoint --------------------------------------------------------------------------------------
+
+# Each call is a database read, a few probes or one gateway call: short, so a worker that dies
+# mid-call is written off in seconds and the next pass runs elsewhere (60 s held routes stale).
+ENDPOINT_IO = workflow.ActivityConfig(
+    start_to_close_timeout=timedelta(seconds=20),
+    retry_policy=RetryPolicy(initial_interval=timedelta(seconds=1), maximum_interval=timedelta(seconds=30)))
+# A person waits on the membership check: a registry that stays down fails the update, not the endpoint.
+MEMBERSHIP_CHECK = workflow.ActivityConfig(
+    start_to_close_timeout=timedelta(seconds=10),
+    retry_policy=RetryPolicy(initial_interval=timedelta(seconds=1), maximum_attempts=3))
+
+
+def drain_wait(grace_seconds: float) -> workflow.ActivityConfig:
+    """Waiting for in-flight requests lasts at most the grace period; it heartbeats while it waits."""
+    return workflow.ActivityConfig(start_to_close_timeout=timedelta(seconds=grace_seconds + 60),
+                                   heartbeat_timeout=timedelta(seconds=10))
+
+
+# --- the ping ----------------------------------------------------------------------------------------------
+
+PING = workflow.ActivityConfig(start_to_close_timeout=timedelta(seconds=30))

@@ -5,37 +5,25 @@ ArtifactWorkflow that outlives this run) and announces it."""
 
 from __future__ import annotations
 
-from datetime import timedelta
-
 from temporalio import workflow
-from temporalio.common import RetryPolicy
 from temporalio.exceptions import WorkflowAlreadyStartedError
 from temporalio.workflow import ParentClosePolicy
 
 from contracts import artifact as artifact_contract
-from contracts.artifact import HUB_MISSING, ArtifactWorkflowInput, artifact_id, artifact_workflow_id
+from contracts import watch as contract
+from contracts.artifact import ArtifactWorkflowInput, artifact_id, artifact_workflow_id
 from contracts.ids import MODEL, STAGE
-from contracts.watch import UpstreamCheck, WatchInput, WatchNotice, WatchOutcome
-
-with workflow.unsafe.imports_passed_through():
-    from activities.watch import WatchActivities
-
-_HUB = workflow.ActivityConfig(
-    start_to_close_timeout=timedelta(minutes=2),
-    retry_policy=RetryPolicy(initial_interval=timedelta(seconds=5), maximum_interval=timedelta(minutes=5),
-                             maximum_attempts=10,
-                             non_retryable_error_types=HUB_MISSING))
-_NOTIFY = workflow.ActivityConfig(
-    start_to_close_timeout=timedelta(seconds=30),
-    retry_policy=RetryPolicy(initial_interval=timedelta(seconds=5), maximum_attempts=5))
+from contracts.watch import ACTIVITY_CHECK, ACTIVITY_NOTIFY, UpstreamCheck, WatchInput, WatchNotice, WatchOutcome
+from workflows import policies
 
 
-@workflow.defn
+@workflow.defn(name=contract.WORKFLOW)
 class WatchWorkflow:
     @workflow.run
     async def run(self, params: WatchInput) -> WatchOutcome:
         workflow.upsert_search_attributes([MODEL.value_set(params.repo_id), STAGE.value_set("watching")])
-        check = await workflow.execute_activity_method(WatchActivities.check, params, **_HUB)
+        check = await workflow.execute_activity(ACTIVITY_CHECK, params, result_type=UpstreamCheck,
+                                                **policies.WATCH_CHECK)
         outcome = WatchOutcome(repo_id=params.repo_id, branch=params.branch, head_sha=check.head_sha,
                                catalog_version=check.catalog_version, note="")
         if check.moved:
@@ -74,7 +62,7 @@ class WatchWorkflow:
             return
         outcome.opened = opened
         outcome.note = f"{why}: draft {opened} opened"
-        await workflow.execute_activity_method(WatchActivities.notify, WatchNotice(
+        await workflow.execute_activity(ACTIVITY_NOTIFY, WatchNotice(
             repo_id=params.repo_id, branch=params.branch, approved_id=check.approved_id, new_artifact_id=opened,
             head_sha=sha, reason="recipe catalog" if catalog_version else "new commit",
-            catalog_version=catalog_version), **_NOTIFY)
+            catalog_version=catalog_version), **policies.WATCH_NOTIFY)

@@ -130,9 +130,16 @@ def script() -> FileResponse:
                         headers={"Cache-Control": "public, max-age=300"})
 
 
+def local_tokens_file(request: Request) -> str | None:
+    """Where `wingsmith up` keeps this plane's local tokens; None when the plane reads a token table
+    (`WINGSMITH_AUTH_TOKENS`) instead, whose whereabouts are its operators' business, not the page's."""
+    settings = request.app.state.settings
+    return None if settings.auth_tokens else str(settings.tokens_file)
+
+
 @router.get("/login")
 def login_page(request: Request, next: str | None = None):
-    return render(request, "login.html", next=safe_next(next), roles=ROLES)
+    return render(request, "login.html", next=safe_next(next), roles=ROLES, tokens_file=local_tokens_file(request))
 
 
 @router.post("/login")
@@ -154,7 +161,7 @@ async def login(request: Request):
             "a cookie. Ask your identity provider for a smaller token (fewer claims), or use the API or CLI.")
     if principal is None:
         return render(request, "login.html", status_code=status, next=target, roles=ROLES, error=message,
-                      principal=None)
+                      principal=None, tokens_file=local_tokens_file(request))
     response = redirect(target)
     for path in TOKEN_PATHS:
         _set_cookie(request, response, TOKEN_COOKIE, token, path)

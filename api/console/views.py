@@ -18,6 +18,7 @@ from wingsmith.recipes import (
     max_num_seqs_default,
     serve_command,
 )
+from wingsmith.recipes.concurrency import max_num_seqs_applied
 from wingsmith.recipes.evidence import Evidence, HardwareEvidence, _link
 
 # Plain words for each layout, so a reviewer need not know the strategy files.
@@ -36,7 +37,8 @@ LAYOUT_WORDS = {
     "pd_cluster": "Two pools of GPUs: one reads prompts (prefill), the other writes answers (decode).",
 }
 
-STATUS_WORDS = {"verified": "tested by vLLM", "unsupported": "not supported by the recipe",
+STATUS_WORDS = {"verified": "tested by vLLM", "supported": "said to work by the recipe (no verified run)",
+                "unsupported": "not supported by the recipe",
                 "not_stated": "not stated by the recipe"}
 NOT_PLACEABLE = "no: only NVIDIA GPUs can be placed (serving goes through NVIDIA Dynamo)"
 
@@ -235,16 +237,32 @@ def _hardware_label(h: HardwareEvidence) -> str:
 
 
 def max_num_seqs_rows(hf_id: str, evidence: Evidence, catalog: Catalog) -> list[SeqsRow]:
-    """The `--max-num-seqs` the plane would apply on each card it can place for this model."""
+    """The `--max-num-seqs` a workload of this model runs with on each card the plane can place: from the
+    command a workload there would run (the default variant in the default layout, else the first layout
+    offered on the card), by the planner's own rule, so the page and the workload never disagree."""
     rows = []
-    src = catalog.dynamo_source
+    recipe = catalog.recipes.get(evidence.recipe)
     for h in evidence.hardware:
         if not h.placeable or h.status == "unsupported":
             continue
-        default = max_num_seqs_default(hf_id, h.id, catalog)
+        default = (_applied_on(recipe, hf_id, h.id, evidence, catalog) if recipe is not None else None) \
+            or max_num_seqs_default(hf_id, h.id, catalog)
+        src = catalog.vllm_source if default.origin == "vllm recipe" else catalog.dynamo_source
         link = _link(src.repository, src.commit, default.source_path) if default.source_path else None
         rows.append(SeqsRow(card=h.id, name=h.display_name, default=default, link=link))
     return rows
+
+
+def _applied_on(recipe: Recipe, hf_id: str, card: str, evidence: Evidence,
+                catalog: Catalog) -> MaxNumSeqsDefault | None:
+    layouts = sorted((lay for lay in evidence.layouts if card in lay.allowed), key=lambda lay: not lay.default)
+    for layout in layouts:
+        try:
+            command = serve_command(recipe, evidence.default_variant, card, layout.name, [], catalog=catalog)
+        except InvalidChoice:
+            continue
+        return max_num_seqs_applied(command, hf_id, catalog)
+    return None
 
 
 def dynamo_link(catalog: Catalog, source_path: str) -> str | None:

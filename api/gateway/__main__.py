@@ -12,6 +12,7 @@ import uvicorn
 
 from api.gateway.app import create_gateway_app
 from api.gateway.guard import CLIENT_KEYS_ENV, DEFAULT_MAX_BODY_BYTES, MAX_BODY_ENV
+from wingsmith.gateway.routes_sync import DEFAULT_INTERVAL, INTERVAL_ENV, SOURCE_ENV, RoutesSync, attach
 from wingsmith.logs import configure_logging
 
 TOKEN_REF_ENV = "WINGSMITH_GATEWAY_ADMIN_TOKEN_REF"
@@ -44,6 +45,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--client-keys-ref", default=os.environ.get(CLIENT_KEYS_ENV),
                         help="env var name or file:<path> of the JSON of model name → SHA-256 digests of its "
                              f"client API keys (default: ${CLIENT_KEYS_ENV}); unset: endpoints are open")
+    parser.add_argument("--routes-source", default=os.environ.get(SOURCE_ENV),
+                        help="the API's base URL: pull the routes it published every --routes-poll-interval "
+                             f"seconds, besides taking pushes (default: ${SOURCE_ENV}); unset: pushes only")
+    parser.add_argument("--routes-poll-interval", type=float,
+                        default=float(os.environ.get(INTERVAL_ENV) or DEFAULT_INTERVAL),
+                        help=f"seconds between pulls (default: ${INTERVAL_ENV} or {DEFAULT_INTERVAL:g})")
     parser.add_argument("--log-level", default="INFO")
     args = parser.parse_args(argv)
     configure_logging(args.log_level)
@@ -52,7 +59,12 @@ def main(argv: list[str] | None = None) -> int:
     app = create_gateway_app(state_dir=args.state_dir, admin_token_ref=args.admin_token_ref,
                              probe_interval=args.probe_interval, max_body_bytes=args.max_body_bytes,
                              client_keys_ref=args.client_keys_ref)
-    config = uvicorn.Config(app, log_level="warning", access_log=False, timeout_keep_alive=120)
+    if args.routes_source:
+        attach(app, RoutesSync(app.state.table, args.routes_source, args.admin_token_ref,
+                               interval=args.routes_poll_interval, on_change=app.state.forget_unrouted))
+    # No proxy-headers middleware: the gateway reads no client address, and it ran on every request.
+    config = uvicorn.Config(app, log_level="warning", access_log=False, timeout_keep_alive=120,
+                            proxy_headers=False)
     uvicorn.Server(config).run(sockets=[listening_socket(args.host, args.port)])
     return 0
 

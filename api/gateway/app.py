@@ -36,7 +36,7 @@ from starlette.routing import Route
 
 from api.body_limit import BodyLimit, RequestTooLarge
 from api.gateway.guard import DEFAULT_MAX_BODY_BYTES, ClientKeys, Refusal, too_large_message
-from api.gateway.metrics import GatewayMetrics
+from api.gateway.metrics import ENDPOINT_KEY, GatewayMetrics
 from api.gateway.table import BackendState, RouteTable, log
 from api.gateway.upstream import UpstreamError, UpstreamResponse, Upstreams
 from wingsmith.gateway.routes import EndpointRoutes
@@ -48,7 +48,7 @@ BACKEND_HEADER = "x-wingsmith-backend"
 RETRY_STATUSES = frozenset({404, 408, 429, 500, 502, 503, 504})
 # 429 means busy, not broken: try elsewhere but keep sending it traffic.
 NO_COOLDOWN_STATUSES = frozenset({429})
-_FORWARD_REQUEST_HEADERS = ("content-type", "accept", "accept-encoding", "x-request-id", "traceparent")
+_FORWARD_REQUEST_HEADERS = frozenset({b"content-type", b"accept", b"accept-encoding", b"x-request-id", b"traceparent"})
 # A non-streamed answer up to this size is read whole before it is relayed: one plain response, and
 # a backend that dies mid-answer can still be retried. Larger or streamed answers are relayed as they come.
 _BUFFER_UP_TO = 1 << 20
@@ -115,9 +115,8 @@ def create_gateway_app(*, state_dir: Path | None = None, admin_token_ref: str | 
             return refused_by_door(refusal)
         if table.get(name) is None:
             return _unknown_model(name)
-        request.state.endpoint = name
-        headers = [(k.encode(), v.encode("latin-1")) for k in _FORWARD_REQUEST_HEADERS
-                   if (v := request.headers.get(k))]
+        request.scope[ENDPOINT_KEY] = name
+        headers = _forwarded_headers(request.scope["headers"])
         tried: set[str] = set()
         failures: list[str] = []
         held: tuple[UpstreamResponse, BackendState, bytes | None] | None = None
@@ -347,10 +346,21 @@ def create_gateway_app(*, state_dir: Path | None = None, admin_token_ref: str | 
         middleware=[Middleware(BodyLimit, limit=max_body_bytes, refuse=too_large)])
     app.state.table = table
     app.state.metrics = metrics
+    app.state.forget_unrouted = forget_unrouted  # for routes that change by a pull (routes_sync)
     return app
 
 
 _HOP_BY_HOP_BYTES = frozenset(h.encode() for h in _HOP_BY_HOP)
+
+
+def _forwarded_headers(raw: list[tuple[bytes, bytes]]) -> list[tuple[bytes, bytes]]:
+    """The request headers a backend gets, as the server parsed them (ASGI lower-cases names): the
+    raw bytes, first occurrence of each, none empty. One pass, no decoding and re-encoding."""
+    picked: dict[bytes, bytes] = {}
+    for name, value in raw:
+        if name in _FORWARD_REQUEST_HEADERS and value and name not in picked:
+            picked[name] = value
+    return list(picked.items())
 
 
 def _relayed_headers(resp: UpstreamResponse, state: BackendState) -> list[tuple[bytes, bytes]]:

@@ -100,9 +100,9 @@ async def get_artifact(org: str, name_at_sha: str, _viewer: Viewer, db: DbDep, s
     out["workflow_id"] = artifact_workflow_id_of(artifact)
     out["workflow_url"] = workflow_ui_url(settings, out["workflow_id"])
     out["live"] = live.model_dump(mode="json") if live else None
-    # A draft of a repository that has an approved artifact shows what it changes against it.
-    approved = await store.latest_approved(db, row["repo_id"], other_than=artifact) if row and row.get("draft") \
-        else None
+    # A draft shows what it changes against the approved artifact it was opened from (recorded with it).
+    base = ((row or {}).get("draft") or {}).get("diff_base")
+    approved = await store.get_artifact(db, base) if base else None
     out["diff"] = draft_diff(approved, row, (draft_catalog(approved, settings), draft_catalog(row, settings))) \
         if approved and row else None
     return out

@@ -135,6 +135,7 @@ async def get_endpoint(name: str, viewer: Viewer, db: DbDep, settings: SettingsD
         raise _not_found(name)
     hide(viewer, "endpoint", name, out["team"], _not_found(name))
     out["workflow_url"] = workflow_ui_url(settings, out["workflow_id"])
+    out["conditions"] = await _conditions(request, name)
     out["health"] = None
     try:
         def read():
@@ -148,6 +149,18 @@ async def get_endpoint(name: str, viewer: Viewer, db: DbDep, settings: SettingsD
     except (GatewayError, Exception) as exc:  # noqa: BLE001 - health is best effort; the routes still answer
         out["health_error"] = getattr(exc, "message", type(exc).__name__)
     return out
+
+
+async def _conditions(request: Request, name: str) -> list[dict[str, Any]]:
+    """The workflow's conditions (best effort: the registry row answers without Temporal)."""
+    temporal = getattr(request.app.state, "temporal", None)
+    if temporal is None:
+        return []
+    try:
+        live = await endpoint_status(temporal, name)
+    except Exception:  # noqa: BLE001 - not started yet, or Temporal unreachable: the row still answers
+        return []
+    return [c.model_dump(mode="json") for c in live.conditions]
 
 
 @router.delete("/{name}", status_code=202, response_model=EndpointDeleting,

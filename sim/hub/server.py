@@ -3,12 +3,18 @@ snapshot: model info (`/api/models/<repo>[/revision/<rev>]`) and file resolution
 (`HEAD`/`GET /<repo>/resolve/<rev>/<file>` with X-Repo-Commit, ETag, Content-Length and Range).
 
 Gated repos admit only tokens granted access; errors carry `X-Error-Code` the way the Hub does, so
-the real client raises its real exception types."""
+the real client raises its real exception types.
+
+Commits made here (`POST /_sim/commit/...`, `move_branch`) are the Hub's own history: with a home
+they are kept in `<home>/commits.json` (a journal, written atomically after each one) and replayed when
+a Hub starts on the same home, so a restarted plane still finds the revisions its workloads run.
+`GET /_sim/repos` lists every repo, where main points, and the commits made here."""
 
 from __future__ import annotations
 
 import hashlib
 import json
+import os
 import threading
 import time
 from dataclasses import dataclass, field
@@ -31,7 +37,50 @@ class HubState:
     # repo_id → tokens with access to a gated repo; "*" grants every gated repo.
     grants: dict[str, set[str]] = field(default_factory=dict)
     requests: list[tuple[str, str]] = field(default_factory=list)
-    _lock: threading.Lock = field(default_factory=threading.Lock)
+    journal_path: Path | None = None  # where the commits made here are kept; None keeps them in memory
+    journal: list[dict[str, Any]] = field(default_factory=list)
+    _lock: threading.RLock = field(default_factory=threading.RLock)
+
+    def replay(self) -> None:
+        """Make again the commits a previous Hub on this home made (same shas: they derive from content)."""
+        if self.journal_path is None or not self.journal_path.exists():
+            return
+        for entry in json.loads(self.journal_path.read_text()):
+            if entry["op"] == "commit":
+                self.commit(entry["repo"], entry["set"], at=entry.get("at"))
+            elif entry["op"] == "move":
+                self.move(entry["repo"], entry["sha"])
+
+    def _record(self, entry: dict[str, Any]) -> None:
+        self.journal.append(entry)
+        if self.journal_path is None:
+            return
+        self.journal_path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = self.journal_path.with_name(f".{self.journal_path.name}.tmp")
+        with open(tmp, "w") as fh:
+            json.dump(self.journal, fh, indent=1)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, self.journal_path)
+
+    def move(self, repo_id: str, sha: str) -> None:
+        """Point `main` at a commit (serving the same files), as a push to the repo would."""
+        with self._lock:
+            model = self.lookup(repo_id)
+            if model is None:
+                raise KeyError(repo_id)
+            model.setdefault("_commits", {model["sha"]}).add(sha)
+            model["sha"] = sha
+            self._record({"op": "move", "repo": model["id"], "sha": sha})
+
+    def listing(self) -> list[dict[str, Any]]:
+        """Every repo with where main points and the commits made here, oldest first."""
+        with self._lock:
+            made: dict[str, list[dict[str, Any]]] = {}
+            for entry in self.journal:
+                made.setdefault(entry["repo"], []).append({k: v for k, v in entry.items() if k != "repo"})
+            return [{"id": m["id"], "sha": m["sha"], "commits": made.get(m["id"], [])}
+                    for _, m in sorted(self.models.items(), key=lambda item: item[0].lower())]
 
     def lookup(self, repo_id: str) -> dict | None:
         model = self.models.get(repo_id)
@@ -49,7 +98,7 @@ class HubState:
         """The files as they were at this commit (older commits keep theirs after a new one)."""
         return model.get("_files_at", {}).get(commit, model["files"])
 
-    def commit(self, repo_id: str, changes: dict[str, Any]) -> str:
+    def commit(self, repo_id: str, changes: dict[str, Any], *, at: str | None = None) -> str:
         """A new commit on `main` whose config.json has these keys set (dotted keys reach into
         objects), as a push to the repo would; the older commit keeps serving its own files."""
         with self._lock:
@@ -80,7 +129,9 @@ class HubState:
             sha = hashlib.sha1(f"{old_sha}:{blob}".encode()).hexdigest()
             model.setdefault("_commits", {old_sha}).add(sha)
             model["sha"] = sha
-            model["lastModified"] = time.strftime("%Y-%m-%dT%H:%M:%S.000Z", time.gmtime())
+            model["lastModified"] = at or time.strftime("%Y-%m-%dT%H:%M:%S.000Z", time.gmtime())
+            self._record({"op": "commit", "repo": model["id"], "sha": sha, "parent": old_sha, "set": changes,
+                          "at": model["lastModified"]})
             return sha
 
     def has_access(self, repo_id: str, token: str | None) -> bool:
@@ -139,6 +190,8 @@ class _Handler(BaseHTTPRequestHandler):
                 elif len(raw) != 4:
                     return self._error(404, "EntryNotFound", "unknown API route", head)
                 return self._model_info(repo_id, revision, parse_qs(parts.query), head)
+            if raw == ["_sim", "repos"]:
+                return self._json(200, state.listing(), head)
             if len(raw) >= 5 and raw[2] == "resolve":
                 repo_id = f"{unquote(raw[0])}/{unquote(raw[1])}"
                 return self._resolve(repo_id, unquote(raw[3]), unquote("/".join(raw[4:])), head)
@@ -344,9 +397,7 @@ class HubServerHandle:
 
     def move_branch(self, repo_id: str, sha: str) -> None:
         """Point `main` at a new commit (serving the same files), as a push to the repo would."""
-        model = self.state.lookup(repo_id)
-        model.setdefault("_commits", {model["sha"]}).add(sha)
-        model["sha"] = sha
+        self.state.move(repo_id, sha)
 
     def stop(self) -> None:
         self._server.shutdown()
@@ -373,11 +424,15 @@ def _config_summary(content: str) -> dict:
 
 
 def start_hub_server(port: int = 0, snapshot: Path | str | dict | None = None, faults: Faults | None = None,
-                     *, host: str = "127.0.0.1", grants: dict[str, set[str]] | None = None) -> HubServerHandle:
-    """Serve the snapshot on a background thread; `port=0` picks a free port (see `handle.url`)."""
+                     *, host: str = "127.0.0.1", grants: dict[str, set[str]] | None = None,
+                     home: Path | str | None = None) -> HubServerHandle:
+    """Serve the snapshot on a background thread; `port=0` picks a free port (see `handle.url`).
+    With `home`, the commits made here are kept there and those of an earlier Hub replayed."""
     data = snapshot if isinstance(snapshot, dict) else load_snapshot(snapshot)
     state = HubState(models=data["models"], faults=faults or Faults(),
-                     grants={k: set(v) for k, v in (grants or {}).items()})
+                     grants={k: set(v) for k, v in (grants or {}).items()},
+                     journal_path=Path(home) / "commits.json" if home is not None else None)
+    state.replay()
     server = _Server((host, port), _Handler)
     server.state = state
     thread = threading.Thread(target=server.serve_forever, name="wingsmith-hub-snapshot", daemon=True)

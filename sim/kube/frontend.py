@@ -25,7 +25,7 @@ class Frontend:
     cluster: str
     namespace: str
     name: str
-    models: tuple[str, ...]  # empty until every worker is ready: the frontend runs, nothing registered
+    models: tuple[str, ...]  # empty until each worker component has a ready replica: nothing registered
 
     def reply(self, model: str, prompt: str) -> str:
         key = f"{self.cluster}/{self.namespace}/{self.name}/{model}/{prompt}"

@@ -3,9 +3,10 @@
 
 from __future__ import annotations
 
+import hashlib
 import re
 import shlex
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 _ENV_REF = re.compile(r"\$\{(\w+)\}|\$(\w+)")
@@ -29,6 +30,12 @@ class Component:
     @property
     def is_frontend(self) -> bool:
         return self.type == "frontend"
+
+    @property
+    def spec_hash(self) -> str:
+        """The pod template's identity. Dynamo's operator leaves the replica count out of its worker
+        spec hash, so a scale starts no rolling update: only a change of this hash replaces pods."""
+        return hashlib.sha256(repr(replace(self, replicas=0)).encode()).hexdigest()[:10]
 
 
 def _int(value: Any, default: int) -> int:

@@ -4,9 +4,11 @@ Each tick it reconciles every DynamoGraphDeployment the way the real operator sh
 outside: a finalizer; pods per component (replicas x multinode nodeCount), bound to nodes that
 match the component's node selector and still have free `nvidia.com/gpu`; pod container states
 that follow the cluster's faults; and the DGD status (`state`, the `Ready` condition,
-`observedGeneration`, per-component replica counts). A spec change (new generation) replaces the
-pods. The deployment's frontend is published once its frontend pods run and serves the model once
-every worker is ready. Deleting the DGD removes pods and frontend, then the finalizer.
+`observedGeneration`, per-component replica counts). A change of a component's pod template replaces
+that component's pods; a change of its replica count only adds or removes pods, as Dynamo's operator
+scales without a rolling update. The deployment's frontend is published once its frontend pods run
+and serves the model while every worker component has a ready replica, so a scale does not
+interrupt it. Deleting the DGD removes pods and frontend, then the finalizer.
 
 An operator started on a cluster that already holds deployments (the emulator restarted on the
 same home) adopts them: pods already bound to nodes keep running as they were, so their
@@ -39,7 +41,8 @@ FRONTEND_URL_ANNOTATION = "sim.wingsmith.dev/frontend-url"
 LABEL_DGD = "nvidia.com/dynamo-graph-deployment-name"
 LABEL_COMPONENT = "nvidia.com/dynamo-component"
 LABEL_COMPONENT_TYPE = "nvidia.com/dynamo-component-type"
-LABEL_GENERATION = "sim.wingsmith.dev/generation"
+LABEL_GENERATION = "sim.wingsmith.dev/generation"  # the generation a pod was made for
+LABEL_SPEC_HASH = "sim.wingsmith.dev/spec-hash"  # its component's pod template, replicas left out
 MANAGER = "dynamo-operator"
 _AUXILIARY = ("epp", "planner")
 
@@ -208,7 +211,11 @@ class SimulatedOperator:
             mine = [p for p in pods if p["metadata"]["labels"][LABEL_COMPONENT] == part.name]
             ready_by_component[part.name] = (sum(_pod_ready(p) for p in mine), len(mine))
         workers_ready = all(r == n for c, (r, n) in ready_by_component.items())
-        self._publish_frontend(namespace, name, dgd, seen, pods, workers_ready)
+        ready_pods = {p["metadata"]["name"] for p in pods if _pod_ready(p)}
+        # The frontend routes to any registered worker: one whole ready replica per component serves.
+        serving = all(any(set(replica) <= ready_pods for replica in _replica_pods(name, part))
+                      for part in parts if not part.is_frontend)
+        self._publish_frontend(namespace, name, dgd, seen, pods, serving)
         work.frontends[(namespace, name)] = self.frontends.get(self.cluster, namespace, name)
         self._write_status(dgd, version, seen, work, parts, pods, ready_by_component, workers_ready)
 
@@ -240,10 +247,10 @@ class SimulatedOperator:
 
     def _sync_pods(self, namespace: str, name: str, generation: int, parts: list[Component],
                    work: _Pass) -> list[dict[str, Any]]:
-        desired = {pod_name: part for part in parts for pod_name in _pod_names(name, part)}
+        desired = {pod_name: part for part in parts for replica in _replica_pods(name, part) for pod_name in replica}
         existing = {p["metadata"]["name"]: p for p in work.pods.get((namespace, name), [])}
         for pod_name, pod in list(existing.items()):
-            if pod_name not in desired or pod["metadata"]["labels"].get(LABEL_GENERATION) != str(generation):
+            if pod_name not in desired or _outdated(pod, desired[pod_name], generation):
                 self._delete_pod(namespace, pod, work)
                 del existing[pod_name]
 
@@ -319,12 +326,12 @@ class SimulatedOperator:
     # ---- frontend and status -------------------------------------------------------------------
 
     def _publish_frontend(self, namespace: str, name: str, dgd: dict[str, Any], seen: _Seen,
-                          pods: list[dict[str, Any]], workers_ready: bool) -> None:
+                          pods: list[dict[str, Any]], workers_serve: bool) -> None:
         front = [p for p in pods if p["metadata"]["labels"][LABEL_COMPONENT_TYPE] == "frontend"]
         if not front or not any(_pod_running(p) for p in front):
             self.frontends.remove(self.cluster, namespace, name)
             return
-        serving = workers_ready and not self.faults.operator_failed
+        serving = workers_serve and not self.faults.operator_failed
         if serving and seen.models is None:
             seen.models = served_model_names(dgd)
         self.frontends.publish(self.cluster, namespace, name, list(seen.models or []) if serving else [])
@@ -379,12 +386,21 @@ def _dns(text: str) -> str:
     return re.sub(r"[^a-z0-9-]+", "-", text.lower()).strip("-")
 
 
-def _pod_names(dgd_name: str, part: Component) -> list[str]:
+def _replica_pods(dgd_name: str, part: Component) -> list[list[str]]:
+    """The pod names of each replica of a component (one per node of a multinode replica)."""
     base = f"{_dns(dgd_name)}-{_dns(part.name)}"
     if part.node_count > 1:
-        return [f"{base}-{r}-{'ldr' if rank == 0 else 'wkr'}-{rank}" for r in range(part.replicas)
-                for rank in range(part.node_count)]
-    return [f"{base}-{r}" for r in range(part.replicas)]
+        return [[f"{base}-{r}-{'ldr' if rank == 0 else 'wkr'}-{rank}" for rank in range(part.node_count)]
+                for r in range(part.replicas)]
+    return [[f"{base}-{r}"] for r in range(part.replicas)]
+
+
+def _outdated(pod: dict[str, Any], part: Component, generation: int) -> bool:
+    labels = pod["metadata"].get("labels") or {}
+    if LABEL_SPEC_HASH in labels:
+        return labels[LABEL_SPEC_HASH] != part.spec_hash
+    # A pod kept from before pods carried their template's hash: only its generation can tell.
+    return labels.get(LABEL_GENERATION) != str(generation)
 
 
 def _pod_manifest(pod_name: str, dgd_name: str, generation: int, part: Component) -> dict[str, Any]:
@@ -401,7 +417,8 @@ def _pod_manifest(pod_name: str, dgd_name: str, generation: int, part: Component
         "apiVersion": "v1", "kind": "Pod",
         "metadata": {"name": pod_name, "labels": {
             LABEL_DGD: dgd_name, LABEL_COMPONENT: part.name, LABEL_COMPONENT_TYPE: part.type,
-            LABEL_GENERATION: str(generation), "app.kubernetes.io/managed-by": "dynamo-operator"}},
+            LABEL_GENERATION: str(generation), LABEL_SPEC_HASH: part.spec_hash,
+            "app.kubernetes.io/managed-by": "dynamo-operator"}},
         "spec": {"containers": [container], "nodeSelector": dict(part.node_selector), "restartPolicy": "Always"},
         "status": {"phase": "Pending"},
     }

@@ -4,8 +4,10 @@ body outside metadata and status changes), the status subresource, finalizers, s
 custom objects, merge/JSON patch and server-side apply with field managers.
 
 No HTTP here: the HTTP layer and the simulated operator both call these methods. Objects are kept
-in the version they were written in; reading through another served version only rewrites
-`apiVersion` (the emulator does no conversion between DGD v1alpha1 and v1beta1).
+in their storage version. A DynamoGraphDeployment is converted between v1alpha1 and v1beta1 as the
+operator's conversion webhook does (`sim.kube.conversion`): a write through v1alpha1 is validated in
+v1alpha1, then stored as v1beta1; a read through v1alpha1 answers in v1alpha1's shape. Other kinds
+have one shape per group, and reading through another version only rewrites `apiVersion`.
 
 A cluster outlives whoever started it, as a real one outlives its control plane: `StoreFile` keeps
 one store in one JSON file (objects, field managers, the resourceVersion counter), written
@@ -31,7 +33,7 @@ from typing import Any
 
 import yaml
 
-from sim.kube import errors
+from sim.kube import conversion, errors
 from sim.kube.patches import ApplyConflict, Managers, apply, fields_v1, json_patch, merge_patch, record_update
 from sim.kube.resources import ResourceType
 from sim.kube.schema import drop_nulls
@@ -44,6 +46,8 @@ MERGE = "application/merge-patch+json"
 JSON_PATCH = "application/json-patch+json"
 STRATEGIC = "application/strategic-merge-patch+json"
 APPLY = "application/apply-patch+yaml"
+# Kinds whose versions differ in shape: (group, plural) -> convert(object, group, version).
+_CONVERSIONS = {("nvidia.com", "dynamographdeployments"): conversion.convert}
 
 
 def now() -> str:
@@ -154,8 +158,9 @@ class ClusterStore:
                     "reason": "FieldValueInvalid", "field": "metadata.resourceVersion",
                     "message": "Invalid value: 0x0: must be specified for an update"}])
             self._check_rv(rt, entry, name, sent_rv)
-            new = self._merge_sub(rt, entry.obj, body, subresource)
-            managers = entry.managers if subresource else record_update(entry.obj, new, entry.managers, opts.manager)
+            live = _in_version(rt, version, entry.obj)
+            new = self._merge_sub(rt, live, body, subresource)
+            managers = entry.managers if subresource else record_update(live, new, entry.managers, opts.manager)
             return self._commit(rt, version, namespace, name, entry, new, managers, opts, ("Update", opts.manager))
 
     def patch(self, rt: ResourceType, version: str, namespace: str | None, name: str, body: Any,
@@ -171,16 +176,17 @@ class ClusterStore:
         body = _decode(body)
         with self._lock:
             entry = self._entry(rt, namespace, name)
+            live = _in_version(rt, version, entry.obj)
             try:
-                patched = json_patch(entry.obj, body) if kind == JSON_PATCH else merge_patch(entry.obj, body)
+                patched = json_patch(live, body) if kind == JSON_PATCH else merge_patch(live, body)
             except (ValueError, KeyError, IndexError, TypeError) as exc:
                 raise errors.KubeError(422, "Invalid", f"the JSON patch could not be applied: {exc}") from None
             if not isinstance(patched, dict):
                 raise errors.bad_request("a patch must leave an object")
             if isinstance(body, dict):
                 self._check_rv(rt, entry, name, (body.get("metadata") or {}).get("resourceVersion"))
-            new = self._merge_sub(rt, entry.obj, patched, subresource)
-            managers = entry.managers if subresource else record_update(entry.obj, new, entry.managers, opts.manager)
+            new = self._merge_sub(rt, live, patched, subresource)
+            managers = entry.managers if subresource else record_update(live, new, entry.managers, opts.manager)
             return self._commit(rt, version, namespace, name, entry, new, managers, opts, ("Update", opts.manager))
 
     def _apply(self, rt: ResourceType, version: str, namespace: str | None, name: str, body: Any,
@@ -196,7 +202,7 @@ class ClusterStore:
             entry = self._objects[(rt.group, rt.plural)].get(key)
             if entry is None and subresource:
                 raise errors.not_found(rt.qualified, name)
-            live = entry.obj if entry else None
+            live = _in_version(rt, version, entry.obj) if entry else None
             try:
                 merged, managers = apply(live, body, entry.managers if entry else {}, opts.manager, opts.force)
             except ApplyConflict as conflict:
@@ -206,10 +212,10 @@ class ClusterStore:
                 merged.setdefault("metadata", {}).update(name=name)
                 return self._commit(rt, version, namespace, name, None, merged, managers, opts, ("Apply", opts.manager))
             if subresource == "status":
-                merged = self._merge_sub(rt, entry.obj, {**entry.obj, "status": body.get("status", {})}, "status")
+                merged = self._merge_sub(rt, live or {}, {**(live or {}), "status": body.get("status", {})}, "status")
                 managers = entry.managers
             else:
-                merged = self._merge_sub(rt, entry.obj, merged, None)
+                merged = self._merge_sub(rt, live or {}, merged, None)
             return self._commit(rt, version, namespace, name, entry, merged, managers, opts, ("Apply", opts.manager))
 
     def delete(self, rt: ResourceType, version: str, namespace: str | None, name: str,
@@ -262,7 +268,7 @@ class ClusterStore:
                 key = (item["group"], item["plural"])
                 if key not in self._objects:
                     continue
-                obj = item["object"]
+                obj = _in_version(self._types[key], self._types[key].storage_version, item["object"])
                 managers = {(m, o): {tuple(p) for p in paths} for m, o, paths in item.get("managers") or []}
                 meta = {(m, o): (v, t) for m, o, v, t in item.get("manager_meta") or []}
                 ns, name = obj["metadata"].get("namespace") or "", obj["metadata"]["name"]
@@ -279,7 +285,8 @@ class ClusterStore:
 
     @staticmethod
     def _served(rt: ResourceType, version: str, obj: dict[str, Any]) -> dict[str, Any]:
-        out = copy.deepcopy(obj)
+        out = _in_version(rt, version, obj)
+        out = copy.deepcopy(out) if out is obj else out
         out["apiVersion"] = rt.api_version(version)
         out["kind"] = rt.kind
         return out
@@ -375,7 +382,7 @@ class ClusterStore:
     def _commit(self, rt: ResourceType, version: str, namespace: str | None, name: str, entry: _Entry | None,
                 new: dict[str, Any], managers: Managers, opts: WriteOptions, op: tuple[str, str]) -> dict[str, Any]:
         new["apiVersion"], new["kind"] = rt.api_version(version), rt.kind
-        new = self._validate(rt, version, name, new, opts)
+        new = _in_version(rt, rt.storage_version, self._validate(rt, version, name, new, opts))
         meta = new.setdefault("metadata", {})
         meta["name"] = name
         if rt.namespaced:
@@ -455,6 +462,14 @@ class StoreFile:
             os.replace(tmp, self.path)
             self._saved_rv = data["resourceVersion"]
             return True
+
+
+def _in_version(rt: ResourceType, version: str, obj: dict[str, Any]) -> dict[str, Any]:
+    """`obj` in `version`'s shape: a converted copy for kinds whose versions differ, else `obj` itself."""
+    convert = _CONVERSIONS.get((rt.group, rt.plural))
+    if convert is None or obj.get("apiVersion") == rt.api_version(version):
+        return obj
+    return convert(obj, rt.group, version)
 
 
 def _decode(body: Any) -> Any:

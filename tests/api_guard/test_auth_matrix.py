@@ -32,6 +32,7 @@ from tests.support import running_worker, wait_until
 from wingsmith.starter import artifact_handle
 
 PUBLIC = "public"
+GATEWAY = "the gateway admin token"
 
 # (method, path) → the least role that may call it. The spec of the API's access control.
 ACCESS: dict[tuple[str, str], str] = {
@@ -103,6 +104,8 @@ ACCESS: dict[tuple[str, str], str] = {
     ("POST", "/codec/decode"): "viewer",
     ("POST", "/codec/encode"): "operator",
     ("OPTIONS", "/codec/{operation}"): PUBLIC,
+    # The published route table, for gateway replicas: their admin token only, no person's.
+    ("GET", "/v1/gateway/routes"): GATEWAY,
 }
 
 # Routes on team-owned objects (workloads, endpoints, watches): scoped to the caller's team, admins
@@ -198,6 +201,10 @@ def _judge(method: str, template: str, caller: Caller, response) -> str | None:
     console = template.startswith("/console")
     status = response.status_code
     where = f"{method} {template} as {caller.label}: {status}"
+    if required == GATEWAY:  # no person's token opens it: 401, or 503 on a plane without a gateway token
+        refused = (status == 401 and "Bearer" in response.headers.get("www-authenticate", "")) or (
+            status == 503 and caller.token is not None)
+        return None if refused else f"{where}, but only the gateway admin token may call it"
     if status >= 500:
         return f"{where} (server error) {response.text[:200]}"
     login_redirect = status == 303 and urlsplit(response.headers.get("location", "")).path == "/console/login"

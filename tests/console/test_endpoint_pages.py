@@ -19,6 +19,7 @@ from tests.endpoints.conftest import api, approved_kimi, clusters, deps, gateway
 from tests.support import running_worker, wait_until
 from tests.workloads.conftest import as_
 from tests.workloads.test_workload_journey import _until_stage
+from wingsmith.cli.workloads import endpoint_text
 from wingsmith.gateway import Backend, BackendStatus
 from wingsmith.gateway.traffic import BackendTraffic, parse_traffic
 
@@ -67,6 +68,19 @@ async def test_endpoint_pages_show_backends_weights_health_and_a_working_curl(
             page = await vic.get(f"/console/endpoints/{MODEL}")
             endpoint = (await api.get(f"/v1/endpoints/{MODEL}", headers=as_("tok-vic"))).json()
             html = unescape(page.text)
+            # Its conditions, as the endpoint's workflow sets them: the page and `wingsmith endpoints show`
+            # read the API's (the old fields stay beside them).
+            conditions = {c["type"]: c for c in endpoint["conditions"]}
+            available = conditions["Available"]
+            assert (available["status"], available["reason"]) == ("True", "RoutesPublished"), conditions
+            assert all(b["cluster"] in available["message"] for b in endpoint["routes"]), available
+            assert (conditions["Progressing"]["status"], conditions["Progressing"]["reason"]) == ("False", "Settled")
+            for c in conditions.values():
+                assert (f'data-condition="{c["type"]}" data-status="{c["status"]}"><th>{c["type"]}</th>'
+                        f'<td>{c["status"]}</td><td><code>{c["reason"]}</code>') in html
+            shown_text = endpoint_text(endpoint)
+            assert re.search(rf"^condition Available +True  RoutesPublished: {re.escape(available['message'])}$",
+                             shown_text, flags=re.M), shown_text
             assert re.search(rf'id="model-name">{MODEL}<', html) and f'id="gateway-url">{gateway.url}/v1<' in html
             assert "/workflows/endpoint%2Fkimi-k3-console" in html
             # The workload serves its own name, which differs from the endpoint's.

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import math
 import re
 from html import unescape
 
-from wingsmith.recipes import load_catalog, max_num_seqs_default, serve_command
+from wingsmith.recipes import InvalidChoice, load_catalog, max_num_seqs_default, serve_command
+from wingsmith.workloads import max_num_seqs_for
 
 KIMI_LAYOUTS = ["single_node_tp", "multi_node_tp", "multi_node_tep", "multi_node_tp_pp", "multi_node_dep",
                 "pd_cluster", "multi_node_tp_dp"]
@@ -17,6 +19,14 @@ def rows(html: str, kind: str) -> dict[str, str]:
     for m in re.finditer(rf'<tr data-{kind}="([^"]+)"[^>]*>(.*?)</tr>', html, re.S):
         out[m.group(1)] = " ".join(unescape(re.sub(r"<[^>]+>", " ", m.group(2))).split())
     return out
+
+
+def _builds(recipe, card: str, layout: str, catalog) -> bool:
+    try:
+        serve_command(recipe, "default", card, layout, [], catalog=catalog)
+    except InvalidChoice:
+        return False
+    return True
 
 
 def commands(html: str) -> list[str]:
@@ -71,7 +81,16 @@ async def test_kimi_page_reads_without_a_token(anon):
     seqs = rows(html, "card")
     gb200 = max_num_seqs_default("moonshotai/Kimi-K3", "gb200", catalog)
     assert gb200.value == 256 and "256" in seqs["gb200"] and gb200.source_path in seqs["gb200"]
-    assert "engine's default" in seqs["h200"] and "mi355x" not in seqs
+    assert "mi355x" not in seqs
+    # Issue 34: the page and the workload agree. On H200 the recipe's own Hopper command sets the value,
+    # and the planner's plan for an H200 workload runs with exactly it.
+    for card, row in seqs.items():
+        layout = next(lay for lay in ("single_node_tp", "multi_node_tp")
+                      if _builds(kimi, card, lay, catalog))
+        command = serve_command(kimi, "default", card, layout, [], catalog=catalog)
+        applied, _ = max_num_seqs_for(command, "moonshotai/Kimi-K3", card, catalog)
+        assert (str(applied) if applied is not None else "engine's default") in row, (card, row)
+    assert " 5 " in f" {seqs['h200']} "
     assert catalog.vllm_source.commit in html and catalog.dynamo_source.commit in html
 
     # The four steps, with calls against this plane.
@@ -85,8 +104,12 @@ async def test_a_chosen_layout_and_hardware_render_their_command(anon):
     r = await anon.get("/console/models/moonshotai/Kimi-K3", params={"hardware": "gb200", "layout": "multi_node_tp"})
     assert r.status_code == 200
     shown = [c for c in commands(r.text) if "vllm serve" in c]
-    assert len(shown) == 2, "one command per node: 8 GPUs on 4-GPU nodes"
-    assert "--node-rank 0" in shown[0] and "--node-rank 1" in shown[1]
+    # One command per node, on as many 4-GPU trays as hold the default variant's floor (never below it).
+    catalog = load_catalog()
+    floor = catalog.recipes["moonshotai/Kimi-K3"].variants["default"].vram_minimum_gb
+    tray = catalog.hardware["gb200"]
+    assert len(shown) == max(2, math.ceil(floor / tray.vram_gb))
+    assert all(f"--node-rank {rank}" in cmd for rank, cmd in enumerate(shown))
     assert "--master-addr $HEAD_NODE_IP" in shown[1], "the head address stays a shell variable"
     assert 'value="gb200" selected' in r.text and "<option selected>multi_node_tp</option>" in r.text
 
@@ -175,3 +198,43 @@ def test_a_floor_warning_is_highlighted_on_the_draft():
                                                                    layout="multi_node_tp", gpus=16))])
     assert not calm[0].warning
     assert "differs by a quarter" not in templates.env.get_template("_evidence.html").module.variants_table(calm, True)
+
+
+async def test_every_model_in_the_catalog_has_its_model_page(anon):
+    """Issue 35: every recipe of the shipped snapshot has a page, which lists each of its NVIDIA Dynamo
+    entries and the facts the recipe carries beside its command (install, DCP, offloading, omni tasks)."""
+    from wingsmith.recipes import dynamo_entries, evidence_for
+
+    catalog = load_catalog()
+    for recipe in catalog.recipes.values():
+        r = await anon.get(f"/console/models/{recipe.path}")
+        assert r.status_code == 200, (recipe.path, r.text[:300])
+        html = r.text
+        assert recipe.model_id in html and "Traceback" not in html
+        for entry in dynamo_entries(recipe.model_id, catalog):
+            assert f'data-entry="{entry.source_path}"' in html, (recipe.path, entry.source_path)
+        evidence = evidence_for(recipe, catalog)
+        facts = rows(html, "fact")
+        assert ("nightly" in facts["nightly"]) is evidence.nightly_required, recipe.path
+        if evidence.supports_dcp:
+            assert "known to work" in facts["dcp"], recipe.path
+        for backend in evidence.kv_offload_support:
+            assert f'data-offload="{backend}"' in html, recipe.path
+        for task in evidence.omni_tasks:
+            assert f'data-task="{task.id}"' in html, recipe.path
+        for name in evidence.install:
+            assert f'data-install="{name}"' in html, recipe.path
+
+
+async def test_kimi_k3_page_lists_every_kimi_k3_dynamo_entry_with_its_workers(anon):
+    catalog = load_catalog()
+    html = (await anon.get("/console/models/moonshotai/Kimi-K3")).text
+    entries = [e for e in catalog.dynamo if e.source_path.startswith("recipes/kimi-k3/")]
+    assert entries and all(f'data-entry="{e.source_path}"' in html for e in entries)
+    shown = rows(html, "entry")
+    for e in entries:
+        roles = {w.role for w in e.workers}
+        # An aggregated graph's one worker is shown as the aggregated worker, never as "decode".
+        assert roles == ({"aggregated"} if e.mode == "aggregated" else {"prefill", "decode"}), e.source_path
+        assert all(f"{role}:" in shown[e.source_path] for role in roles)
+        assert e.model_name in shown[e.source_path]

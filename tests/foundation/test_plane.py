@@ -128,7 +128,10 @@ def test_the_suite_ignores_plane_settings_exported_in_the_shell(tmp_path):
     tests, a database and a Temporal that do not exist) runs the tests as a clean one does."""
     env = {**os.environ, "WINGSMITH_TEMPORAL_UI_URL": "http://elsewhere:9999", "WINGSMITH_API_PORT": "1",
            "WINGSMITH_AUTH_TOKENS": "not json", "DATABASE_URL": "postgresql://nobody@127.0.0.1:1/none",
-           "TEMPORAL_ADDRESS": "127.0.0.1:1", "WINGSMITH_HOME": str(tmp_path)}
+           "TEMPORAL_ADDRESS": "127.0.0.1:1", "WINGSMITH_HOME": str(tmp_path),
+           # Temporal's own client configuration is the plane's too (a certificate, a profile file).
+           "TEMPORAL_TLS_CLIENT_CERT_PATH": str(tmp_path / "absent.pem"),
+           "TEMPORAL_CONFIG_FILE": str(tmp_path / "absent.toml")}
     done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
                            "tests/secret_scan/test_codec.py"], env=env, capture_output=True, text=True, timeout=300,
                           cwd=Path(__file__).resolve().parents[2])

@@ -64,6 +64,7 @@ class ScriptedBackend:
         self.chunk_delay = 0.0
         self.completions = 0
         self.probes = 0
+        self.last_headers: list[tuple[bytes, bytes]] = []  # of the last completion request
         self.served = Served(self.app())
         self.url = self.served.url
 
@@ -76,6 +77,7 @@ class ScriptedBackend:
 
         async def complete(request: Request) -> Response:
             self.completions += 1
+            self.last_headers = list(request.headers.raw)
             body = json.loads(await request.body())
             if self.mode == "error" or (self.mode == "break-mid-stream" and not body.get("stream")):
                 return JSONResponse({"error": {"message": "engine died", "type": "server_error"}}, status_code=500)

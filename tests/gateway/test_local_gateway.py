@@ -51,6 +51,22 @@ def test_requests_follow_the_weights(gateway, backends):
     assert (alpha.completions, beta.completions) == (9, 3)
 
 
+def test_a_backend_gets_only_the_request_headers_meant_for_it(gateway, backends):
+    gateway.client.set_routes(routes((backends[0], 1)))
+    sent = [("x-request-id", "first"), ("x-request-id", "second"), ("authorization", "Bearer client-key"),
+            ("cookie", "session=1"), ("traceparent", "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"),
+            ("accept", "application/json"), ("x-custom", "kept-out")]
+    r = httpx.post(f"{gateway.url}/v1/chat/completions", json={"model": MODEL, "messages": MESSAGES},
+                   headers=sent, timeout=10)
+    assert r.status_code == 200
+    got = [(k.decode(), v.decode()) for k, v in backends[0].last_headers]
+    names = [k for k, _ in got]
+    assert ("x-request-id", "first") in got and names.count("x-request-id") == 1  # the first, once
+    assert dict(got)["traceparent"] == dict(sent)["traceparent"] and dict(got)["accept"] == "application/json"
+    assert dict(got)["content-type"] == "application/json"
+    assert not {"authorization", "cookie", "x-custom"} & set(names)
+
+
 def test_models_lists_the_routed_endpoints(gateway, backends):
     gateway.client.set_routes(routes((backends[0], 1)))
     gateway.client.set_routes(routes((backends[1], 1), model="other-model"))

@@ -42,7 +42,9 @@ def test_import_takes_catalog_as_the_output_path(capsys, fixture_trees, tmp_path
     out_path = tmp_path / "built.json"
     code, out, _ = _run(capsys, "import", "--vllm", str(vllm), "--dynamo", str(dynamo), "--catalog", str(out_path))
     assert code == 0 and out_path.exists()
-    assert "imported 5 of 5 vLLM recipe files" in out and "from 14 DynamoGraphDeployment manifests" in out
+    built, report = build_catalog(vllm, dynamo)
+    assert f"imported {len(built.recipes)} of {report.recipe_files} vLLM recipe files" in out
+    assert f"from {report.dynamo_files} DynamoGraphDeployment manifests" in out and report.dynamo_files > 10
 
 
 def test_show_says_an_omni_recipe_has_no_command(capsys, fixture_trees, tmp_path):

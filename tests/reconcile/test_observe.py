@@ -16,7 +16,8 @@ from kubernetes import client
 from temporalio.testing import ActivityEnvironment
 
 from activities.observe import ObserveActivities, ObserveDeploymentInput, SharedReads, last_heard
-from activities.rollout import ApplyInput, ApplyOutput, RolloutActivities, WaitReadyInput
+from activities.rollout import RolloutActivities
+from contracts.rollout import ApplyInput, ApplyOutput, WaitReadyInput
 from sim.kube import SimulatedClusters
 from tests.dynamo.builders import small_spec
 from wingsmith.dynamo import GROUP, PLURAL, VERSION, render_dgd

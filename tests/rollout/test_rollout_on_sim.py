@@ -7,7 +7,8 @@ import time
 import pytest
 from temporalio.exceptions import ApplicationError
 
-from activities.rollout import ApplyInput, DeleteInput, ProbeFrontendInput, RolloutActivities, WaitReadyInput
+from activities.rollout import RolloutActivities
+from contracts.rollout import ApplyInput, DeleteInput, ProbeFrontendInput, WaitReadyInput
 from tests.dynamo.builders import small_spec
 from tests.rollout.conftest import CLUSTER
 from wingsmith.dynamo import WorkerPool, dgd_name

@@ -126,3 +126,34 @@ def test_wrapper_top_level_fills_gaps_in_text_config():
     assert model.wrapper_model_type == "qwen3_vl_like" and model.model_type == "qwen3"
     assert model.vocab_size == vocab and model.hidden_size == 4096
     assert kv_cache_spec(wrapper).bytes_per_token.value == 147_456
+
+
+def _glm5_shaped() -> dict:
+    """GLM-5's attention shape (78 MLA layers, latent 512 + rope 64, a 128-wide indexer) on DeepSeek-V3's
+    published config: the Hub snapshot holds no GLM-5 config."""
+    cfg = config("deepseek-ai/DeepSeek-V3")
+    cfg.update(num_hidden_layers=78, index_head_dim=128, model_type="glm_moe_dsa")
+    return cfg
+
+
+def test_fp8_kv_on_sparse_mla_is_sized_as_vllms_fp8_ds_mla_layout():
+    # vLLM switches an fp8 KV cache of sparse MLA to `fp8_ds_mla`: the latent in fp8, one float32 scale
+    # per 128 latent values, the rope part in 16-bit (FlashMLASparseBackend.get_kv_cache_shape: 656).
+    cfg = _glm5_shaped()
+    spec = kv_cache_spec(cfg, kv_dtype="fp8")
+    layers, latent, rope = cfg["num_hidden_layers"], cfg["kv_lora_rank"], cfg["qk_rope_head_dim"]
+    per_layer = latent * 1 + (latent // 128) * 4 + rope * 2
+    assert per_layer == 656
+    assert spec.mla_bytes_per_token.value == layers * per_layer
+    assert spec.mla_bytes_per_token.inputs["layout"] == "fp8_ds_mla"
+    indexer = layers * (cfg["index_head_dim"] + 4)
+    assert spec.bytes_per_token.value == layers * per_layer + indexer
+    # Before: (512 + 64) × 1 B per layer, as if the rope part and the scales were fp8 too.
+    assert spec.bytes_per_token.value != layers * (latent + rope) + indexer
+
+
+def test_fp8_kv_on_dense_mla_stays_one_byte_per_latent_value():
+    # Without an indexer vLLM keeps the plain MLA layout: (kv_lora_rank + rope) × 1 B in fp8.
+    cfg = config("deepseek-ai/DeepSeek-V3")
+    spec = kv_cache_spec(cfg, kv_dtype="fp8")
+    assert spec.mla_bytes_per_token.value == cfg["num_hidden_layers"] * (cfg["kv_lora_rank"] + cfg["qk_rope_head_dim"])

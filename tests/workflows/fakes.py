@@ -21,35 +21,7 @@ from temporalio.client import Client
 from temporalio.exceptions import ApplicationError
 from temporalio.worker import Worker
 
-from activities.endpoint import (
-    CheckWorkloadsInput,
-    CheckWorkloadsOutput,
-    DrainInput,
-    EndpointRecord,
-    ObserveInput,
-    SetRoutesInput,
-)
-from activities.observe import ObserveDeploymentInput
-from activities.rollout import (
-    ApplyInput,
-    ApplyOutput,
-    DeleteInput,
-    DeleteOutput,
-    ProbeFrontendInput,
-    ProbeFrontendOutput,
-    WaitReadyInput,
-    WaitReadyOutput,
-)
-from activities.workload import (
-    ClusterTarget,
-    ClusterTargets,
-    DeploymentRecord,
-    HealRecord,
-    NoInput,
-    PlaceInput,
-    PlacementRecord,
-    WorkloadRecord,
-)
+from contracts import endpoint, rollout, workload
 from contracts.workload import WorkloadWorkflowInput
 from wingsmith.config import observe_task_queue
 from wingsmith.dynamo import WorkerPool, dgd_name
@@ -79,7 +51,7 @@ class World:
     generations: dict[str, int] = field(default_factory=dict)  # cluster -> generation of its deployment
     applied_generations: dict[str, int] = field(default_factory=dict)  # cluster -> the plane's last apply
     looks: int = 0  # reads of a cluster by looks
-    heals: list[HealRecord] = field(default_factory=list)
+    heals: list[workload.HealRecord] = field(default_factory=list)
     routes: EndpointRoutes | None = None
     log: list[str] = field(default_factory=list)
     workload_states: list[str] = field(default_factory=list)
@@ -95,14 +67,14 @@ class World:
     # --- workload.* -------------------------------------------------------------------------------
 
     @activity.defn(name="workload.list_clusters")
-    async def list_clusters(self, _: NoInput) -> ClusterTargets:
+    async def list_clusters(self, _: workload.NoInput) -> workload.ClusterTargets:
         # Manual inventories: the workflow reads no cluster (read_inventory is not called).
-        return ClusterTargets(clusters=[ClusterTarget(
+        return workload.ClusterTargets(clusters=[workload.ClusterTarget(
             info=ClusterInfo(name=name), kubeconfig=KubeconfigRef(source=f"/fake/{name}"),
             manual_inventory=ClusterInventory(cluster=name, source="manual")) for name in sorted(self.capacity)])
 
     @activity.defn(name="workload.place")
-    async def place(self, params: PlaceInput) -> PlacementDecision:
+    async def place(self, params: workload.PlaceInput) -> PlacementDecision:
         """Spread over the clusters with room, most room first; denied clusters take nothing."""
         denied = set(params.plan.constraints.denied_clusters)
         room = {c: cap - self.dgds.get(c, 0) for c, cap in self.capacity.items() if c not in denied}
@@ -121,33 +93,33 @@ class World:
                                  summary=summary, clusters=[])
 
     @activity.defn(name="workload.record")
-    async def record_workload(self, r: WorkloadRecord) -> None:
+    async def record_workload(self, r: workload.WorkloadRecord) -> None:
         self.workload_states.append(r.state)
 
     @activity.defn(name="workload.record_placement")
-    async def record_placement(self, r: PlacementRecord) -> None:
+    async def record_placement(self, r: workload.PlacementRecord) -> None:
         pass
 
     @activity.defn(name="workload.record_deployment")
-    async def record_deployment(self, r: DeploymentRecord) -> None:
+    async def record_deployment(self, r: rollout.DeploymentRecord) -> None:
         pass
 
     # --- rollout.* (the kube task queue) ------------------------------------------------------------
 
     @activity.defn(name="rollout.apply")
-    async def apply(self, params: ApplyInput) -> ApplyOutput:
+    async def apply(self, params: rollout.ApplyInput) -> rollout.ApplyOutput:
         cluster, name = params.spec.cluster, dgd_name(params.spec.workload_id, params.spec.cluster)
         self._names[name] = cluster
         self.dgds[cluster] = params.spec.worker.replicas
         self.generations[cluster] = self.generations.get(cluster, 0) + 1
         self.applied_generations[cluster] = self.generations[cluster]
         self.log.append(f"apply {cluster} {params.spec.worker.replicas}")
-        return ApplyOutput(name=name, namespace=params.spec.namespace, uid=str(uuid.uuid4()),
+        return rollout.ApplyOutput(name=name, namespace=params.spec.namespace, uid=str(uuid.uuid4()),
                            generation=self.generations[cluster], resource_version="1",
                            spec_hash=self.spec_hash(cluster))
 
     @activity.defn(name="rollout.wait_ready")
-    async def wait_ready(self, params: WaitReadyInput) -> WaitReadyOutput:
+    async def wait_ready(self, params: rollout.WaitReadyInput) -> rollout.WaitReadyOutput:
         cluster = self.cluster_of(params.name)
         while cluster in self.hold_ready:
             activity.heartbeat()  # how the cancellation reaches this activity
@@ -155,17 +127,17 @@ class World:
         if cluster in self.crash_looping:
             raise ApplicationError(f"{cluster}: pod worker-0 is in CrashLoopBackOff", type="PodCrashLooping",
                                    non_retryable=True)
-        return WaitReadyOutput(name=params.name, namespace=params.namespace, generation=params.generation,
+        return rollout.WaitReadyOutput(name=params.name, namespace=params.namespace, generation=params.generation,
                                state="successful", waited_seconds=0, polls=1, pods_ready=1, pods_total=1)
 
     @activity.defn(name="rollout.probe_frontend")
-    async def probe_frontend(self, params: ProbeFrontendInput) -> ProbeFrontendOutput:
+    async def probe_frontend(self, params: rollout.ProbeFrontendInput) -> rollout.ProbeFrontendOutput:
         cluster = self.cluster_of(params.name or "")
-        return ProbeFrontendOutput(url=f"http://{cluster}.frontend.test", models=[params.served_model_name],
+        return rollout.ProbeFrontendOutput(url=f"http://{cluster}.frontend.test", models=[params.served_model_name],
                                    attempts=1, waited_seconds=0)
 
     @activity.defn(name="rollout.delete")
-    async def delete(self, params: DeleteInput) -> DeleteOutput:
+    async def delete(self, params: rollout.DeleteInput) -> rollout.DeleteOutput:
         cluster = self.cluster_of(params.name)
         if self.refuse_deletes.get(cluster, 0) > 0:
             self.refuse_deletes[cluster] -= 1
@@ -174,7 +146,7 @@ class World:
         existed = self.dgds.pop(cluster, None) is not None
         self.generations.pop(cluster, None)
         self.log.append(f"delete {cluster}")
-        return DeleteOutput(existed=existed, waited_seconds=0)
+        return rollout.DeleteOutput(existed=existed, waited_seconds=0)
 
     def spec_hash(self, cluster: str) -> str:
         return f"sha256:{cluster}-{self.dgds[cluster]}"
@@ -187,7 +159,7 @@ class World:
     # --- watch.* (the kube task queue) ----------------------------------------------------------------
 
     @activity.defn(name="workload.observe")
-    async def look(self, params: ObserveDeploymentInput) -> Observation:
+    async def look(self, params: workload.ObserveDeploymentInput) -> Observation:
         """Like the real look: reads every status period, answers on news or after the report period."""
         started = time.monotonic()
         seen = self._seen(params)
@@ -205,7 +177,7 @@ class World:
             raise ApplicationError("the look's worker went away", non_retryable=True)
         return seen
 
-    def _seen(self, params: ObserveDeploymentInput) -> Observation:
+    def _seen(self, params: workload.ObserveDeploymentInput) -> Observation:
         self.looks += 1
         cluster = params.cluster
         at = datetime.now(UTC)
@@ -221,14 +193,14 @@ class World:
                            ready_replicas=self.dgds[cluster], frontend=front)
 
     @activity.defn(name="workload.record_heal")
-    async def record_heal(self, r: HealRecord) -> None:
+    async def record_heal(self, r: workload.HealRecord) -> None:
         self.heals.append(r)
         self.log.append(f"healed {r.cluster} {r.action}")
 
     # --- endpoint.* ----------------------------------------------------------------------------------
 
     @activity.defn(name="endpoint.observe")
-    async def observe(self, params: ObserveInput) -> EndpointRoutes:
+    async def observe(self, params: endpoint.ObserveInput) -> EndpointRoutes:
         serving = [ServingDeployment(workload_id=w, cluster=c, replicas=n, frontend_url=f"http://{c}.frontend.test",
                                      served_model_name=params.name)
                    for w in params.workloads for c, n in sorted(self.dgds.items())]
@@ -236,14 +208,14 @@ class World:
                                        draining_workloads=params.draining, draining_backends=params.draining_backends)
 
     @activity.defn(name="endpoint.set_routes")
-    async def set_routes(self, params: SetRoutesInput) -> RouteStatus | None:
+    async def set_routes(self, params: endpoint.SetRoutesInput) -> RouteStatus | None:
         if params.routes != self.routes:
             self.log.append("routes " + " ".join(f"{b.id}={b.weight}" for b in params.routes.backends))
         self.routes = params.routes
         return None
 
     @activity.defn(name="endpoint.wait_drained")
-    async def wait_drained(self, params: DrainInput) -> bool:
+    async def wait_drained(self, params: endpoint.DrainInput) -> bool:
         while self.held_drains is not None and not self.held_drains.is_set():
             activity.heartbeat()
             await asyncio.sleep(0.1)
@@ -251,15 +223,15 @@ class World:
         return True
 
     @activity.defn(name="endpoint.record")
-    async def record_endpoint(self, r: EndpointRecord) -> None:
+    async def record_endpoint(self, r: endpoint.EndpointRecord) -> None:
         if self.held_changes is not None and r.event == "endpoint_workloads_changed":
             self.changes_waiting += 1
             await self.held_changes.wait()
 
     @activity.defn(name="endpoint.check_workloads")
-    async def check_workloads(self, params: CheckWorkloadsInput) -> CheckWorkloadsOutput:
+    async def check_workloads(self, params: endpoint.CheckWorkloadsInput) -> endpoint.CheckWorkloadsOutput:
         unknown = [w for w in params.workloads if w in self.unknown_workloads]
-        return CheckWorkloadsOutput(problems=[f"unknown workload(s): {', '.join(unknown)}"] if unknown else [])
+        return endpoint.CheckWorkloadsOutput(problems=[f"unknown workload(s): {', '.join(unknown)}"] if unknown else [])
 
     def activities(self) -> list[Callable[..., Any]]:
         return [self.list_clusters, self.place, self.record_workload, self.record_placement, self.record_deployment,

@@ -10,7 +10,8 @@ from temporalio.client import WorkflowUpdateFailedError, WorkflowUpdateStage
 from temporalio.exceptions import ApplicationError
 from temporalio.testing import WorkflowEnvironment
 
-from contracts.endpoint import EndpointWorkflowInput, SetWorkloads
+from contracts.conditions import condition
+from contracts.endpoint import EndpointStatus, EndpointWorkflowInput, SetWorkloads
 from contracts.workload import DeleteRequest, ScaleRequest
 from tests.support import wait_until
 from tests.workflows.fakes import World, fake_worker, workload_input
@@ -136,3 +137,51 @@ async def test_a_change_overtaken_by_a_delete_is_refused_not_acknowledged(time_s
         await workload.start_update(WorkloadWorkflow.delete, DeleteRequest(requested_by="t"),
                                     wait_for_stage=WorkflowUpdateStage.ACCEPTED)
         assert (await workload.result()).stage == "deleted"
+
+
+def _said(status: EndpointStatus, type: str) -> tuple[str, str]:
+    held = condition(status.conditions, type)
+    assert held is not None, status.conditions
+    return held.status, held.reason
+
+
+async def test_an_endpoint_says_by_its_conditions_whether_it_routes(time_skipping_env: WorkflowEnvironment):
+    """Available is RoutesPublished while a deployment takes the name's requests and NoRoutes when none does;
+    Progressing says when it drains or deletes; each transition keeps its own time."""
+    world = World(capacity={"sim-a": 1})
+    client = time_skipping_env.client
+    async with fake_worker(client, world) as queue:
+        # Started before its workload, which therefore never hears of it: its passes (every second) find it.
+        endpoint = await client.start_workflow(
+            EndpointWorkflow.run,
+            EndpointWorkflowInput(name="qwen", workloads=["wl"], drain_grace_seconds=5, resync_seconds=1),
+            id="endpoint/qwen", task_queue=queue)
+
+        async def said(type: str, wanted: tuple[str, str]) -> EndpointStatus | None:
+            status = await endpoint.query(EndpointWorkflow.status)
+            return status if condition(status.conditions, type) and _said(status, type) == wanted else None
+
+        waiting = await wait_until(lambda: said("Available", ("False", "NoRoutes")), what="no route yet")
+        assert "wl" in str(condition(waiting.conditions, "Available"))
+        assert _said(waiting, "Progressing") == ("False", "Settled")
+
+        workload = await client.start_workflow(WorkloadWorkflow.run, workload_input(queue, replicas=1),
+                                               id="workload/wl", task_queue=queue)
+        routed = await wait_until(lambda: said("Available", ("True", "RoutesPublished")), what="routes published")
+        available, before = condition(routed.conditions, "Available"), condition(waiting.conditions, "Available")
+        assert available is not None and before is not None and "sim-a" in available.message
+        assert available.last_transition_time >= before.last_transition_time
+        # Progressing stayed False: its transition time is still the first one.
+        first, now = (condition(s.conditions, "Progressing") for s in (waiting, routed))
+        assert first is not None and now is not None and now.last_transition_time == first.last_transition_time
+
+        await workload.start_update(WorkloadWorkflow.delete, DeleteRequest(requested_by="t"),
+                                    wait_for_stage=WorkflowUpdateStage.ACCEPTED)
+        await workload.result()
+        gone = await wait_until(lambda: said("Available", ("False", "NoRoutes")), what="no route after the delete")
+        assert _said(gone, "Progressing") == ("False", "Settled")
+
+        await endpoint.start_update(EndpointWorkflow.delete, wait_for_stage=WorkflowUpdateStage.ACCEPTED)
+        ended = await endpoint.result()
+        assert _said(ended, "Available") == ("False", "Deleted")
+        assert _said(ended, "Progressing") == ("False", "Deleted")

@@ -17,27 +17,8 @@ from temporalio import activity
 from temporalio.client import Client
 from temporalio.exceptions import ApplicationError
 
-from activities.endpoint import ObserveInput
-from activities.observe import ObserveDeploymentInput
-from activities.rollout import (
-    ApplyInput,
-    ApplyOutput,
-    DeleteInput,
-    DeleteOutput,
-    ProbeFrontendInput,
-    ProbeFrontendOutput,
-    WaitReadyInput,
-    WaitReadyOutput,
-)
-from activities.upgrade import (
-    CountersInput,
-    CountersOutput,
-    PlanUpgradeInput,
-    PlanUpgradeOutput,
-    SplitInput,
-    UpgradeEvent,
-)
-from activities.workload import DeploymentRecord, PlaceInput
+from contracts import rollout, upgrade, workload
+from contracts.endpoint import ObserveInput
 from tests.workflows.fakes import World, fake_worker
 from wingsmith.dynamo import dgd_name
 from wingsmith.endpoints import ServingDeployment, routes_from_deployments
@@ -66,7 +47,7 @@ class UpgradeWorld(World):
     counters: dict[str, BackendCounters] = field(default_factory=dict)
     error_rate: dict[str, float] = field(default_factory=dict)  # backend id -> failed fraction
     traffic: int = 100  # requests per reading over the whole endpoint
-    events: list[UpgradeEvent] = field(default_factory=list)
+    events: list[upgrade.UpgradeEvent] = field(default_factory=list)
     refuse_plan: str | None = None  # upgrade.plan answers with this refusal
     gateway_down: bool = False
 
@@ -74,7 +55,7 @@ class UpgradeWorld(World):
         return {n: d for n, d in self.deployments.items() if d.cluster == cluster}
 
     @activity.defn(name="workload.place")
-    async def place(self, params: PlaceInput) -> PlacementDecision:
+    async def place(self, params: workload.PlaceInput) -> PlacementDecision:
         denied, allowed = set(params.plan.constraints.denied_clusters), params.plan.constraints.allowed_clusters
         room = {c: cap - sum(d.replicas for d in self.on(c).values()) for c, cap in self.capacity.items()
                 if c not in denied and (not allowed or c in allowed)}
@@ -90,11 +71,11 @@ class UpgradeWorld(World):
                                  summary=f"{total} of {params.plan.replicas} placed", clusters=[])
 
     @activity.defn(name="workload.record_deployment")
-    async def record_deployment(self, r: DeploymentRecord) -> None:
+    async def record_deployment(self, r: rollout.DeploymentRecord) -> None:
         pass
 
     @activity.defn(name="rollout.apply")
-    async def apply(self, params: ApplyInput) -> ApplyOutput:
+    async def apply(self, params: rollout.ApplyInput) -> rollout.ApplyOutput:
         s = params.spec
         name = dgd_name(s.workload_id, s.cluster, s.revision)
         self._names[name] = s.cluster
@@ -102,35 +83,35 @@ class UpgradeWorld(World):
         generation = held.generation + 1 if held else 1
         self.deployments[name] = Deployment(s.cluster, s.workload_id, s.revision, s.worker.replicas, generation)
         self.log.append(f"apply {name} {s.worker.replicas}")
-        return ApplyOutput(name=name, namespace=s.namespace, uid=str(uuid.uuid4()), generation=generation,
+        return rollout.ApplyOutput(name=name, namespace=s.namespace, uid=str(uuid.uuid4()), generation=generation,
                            resource_version="1", spec_hash=self.hash_of(name))
 
     def hash_of(self, name: str) -> str:
         return f"sha256:{name}-{self.deployments[name].replicas}"
 
     @activity.defn(name="rollout.wait_ready")
-    async def wait_ready(self, params: WaitReadyInput) -> WaitReadyOutput:
+    async def wait_ready(self, params: rollout.WaitReadyInput) -> rollout.WaitReadyOutput:
         while params.name in self.hold_ready:  # never ready until cancelled
             activity.heartbeat()
             await asyncio.sleep(0.1)
         if params.name in self.crash_looping:
             raise ApplicationError(f"pod of {params.name} is in CrashLoopBackOff", type="PodCrashLooping",
                                    non_retryable=True)
-        return WaitReadyOutput(name=params.name, namespace=params.namespace, generation=params.generation,
+        return rollout.WaitReadyOutput(name=params.name, namespace=params.namespace, generation=params.generation,
                                state="successful", waited_seconds=0, polls=1, pods_ready=1, pods_total=1)
 
     @activity.defn(name="rollout.probe_frontend")
-    async def probe_frontend(self, params: ProbeFrontendInput) -> ProbeFrontendOutput:
-        return ProbeFrontendOutput(url=f"http://{params.name}.test", models=[params.served_model_name], attempts=1,
-                                   waited_seconds=0)
+    async def probe_frontend(self, params: rollout.ProbeFrontendInput) -> rollout.ProbeFrontendOutput:
+        return rollout.ProbeFrontendOutput(url=f"http://{params.name}.test", models=[params.served_model_name],
+                                           attempts=1, waited_seconds=0)
 
     @activity.defn(name="rollout.delete")
-    async def delete(self, params: DeleteInput) -> DeleteOutput:
+    async def delete(self, params: rollout.DeleteInput) -> rollout.DeleteOutput:
         existed = self.deployments.pop(params.name, None) is not None
         self.log.append(f"delete {params.name}")
-        return DeleteOutput(existed=existed, waited_seconds=0)
+        return rollout.DeleteOutput(existed=existed, waited_seconds=0)
 
-    def _seen(self, params: ObserveDeploymentInput) -> Observation:
+    def _seen(self, params: workload.ObserveDeploymentInput) -> Observation:
         self.looks += 1
         at = datetime.now(UTC)
         d = self.deployments.get(params.name)
@@ -157,16 +138,16 @@ class UpgradeWorld(World):
                                        draining_workloads=params.draining, draining_backends=params.draining_backends)
 
     @activity.defn(name="upgrade.plan")
-    async def plan(self, params: PlanUpgradeInput) -> PlanUpgradeOutput:
+    async def plan(self, params: upgrade.PlanUpgradeInput) -> upgrade.PlanUpgradeOutput:
         if self.refuse_plan:
-            return PlanUpgradeOutput(kind="ArtifactNotUpgradable", problem=self.refuse_plan)
+            return upgrade.PlanUpgradeOutput(kind="ArtifactNotUpgradable", problem=self.refuse_plan)
         sha = params.request.artifact_id.rsplit("@", 1)[1]
-        return PlanUpgradeOutput(plan=params.current.model_copy(update={
+        return upgrade.PlanUpgradeOutput(plan=params.current.model_copy(update={
             "artifact_id": params.request.artifact_id, "artifact_sha": sha, "hf_revision": sha,
             "revision": params.current.revision + 1}))
 
     @activity.defn(name="upgrade.set_split")
-    async def set_split(self, params: SplitInput) -> None:
+    async def set_split(self, params: upgrade.SplitInput) -> None:
         key = (params.workload_id, params.cluster)
         if params.percent is None:
             self.splits.pop(key, None)
@@ -175,7 +156,7 @@ class UpgradeWorld(World):
         self.log.append(f"split {params.cluster} r{params.revision}={params.percent}")
 
     @activity.defn(name="upgrade.read_counters")
-    async def read_counters(self, params: CountersInput) -> CountersOutput:
+    async def read_counters(self, params: upgrade.CountersInput) -> upgrade.CountersOutput:
         """Traffic since the last reading, shared by the routed weights, then the cumulative counters."""
         if self.gateway_down:
             raise ApplicationError("the gateway's metrics did not answer", type="GatewayUnreadable")
@@ -188,11 +169,11 @@ class UpgradeWorld(World):
             c.requests += n
             c.failures += failed
             c.duration = {0.1: c.duration.get(0.1, 0) + n, float("inf"): c.duration.get(float("inf"), 0) + n}
-        return CountersOutput(counters={b: self.counters.get(b, BackendCounters()).model_copy(deep=True)
+        return upgrade.CountersOutput(counters={b: self.counters.get(b, BackendCounters()).model_copy(deep=True)
                                         for b in params.backends})
 
     @activity.defn(name="upgrade.record")
-    async def record_upgrade(self, e: UpgradeEvent) -> None:
+    async def record_upgrade(self, e: upgrade.UpgradeEvent) -> None:
         self.events.append(e)
 
     def activities(self) -> list[Callable[..., Any]]:

@@ -10,6 +10,7 @@ from typing import Any, cast
 import pytest
 from kubernetes import client
 
+from contracts import conditions as reason
 from tests.support import record_history_if_asked, running_worker, wait_until
 from tests.workloads.conftest import as_, dgds
 from tests.workloads.test_workload_journey import _status, _until_stage
@@ -20,6 +21,12 @@ from wingsmith.dynamo import GROUP, PLURAL, VERSION
 def settings(settings):  # noqa: F811 - the workload test bed, watching fast
     return settings.model_copy(update={"watch_status_seconds": 0.5, "watch_probe_seconds": 1.0,
                                        "drift_grace_seconds": 4.0})
+
+
+# What the observer can report of a DGD deleted outside the plane (wingsmith.reconcile.judge): its problem
+# codes, and the words of their causes.
+MISSING_DGD_PROBLEMS = {"DeploymentMissing", "DeploymentDeleting", "FrontendNotServing"}
+MISSING_DGD_CAUSES = ("deployment missing", "deployment being deleted outside the plane", "frontend does not answer")
 
 
 def _body(artifact: str, name: str, **extra) -> dict:
@@ -70,13 +77,23 @@ async def test_a_dgd_deleted_out_of_band_comes_back_and_not_serving_shows_meanwh
         assert again["metadata"]["uid"] != uid  # a new object, applied by the plane
         assert [c["state"] for c in live["clusters"]] == ["serving"]
         assert any(f"healed {cluster} (reapply: deployment missing)" in e for e in live["events"]), live["events"]
+        # What the observer saw first is a true observation of a deployment that went, whichever way it
+        # showed first: the object gone from the cluster's list, being deleted, or its frontend already
+        # answering 404 while the list (read once per status period, shared) still held the object. Only the
+        # object gone is healed (reapplied); the heal itself is asserted below, whatever was seen first.
+        seen = [e["detail"] for e in live["timeline"] if e["reason"] == reason.CLUSTER_DEGRADED_EVENT]
+        assert seen and {d["problem"] for d in seen} <= MISSING_DGD_PROBLEMS, seen
+        assert seen[-1]["problem"] == "DeploymentMissing", seen
         # The registry's audit trail: the workload and its deployment were recorded degraded, with the
         # cause, before they were recorded serving again.
         kinds = [(e["kind"], e["detail"].get("cause") or e["detail"].get("clusters"))
                  for e in await pg_pool.fetch("select kind, detail from events where subject = 'watch-delete' "
                                               "order by id")]
         degraded = [i for i, (kind, _) in enumerate(kinds) if kind in ("workload_degraded", "deployment_degraded")]
-        assert len(degraded) == 2 and all("deployment missing" in str(kinds[i][1]) for i in degraded), kinds
+        assert {kinds[i][0] for i in degraded} == {"workload_degraded", "deployment_degraded"}, kinds
+        assert all(any(cause in str(kinds[i][1]) for cause in MISSING_DGD_CAUSES) for i in degraded), kinds
+        last_deployment = max(i for i in degraded if kinds[i][0] == "deployment_degraded")
+        assert "deployment missing" in str(kinds[last_deployment][1]), kinds
         assert kinds[-1][0] == "workload_serving" or ("workload_serving", None) in kinds[degraded[-1]:], kinds
         heal = await pg_pool.fetchrow("select detail from events where subject = 'watch-delete' "
                                       "and kind = 'workload_healed'")

@@ -86,7 +86,7 @@ def _show(args) -> int:
                 f = s["report"]["floor"]
                 rows.append((f"sizing {s['variant']}", f"our floor {f['ours_gb']} GB ({f['level']})"))
         rows += [("warning", w) for w in draft.get("warnings", [])]
-        if diff := a.get("diff"):  # a draft the watch opened: what moved since the approved artifact
+        if diff := a.get("diff"):  # what moved since the approved artifact the draft was opened from
             rows.append(("against", diff.get("against")))
             rows.append(("changed", ", ".join(diff.get("changed") or []) or "nothing the plane reads"))
         return pairs(rows)

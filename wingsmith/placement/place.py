@@ -1,7 +1,8 @@
 """Placement: which clusters run how many replicas of a workload, and why.
 
-A `FleetIndex` files each cluster's pools by card, ordered by free capacity, so a plan finds the
-clusters whose free nodes can hold one of its replicas by bisection. On a fleet of up to
+A `FleetIndex` files the pools of each card in one flat table (cluster, GPUs per node, free GPUs,
+nodes), so a plan finds the clusters whose free nodes can hold one of its replicas with one pass of
+C-level comparisons over that table, not a Python loop over the fleet. On a fleet of up to
 `EXPLAIN_EVERY_CLUSTER_UP_TO` clusters every cluster goes through every filter (all of them are
 evaluated and reported, so a person can see every reason a cluster was out, not only the first). On
 a larger fleet only the clusters that can hold a replica are evaluated and explained in full; the
@@ -25,12 +26,15 @@ Node rules:
 
 from __future__ import annotations
 
-import bisect
 import contextlib
 import gc
 import heapq
-from collections.abc import Callable, Iterator, Sequence
-from typing import TypeVar
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from itertools import chain, compress, filterfalse, groupby, repeat
+from operator import and_, attrgetter, eq, ge, itemgetter, not_
+from typing import Any, TypeVar
+
+from pydantic import BaseModel
 
 from wingsmith.hardware import Hardware, get_hardware
 from wingsmith.placement.models import (
@@ -57,6 +61,27 @@ SPREAD_WEIGHT = 10.0 * (1 + sum(WEIGHTS.values()))
 
 
 T = TypeVar("T")
+R = TypeVar("R")
+M = TypeVar("M", bound=BaseModel)
+# A pool as placement reads it: (hardware_id, gpus_per_node, free_gpus, nodes).
+Pool = tuple[str | None, int, int, int]
+# Nodes a replica can use: (free GPUs per node, GPUs per node, nodes).
+Usable = tuple[int, int, int]
+# What placement reads of a cluster's registration: (name, cordoned, region, labels).
+InfoRow = tuple[str, bool, str, dict[str, str]]
+# ... and of its inventory: (cluster, error, source, unlabelled GPU nodes, pools).
+InventoryRow = tuple[str, str | None, str, int, list[NodePool]]
+
+_UNREGISTERED: InfoRow = ("", False, "", {})
+_NO_INVENTORY: InventoryRow = ("", None, "", 0, [])
+
+# Attribute readers that run in C over whole lists (map/compress): on 10,000 clusters a Python loop
+# that visits every object costs more than the rest of a decision.
+_NAME, _CLUSTER = attrgetter("name"), attrgetter("cluster")
+_INFO = attrgetter("name", "cordoned", "region", "labels")
+_INVENTORY = attrgetter("cluster", "error", "source", "unlabelled_gpu_nodes", "pools")
+_POOL = attrgetter("hardware_id", "gpus_per_node", "free_gpus", "nodes")
+_FIRST, _SECOND, _THIRD, _FIFTH = itemgetter(0), itemgetter(1), itemgetter(2), itemgetter(4)
 
 
 class PlacementInputError(ValueError):
@@ -88,39 +113,36 @@ def _no_cyclic_gc() -> Iterator[None]:
 # --- the index --------------------------------------------------------------------------------------
 
 class _Shelf:
-    """The clusters holding one card, each with its pools of that card, ordered twice by free capacity:
-    by the most free GPUs on one node (what a single-node replica needs) and by the widest entirely
-    free node (what a multi-node replica needs). A plan bisects to the clusters that can hold it."""
+    """Every pool of one card in the readable inventories, as one flat table in inventory order (so
+    each cluster's pools are adjacent): its cluster and (card, GPUs per node, free GPUs, nodes).
+    Finding the clusters that can hold a replica is then a few C-level passes over the table, not a
+    Python loop over the fleet."""
 
-    __slots__ = ("pools", "_most_free", "_widest_whole")
+    __slots__ = ("pools", "_owners", "_caps", "_frees", "_whole")
 
-    def __init__(self, card_id: str, inventories: dict[str, ClusterInventory]):
-        self.pools: dict[str, list[NodePool]] = {}
-        most, widest = [], []
-        for name, inv in inventories.items():
-            if inv.error:
-                continue
-            matching = [p for p in inv.pools if p.hardware_id == card_id]
-            if not matching:
-                continue
-            self.pools[name] = matching
-            most_free = widest_whole = 0
-            for p in matching:
-                most_free = max(most_free, p.free_gpus)
-                if p.free_gpus == p.gpus_per_node:
-                    widest_whole = max(widest_whole, p.gpus_per_node)
-            most.append((most_free, name))
-            widest.append((widest_whole, name))
-        most.sort()
-        widest.sort()
-        self._most_free = ([k for k, _ in most], [n for _, n in most])
-        self._widest_whole = ([k for k, _ in widest], [n for _, n in widest])
+    def __init__(self, card_id: str, names: list[str], pool_lists: list[list[NodePool]]):
+        # Each pool model is read once, all four fields at a time, into a compact tuple: on a large
+        # fleet the models lie far apart in memory and every visit to one costs cache misses.
+        every: list[Pool] = list(map(_POOL, chain.from_iterable(pool_lists)))
+        mine = list(map(eq, map(_FIRST, every), repeat(card_id)))
+        owners = list(compress(chain.from_iterable(map(repeat, names, map(len, pool_lists))), mine))
+        pools: list[Pool] = list(compress(every, mine))
+        self._owners = owners
+        self._caps = list(map(_SECOND, pools))
+        self._frees = list(map(_THIRD, pools))
+        self._whole = list(map(eq, self._frees, self._caps))
+        # Each cluster's pools of the card, for the clusters a plan evaluates.
+        self.pools: dict[str, list[Pool]] = {
+            name: list(map(_SECOND, group)) for name, group in groupby(zip(owners, pools, strict=True), _FIRST)}
 
-    def holding(self, g: int, n: int) -> list[str]:
+    def holding(self, g: int, n: int) -> set[str]:
         """Clusters with a node that has `g` free GPUs (n == 1) or an entirely free node of `g`+ GPUs
         (n > 1): the only ones whose free nodes can hold a replica."""
-        keys, names = self._most_free if n == 1 else self._widest_whole
-        return names[bisect.bisect_left(keys, g):]
+        if n == 1:
+            room: Iterable[bool] = map(ge, self._frees, repeat(g))
+        else:
+            room = map(and_, self._whole, map(ge, self._caps, repeat(g)))
+        return set(compress(self._owners, room))
 
 
 class FleetIndex:
@@ -132,11 +154,22 @@ class FleetIndex:
     results shared by all the clusters in the same situation."""
 
     def __init__(self, inventories: list[ClusterInventory], clusters: list[ClusterInfo]):
-        self._infos = _unique({c.name: c for c in clusters}, clusters, "clusters", lambda c: c.name)
-        self._invs = _unique({i.cluster: i for i in inventories}, inventories, "inventories", lambda i: i.cluster)
-        self._names = sorted(self._infos.keys() | self._invs.keys())
+        # Each model is visited once and what placement needs of it copied into a row (a tuple, fresh
+        # and compact): on a large fleet the models lie far apart in memory, and every visit to one
+        # costs cache misses, more than the work done with what it holds.
+        info_rows: list[InfoRow] = list(map(_INFO, clusters))
+        self._infos = _unique(dict(zip(map(_FIRST, info_rows), info_rows, strict=True)), clusters, "clusters", _NAME)
+        inv_rows: list[InventoryRow] = list(map(_INVENTORY, inventories))
+        self._invs = _unique(dict(zip(map(_FIRST, inv_rows), inv_rows, strict=True)), inventories,
+                             "inventories", _CLUSTER)
+        infos, invs = self._infos, self._invs
+        self._names = sorted(infos if infos.keys() == invs.keys() else infos.keys() | invs.keys())
+        read = list(map(not_, map(_SECOND, inv_rows)))
+        # The inventories read without error: their names and pools, in the order given.
+        self._read_names = list(compress(map(_FIRST, inv_rows), read))
+        self._read_pools: list[list[NodePool]] = list(compress(map(_FIFTH, inv_rows), read))
         # Registered, with an inventory read: the clusters whose registration and inventory filters pass.
-        self._readable = {name for name, inv in self._invs.items() if not inv.error} & self._infos.keys()
+        self._readable = infos.keys() & self._read_names
         self._shelves: dict[str, _Shelf] = {}
         self._cards_notes: dict[str, str] = {}  # what a cluster has instead of the card asked for
 
@@ -144,7 +177,7 @@ class FleetIndex:
         shelf = self._shelves.get(card_id)
         if shelf is None:
             with _no_cyclic_gc():
-                shelf = self._shelves[card_id] = _Shelf(card_id, self._invs)
+                shelf = self._shelves[card_id] = _Shelf(card_id, self._read_names, self._read_pools)
         return shelf
 
     def candidate_count(self, plan: PlacementPlan) -> int:
@@ -161,7 +194,7 @@ class FleetIndex:
         limit = min(plan.constraints.max_replicas_per_cluster or plan.replicas, plan.replicas)
         ctx = _Context(plan, card)
         shelf = self._shelf(card.id)
-        holding = set(shelf.holding(ctx.g, ctx.n)) if card.placeable else set()
+        holding = shelf.holding(ctx.g, ctx.n) if card.placeable else set()
         ruled_out: list[RuledOut]
         if explain_every_cluster:
             candidates, ruled_out = self._every_cluster(shelf, holding, ctx), []
@@ -174,10 +207,10 @@ class FleetIndex:
         unplaced = plan.replicas - placed
         verdicts = [_verdict(c, ctx, limit, unplaced) for c in candidates]
         replicas = {c.name: c.replicas for c in eligible if c.replicas}
-        return PlacementDecision(
-            plan=plan, replicas=replicas, placed=placed, unplaced=unplaced,
-            summary=_summary(ctx, replicas, placed, unplaced, verdicts, ruled_out), clusters=verdicts,
-            ruled_out=ruled_out)
+        return _built(PlacementDecision, {
+            "plan": plan, "replicas": replicas, "placed": placed, "unplaced": unplaced,
+            "summary": _summary(ctx, replicas, placed, unplaced, verdicts, ruled_out), "clusters": verdicts,
+            "ruled_out": ruled_out})
 
     def _every_cluster(self, shelf: _Shelf, holding: set[str], ctx: _Context) -> list[_Candidate]:
         """Every cluster with every filter (a small fleet: the decision can afford to say it all)."""
@@ -200,34 +233,42 @@ class FleetIndex:
         candidates: list[_Candidate] = []
         # Grouped by the (shared) filter result that rules them out; equal results are merged below.
         groups: dict[int, tuple[FilterResult, list[str]]] = {}
-        # Clusters without the card are one group: what each has instead is one cluster's story, not the fleet's.
-        cardless = _without_card("", [], "", ctx).filters[0]
-        readable = self._readable
-        for name in self._names:
-            if name in holding:
-                info = infos.get(name)  # holding implies an inventory was read, not that it is registered
-                static = _static(name, info, invs[name], ctx)
-                if ctx.static_passed[id(static)]:
-                    candidates.append(_evaluate(name, info, static, shelved[name], ctx, score=True))
-                    continue
-                failed = _first_failed(static)
-            elif name not in readable:
-                failed = _first_failed(_static(name, infos.get(name), invs.get(name), ctx))
-            elif name in shelved:  # nodes of the card, none with room
-                probe = _Candidate(name)
-                _node_filters(probe, shelved[name], ctx)
-                failed = _first_failed(probe.filters)
-            else:
-                failed = cardless
+
+        def rule_out(failed: FilterResult, name: str) -> None:
             group = groups.get(id(failed))
             if group is None:
                 group = groups[id(failed)] = (failed, [])
             group[1].append(name)
-        merged: dict[tuple[str, str], list[str]] = {}
-        for failed, names in groups.values():
-            merged.setdefault((failed.name, failed.reason), []).extend(names)
-        ruled_out = [RuledOut(filter=f, reason=reason, clusters=sorted(names))
-                     for (f, reason), names in sorted(merged.items())]
+
+        # The names come sorted, so candidates and every group stay in name order; the clusters that
+        # cannot hold a replica are sorted out by set operations, which run in C.
+        names = self._names
+        for name in filter(holding.__contains__, names):
+            info = infos.get(name)  # holding implies an inventory was read, not that it is registered
+            static = _static(name, info, invs[name], ctx)
+            if ctx.static_passed[id(static)]:
+                candidates.append(_evaluate(name, info, static, shelved[name], ctx, score=True))
+            else:
+                rule_out(_first_failed(static), name)
+        readable = self._readable
+        for name in filterfalse(readable.__contains__, names):  # unregistered, or no inventory read
+            if name not in holding:
+                rule_out(_first_failed(_static(name, infos.get(name), invs.get(name), ctx)), name)
+        no_room = readable.intersection(shelved).difference(holding)
+        for name in filter(no_room.__contains__, names):  # nodes of the card, none with room
+            probe = _Candidate(name)
+            _node_filters(probe, shelved[name], ctx)
+            rule_out(_first_failed(probe.filters), name)
+        # Clusters without the card are one group: what each has instead is one cluster's story, not the fleet's.
+        cardless = readable.difference(shelved)
+        if cardless:
+            groups[0] = (_without_card("", [], "", ctx).filters[0], list(filter(cardless.__contains__, names)))
+        merged: dict[tuple[str, str], list[list[str]]] = {}
+        for failed, members in groups.values():
+            merged.setdefault((failed.name, failed.reason), []).append(members)
+        # Mostly in name order already, which Python's sort only checks (one pass).
+        ruled_out = [_built(RuledOut, {"filter": f, "reason": reason, "clusters": sorted(chain(*parts))})
+                     for (f, reason), parts in sorted(merged.items())]
         return candidates, ruled_out
 
     def _cards_note(self, name: str) -> str:
@@ -241,7 +282,7 @@ class FleetIndex:
 
 class _Context:
     __slots__ = ("plan", "card", "g", "n", "regions", "allowed", "denied", "required", "preferred",
-                 "shape", "static_filters", "static_passed", "cardless", "_terms")
+                 "shape", "static_filters", "static_passed", "cardless", "node_results", "scored", "_terms")
 
     def __init__(self, plan: PlacementPlan, card: Hardware):
         c = plan.constraints
@@ -254,6 +295,10 @@ class _Context:
         self.static_filters: dict[tuple, list[FilterResult]] = {}
         self.cardless: dict[str, list[FilterResult]] = {}
         self.static_passed: dict[int, bool] = {}  # by id() of a list in static_filters, which keeps it alive
+        # The node filters and the score depend on a handful of counts, not on the cluster: clusters
+        # with the same counts share them, and most clusters repeat some other cluster's counts.
+        self.node_results: dict[tuple[int, ...], list[FilterResult]] = {}
+        self.scored: dict[tuple[int, ...], tuple[list[ScoreTerm], float]] = {}
         self._terms: dict[tuple[str, float, float, str], ScoreTerm] = {}
 
     def term(self, name: str, value: float, weight: float, detail: str) -> ScoreTerm:
@@ -274,7 +319,7 @@ class _Candidate:
         self.filters: list[FilterResult] = []
         self.eligible = False
         self.fits = 0
-        self.usable: list[tuple[int, int, int]] = []
+        self.usable: list[Usable] = []
         self.scores: list[ScoreTerm] = []
         self.score = 0.0
         self.replicas = 0
@@ -295,7 +340,7 @@ def _check(cand: _Candidate, name: str, passed: bool, reason: str) -> None:
     cand.filters.append(result)
 
 
-def _evaluate(name: str, info: ClusterInfo | None, static: list[FilterResult], matching: Sequence[NodePool],
+def _evaluate(name: str, info: InfoRow | None, static: list[FilterResult], matching: Sequence[Pool],
               ctx: _Context, *, score: bool) -> _Candidate:
     """A cluster with nodes of the card: every filter, and a score when all pass (`score` False: the
     index says its free nodes cannot hold a replica, so it cannot pass)."""
@@ -305,7 +350,7 @@ def _evaluate(name: str, info: ClusterInfo | None, static: list[FilterResult], m
     if score and ctx.static_passed[id(static)]:
         cand.eligible = cand.fits > 0 and ctx.card.placeable and all(f.passed for f in cand.filters[-3:])
         if cand.eligible:
-            _score(cand, info or ClusterInfo(name=name), whole, ctx)
+            _score(cand, info, whole, ctx)
     return cand
 
 
@@ -323,11 +368,11 @@ def _without_card(name: str, static: list[FilterResult], cards_note: str, ctx: _
     return cand
 
 
-def _static(name: str, info: ClusterInfo | None, inv: ClusterInventory | None, ctx: _Context) -> list[FilterResult]:
+def _static(name: str, info: InfoRow | None, inv: InventoryRow | None, ctx: _Context) -> list[FilterResult]:
     # The filters that do not look at nodes depend on a few facts that most clusters share: decide
     # them once per distinct combination.
-    cordoned, region, labels = (info.cordoned, info.region, info.labels) if info is not None else (False, "", {})
-    key = (info is not None, None if inv is None else (inv.error or "", inv.source), cordoned,
+    _name, cordoned, region, labels = info if info is not None else _UNREGISTERED
+    key = (info is not None, None if inv is None else (inv[1] or "", inv[2]), cordoned,
            name in ctx.allowed if ctx.allowed else None, name in ctx.denied if ctx.denied else None,
            region if ctx.regions else None, tuple(labels.get(k) for k in ctx.required) if ctx.required else ())
     static = ctx.static_filters.get(key)
@@ -349,15 +394,14 @@ def _hardware_missing(ctx: _Context, cards_note: str) -> str:
     return f"no {card.id} nodes" + cards_note
 
 
-def _node_filters(cand: _Candidate, matching: Sequence[NodePool], ctx: _Context) -> int:
+def _node_filters(cand: _Candidate, matching: Sequence[Pool], ctx: _Context) -> int:
     """The hardware, node shape and capacity filters; sets fits and usable nodes; returns the count
     of entirely free nodes of the shape."""
-    card, g, n = ctx.card, ctx.g, ctx.n
+    g, n = ctx.g, ctx.n
     # One pass over the card's pools: this runs for every cluster that holds the card.
     nodes = shaped = whole = partly = biggest = most = 0
-    usable: list[tuple[int, int, int]] = []
-    for p in matching:
-        cap, free, count = p.gpus_per_node, p.free_gpus, p.nodes
+    usable: list[Usable] = []
+    for _card, cap, free, count in matching:
         nodes += count
         if cap > biggest:
             biggest = cap
@@ -374,20 +418,32 @@ def _node_filters(cand: _Candidate, matching: Sequence[NodePool], ctx: _Context)
             partly += count
         if n == 1 and free >= g:
             usable.append((free, cap, count))
+    usable.sort()
+    fits = sum(count * (free // g) for free, _cap, count in usable) if n == 1 else whole // n
+    cand.fits, cand.usable = fits, usable
+    key = (bool(matching), nodes, shaped, biggest, whole, partly, most, fits)
+    results = ctx.node_results.get(key)
+    if results is None:
+        results = ctx.node_results[key] = _node_results(ctx, *key)
+    cand.filters.extend(results)
+    return whole
+
+
+def _node_results(ctx: _Context, any_pool: bool, nodes: int, shaped: int, biggest: int, whole: int, partly: int,
+                  most: int, fits: int) -> list[FilterResult]:
+    card, g, n = ctx.card, ctx.g, ctx.n
+    cand = _Candidate("")
     if not card.placeable:
         _check(cand, "hardware", False, _hardware_missing(ctx, ""))
     else:
         _check(cand, "hardware", True, f"{nodes} {card.id} node(s)")
     if shaped:
         _check(cand, "node_shape", True, f"{card.id} nodes with {g}+ GPUs: {shaped}")
-    elif matching:
+    elif any_pool:
         _check(cand, "node_shape", False,
                f"its largest {card.id} node has {biggest} GPUs; a replica needs {g} per node")
     else:
         _check(cand, "node_shape", False, f"no {card.id} nodes to hold {g} GPUs per node")
-    usable.sort()
-    fits = sum(count * (free // g) for free, _cap, count in usable) if n == 1 else whole // n
-    cand.fits, cand.usable = fits, usable
     if fits:
         _check(cand, "capacity", True, f"free nodes hold {fits} replica(s) of {ctx.shape}")
     elif shaped:
@@ -399,23 +455,23 @@ def _node_filters(cand: _Candidate, matching: Sequence[NodePool], ctx: _Context)
         _check(cand, "capacity", False, why)
     else:
         _check(cand, "capacity", False, "no node of this shape")
-    return whole
+    return cand.filters
 
 
-def _static_filters(name: str, info: ClusterInfo | None, inv: ClusterInventory | None,
+def _static_filters(name: str, info: InfoRow | None, inv: InventoryRow | None,
                     ctx: _Context) -> list[FilterResult]:
     cand = _Candidate(name)
     _check(cand, "registered", info is not None,
            "registered" if info is not None else "not registered: an inventory was given for an unknown cluster")
     if inv is None:
         _check(cand, "inventory", False, "no inventory has been read for this cluster")
-    elif inv.error:
-        _check(cand, "inventory", False, f"inventory read failed: {inv.error}")
+    elif inv[1]:
+        _check(cand, "inventory", False, f"inventory read failed: {inv[1]}")
     else:
-        _check(cand, "inventory", True, f"{inv.source} inventory")
-    info = info or ClusterInfo(name=name)
+        _check(cand, "inventory", True, f"{inv[2]} inventory")
+    _name, cordoned, region, labels = info if info is not None else _UNREGISTERED
 
-    _check(cand, "cordon", not info.cordoned, "cordoned: takes no new replicas" if info.cordoned else "not cordoned")
+    _check(cand, "cordon", not cordoned, "cordoned: takes no new replicas" if cordoned else "not cordoned")
     if ctx.allowed:
         ok = name in ctx.allowed
         _check(cand, "allowed_clusters", ok, "in the allowed clusters" if ok else "not in the allowed clusters")
@@ -424,32 +480,32 @@ def _static_filters(name: str, info: ClusterInfo | None, inv: ClusterInventory |
     ok = name not in ctx.denied
     _check(cand, "denied_clusters", ok, "not denied" if ok else "in the denied clusters")
     if ctx.regions:
-        ok = info.region in ctx.regions
-        _check(cand, "region", ok, f"region {info.region or '(none)'} " + ("is allowed" if ok else
+        ok = region in ctx.regions
+        _check(cand, "region", ok, f"region {region or '(none)'} " + ("is allowed" if ok else
                f"is not one of {', '.join(sorted(ctx.regions))}"))
     else:
         _check(cand, "region", True, "any region")
-    missing = [f"{k}={v}" for k, v in sorted(ctx.required.items()) if info.labels.get(k) != v]
+    missing = [f"{k}={v}" for k, v in sorted(ctx.required.items()) if labels.get(k) != v]
     _check(cand, "required_labels", not missing,
            f"lacks label(s) {', '.join(missing)}" if missing else
            ("carries the required labels" if ctx.required else "no required labels"))
     return cand.filters
 
 
-def _other_cards(inv: ClusterInventory | None) -> str:
+def _other_cards(inv: InventoryRow | None) -> str:
     """What a cluster without the plan's card has instead (the same whatever card was asked for)."""
-    pools = inv.pools if inv is not None and not inv.error else []
-    others = sorted({p.hardware_id or p.product or "unknown" for p in pools})
+    _cluster, error, _source, unlabelled, pools = inv if inv is not None else _NO_INVENTORY
+    others = sorted({p.hardware_id or p.product or "unknown" for p in pools}) if not error else []
     extra = f" (has: {', '.join(others)})" if others else ""
-    if inv is not None and inv.unlabelled_gpu_nodes:
-        extra += f"; {inv.unlabelled_gpu_nodes} GPU node(s) carry no nvidia.com/gpu.product label"
+    if unlabelled:
+        extra += f"; {unlabelled} GPU node(s) carry no nvidia.com/gpu.product label"
     return extra
 
 
-def _score(cand: _Candidate, info: ClusterInfo, whole: int, ctx: _Context) -> None:
+def _score(cand: _Candidate, info: InfoRow | None, whole: int, ctx: _Context) -> None:
     plan, g, n = ctx.plan, ctx.g, ctx.n
     if n == 1:
-        per_node = max(cap for _free, cap, _count in cand.usable) // g
+        per_node = max(map(_SECOND, cand.usable)) // g
         needed = -(-plan.replicas // per_node)
     else:
         needed = plan.replicas * n
@@ -457,16 +513,28 @@ def _score(cand: _Candidate, info: ClusterInfo, whole: int, ctx: _Context) -> No
     # Whole nodes *kept* after one replica lands: a cluster that can take it on a partly used node
     # keeps its whole nodes for the multi-node replicas that need them.
     kept = whole - sum(nodes for cap, free, nodes, _taken in uses if free == cap)
+    matched = 0
+    if ctx.preferred and info is not None:
+        labels = info[3]
+        matched = sum(1 for k, v in ctx.preferred.items() if labels.get(k) == v)
+    key = (kept, whole, needed, leftover, touched, matched)
+    scored = ctx.scored.get(key)
+    if scored is None:
+        scored = ctx.scored[key] = _scored(ctx, *key)
+    cand.scores, cand.score = scored
+
+
+def _scored(ctx: _Context, kept: int, whole: int, needed: int, leftover: int, touched: int,
+            matched: int) -> tuple[list[ScoreTerm], float]:
     whole_value = min(1.0, kept / needed)
     frag_value = 1.0 - leftover / touched
     if ctx.preferred:
-        matched = sum(1 for k, v in ctx.preferred.items() if info.labels.get(k) == v)
         label_value = matched / len(ctx.preferred)
         label_detail = f"carries {matched} of {len(ctx.preferred)} preferred label(s)"
     else:
         label_value, label_detail = 1.0, "no preferred labels"
     w = WEIGHTS
-    cand.scores = [
+    terms = [
         ctx.term("whole_free_nodes", whole_value, w["whole_free_nodes"],
                  f"{kept} of {whole} entirely free {ctx.card.id} node(s) stay free after "
                  f"one replica lands; all replicas on whole nodes would take {needed}"),
@@ -475,8 +543,8 @@ def _score(cand: _Candidate, info: ClusterInfo, whole: int, ctx: _Context) -> No
                  "node(s) it uses (1.0: it fills them exactly)"),
         ctx.term("labels", label_value, w["labels"], label_detail),
     ]
-    cand.score = round(whole_value * w["whole_free_nodes"] + frag_value * w["fragmentation"]
-                       + label_value * w["labels"], 9)
+    return terms, round(whole_value * w["whole_free_nodes"] + frag_value * w["fragmentation"]
+                        + label_value * w["labels"], 9)
 
 
 # --- distribution -----------------------------------------------------------------------------------
@@ -540,13 +608,7 @@ def _verdict(cand: _Candidate, ctx: _Context, limit: int, unplaced: int) -> Clus
             node_use = [NodeUse(hardware_id=ctx.card.id, gpus_per_node=cap, free_before=free, nodes=nodes,
                                 gpus_taken=taken)
                         for cap, free, nodes, taken in _allocate(cand.usable, cand.replicas, ctx.g, ctx.n)[0]]
-        spread = ctx.plan.constraints.spread
-        how = ("lowers its score by {w:g} per replica already here, so replicas go round-robin"
-               if spread == "spread" else "raises its score by {w:g} per replica already here, so the best "
-                                          "cluster fills before the next")
-        scores = [*scores, ctx.term(
-            "spread", float(cand.replicas), -SPREAD_WEIGHT if spread == "spread" else SPREAD_WEIGHT,
-            f"{spread}: {cand.replicas} replica(s) here; " + how.format(w=SPREAD_WEIGHT))]
+        scores = [*scores, _spread_term(ctx, cand.replicas)]
     reason = None
     if unplaced:
         if not cand.eligible:
@@ -556,9 +618,35 @@ def _verdict(cand: _Candidate, ctx: _Context, limit: int, unplaced: int) -> Clus
             reason = f"holds the most replicas allowed per cluster ({limit})"
         else:
             reason = f"full: its free nodes hold {cand.fits} replica(s) of {ctx.shape}, all taken"
-    return ClusterVerdict(
-        cluster=cand.name, eligible=cand.eligible, filters=cand.filters, scores=scores, score=cand.score,
-        fits=cand.fits, replicas=cand.replicas, node_use=node_use, unplaced_reason=reason)
+    return _built(ClusterVerdict, {
+        "cluster": cand.name, "eligible": cand.eligible, "filters": cand.filters, "scores": scores,
+        "score": cand.score, "fits": cand.fits, "replicas": cand.replicas, "node_use": node_use,
+        "unplaced_reason": reason})
+
+
+def _spread_term(ctx: _Context, replicas: int) -> ScoreTerm:
+    spread = ctx.plan.constraints.spread
+    how = ("lowers its score by {w:g} per replica already here, so replicas go round-robin"
+           if spread == "spread" else "raises its score by {w:g} per replica already here, so the best "
+                                      "cluster fills before the next")
+    return ctx.term("spread", float(replicas), -SPREAD_WEIGHT if spread == "spread" else SPREAD_WEIGHT,
+                    f"{spread}: {replicas} replica(s) here; " + how.format(w=SPREAD_WEIGHT))
+
+
+def _built(model: type[M], values: dict[str, Any]) -> M:
+    """`model` holding `values` without validating them again: pydantic's `model_construct` without its
+    per-field bookkeeping. Only for values this module built from validated inputs, with every field
+    given, of the field's type: at 10,000 clusters validation alone took longer than the placement.
+    tests/placement/test_index.py checks that every decision survives `model_validate` unchanged."""
+    built = model.__new__(model)
+    _set(built, "__dict__", values)
+    _set(built, "__pydantic_fields_set__", set(values))
+    _set(built, "__pydantic_extra__", None)
+    _set(built, "__pydantic_private__", None)
+    return built
+
+
+_set = object.__setattr__
 
 
 def _summary(ctx: _Context, replicas: dict[str, int], placed: int, unplaced: int,
@@ -585,9 +673,9 @@ def _some(names: list[str], shown: int = 3) -> str:
     return f"{len(names)} cluster(s) ({', '.join(names[:shown])}{more})"
 
 
-def _unique(by_name: dict[str, T], items: list[T], what: str, key: Callable[[T], str]) -> dict[str, T]:
-    """`by_name`, built from `items` by the caller (a plain comprehension: this runs per cluster), or
-    an error naming a cluster that appears twice."""
+def _unique(by_name: dict[str, R], items: list[T], what: str, key: Callable[[T], str]) -> dict[str, R]:
+    """`by_name`, built from `items` by the caller (one entry per item, by name), or an error naming
+    a cluster that appears twice."""
     if len(by_name) != len(items):
         seen: set[str] = set()
         for item in items:

@@ -12,7 +12,7 @@ from wingsmith.recipes.catalog import (
                                        store_catalog_version,
                                        write_catalog,
 )
-from wingsmith.recipes.command import NodeCommand, ServeCommand, serve_command
+from wingsmith.recipes.command import NodeCommand, ServeCommand, offered_command, serve_command
 from wingsmith.recipes.concurrency import MaxNumSeqsDefault, dynamo_entries, max_num_seqs_default
 from wingsmith.recipes.evidence import Evidence, evidence_for
 from wingsmith.recipes.models import Catalog, DynamoEntry, Recipe, RecipeMatch
@@ -22,6 +22,7 @@ from wingsmith.recipes.rules import InvalidChoice
 __all__ = [
     "Catalog", "CatalogVersionExists", "DynamoEntry", "Evidence", "ImportProblem", "ImportReport", "InvalidChoice",
     "MaxNumSeqsDefault", "NodeCommand", "Recipe", "RecipeMatch", "ServeCommand", "build_catalog", "dynamo_entries",
-    "evidence_for", "load_catalog", "load_catalog_version", "max_num_seqs_default", "read_catalog", "serve_command",
+    "evidence_for", "load_catalog", "load_catalog_version", "max_num_seqs_default", "offered_command", "read_catalog",
+    "serve_command",
     "store_catalog_version", "write_catalog",
 ]

@@ -9,6 +9,7 @@ same order. Multi-node layouts get one command per node."""
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from pydantic import BaseModel
@@ -26,7 +27,9 @@ from wingsmith.recipes.models import (
     Variant,
 )
 from wingsmith.recipes.rules import (
+    BelowFloor,
     InvalidChoice,
+    args_tp,
     exclusions,
     feature_gated,
     feature_unsupported,
@@ -35,9 +38,11 @@ from wingsmith.recipes.rules import (
     layout_allowed,
     minimum_gpus,
     pick,
+    pinned_for_every_card,
     pinned_tp,
     precision_problem,
     profile_for,
+    shape_gb,
     unsupported_on,
 )
 
@@ -305,18 +310,60 @@ def serve_command(recipe: Recipe | RecipeMatch, variant: str, hardware: str, lay
     if strategy.deploy_type == "pd_cluster":
         return _pd_command(recipe, strategy, so, profile, floor, parts, gpus)
     if strategy.deploy_type == "single_node":
-        return _single_node_command(strategy, profile, floor, pinned_tp(recipe, layout, profile, var), parts, gpus)
-    return _multi_node_command(strategy, profile, floor, parts, gpus)
+        pin = _Pin(recipe, layout, profile, var, strategy, parts)
+        return _single_node_command(strategy, profile, floor, pin, parts, gpus)
+    return _multi_node_command(strategy, profile, floor, parts, gpus, var.vram_minimum_gb)
 
 
-def _single_node_command(strategy: Strategy, profile: HardwareProfile, floor: int, pinned: int | None,
+def offered_command(recipe: Recipe | RecipeMatch, variant: str, hardware: str, layout: str,
+                    features: list[str] | tuple[str, ...] = (), *, catalog: Catalog | None = None) -> ServeCommand:
+    """`serve_command` at the recipe's own shape, as the plane offers it (evidence, drafts, model pages):
+    refused with BelowFloor when a one-node shape's GPUs hold less than the variant's published floor for
+    one replica. A count asked for explicitly is left to the plane's fit check instead."""
+    if isinstance(recipe, RecipeMatch):
+        recipe = recipe.recipe
+    if catalog is None:
+        from wingsmith.recipes.catalog import load_catalog
+        catalog = load_catalog()
+    command = serve_command(recipe, variant, hardware, layout, features, catalog=catalog)
+    if command.nodes == 1 and command.layout != "pd_cluster":
+        floor_gb = recipe.variants[variant].vram_minimum_gb
+        held = shape_gb(profile_for(catalog, hardware), command.gpus)
+        if held < floor_gb:
+            raise BelowFloor(f"variant {variant} needs {floor_gb:g} GB for one replica (the recipe's floor) and "
+                             f"{command.gpus} × {command.hardware} hold {held:,.0f} GB: below its floor")
+    return command
+
+
+class _Pin:
+    """The tensor-parallel size the recipe fixes for a single-node layout on a card, and where it comes
+    from. A `--tensor-parallel-size` in a hardware or strategy override is what the command ends up
+    with (those args come after the layout's size and win), so it is the shape's size."""
+
+    def __init__(self, recipe: Recipe, layout: str, profile: HardwareProfile, var: Variant, strategy: Strategy,
+                 parts: _Parts):
+        override = args_tp(parts.tail) if strategy.parallel_flag == "--tensor-parallel-size" else None
+        self.from_override = override is not None
+        self.size = override or pinned_tp(recipe, layout, profile, var)
+        self.every_card = not self.from_override and pinned_for_every_card(recipe, layout, profile, var)
+
+
+def _single_node_command(strategy: Strategy, profile: HardwareProfile, floor: int, pin: _Pin,
                          parts: _Parts, gpus: int | None) -> ServeCommand:
     gpn, layout = profile.gpu_count, strategy.name
-    count = gpus or pinned or gpn
+    pinned = pin.size
     if floor > gpn:
         raise InvalidChoice(f"{layout} needs at least {floor} GPUs and a {profile.id} node has {gpn}")
     if pinned and pinned > gpn:
-        raise InvalidChoice(f"the recipe pins {layout} to TP {pinned} and a {profile.id} node has {gpn} GPUs")
+        if not pin.every_card:
+            raise InvalidChoice(f"the recipe pins {layout} to TP {pinned} and a {profile.id} node has {gpn} GPUs")
+        # One size written for every card (upstream's usual 8-GPU nodes): a smaller node runs whole.
+        parts.common["notes"] = [*parts.common["notes"], f"the recipe's TP {pinned} is for larger nodes: "
+                                 f"a {profile.id} node runs it on its {gpn} GPU(s)"]
+        pinned = gpn
+    if pin.from_override and gpus and gpus != pinned:
+        raise InvalidChoice(f"the recipe sets --tensor-parallel-size {pinned} on {profile.id}, asked for {gpus} GPUs")
+    count = gpus or pinned or gpn
     if count > gpn:
         raise InvalidChoice(f"{layout} runs on one node: at most {gpn} GPUs on {profile.id}, asked for {count}")
     if count < floor:
@@ -341,11 +388,13 @@ def _multi_node_sizes(strategy: Strategy, count: int, gpn: int) -> tuple[int, in
 
 
 def _multi_node_command(strategy: Strategy, profile: HardwareProfile, floor: int, parts: _Parts,
-                        gpus: int | None) -> ServeCommand:
+                        gpus: int | None, replica_floor_gb: float) -> ServeCommand:
     gpn, layout = profile.gpu_count, strategy.name
     if not profile.scalable:
         raise InvalidChoice(f"{profile.id} cannot be joined into a multi-node deployment")
-    count = gpus or max(-(-floor // gpn) * gpn, 2 * gpn)
+    # The recipe's shape: two nodes at least, more when its GPU floor or the variant's memory floor asks.
+    nodes_for_memory = math.ceil(replica_floor_gb / shape_gb(profile, gpn)) if profile.vram_gb else 0
+    count = gpus or max(-(-floor // gpn) * gpn, 2 * gpn, nodes_for_memory * gpn)
     if count < floor:
         raise InvalidChoice(f"{layout} needs at least {floor} GPUs on {profile.id}, asked for {count}")
     if count % gpn:

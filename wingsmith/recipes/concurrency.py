@@ -3,9 +3,12 @@ engine's `--max-num-seqs` for a (model, card), from the aggregated vLLM recipe f
 
 from __future__ import annotations
 
+from typing import Literal
+
 from pydantic import BaseModel
 
 from wingsmith.hardware import HARDWARE, hardware_for_product_label
+from wingsmith.recipes.command import ServeCommand
 from wingsmith.recipes.models import Catalog, DynamoEntry
 
 
@@ -18,6 +21,8 @@ class MaxNumSeqsDefault(BaseModel, frozen=True):
     source_repository: str | None
     source_commit: str | None
     alternatives: list[dict] = []  # other matching recipes: {source_path, value}
+    # Who sets it: the tested vLLM command itself, NVIDIA Dynamo's aggregated recipe, or nobody.
+    origin: Literal["vllm recipe", "dynamo recipe", "engine default"] = "dynamo recipe"
 
     @property
     def engine_default(self) -> bool:
@@ -70,7 +75,7 @@ def max_num_seqs_default(hf_id: str, card: str, catalog: Catalog | None = None) 
     if not candidates:
         return MaxNumSeqsDefault(
             model=hf_id, card=card_id, value=None, source_path=None, source_repository=src.repository,
-            source_commit=src.commit,
+            source_commit=src.commit, origin="engine default",
             reason=f"no aggregated vLLM Dynamo recipe for {hf_id} on {card_id}: engine default")
     # Deterministic: a recipe serving this exact checkpoint beats one for a sibling checkpoint, a
     # recipe that states a value beats one that does not, then the lowest path.
@@ -78,6 +83,7 @@ def max_num_seqs_default(hf_id: str, card: str, catalog: Catalog | None = None) 
                                                e.max_concurrency.value is None, e.source_path))
     chosen = ranked[0]
     value = chosen.max_concurrency.value
+    origin: Literal["dynamo recipe", "engine default"] = "dynamo recipe" if value is not None else "engine default"
     if value is None:
         reason = f"the aggregated vLLM recipe for {card_id} sets no --max-num-seqs: engine default"
     else:
@@ -87,5 +93,23 @@ def max_num_seqs_default(hf_id: str, card: str, catalog: Catalog | None = None) 
                    "then a stated value, then path order")
     return MaxNumSeqsDefault(
         model=hf_id, card=card_id, value=value, reason=reason, source_path=chosen.source_path,
-        source_repository=src.repository, source_commit=src.commit,
+        source_repository=src.repository, source_commit=src.commit, origin=origin,
         alternatives=[{"source_path": e.source_path, "value": e.max_concurrency.value} for e in ranked[1:]])
+
+
+def max_num_seqs_applied(command: ServeCommand, hf_id: str, catalog: Catalog | None = None) -> MaxNumSeqsDefault:
+    """The `--max-num-seqs` a workload built from `command` runs with: the tested vLLM command's own
+    value when it sets one (Kimi-K3's Hopper block sets 5), else Dynamo's aggregated recipe for the card.
+    One answer for the workload, the draft and the model page."""
+    catalog = _catalog(catalog)
+    args = command.commands[0].args if command.commands else command.args
+    if "--max-num-seqs" in args:
+        value = int(args[args.index("--max-num-seqs") + 1])
+        src = catalog.vllm_source
+        recipe = catalog.recipes.get(command.recipe)
+        return MaxNumSeqsDefault(
+            model=hf_id, card=command.hardware, value=value, origin="vllm recipe",
+            reason=f"--max-num-seqs {value} from the vLLM recipe's own command for {command.hardware}",
+            source_path=recipe.source_path if recipe else None, source_repository=src.repository,
+            source_commit=src.commit)
+    return max_num_seqs_default(hf_id, command.hardware, catalog)

@@ -213,9 +213,9 @@ def _first_key(config: dict, keys: tuple[str, ...]) -> Any:
 
 
 def _worker(comp: _Component, backend: str, config_maps: dict[str, dict[str, str]], parts: PartProblems,
-            rel: str) -> tuple[DynamoWorker, list[str], str | None, list[str], bool]:
-    """The worker, the model names it states (and where the first came from), its card labels, and
-    whether it runs in an engine's disaggregation mode."""
+            rel: str) -> tuple[DynamoWorker, list[str], str | None, list[str], bool, tuple[str, str] | None]:
+    """The worker, the model names it states (and where the first came from), its card labels, whether
+    it runs in an engine's disaggregation mode, and the name it serves as (`--served-model-name`)."""
     env = _env(comp.container)
     raw = _argv(comp.container)
     argv = [_expand(t, env) or t for t in raw]
@@ -228,13 +228,17 @@ def _worker(comp: _Component, backend: str, config_maps: dict[str, dict[str, str
                        "receives it as is, not as a flag; read here as if trimmed", scope="warning")
     argv = [t.strip() for t in argv]
     names: list[str] = []
-    source = None
+    source = served = None
     for flag in ("--model", "--model-path", "--served-model-name"):
         value = flag_value(argv, flag)
-        if value and "/" in value and not value.startswith(("/", "$")) and value not in names:
-            names.append(value)
+        if value and "/" in value and not value.startswith(("/", "$")):
             var = re.search(r"\$\{?\(?(\w+)", flag_value(raw, flag) or "")
-            source = source or (f"{flag} from env {var.group(1)}" if var else flag)
+            said = f"{flag} from env {var.group(1)}" if var else flag
+            if flag == "--served-model-name":
+                served = (value, said)
+            if value not in names:
+                names.append(value)
+                source = source or said
     for key in _MODEL_ENV:
         value = env.get(key)
         if value and "/" in value and not value.startswith("/") and value not in names:
@@ -273,7 +277,7 @@ def _worker(comp: _Component, backend: str, config_maps: dict[str, dict[str, str
         replicas=comp.replicas, card=card.id if card else None, card_label=labels[0] if labels else None,
         tensor_parallel_size=_int(tp, f"{comp.field}.args.tensor-parallel-size"),
         max_concurrency=MaxConcurrency(setting=setting, value=_int(cap, f"{comp.field}.args.{setting}")))
-    return worker, names, source, labels, mode in ("prefill", "decode")
+    return worker, names, source, labels, mode in ("prefill", "decode"), served
 
 
 def _card_from_dirs(parts: tuple[str, ...]) -> str | None:
@@ -319,12 +323,15 @@ def read_deploy(path: Path, root: Path, parts: PartProblems | None = None,
                 if comp.role == "worker":
                     comp.kind_role = comp.named_role()
         built, model_ids, labels, source, split = [], [], [], None, False
+        served: tuple[str, str] | None = None
         for comp in workers:
-            worker, names, named_by, comp_labels, disagg_mode = _worker(comp, backend, config_maps, parts, rel)
+            worker, names, named_by, comp_labels, disagg_mode, served_as = _worker(comp, backend, config_maps,
+                                                                                   parts, rel)
             split = split or disagg_mode
             built.append(worker)
             model_ids += [n for n in names if n not in model_ids]
             source = source or named_by
+            served = served or served_as
             labels += comp_labels
         # A lone "decode" worker is how v1beta1 graphs spell an aggregated one; a prefill pool or an
         # engine told --disaggregation-mode (beside an encoder on another card, say) is split serving.
@@ -342,12 +349,21 @@ def read_deploy(path: Path, root: Path, parts: PartProblems | None = None,
         if card_label is None:
             card = _card_from_dirs((*dirs, path.stem))
             card_source = "directory name" if card else None
-        if model_ids:
+        # Clients ask for the served name; the checkpoint the workers load (often a quantised repo such
+        # as nvidia/Kimi-K2.6-NVFP4) stays in model_ids and loaded_model.
+        loaded = next((m for m in model_ids if not served or m != served[0]), None)
+        if served:
+            name, name_source = served
+        elif model_ids:
             name, name_source = model_ids[0], source or "--model"
         else:
             name, name_source = folder, "recipe folder"
+        if not disaggregated:
+            # Upstream labels the one worker of many aggregated graphs `decode`; it does both phases.
+            built = [w.model_copy(update={"role": "aggregated"}) if w.role == "decode" else w for w in built]
         entries.append(DynamoEntry(
             source_path=rel, model=folder, model_ids=model_ids, model_name=name, model_name_source=name_source,
+            loaded_model=loaded,
             backend=backend, mode="disaggregated" if disaggregated else "aggregated",
             card=card, card_label=card_label, card_source=card_source, gpus_per_worker=main.gpus,
             nodes=main.nodes, replicas=main.replicas, tensor_parallel_size=main.tensor_parallel_size,

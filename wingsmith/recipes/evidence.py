@@ -8,9 +8,17 @@ from typing import Literal
 from pydantic import BaseModel
 
 from wingsmith.hardware import HARDWARE, NVIDIA_HARDWARE
-from wingsmith.recipes.command import serve_command
-from wingsmith.recipes.models import Catalog, Recipe, RecipeMatch
-from wingsmith.recipes.rules import InvalidChoice, exclusions, hardware_status, is_opt_in, layout_allowed, minimum_gpus
+from wingsmith.recipes.command import offered_command
+from wingsmith.recipes.models import Catalog, Dependency, InstallPath, OmniTask, Recipe, RecipeMatch
+from wingsmith.recipes.rules import (
+    MULTI_NODE_OF,
+    BelowFloor,
+    InvalidChoice,
+    exclusions,
+    hardware_status,
+    is_opt_in,
+    layout_allowed,
+)
 
 
 class VariantEvidence(BaseModel, frozen=True):
@@ -27,12 +35,15 @@ class VariantEvidence(BaseModel, frozen=True):
 
 class TestedShape(BaseModel, frozen=True):
     """The GPU count a variant runs on with the default layout on one card, as its recipe tests it
-    (the TP it pins, else the whole node upstream sets TP to): the same count `serve_command` builds."""
+    (the TP it pins, else the whole node upstream sets TP to): the same count `serve_command` builds.
+    Where that single-node shape holds less than the variant's floor, the layout's multi-node form,
+    with a note saying so."""
     variant: str
     hardware: str
     layout: str
     gpus: int
     nodes: int
+    note: str | None = None
 
 
 class LayoutEvidence(BaseModel, frozen=True):
@@ -42,7 +53,9 @@ class LayoutEvidence(BaseModel, frozen=True):
     compatible: bool  # listed in compatible_strategies (else only opted in per hardware)
     allowed: list[str]
     denied: dict[str, str]  # hardware -> why
-    minimum_gpus: dict[str, int]  # per allowed hardware
+    # Per allowed hardware: the GPUs the default variant's command takes there (what the planner builds
+    # when no count is asked for), never merely the layout's bare minimum.
+    minimum_gpus: dict[str, int]
 
 
 class HardwareEvidence(BaseModel, frozen=True):
@@ -101,7 +114,14 @@ class Evidence(BaseModel, frozen=True):
     layouts: list[LayoutEvidence]
     tested_shapes: list[TestedShape] = []
     omni: bool = False
+    omni_tasks: list[OmniTask] = []
     docker_images: dict[str, str] = {}
+    supports_dcp: bool | None = None
+    kv_offload_support: dict[str, str] = {}
+    nightly_required: bool = False
+    flashinfer_autotune: bool | None = None
+    install: dict[str, InstallPath] = {}
+    dependencies: list[Dependency] = []
     default_hardware: str | None
     hardware: list[HardwareEvidence]
     features: list[FeatureEvidence]
@@ -158,18 +178,18 @@ def evidence_for(match_or_recipe: RecipeMatch | Recipe, catalog: Catalog | None 
         allowed, denied, floors = [], {}, {}
         for hw in stated:
             ok, why = layout_allowed(recipe, strategy, hw, catalog.hardware.get(hw))
-            if ok:
-                # Offered only if the command for it can be built: one set of rules for both views.
-                try:
-                    serve_command(recipe, default_variant, hw, name, [], catalog=catalog)
-                except InvalidChoice as exc:
-                    ok, why = False, str(exc)
-            floor = minimum_gpus(recipe, strategy, hw, catalog.hardware.get(hw))
-            if ok:
-                allowed.append(hw)
-                floors[hw] = floor
-            else:
+            if not ok:
                 denied[hw] = why
+                continue
+            # Offered only if the command for it can be built: one set of rules for both views, and its
+            # GPU count is the one the planner builds.
+            try:
+                command = offered_command(recipe, default_variant, hw, name, [], catalog=catalog)
+            except InvalidChoice as exc:
+                denied[hw] = str(exc)
+                continue
+            allowed.append(hw)
+            floors[hw] = command.gpus
         layouts.append(LayoutEvidence(name=name, default=name == default_layout, deploy_type=strategy.deploy_type,
                                       compatible=name in recipe.compatible_strategies, allowed=allowed,
                                       denied=denied, minimum_gpus=floors))
@@ -198,7 +218,10 @@ def evidence_for(match_or_recipe: RecipeMatch | Recipe, catalog: Catalog | None 
         matched_by=matched_by, architecture=recipe.architecture, parameter_count=recipe.parameter_count,
         context_length=recipe.context_length, min_vllm_version=recipe.min_vllm_version,
         default_variant=default_variant, tested_shapes=_tested_shapes(catalog, recipe, default_layout, layouts),
-        omni=recipe.omni, docker_images=recipe.docker_images,
+        omni=recipe.omni, omni_tasks=recipe.omni_tasks, docker_images=recipe.docker_images,
+        supports_dcp=recipe.supports_dcp, kv_offload_support=recipe.kv_offload_support,
+        nightly_required=recipe.nightly_required, flashinfer_autotune=recipe.flashinfer_autotune,
+        install=recipe.install, dependencies=recipe.dependencies,
         variants=[VariantEvidence(name=n, precision=v.precision, label=v.label,
                                   checkpoint=v.model_id or recipe.model_id,
                                   vram_minimum_gb=v.vram_minimum_gb, is_estimate=v.is_estimate,
@@ -217,14 +240,30 @@ def _tested_shapes(catalog: Catalog, recipe: Recipe, layout: str | None,
                    layouts: list[LayoutEvidence]) -> list[TestedShape]:
     """Each variant's GPU count on every card its default layout is offered on: what serve_command
     builds when no count is asked for, so the draft, `size --gpus` and the command agree."""
-    offered = next((entry.allowed for entry in layouts if entry.name == layout), [])
+    entry = next((e for e in layouts if e.name == layout), None)
+    if entry is None or layout is None:
+        return []
+    # Every card the layout is stated for: the default variant may be below its floor on one where a
+    # smaller variant is not.
+    cards = entry.allowed + [hw for hw, why in entry.denied.items() if "below its floor" in why]
+    wider = MULTI_NODE_OF.get(layout)
     shapes = []
     for name in recipe.variants:
-        for hw in offered:
+        for hw in cards:
+            note = None
             try:
-                command = serve_command(recipe, name, hw, layout or "", [], catalog=catalog)
+                command = offered_command(recipe, name, hw, layout, [], catalog=catalog)
+            except BelowFloor as exc:
+                allowed_wider = wider and any(e.name == wider and hw in e.allowed for e in layouts)
+                if not allowed_wider:
+                    continue
+                try:
+                    command = offered_command(recipe, name, hw, wider or "", [], catalog=catalog)
+                except InvalidChoice:
+                    continue
+                note = f"{exc}; the recipe's {wider} shape instead"
             except InvalidChoice:
                 continue  # this variant does not run there (e.g. supported_hardware)
             shapes.append(TestedShape(variant=name, hardware=hw, layout=command.layout, gpus=command.gpus,
-                                      nodes=command.nodes))
+                                      nodes=command.nodes, note=note))
     return shapes

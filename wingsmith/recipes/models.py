@@ -113,6 +113,37 @@ class HardwareProfile(_Fact):
     restricted: bool = False
 
 
+class InstallPath(_Fact):
+    """One install path upstream names for a model (`docker`, `pip`): offered or not, and its command."""
+    offered: bool = True  # False: upstream says `pip: false` (this path does not work for the model)
+    command: str | None = None
+    note: str | None = None
+
+
+class Dependency(_Fact):
+    """Something to install beside vLLM (vLLM-Omni, a pinned transformers), as upstream lists it."""
+    command: str
+    note: str | None = None
+    optional: bool = False
+    brand: str | None = None  # only on this vendor's cards
+    install_modes: list[str] = []  # only for these install paths (pip, docker)
+
+
+class OmniTaskOverride(_Fact):
+    vram_minimum_gb: float | None = None
+    args: list[str] = []
+
+
+class OmniTask(_Fact):
+    """A vLLM-Omni task (t2v, tts ...): its own floor, and a smaller one on some cards (a task-type flag
+    that loads part of the pipeline, e.g. MiniMax-H3's t2va at 48 GB on 2 × RTX 4090)."""
+    id: str
+    endpoint: str | None = None
+    vram_minimum_gb: float | None = None
+    args: list[str] = []
+    hardware_overrides: dict[str, OmniTaskOverride] = {}
+
+
 class Recipe(_Fact):
     path: str = Field(description="org/name, the recipe file's path under models/ without .yaml")
     model_id: str
@@ -142,6 +173,15 @@ class Recipe(_Fact):
     docker_images: dict[str, str] = {}
     # vLLM-Omni recipes (`task: omni`, an `omni:` block) serve through vllm-omni and have no layouts.
     omni: bool = False
+    omni_tasks: list[OmniTask] = []
+    # Decode context parallelism is known to work (upstream's `model.supports_dcp`).
+    supports_dcp: bool | None = None
+    # KV cache offloading backends (offloading_cpu, offloading_fs ...) -> verified etc.
+    kv_offload_support: dict[str, str] = {}
+    nightly_required: bool = False  # needs a nightly vLLM build (min_vllm_version is not released yet)
+    flashinfer_autotune: bool | None = None  # upstream's `model.flashinfer_autotune`
+    install: dict[str, InstallPath] = {}
+    dependencies: list[Dependency] = []
     source_path: str
 
     @property
@@ -174,7 +214,10 @@ class DynamoEntry(_Fact):
     model_ids: list[str] = Field(description="HF ids the workers load or serve as")
     model_name: str = Field(default="", description="the name the entry serves its model as")
     model_name_source: str = Field(default="recipe folder", description="where model_name came from: a flag "
-                                   "(--model, --model-path, --served-model-name), an env var, or the recipe folder")
+                                   "(--served-model-name first, then --model, --model-path), an env var, or the "
+                                   "recipe folder")
+    loaded_model: str | None = Field(default=None, description="the checkpoint the workers load, when it is not "
+                                     "the served name (e.g. nvidia/Kimi-K2.6-NVFP4 served as moonshotai/Kimi-K2.6)")
     backend: Literal["vllm", "sglang", "trtllm"]
     mode: Literal["aggregated", "disaggregated"]
     card: str | None = Field(description="hardware id (wingsmith.hardware) or None if not stated")

@@ -78,13 +78,18 @@ def mapping(value: Any, field: str, *, required: bool = False) -> dict[Any, Any]
     return value
 
 
-def str_list(value: Any, field: str) -> list[str]:
+def items(value: Any, field: str) -> list[Any]:
+    """A list field's items (none when it is absent)."""
     if value is None:
         return []
     if not isinstance(value, list):
         raise BadField(field, f"expected a list, got {type(value).__name__}")
+    return value
+
+
+def str_list(value: Any, field: str) -> list[str]:
     out = []
-    for i, item in enumerate(value):
+    for i, item in enumerate(items(value, field)):
         if isinstance(item, bool) or not isinstance(item, (str, int, float)):
             raise BadField(f"{field}[{i}]", f"expected a string, got {type(item).__name__}")
         out.append(str(item))

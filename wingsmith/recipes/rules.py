@@ -18,6 +18,16 @@ class InvalidChoice(ValueError):
     """A (variant, hardware, layout, features) choice the recipe does not allow; the message says why."""
 
 
+class BelowFloor(InvalidChoice):
+    """The recipe's own shape for a variant on a card holds less memory than the variant's published
+    floor for one replica: not a shape to offer (a multi-node layout may be)."""
+
+
+# The layout that runs a single-node layout's parallelism across whole nodes.
+MULTI_NODE_OF = {"single_node_tp": "multi_node_tp", "single_node_tep": "multi_node_tep",
+                 "single_node_dep": "multi_node_dep"}
+
+
 def hardware_keys(profile: HardwareProfile) -> list[str]:
     """Override keys that can address a card, most specific first: its id, its generation, its brand."""
     return [profile.id, profile.generation, profile.brand.lower()]
@@ -112,7 +122,7 @@ def _for_card(value: int | dict[str, int] | None, profile: HardwareProfile) -> i
     return value
 
 
-def _args_tp(args: list[str]) -> int | None:
+def args_tp(args: list[str]) -> int | None:
     """A `--tensor-parallel-size N` (or `-tp N`) the variant's own args set: the size upstream tested."""
     found = None
     for i, token in enumerate(args):
@@ -130,8 +140,25 @@ def pinned_tp(recipe: Recipe, layout: str, profile: HardwareProfile, variant: Va
     override = recipe.strategy_overrides.get(layout)
     tp = _for_card(override.tp if override else None, profile)
     if tp is None and variant is not None:
-        tp = _for_card(variant.tp, profile) or _args_tp(variant.args)
+        tp = _for_card(variant.tp, profile) or args_tp(variant.args)
     return tp
+
+
+def pinned_for_every_card(recipe: Recipe, layout: str, profile: HardwareProfile, variant: Variant) -> bool:
+    """Whether the pinned size is one number for every card (`tp: 4`), rather than this card's own:
+    upstream writes such a pin for its usual 8-GPU nodes, and runs smaller nodes whole."""
+    override = recipe.strategy_overrides.get(layout)
+    for value in (override.tp if override else None, variant.tp):
+        if isinstance(value, dict) and _for_card(value, profile) is not None:
+            return False
+        if isinstance(value, int):
+            return True
+    return args_tp(variant.args) is not None
+
+
+def shape_gb(profile: HardwareProfile, gpus: int) -> float:
+    """Device memory of `gpus` GPUs of a card, in the taxonomy's decimal GB (it states it per node)."""
+    return profile.vram_gb / profile.gpu_count * gpus
 
 
 def unsupported_on(support: dict[str, str], profile: HardwareProfile) -> bool:

@@ -10,10 +10,15 @@ from typing import Any
 import yaml
 from pydantic import ValidationError
 
+from wingsmith.recipes.known_fields import unknown_fields
 from wingsmith.recipes.models import (
+    Dependency,
     Feature,
     FeatureMode,
     HardwareProfile,
+    InstallPath,
+    OmniTask,
+    OmniTaskOverride,
     Override,
     PdRole,
     Recipe,
@@ -26,6 +31,7 @@ from wingsmith.recipes.problems import (
     ImportProblem,
     PartProblems,
     from_validation_error,
+    items,
     mapping,
     str_list,
     str_map,
@@ -232,6 +238,75 @@ def _min_gpus(value: Any, field: str) -> dict[str, int | dict[str, int]]:
     return out
 
 
+def _flag(value: Any, field: str) -> bool | None:
+    if value is None or isinstance(value, bool):
+        return value
+    raise BadField(field, f"expected true or false, got {value!r}")
+
+
+def _text(value: Any) -> str | None:
+    return None if value is None else str(value)
+
+
+def _install(value: Any, field: str) -> dict[str, InstallPath]:
+    """`model.install`: per path (docker, pip) `false` (not offered), nothing, or {command?, note?}."""
+    out = {}
+    for name, item in mapping(value, field).items():
+        if item is False:
+            out[str(name)] = InstallPath(offered=False)
+        elif item is None or item is True:
+            out[str(name)] = InstallPath()
+        else:
+            block = mapping(item, f"{field}.{name}")
+            out[str(name)] = InstallPath(command=_text(block.get("command")), note=_text(block.get("note")))
+    return out
+
+
+def _dependencies(value: Any, field: str) -> list[Dependency]:
+    out = []
+    for i, item in enumerate(items(value, field)):
+        block = mapping(item, f"{field}[{i}]", required=True)
+        if not block.get("command"):
+            raise BadField(f"{field}[{i}].command", "missing")
+        out.append(Dependency(command=str(block["command"]), note=_text(block.get("note")),
+                              optional=bool(_flag(block.get("optional"), f"{field}[{i}].optional")),
+                              brand=_text(block.get("brand")),
+                              install_modes=str_list(block.get("install_modes"), f"{field}[{i}].install_modes")))
+    return out
+
+
+def _floor_gb(value: Any, field: str) -> float | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise BadField(field, f"expected a number of GB, got {value!r}")
+    return float(value)
+
+
+def _omni_tasks(value: Any, field: str) -> list[OmniTask]:
+    """`omni.tasks`: a task id, or a task with its own floor and per-card floors and args."""
+    tasks = []
+    for i, item in enumerate(items(value, field)):
+        if isinstance(item, str):
+            tasks.append(OmniTask(id=item))
+            continue
+        block = mapping(item, f"{field}[{i}]", required=True)
+        if not block.get("id"):
+            raise BadField(f"{field}[{i}].id", "missing")
+        cards = {}
+        for card, over in mapping(block.get("hardware_overrides"), f"{field}[{i}].hardware_overrides").items():
+            where = f"{field}[{i}].hardware_overrides.{card}"
+            o = mapping(over, where)
+            cards[str(card)] = OmniTaskOverride(vram_minimum_gb=_floor_gb(o.get("vram_minimum_gb"),
+                                                                          f"{where}.vram_minimum_gb"),
+                                                args=str_list(o.get("extra_args"), f"{where}.extra_args"))
+        tasks.append(OmniTask(id=str(block["id"]), endpoint=_text(block.get("endpoint")),
+                              vram_minimum_gb=_floor_gb(block.get("vram_minimum_gb"), f"{field}[{i}].vram_minimum_gb"),
+                              args=str_list(block.get("extra_args"), f"{field}[{i}].extra_args"),
+                              hardware_overrides=cards))
+    return tasks
+
+
 def _is_omni(doc: dict[str, Any], meta: dict[str, Any]) -> bool:
     tasks = meta.get("tasks")
     return "omni" in doc or (isinstance(tasks, list) and "omni" in tasks)
@@ -274,6 +349,10 @@ def read_recipe(path: Path, root: Path, parts: PartProblems | None = None) -> Re
         parts.note("compatible_strategies", "missing or empty: no layout to serve with", scope="warning")
     min_gpus = parts.keep(lambda: _min_gpus(doc.get("strategy_min_gpus"), "strategy_min_gpus"),
                           dict[str, int | dict[str, int]]())
+    unknown = unknown_fields(doc)
+    if unknown:
+        parts.note("(fields)", f"not read by the importer (newer than it?): {', '.join(unknown)}", scope="warning")
+    omni_block = parts.keep(lambda: mapping(doc.get("omni"), "omni"), empty)
     try:
         return Recipe(
             path=rel, model_id=model_id, title=str(meta.get("title") or model_id),
@@ -298,7 +377,18 @@ def read_recipe(path: Path, root: Path, parts: PartProblems | None = None) -> Re
                                           lambda k, v, f: _strategy_override(v, f)),
             docker_images=parts.keep(lambda: _docker_images(model.get("docker_image"), "model.docker_image"),
                                      dict[str, str]()),
-            omni=omni, source_path=path.relative_to(root).as_posix())
+            omni=omni,
+            omni_tasks=parts.keep(lambda: _omni_tasks(omni_block.get("tasks"), "omni.tasks"), list[OmniTask]()),
+            supports_dcp=parts.keep(lambda: _flag(model.get("supports_dcp"), "model.supports_dcp"), None),
+            kv_offload_support=parts.keep(lambda: str_map(doc.get("kv_offload_support"), "kv_offload_support"),
+                                          dict[str, str]()),
+            nightly_required=bool(parts.keep(lambda: _flag(model.get("nightly_required"), "model.nightly_required"),
+                                             None)),
+            flashinfer_autotune=parts.keep(lambda: _flag(model.get("flashinfer_autotune"),
+                                                         "model.flashinfer_autotune"), None),
+            install=parts.keep(lambda: _install(model.get("install"), "model.install"), dict[str, InstallPath]()),
+            dependencies=parts.keep(lambda: _dependencies(doc.get("dependencies"), "dependencies"), list[Dependency]()),
+            source_path=path.relative_to(root).as_posix())
     except ValidationError as exc:
         raise from_validation_error(exc) from None
 

@@ -24,6 +24,13 @@ KV_DTYPES = {"auto": None, "bfloat16": 2, "float16": 2, "fp8": 1, "fp8_e4m3": 1,
 LINEAR_STATE_BYTES = 4
 # DeepSeek-V3.2 style indexer: one fp8 key of index_head_dim plus a float32 scale, per token and layer.
 INDEXER_SCALE_BYTES = 4
+# vLLM stores an fp8 KV cache of sparse MLA (the models with an indexer) in its `fp8_ds_mla` layout:
+# the latent in fp8 with one float32 scale per 128 of its values, and the rope part unquantised in 16-bit
+# (512 + 4 × 4 + 64 × 2 = 656 B per token and layer for DeepSeek-V3.2 and GLM-5; FlashMLASparseBackend's
+# get_kv_cache_shape, which vLLM switches to whenever the kv-cache dtype starts with fp8).
+DS_MLA_SCALE_GROUP = 128
+DS_MLA_SCALE_BYTES = 4
+DS_MLA_ROPE_BYTES = 2
 
 
 class KvCacheSpec(BaseModel, frozen=True):
@@ -63,6 +70,16 @@ class KvCacheSpec(BaseModel, frozen=True):
         return int(self.per_rank_bytes_per_token(tp) * context + sliding + linear)
 
 
+def _fp8_ds_mla(layers: int, kv_lora_rank: int, rope_dim: int) -> Figure:
+    scales = -(-kv_lora_rank // DS_MLA_SCALE_GROUP)
+    per_layer = kv_lora_rank + scales * DS_MLA_SCALE_BYTES + rope_dim * DS_MLA_ROPE_BYTES
+    return figure(layers * per_layer, "B/token per TP rank",
+                  "MLA layers × (kv_lora_rank × 1 B fp8 + ceil(kv_lora_rank / 128) × 4 B float32 scales"
+                  " + qk_rope_head_dim × 2 B): vLLM's fp8_ds_mla layout",
+                  layers=layers, kv_lora_rank=kv_lora_rank, qk_rope_head_dim=rope_dim,
+                  bytes_per_layer=per_layer, layout="fp8_ds_mla")
+
+
 def kv_dtype_bytes(model: TextModel, kv_dtype: str) -> int:
     if kv_dtype not in KV_DTYPES:
         raise SizingError(f"unknown kv-cache dtype {kv_dtype!r}; expected one of {', '.join(KV_DTYPES)}")
@@ -91,11 +108,14 @@ def kv_cache_spec_for(model: TextModel, kv_dtype: str = "auto") -> KvCacheSpec:
     if mla:
         if model.kv_lora_rank is None or model.qk_rope_head_dim is None:  # read_text_model sets both for MLA
             raise SizingError("MLA layers need kv_lora_rank and qk_rope_head_dim")
-        latent = model.kv_lora_rank + model.qk_rope_head_dim
-        mla_fig = figure(mla * latent * b, "B/token per TP rank",
-                         "MLA layers × (kv_lora_rank + qk_rope_head_dim) × kv_dtype_bytes",
-                         layers=mla, kv_lora_rank=model.kv_lora_rank,
-                         qk_rope_head_dim=model.qk_rope_head_dim, kv_dtype_bytes=b)
+        if model.index_head_dim and kv_dtype.startswith("fp8"):
+            mla_fig = _fp8_ds_mla(mla, model.kv_lora_rank, model.qk_rope_head_dim)
+        else:
+            latent = model.kv_lora_rank + model.qk_rope_head_dim
+            mla_fig = figure(mla * latent * b, "B/token per TP rank",
+                             "MLA layers × (kv_lora_rank + qk_rope_head_dim) × kv_dtype_bytes",
+                             layers=mla, kv_lora_rank=model.kv_lora_rank,
+                             qk_rope_head_dim=model.qk_rope_head_dim, kv_dtype_bytes=b)
     else:
         mla_fig = figure(0, "B/token per TP rank", "no MLA layers")
     if model.index_head_dim and (mla or full):

@@ -30,10 +30,16 @@ async def save_draft(pool: asyncpg.Pool, *, workflow_id: str, artifact_id: str, 
                on conflict (id) do update set proposal = excluded.proposal, updated_at = now()
                where artifacts.state in ('resolving', 'draft')""",
             artifact_id, repo_id, revision, sha, workflow_id, requested_by, proposal)
+        # The diff base is fixed here, with the draft: a retried save keeps the first row, so the base
+        # is the newest approved artifact of the repo when the draft was first saved.
         await conn.execute(
-            """insert into drafts (artifact_id, version, catalog_version, evidence, sizing, warnings)
-               values ($1, $2, $3, $4, $5, $6) on conflict (artifact_id, version) do nothing""",
-            artifact_id, version, catalog_version, evidence, sizing, warnings)
+            """insert into drafts (artifact_id, version, catalog_version, evidence, sizing, warnings, diff_base)
+               values ($1, $2, $3, $4, $5, $6, (
+                   select a.id from artifacts a join reviews r on r.artifact_id = a.id
+                   where lower(a.repo_id) = lower($7) and r.decision = 'approve' and a.id <> $1
+                   order by r.decided_at desc, a.created_at desc limit 1))
+               on conflict (artifact_id, version) do nothing""",
+            artifact_id, version, catalog_version, evidence, sizing, warnings, repo_id)
         # Only a newer draft of the *same revision name* (another commit, or the same commit with
         # newer recipe evidence) supersedes, and only drafts: pinning an old sha on purpose must not
         # retire the branch head, and a decision (approved, rejected, expired) stands whatever is
@@ -125,7 +131,7 @@ def dumps(value) -> str:
 
 async def latest_approved(pool: asyncpg.Pool, repo_id: str, *, other_than: str | None = None) -> dict[str, Any] | None:
     """The newest approved artifact of this repository (any spelling), with its draft: what a watch
-    compares the branch with, and what a new draft's diff is taken against."""
+    compares the branch with (a new draft records the same one as its `diff_base` when saved)."""
     row = await pool.fetchrow(
         """select a.id from artifacts a left join reviews r on r.artifact_id = a.id
            where lower(a.repo_id) = lower($1) and a.state = 'approved' and a.id <> coalesce($2, '')

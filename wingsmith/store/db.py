@@ -10,6 +10,8 @@ from importlib import resources
 import asyncpg
 from asyncpg.pool import PoolConnectionProxy
 
+from wingsmith.startup import postgres_failure
+
 # Any number works as long as every Wingsmith process uses the same one: it serialises migrations
 # when several processes start at once.
 _MIGRATION_LOCK = 0x57494E47
@@ -28,8 +30,10 @@ async def open_pool(dsn: str, *, min_size: int = 1, max_size: int = 10, wait_sec
         try:
             return await asyncpg.create_pool(dsn, min_size=min_size, max_size=max_size, init=_init_connection,
                                              command_timeout=30)
-        except (OSError, asyncpg.CannotConnectNowError, asyncpg.ConnectionDoesNotExistError):
-            if time.monotonic() >= deadline:
+        except (OSError, asyncpg.CannotConnectNowError, asyncpg.ConnectionDoesNotExistError) as exc:
+            # A DSN that cannot work (sslmode=require on a server without TLS, a missing sslrootcert)
+            # fails the same way every time: say so at once rather than after the whole wait.
+            if time.monotonic() >= deadline or postgres_failure(exc).misconfigured:
                 raise
             await asyncio.sleep(0.5)
 

@@ -7,31 +7,26 @@ endpoint that follows the workload to stop routing there and waits (bounded) for
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
 from datetime import timedelta
-from typing import Literal, TypeVar
+from typing import Literal
 
 from temporalio import workflow
 from temporalio.common import SearchAttributePair, TypedSearchAttributes
 from temporalio.exceptions import ActivityError, ChildWorkflowError
 
-import workflows.endpoint as endpoint_workflow  # a module import: the two workflows signal each other
+from contracts import conditions as reason
+from contracts import endpoint as endpoint_contract
+from contracts import rollout as rollout_contract
+from contracts.ids import CLUSTERS, STAGE, WORKLOAD, cluster_rollout_workflow_id
+from contracts.inventory import ACTIVITY_READ_INVENTORY, ReadInventoryInput
+from contracts.rollout import ClusterRolloutInput, ClusterRolloutResult
+from contracts.workload import ACTIVITY_LIST_CLUSTERS, ClusterState, ClusterTarget, ClusterTargets, NoInput
+from wingsmith.endpoints import BackendRef, WorkloadRef
+from wingsmith.placement.models import ClusterInventory
+from wingsmith.workloads import WorkloadPlan
 from workflows import policies
 from workflows.workload.state import Workload
 
-with workflow.unsafe.imports_passed_through():
-    from activities.inventory import ReadInventoryInput, read_inventory
-    from activities.workload import ClusterTarget, NoInput, WorkloadActivities
-    from contracts import conditions as reason
-    from contracts.ids import CLUSTERS, STAGE, WORKLOAD, cluster_rollout_workflow_id
-    from contracts.rollout import ClusterRolloutInput, ClusterRolloutResult
-    from contracts.workload import ClusterState
-    from wingsmith.endpoints import BackendRef, WorkloadRef
-    from wingsmith.placement.models import ClusterInventory
-    from wingsmith.workloads import WorkloadPlan
-    from workflows.rollout import ClusterRolloutWorkflow  # its run method names the child; its types are contracts
-
-SignalArg = TypeVar("SignalArg", WorkloadRef, BackendRef)
 Mode = Literal["apply", "delete"]
 
 
@@ -52,8 +47,8 @@ class ClusterOps:
 
     async def targets(self) -> dict[str, ClusterTarget]:
         """The registered clusters, with their kubeconfig references."""
-        targets = await workflow.execute_local_activity_method(WorkloadActivities.list_clusters, NoInput(),
-                                                               **policies.REGISTRY)
+        targets = await workflow.execute_local_activity(ACTIVITY_LIST_CLUSTERS, NoInput(), result_type=ClusterTargets,
+                                                        **policies.REGISTRY)
         return {t.info.name: t for t in targets.clusters}
 
     async def inventory(self, target: ClusterTarget) -> ClusterInventory:
@@ -61,8 +56,8 @@ class ClusterOps:
             return target.manual_inventory
         try:
             return await workflow.execute_activity(
-                read_inventory, ReadInventoryInput(cluster=target.info.name, kubeconfig=target.kubeconfig),
-                **policies.inventory_read(self.workload.params.kube_task_queue))
+                ACTIVITY_READ_INVENTORY, ReadInventoryInput(cluster=target.info.name, kubeconfig=target.kubeconfig),
+                result_type=ClusterInventory, **policies.inventory_read(self.workload.params.kube_task_queue))
         except ActivityError as err:
             # A cluster that stays unreadable takes no replicas this time; letting the error out would
             # fail the whole workflow with nothing rolled back and the registry left saying "placing".
@@ -105,7 +100,8 @@ class ClusterOps:
         wl = self.workload
         name, plan = target.info.name, plan or wl.plan
         return await workflow.execute_child_workflow(
-            ClusterRolloutWorkflow.run, self._rollout_input(target, replicas, mode, plan),
+            rollout_contract.WORKFLOW, self._rollout_input(target, replicas, mode, plan),
+            result_type=ClusterRolloutResult,
             id=cluster_rollout_workflow_id(plan.workload_id, name, plan.revision),
             task_queue=workflow.info().task_queue,
             static_summary=f"{mode} {plan.workload_id} on {name} ({replicas} replicas)"
@@ -167,7 +163,7 @@ class ClusterOps:
         waiting: set[tuple[str, BackendRef]] = set()
         for wid in list(wl.state.subscribers):
             for backend in backends:
-                if await self.signal(wid, endpoint_workflow.EndpointWorkflow.backend_leaving, backend):
+                if await self.signal(wid, endpoint_contract.SIGNAL_BACKEND_LEAVING, backend):
                     waiting.add((wid, backend))
         try:
             await workflow.wait_condition(lambda: waiting <= self.drained_backends,
@@ -185,7 +181,7 @@ class ClusterOps:
         if not wl.state.subscribers:
             return
         for wid in list(wl.state.subscribers):
-            if not await self.signal(wid, endpoint_workflow.EndpointWorkflow.workload_deleting, self.me()):
+            if not await self.signal(wid, endpoint_contract.SIGNAL_WORKLOAD_DELETING, self.me()):
                 # An endpoint that ended (deleted meanwhile) routes nothing: waiting for it would
                 # hold the teardown for the whole grace period.
                 self.drained_endpoints.add(wid)
@@ -199,15 +195,15 @@ class ClusterOps:
     async def backend_gone(self, backend: BackendRef) -> None:
         """Every endpoint drops a backend whose deployment was removed."""
         for wid in list(self.workload.state.subscribers):
-            await self.signal(wid, endpoint_workflow.EndpointWorkflow.backend_gone, backend)
+            await self.signal(wid, endpoint_contract.SIGNAL_BACKEND_GONE, backend)
 
     async def notify_subscribers(self) -> None:
         for wid in list(self.workload.state.subscribers):
-            await self.signal(wid, endpoint_workflow.EndpointWorkflow.workload_changed, self.me())
+            await self.signal(wid, endpoint_contract.SIGNAL_WORKLOAD_CHANGED, self.me())
 
-    async def signal(self, workflow_id: str, signal: Callable[[endpoint_workflow.EndpointWorkflow, SignalArg], None],
-                     arg: SignalArg) -> bool:
-        handle = workflow.get_external_workflow_handle_for(endpoint_workflow.EndpointWorkflow.run, workflow_id)
+    async def signal(self, workflow_id: str, signal: str, arg: WorkloadRef | BackendRef) -> bool:
+        """`signal`: one of the endpoint's signal names (contracts.endpoint)."""
+        handle = workflow.get_external_workflow_handle(workflow_id)
         try:
             await handle.signal(signal, arg)
             return True

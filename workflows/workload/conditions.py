@@ -5,11 +5,8 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from temporalio import workflow
-
-with workflow.unsafe.imports_passed_through():
-    from contracts import conditions as c
-    from contracts.workload import WorkloadState
+from contracts import conditions as c
+from contracts.workload import WorkloadState
 
 _PROGRESSING = {"planning": c.PLANNING, "placing": c.PLACING, "rolling_out": c.ROLLING_OUT, "scaling": c.SCALING,
                 "deleting": c.DELETING}

@@ -7,14 +7,12 @@ import asyncio
 
 from temporalio import workflow
 
+from contracts import conditions as reason
+from contracts.workload import ACTIVITY_PLACE, ACTIVITY_RECORD_PLACEMENT, ClusterState, PlaceInput, PlacementRecord
+from wingsmith.placement.models import PlacementDecision
 from workflows import policies
 from workflows.workload.cluster_ops import ClusterOps
 from workflows.workload.state import HOLDING, Workload
-
-with workflow.unsafe.imports_passed_through():
-    from activities.workload import PlaceInput, PlacementRecord, WorkloadActivities
-    from contracts import conditions as reason
-    from contracts.workload import ClusterState
 
 
 class Unplaceable(Exception):
@@ -64,11 +62,12 @@ class Converger:
         denied = sorted(set(c.denied_clusters) | set(wl.state.excluded))
         constraints = c.model_copy(update={"denied_clusters": denied})
         plan = wl.plan.placement.model_copy(update={"replicas": replicas, "constraints": constraints})
-        decision = await workflow.execute_local_activity_method(
-            WorkloadActivities.place, PlaceInput(plan=plan, inventories=list(inventories),
-                                                 clusters=[t.info for t in targets.values()]), **policies.PLACE)
+        decision = await workflow.execute_local_activity(
+            ACTIVITY_PLACE, PlaceInput(plan=plan, inventories=list(inventories),
+                                       clusters=[t.info for t in targets.values()]),
+            result_type=PlacementDecision, **policies.PLACE)
         wl.state.placement_revision += 1
-        await workflow.execute_local_activity_method(WorkloadActivities.record_placement, PlacementRecord(
+        await workflow.execute_local_activity(ACTIVITY_RECORD_PLACEMENT, PlacementRecord(
             workload_id=wl.plan.workload_id, revision=wl.state.placement_revision, decision=decision,
             workflow_id=workflow.info().workflow_id), **policies.REGISTRY)
         wl.event(reason.PLACED, f"placement {wl.state.placement_revision}: {decision.summary}",

@@ -13,17 +13,15 @@ from typing import Any
 from temporalio import workflow
 from temporalio.exceptions import ChildWorkflowError
 
+from contracts import conditions as reason
+from contracts.rollout import ACTIVITY_RECORD_DEPLOYMENT, DeploymentRecord
+from contracts.workload import ACTIVITY_RECORD_HEAL, ClusterState, ClusterTarget, HealRecord, Stage
+from wingsmith.dynamo import dgd_name
+from wingsmith.reconcile import Applied, Observation, Verdict, judge
 from workflows import policies
 from workflows.workload.cluster_ops import ClusterOps, cause_of
 from workflows.workload.converge import Converger, Unplaceable
 from workflows.workload.state import HOLDING, Workload
-
-with workflow.unsafe.imports_passed_through():
-    from activities.workload import ClusterTarget, DeploymentRecord, HealRecord, WorkloadActivities
-    from contracts import conditions as reason
-    from contracts.workload import ClusterState, Stage
-    from wingsmith.dynamo import dgd_name
-    from wingsmith.reconcile import Applied, Observation, Verdict, judge
 
 # Replicas a heal could not place again are tried again, backing off up to this.
 _PLACE_AGAIN_MAX = timedelta(minutes=10)
@@ -216,7 +214,7 @@ class Healer:
         wl.event(reason.HEALED, f"healed {cluster} ({action}: {verdict.cause}): {outcome} after {took} s",
                  cluster=cluster, action=action, cause=verdict.cause, outcome=outcome, seconds=took)
         info = workflow.info()
-        await workflow.execute_activity_method(WorkloadActivities.record_heal, HealRecord(
+        await workflow.execute_activity(ACTIVITY_RECORD_HEAL, HealRecord(
             workload_id=wl.plan.workload_id, workflow_id=info.workflow_id, step=f"heal:{wl.state.heals}",
             cluster=cluster, action=action, problem=verdict.problem or "other", cause=verdict.cause or "",
             seconds=took, outcome=outcome), **policies.REGISTRY_SCHEDULED)
@@ -224,7 +222,7 @@ class Healer:
     async def _record_deployment(self, state: ClusterState, phase: str, detail: dict[str, Any] | None = None) -> None:
         wl = self.workload
         info = workflow.info()
-        await workflow.execute_activity_method(WorkloadActivities.record_deployment, DeploymentRecord(
+        await workflow.execute_activity(ACTIVITY_RECORD_DEPLOYMENT, DeploymentRecord(
             workload_id=wl.plan.workload_id, cluster=state.cluster, revision=state.revision,
             dgd_name=state.dgd_name or dgd_name(wl.plan.workload_id, state.cluster, state.revision),
             namespace=wl.plan.namespace,

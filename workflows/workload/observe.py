@@ -16,18 +16,15 @@ from temporalio import workflow
 from temporalio.exceptions import ActivityError
 from temporalio.exceptions import TimeoutError as TemporalTimeout
 
+from contracts import conditions as reason
+from contracts.workload import ACTIVITY_OBSERVE, ClusterTarget, ObserveDeploymentInput, last_heard
+from wingsmith.config import observe_task_queue
+from wingsmith.dynamo import dgd_name
+from wingsmith.reconcile import Observation
 from workflows import policies
 from workflows.workload.cluster_ops import ClusterOps
 from workflows.workload.heal import Healer
 from workflows.workload.state import Workload
-
-with workflow.unsafe.imports_passed_through():
-    from activities.observe import ObserveActivities, ObserveDeploymentInput, last_heard
-    from activities.workload import ClusterTarget
-    from contracts import conditions as reason
-    from wingsmith.config import observe_task_queue
-    from wingsmith.dynamo import dgd_name
-    from wingsmith.reconcile import Observation
 
 
 class Observer:
@@ -141,12 +138,13 @@ class Observer:
         settled = state is None or state.unhealthy_since is None
         report = watch.report_seconds if settled else watch.status_seconds
         try:
-            seen = await workflow.execute_activity_method(
-                ObserveActivities.observe, ObserveDeploymentInput(
+            seen = await workflow.execute_activity(
+                ACTIVITY_OBSERVE, ObserveDeploymentInput(
                     cluster=name, kubeconfig=target.kubeconfig, namespace=plan.namespace,
                     name=(state and state.dgd_name) or dgd_name(plan.workload_id, name, plan.revision),
                     served_model_name=plan.served_model_name if serving else None, known=self.known.get(name),
                     status_seconds=watch.status_seconds, probe_seconds=watch.probe_seconds, report_seconds=report),
+                result_type=Observation,
                 **policies.observe(observe_task_queue(wl.params.kube_task_queue), report, watch.silence_seconds))
         except ActivityError as err:
             heard = last_heard(err.cause.last_heartbeat_details if isinstance(err.cause, TemporalTimeout) else None)

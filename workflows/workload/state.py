@@ -10,15 +10,19 @@ from typing import Any
 
 from temporalio import workflow
 
+from contracts.conditions import Event
+from contracts.ids import CLUSTERS, STAGE
+from contracts.workload import (
+    ACTIVITY_RECORD,
+    Stage,
+    WorkloadRecord,
+    WorkloadState,
+    WorkloadStatus,
+    WorkloadWorkflowInput,
+)
+from wingsmith.workloads import WorkloadPlan
 from workflows import policies
 from workflows.workload.conditions import show_conditions
-
-with workflow.unsafe.imports_passed_through():
-    from activities.workload import WorkloadActivities, WorkloadRecord
-    from contracts.conditions import Event
-    from contracts.ids import CLUSTERS, STAGE
-    from contracts.workload import Stage, WorkloadState, WorkloadStatus, WorkloadWorkflowInput
-    from wingsmith.workloads import WorkloadPlan
 
 # A cluster in one of these holds replicas: serving, or degraded (the watch's to heal or move).
 HOLDING = ("serving", "degraded")
@@ -106,7 +110,7 @@ class Workload:
     async def record(self, state: str, step: str, detail: dict[str, Any]) -> None:
         """The workload's registry row (what the API lists), keyed by run and step: a retry writes it once."""
         info = workflow.info()
-        await workflow.execute_local_activity_method(WorkloadActivities.record_workload, WorkloadRecord(
+        await workflow.execute_local_activity(ACTIVITY_RECORD, WorkloadRecord(
             workload_id=self.plan.workload_id, artifact_id=self.plan.artifact_id,
             spec=self.plan.model_dump(mode="json", include={"hardware", "layout", "variant", "features", "replicas",
                                                             "served_model_name", "engine", "gpus_per_replica",

@@ -9,12 +9,10 @@ from datetime import timedelta
 from temporalio import workflow
 from temporalio.exceptions import ApplicationError
 
+from contracts import conditions as reason
+from contracts.workload import WORKLOAD_FAILED, WorkloadStatus
 from workflows.workload.cluster_ops import ClusterOps
 from workflows.workload.state import Workload
-
-with workflow.unsafe.imports_passed_through():
-    from contracts import conditions as reason
-    from contracts.workload import WORKLOAD_FAILED, WorkloadStatus
 
 
 async def tear_down(workload: Workload, ops: ClusterOps) -> None:

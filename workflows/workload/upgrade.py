@@ -33,36 +33,37 @@ from typing import Any, Literal
 from temporalio import workflow
 from temporalio.exceptions import ActivityError, ApplicationError, ChildWorkflowError
 
+from contracts import conditions as reason
+from contracts import upgrade as refusal
+from contracts.ids import SHA, upgrade_id
+from contracts.rollout import ClusterRolloutResult
+from contracts.upgrade import (
+    ACTIVITY_PLAN,
+    ACTIVITY_READ_COUNTERS,
+    ACTIVITY_RECORD,
+    ACTIVITY_SET_SPLIT,
+    CountersInput,
+    CountersOutput,
+    PlanUpgradeInput,
+    PlanUpgradeOutput,
+    SplitInput,
+    UpgradeClusterProgress,
+    UpgradeControl,
+    UpgradeEvent,
+    UpgradeRequest,
+    UpgradeState,
+    UpgradeStatus,
+)
+from contracts.workload import ACTIVITY_PLACE, ClusterState, ClusterTarget, PlaceInput
+from wingsmith.dynamo import dgd_name
+from wingsmith.endpoints import BackendRef
+from wingsmith.gateway.traffic import BackendCounters, BackendTraffic
+from wingsmith.placement.models import PlacementDecision
+from wingsmith.upgrade import judge, same_repository, steps_problem
+from wingsmith.workloads import WorkloadPlan
 from workflows import policies
 from workflows.workload.cluster_ops import ClusterOps, cause_of
 from workflows.workload.state import Workload
-
-with workflow.unsafe.imports_passed_through():
-    from activities.upgrade import (
-        CountersInput,
-        PlanUpgradeInput,
-        SplitInput,
-        UpgradeActivities,
-        UpgradeEvent,
-    )
-    from activities.workload import ClusterTarget, PlaceInput, WorkloadActivities
-    from contracts import conditions as reason
-    from contracts import upgrade as refusal
-    from contracts.ids import SHA, upgrade_id
-    from contracts.rollout import ClusterRolloutResult
-    from contracts.upgrade import (
-        UpgradeClusterProgress,
-        UpgradeControl,
-        UpgradeRequest,
-        UpgradeState,
-        UpgradeStatus,
-    )
-    from contracts.workload import ClusterState
-    from wingsmith.dynamo import dgd_name
-    from wingsmith.endpoints import BackendRef
-    from wingsmith.gateway.traffic import BackendCounters, BackendTraffic
-    from wingsmith.upgrade import judge, same_repository, steps_problem
-    from wingsmith.workloads import WorkloadPlan
 
 # Windows with too little traffic to judge before the upgrade waits for a person.
 _WINDOWS_BEFORE_HOLD = 3
@@ -131,9 +132,9 @@ class Upgrades:
         self.pending = update or "unnamed"
         try:
             try:
-                planned = await workflow.execute_activity_method(
-                    UpgradeActivities.plan, PlanUpgradeInput(current=wl.plan, request=request),
-                    **policies.UPGRADE_PLAN)
+                planned = await workflow.execute_activity(
+                    ACTIVITY_PLAN, PlanUpgradeInput(current=wl.plan, request=request),
+                    result_type=PlanUpgradeOutput, **policies.UPGRADE_PLAN)
             except ActivityError as err:
                 raise ApplicationError(f"the upgrade could not be planned: {cause_of(err)}",
                                        type=refusal.UPGRADE_NOT_PLANNED, non_retryable=True) from None
@@ -291,9 +292,9 @@ class Upgrade:
         constraints = self.plan.placement.constraints.model_copy(update={
             "allowed_clusters": [name], "denied_clusters": [], "max_replicas_per_cluster": None})
         plan = self.plan.placement.model_copy(update={"replicas": replicas, "constraints": constraints})
-        decision = await workflow.execute_local_activity_method(
-            WorkloadActivities.place, PlaceInput(plan=plan, inventories=[inventory], clusters=[target.info]),
-            **policies.PLACE)
+        decision = await workflow.execute_local_activity(
+            ACTIVITY_PLACE, PlaceInput(plan=plan, inventories=[inventory], clusters=[target.info]),
+            result_type=PlacementDecision, **policies.PLACE)
         return decision.placed >= replicas
 
     async def _bring_up(self, target: ClusterTarget, replicas: int) -> None:
@@ -385,9 +386,9 @@ class Upgrade:
     async def _counters(self, name: str, endpoints: list[str]) -> tuple[BackendCounters, BackendCounters] | None:
         old, new = self._ref(name, self.workload.plan.revision).id, self._ref(name, self.plan.revision).id
         try:
-            read = await workflow.execute_activity_method(
-                UpgradeActivities.read_counters, CountersInput(endpoints=endpoints, backends=[old, new]),
-                **policies.GATEWAY_COUNTERS)
+            read = await workflow.execute_activity(
+                ACTIVITY_READ_COUNTERS, CountersInput(endpoints=endpoints, backends=[old, new]),
+                result_type=CountersOutput, **policies.GATEWAY_COUNTERS)
         except ActivityError as err:
             await self._hold(f"the gateway's counters could not be read ({cause_of(err)}); resume to try again, "
                              "abort to roll back")
@@ -523,13 +524,13 @@ class Upgrade:
         return BackendRef(cluster=name, workload_id=self.plan.workload_id, revision=revision)
 
     async def _split(self, name: str, percent: int | None) -> None:
-        await workflow.execute_local_activity_method(UpgradeActivities.set_split, SplitInput(
+        await workflow.execute_local_activity(ACTIVITY_SET_SPLIT, SplitInput(
             workload_id=self.plan.workload_id, cluster=name, revision=self.plan.revision, percent=percent),
             **policies.REGISTRY)
         await self.ops.notify_subscribers()
 
     async def _record(self, kind: str, step: str, detail: dict[str, Any]) -> None:
-        await workflow.execute_local_activity_method(UpgradeActivities.record, UpgradeEvent(
+        await workflow.execute_local_activity(ACTIVITY_RECORD, UpgradeEvent(
             workload_id=self.plan.workload_id, source=workflow.info().workflow_id,
             step=f"upgrade:{self.number}:{step}", kind=kind, actor=self.status.requested_by,
             detail={"upgrade_id": self.status.upgrade_id, **detail}), **policies.REGISTRY)

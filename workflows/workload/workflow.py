@@ -21,6 +21,21 @@ import asyncio
 from temporalio import workflow
 from temporalio.exceptions import ApplicationError
 
+from contracts import conditions as reason
+from contracts import upgrade as upgrade_contract
+from contracts import workload as contract
+from contracts.ids import CLUSTERS
+from contracts.upgrade import UpgradeControl, UpgradeRequest, UpgradeStatus
+from contracts.workload import (
+    ALREADY_DELETED,
+    NOT_SCALABLE,
+    DeleteRequest,
+    ScaleRequest,
+    WorkloadStatus,
+    WorkloadWorkflowInput,
+    search_attributes,
+)
+from wingsmith.endpoints import BackendDrained, EndpointRef
 from workflows.history import time_to_continue_as_new
 from workflows.workload.cluster_ops import ClusterOps
 from workflows.workload.converge import Converger, Unplaceable
@@ -30,23 +45,8 @@ from workflows.workload.state import Workload
 from workflows.workload.teardown import roll_back, tear_down
 from workflows.workload.upgrade import Upgrades
 
-with workflow.unsafe.imports_passed_through():
-    from contracts import conditions as reason
-    from contracts.ids import CLUSTERS
-    from contracts.upgrade import UpgradeControl, UpgradeRequest, UpgradeStatus
-    from contracts.workload import (
-        ALREADY_DELETED,
-        NOT_SCALABLE,
-        DeleteRequest,
-        ScaleRequest,
-        WorkloadStatus,
-        WorkloadWorkflowInput,
-        search_attributes,
-    )
-    from wingsmith.endpoints import BackendDrained, EndpointRef
 
-
-@workflow.defn
+@workflow.defn(name=contract.WORKFLOW)
 class WorkloadWorkflow:
     @workflow.init
     def __init__(self, params: WorkloadWorkflowInput) -> None:
@@ -117,7 +117,7 @@ class WorkloadWorkflow:
 
     # --- updates, signals, query ------------------------------------------------------------------
 
-    @workflow.update
+    @workflow.update(name=contract.UPDATE_SCALE)
     async def scale(self, request: ScaleRequest) -> WorkloadStatus:
         wl = self.workload
         async with wl.lock:
@@ -146,7 +146,7 @@ class WorkloadWorkflow:
         if self.upgrades.busy:
             raise ApplicationError("an upgrade is running; scale once it ends (or abort it)", type=NOT_SCALABLE)
 
-    @workflow.update
+    @workflow.update(name=upgrade_contract.UPDATE_UPGRADE)
     async def upgrade(self, request: UpgradeRequest) -> UpgradeStatus:
         """Move to another approved artifact, progressively (upgrade.py); answers once started."""
         return await self.upgrades.start(request)
@@ -155,7 +155,7 @@ class WorkloadWorkflow:
     def _validate_upgrade(self, request: UpgradeRequest) -> None:
         self.upgrades.validate(request)
 
-    @workflow.update
+    @workflow.update(name=upgrade_contract.UPDATE_PAUSE)
     def pause_upgrade(self, request: UpgradeControl) -> UpgradeStatus:
         return self.upgrades.control("pause", request)
 
@@ -163,7 +163,7 @@ class WorkloadWorkflow:
     def _validate_pause(self, request: UpgradeControl) -> None:
         self.upgrades.validate_control("pause")
 
-    @workflow.update
+    @workflow.update(name=upgrade_contract.UPDATE_RESUME)
     def resume_upgrade(self, request: UpgradeControl) -> UpgradeStatus:
         return self.upgrades.control("resume", request)
 
@@ -171,7 +171,7 @@ class WorkloadWorkflow:
     def _validate_resume(self, request: UpgradeControl) -> None:
         self.upgrades.validate_control("resume")
 
-    @workflow.update
+    @workflow.update(name=upgrade_contract.UPDATE_ABORT)
     def abort_upgrade(self, request: UpgradeControl) -> UpgradeStatus:
         return self.upgrades.control("abort", request)
 
@@ -179,7 +179,7 @@ class WorkloadWorkflow:
     def _validate_abort(self, request: UpgradeControl) -> None:
         self.upgrades.validate_control("abort")
 
-    @workflow.update
+    @workflow.update(name=contract.UPDATE_DELETE)
     async def delete(self, request: DeleteRequest) -> WorkloadStatus:
         wl = self.workload
         wl.delete_by = request.requested_by
@@ -192,7 +192,7 @@ class WorkloadWorkflow:
         if self.workload.state.stage in ("deleted", "failed"):
             raise ApplicationError(f"workload is already {self.workload.state.stage}", type=ALREADY_DELETED)
 
-    @workflow.signal
+    @workflow.signal(name=contract.SIGNAL_SUBSCRIBE)
     def subscribe(self, endpoint: EndpointRef) -> None:
         """An endpoint follows this workload: it is told about changes and drains it before deletion."""
         subscribers = self.workload.state.subscribers
@@ -201,22 +201,22 @@ class WorkloadWorkflow:
         # Back after leaving it (endpoint membership changed): an old "drained" must not let a delete skip it.
         self.ops.drained_endpoints.discard(endpoint.endpoint_workflow_id)
 
-    @workflow.signal
+    @workflow.signal(name=contract.SIGNAL_UNSUBSCRIBE)
     def unsubscribe(self, endpoint: EndpointRef) -> None:
         subscribers = self.workload.state.subscribers
         if endpoint.endpoint_workflow_id in subscribers:
             subscribers.remove(endpoint.endpoint_workflow_id)
 
-    @workflow.signal
+    @workflow.signal(name=contract.SIGNAL_DRAINED)
     def drained(self, endpoint: EndpointRef) -> None:
         """That endpoint no longer routes to this workload: the delete may go on."""
         self.ops.drained_endpoints.add(endpoint.endpoint_workflow_id)
 
-    @workflow.signal
+    @workflow.signal(name=contract.SIGNAL_BACKEND_DRAINED)
     def backend_drained(self, drained: BackendDrained) -> None:
         """That endpoint no longer routes to one of this workload's clusters: the scale-down may go on."""
         self.ops.drained_backends.add((drained.endpoint_workflow_id, drained.backend))
 
-    @workflow.query
+    @workflow.query(name=contract.QUERY_STATUS)
     def status(self) -> WorkloadStatus:
         return self.workload.status()

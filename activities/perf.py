@@ -1,0 +1,75 @@
+"""Temporal activities of the perf worker: AIConfigurator's estimates and traffic plans.
+
+Sync (a search holds the CPU for tens of seconds): run on the perf worker's thread pool, on the perf task
+queue only. A search is deterministic, so an error in it is not retried: it comes back as an entry that
+says why, in words. Only a worker without the `perf` extra fails the activity, non-retryably.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import TypeVar
+
+from temporalio import activity
+from temporalio.exceptions import ApplicationError
+
+from contracts import perf as contract
+from contracts.perf import EstimateInput, EstimateOutput, TargetInput, TargetOutput
+
+T = TypeVar("T")
+# A search runs for tens of seconds without a moment to report: a ticker beside it tells Temporal the
+# worker is alive, so a caller's heartbeat timeout finds a dead perf worker in seconds, not hours.
+_HEARTBEAT_EVERY = 5.0
+
+
+@contextmanager
+def _heartbeating() -> Iterator[None]:
+    stop = threading.Event()
+    context = contextvars.copy_context()
+
+    def tick() -> None:
+        while not stop.wait(_HEARTBEAT_EVERY):
+            context.run(activity.heartbeat)
+    ticker = threading.Thread(target=tick, name="perf-heartbeat", daemon=True)
+    ticker.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        ticker.join()
+
+
+def _each(items: list, work: Callable[..., T]) -> list[T]:
+    with _heartbeating():
+        return [work(item) for item in items]
+
+
+class PerfActivities:
+    def __init__(self, home: Path) -> None:
+        from wingsmith.perf.aiconfigurator import Estimator
+        self.estimator = Estimator(home)
+
+    @activity.defn(name=contract.ACTIVITY_ESTIMATE)
+    def estimate_performance(self, params: EstimateInput) -> EstimateOutput:
+        from wingsmith.perf.aiconfigurator import PerfNotInstalled
+        try:
+            return EstimateOutput(estimates=_each(params.requests, self.estimator.estimate))
+        except PerfNotInstalled as err:
+            raise ApplicationError(str(err), type=contract.ERROR_NOT_INSTALLED, non_retryable=True) from None
+
+    @activity.defn(name=contract.ACTIVITY_PLAN_TARGET)
+    def plan_for_traffic_target(self, params: TargetInput) -> TargetOutput:
+        from wingsmith.perf.aiconfigurator import PerfNotInstalled
+        try:
+            return TargetOutput(plans=_each(params.cards, lambda card: self.estimator.plan_for_target(
+                model=params.model, card=card, target=params.target, model_commit=params.model_commit,
+                config=params.config, backend=params.backend)))
+        except PerfNotInstalled as err:
+            raise ApplicationError(str(err), type=contract.ERROR_NOT_INSTALLED, non_retryable=True) from None
+
+    def all(self) -> list:
+        return [self.estimate_performance, self.plan_for_traffic_target]

@@ -1,0 +1,69 @@
+"""What the perf tests share: the case they ask about and AIConfigurator's own CLI as the reference.
+
+Tests that need the `perf` extra import `aiconfigurator` at the top: scripts/test.sh installs it, and a
+run without it fails at their collection rather than skipping them, so a CI that lost the extra cannot
+pass by running nothing. The pure tests (test_planning.py) run without it."""
+
+from __future__ import annotations
+
+import csv
+import shutil
+import subprocess
+import sysconfig
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+# The issue's own measured case. (gpt-oss-120b, the done-when model, takes about five times the CPU per
+# search: bench/perf.py runs it.)
+MODEL = "Qwen/Qwen3-32B"
+CARD = "h200"
+ISL, OSL, TTFT_MS, TPOT_MS = 4000, 1000, 2000.0, 50.0
+
+
+def aiconfigurator_cli() -> str:
+    found = shutil.which("aiconfigurator", path=sysconfig.get_path("scripts")) or shutil.which("aiconfigurator")
+    assert found, "the aiconfigurator command is missing: install the perf extra"
+    return found
+
+
+def cli_default(save_dir: Path, *, model: str, system: str, gpus: int, isl: int, osl: int, ttft: float,
+                tpot: float) -> subprocess.Popen:
+    """AIConfigurator's own command for the same inputs, started (the caller waits for it)."""
+    return subprocess.Popen(
+        [aiconfigurator_cli(), "cli", "default", "--model-path", model, "--system", system, "--total-gpus", str(gpus),
+         "--backend", "vllm", "--isl", str(isl), "--osl", str(osl), "--ttft", str(ttft), "--tpot", str(tpot),
+         "--top-n", "1", "--save-dir", str(save_dir)],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+
+
+def best_rows(save_dir: Path) -> dict[str, dict[str, str]]:
+    """Rank 1 of each mode, as the CLI saved it (`<save dir>/<org>/<run>/<mode>/best_config_topn.csv`)."""
+    rows = {}
+    for path in save_dir.rglob("best_config_topn.csv"):
+        with path.open() as f:
+            first = next(csv.DictReader(f), None)
+        if first is not None:
+            rows[path.parent.name] = first
+    return rows
+
+
+def cli_recommend(save_dir: Path, *, model: str, system: str, rate: float, isl: int, osl: int, ttft: float,
+                  tpot: float) -> subprocess.Popen:
+    """AIConfigurator's own `recommend` (fewest GPUs for a request rate within the latency targets), started."""
+    return subprocess.Popen(
+        [aiconfigurator_cli(), "cli", "recommend", "--model-path", model, "--system", system, "--backend", "vllm",
+         "--target-request-rate", str(rate), "--isl", str(isl), "--osl", str(osl), "--ttft", str(ttft),
+         "--tpot", str(tpot), "--save-dir", str(save_dir)],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+
+
+@contextmanager
+def stopped_at_the_end(cli: subprocess.Popen) -> Iterator[subprocess.Popen]:
+    """A reference run, stopped when the test ends, also when it fails."""
+    try:
+        yield cli
+    finally:
+        if cli.poll() is None:
+            cli.kill()
+        cli.wait()

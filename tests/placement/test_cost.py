@@ -1,0 +1,57 @@
+"""What makes placement cheaper on large fleets, checked by counting rather than timing (a shared
+machine's clock says little): a decision reads each node pool model once (four fields at a time, into a
+compact tuple) and validates no verdict again; and every decision is still one pydantic accepts as it is."""
+
+from __future__ import annotations
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from tests.placement.test_index import random_fleet
+from tests.placement.test_properties import fleets, plans
+from wingsmith.placement import ClusterVerdict, NodePool, PlacementDecision, PlacementPlan, place
+
+PLAN = PlacementPlan(hardware="h200", gpus_per_node=8, nodes_per_replica=2, replicas=12)
+
+
+def test_a_decision_reads_each_node_pool_once(monkeypatch):
+    inventories, infos = random_fleet(2_000, seed=5)
+    pools = sum(len(i.pools) for i in inventories if not i.error)  # a failed read's pools are never placed on
+    reads = 0
+    real = NodePool.__getattribute__
+
+    def counting(self, name):
+        nonlocal reads
+        reads += 1
+        return real(self, name)
+    monkeypatch.setattr(NodePool, "__getattribute__", counting)
+    decision = place(PLAN, inventories, infos)
+    monkeypatch.undo()
+    assert pools > len(inventories) and decision.placed  # more pools than clusters: reading them would cost
+    # Its card, GPUs per node, free GPUs and nodes, in one visit: no pool is read again while evaluating.
+    assert reads == 4 * pools
+
+
+def test_a_decision_validates_no_verdict_again(monkeypatch):
+    inventories, infos = random_fleet(2_000, seed=5)
+    built = 0
+    real = ClusterVerdict.__init__
+
+    def counting(self, **data):
+        nonlocal built
+        built += 1
+        real(self, **data)
+    monkeypatch.setattr(ClusterVerdict, "__init__", counting)
+    decision = place(PLAN, inventories, infos, explain_every_cluster_up_to=10_000)
+    assert len(decision.clusters) == len({c.name for c in infos} | {i.cluster for i in inventories})
+    assert built == 0
+
+
+@settings(max_examples=150, deadline=None)
+@given(plan=plans(), fleet=fleets(), large=st.booleans())
+def test_decisions_are_valid_models_as_built(plan, fleet, large):
+    inventories, infos = fleet
+    decision = place(plan, inventories, infos, explain_every_cluster_up_to=0 if large else 1_000)
+    assert PlacementDecision.model_validate(decision.model_dump()) == decision
+    assert PlacementDecision.model_validate_json(decision.model_dump_json()).model_dump() == decision.model_dump()
+    assert decision.model_fields_set == set(PlacementDecision.model_fields)

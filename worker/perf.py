@@ -1,0 +1,73 @@
+"""The perf worker: AIConfigurator's searches on their own task queue (`<task queue>-perf`), in their own
+process, so the tool's imports (pandas, pyarrow, matplotlib: seconds and hundreds of MB) and its
+CPU-bound searches never touch the workers that orchestrate. `wingsmith up` starts it only when the `perf`
+extra is installed; started without it, it says so and exits 2.
+
+    python -m worker.perf
+"""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+import sys
+from concurrent.futures import ThreadPoolExecutor
+from datetime import timedelta
+from pathlib import Path
+
+from temporalio.client import Client
+from temporalio.worker import Worker
+
+from wingsmith.config import Settings, get_settings, perf_task_queue
+from wingsmith.logs import configure_logging, get_logger
+from wingsmith.startup import run_or_exit
+from wingsmith.temporal import connect
+
+log = get_logger("wingsmith.worker.perf")
+# Cached answers come back in milliseconds while one search runs (searches take turns: the tool is CPU-bound).
+_THREADS = 4
+# A search cannot be interrupted; a shutdown lets a running one finish rather than waste it.
+_GRACEFUL_SHUTDOWN = timedelta(seconds=60)
+
+
+def build_perf_worker(client: Client, task_queue: str, home: Path) -> Worker:
+    from activities.perf import PerfActivities
+    return Worker(client, task_queue=perf_task_queue(task_queue), activities=PerfActivities(home).all(),
+                  activity_executor=ThreadPoolExecutor(_THREADS, thread_name_prefix="wingsmith-perf"),
+                  max_concurrent_activities=_THREADS, graceful_shutdown_timeout=_GRACEFUL_SHUTDOWN)
+
+
+def preload() -> None:
+    """Import the tool before polling, so the first search does not pay for it."""
+    import aiconfigurator.cli.api  # noqa: F401
+
+
+async def run(settings: Settings) -> None:
+    client = await connect(settings)
+    preload()
+    worker = build_perf_worker(client, settings.task_queue, settings.home)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    log.info("perf worker started", task_queue=worker.task_queue)
+    running = asyncio.create_task(worker.run())
+    stopped = asyncio.create_task(stop.wait())
+    await asyncio.wait([running, stopped], return_when=asyncio.FIRST_COMPLETED)
+    if running.done() and running.exception():
+        log.error("perf worker crashed", error=repr(running.exception()))
+    await worker.shutdown()
+
+
+def main() -> None:
+    from wingsmith.perf.aiconfigurator import PerfNotInstalled, installed
+    settings = get_settings()
+    configure_logging(settings.log_level, settings.log_format)
+    if not installed():
+        print(str(PerfNotInstalled()), file=sys.stderr, flush=True)
+        sys.exit(2)
+    run_or_exit("wingsmith perf-worker", lambda: asyncio.run(run(settings)))
+
+
+if __name__ == "__main__":
+    main()
