@@ -52,7 +52,8 @@ def _check_gateway_token(request: Request, ref: str | None) -> None:
         raise ApiError(401, "a gateway pulls its routes with the gateway admin token as a bearer token",
                        headers={"WWW-Authenticate": "Bearer"})
     if not ref:
-        raise ApiError(503, "this plane has no gateway admin token (WINGSMITH_GATEWAY_ADMIN_TOKEN_REF), "
+        # Not a passing outage (no 503): without a configured token no caller may ever pull the table.
+        raise ApiError(403, "this plane has no gateway admin token (WINGSMITH_GATEWAY_ADMIN_TOKEN_REF), "
                             "so no gateway can pull its routes", code="gateway_token_not_configured")
     try:
         expected = read_secret_ref(ref)

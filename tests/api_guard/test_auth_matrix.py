@@ -201,9 +201,9 @@ def _judge(method: str, template: str, caller: Caller, response) -> str | None:
     console = template.startswith("/console")
     status = response.status_code
     where = f"{method} {template} as {caller.label}: {status}"
-    if required == GATEWAY:  # no person's token opens it: 401, or 503 on a plane without a gateway token
+    if required == GATEWAY:  # no person's token opens it: 401, or 403 on a plane without a gateway token
         refused = (status == 401 and "Bearer" in response.headers.get("www-authenticate", "")) or (
-            status == 503 and caller.token is not None)
+            status == 403 and caller.token is not None)
         return None if refused else f"{where}, but only the gateway admin token may call it"
     if status >= 500:
         return f"{where} (server error) {response.text[:200]}"
