@@ -15,6 +15,7 @@ from temporalio.exceptions import ApplicationError
 
 from activities.registry import registry_pool
 from contracts import artifact as contract
+from contracts import draft_performance as perf_contract
 from contracts.artifact import (
     ArtifactEventInput,
     ArtifactStateInput,
@@ -27,6 +28,7 @@ from contracts.artifact import (
     SaveDraftResult,
     SizeDraftInput,
 )
+from contracts.draft_performance import PerfPollingInput, SavePerformanceInput
 from wingsmith.config import Settings
 from wingsmith.drafts import DraftContent, build_draft_content
 from wingsmith.hub.errors import HubError, HubRateLimited
@@ -116,6 +118,26 @@ class ArtifactActivities:
             sizing=params.content.model_dump(mode="json", include={"target", "sizing"}),
             warnings=params.content.warnings)
         return SaveDraftResult(superseded_workflows=superseded)
+
+    @activity.defn(name=perf_contract.ACTIVITY_PERF_POLLED)
+    async def perf_worker_polling(self, params: PerfPollingInput) -> bool:
+        """Whether a perf worker polls the perf queue now (asked of Temporal, as the API asks about the
+        kube queue): without one, a draft says the extra is not installed instead of waiting."""
+        from temporalio.api.enums.v1 import TaskQueueType
+        from temporalio.api.taskqueue.v1 import TaskQueue
+        from temporalio.api.workflowservice.v1 import DescribeTaskQueueRequest
+        client = activity.client()
+        described = await client.workflow_service.describe_task_queue(DescribeTaskQueueRequest(
+            namespace=client.namespace, task_queue=TaskQueue(name=params.task_queue),
+            task_queue_type=TaskQueueType.TASK_QUEUE_TYPE_ACTIVITY))
+        return bool(described.pollers)
+
+    @activity.defn(name=perf_contract.ACTIVITY_SAVE_PERFORMANCE)
+    async def save_draft_performance(self, params: SavePerformanceInput) -> None:
+        performance = params.performance
+        await store.save_performance(self._pool(), artifact_id=params.artifact_id, version=params.version,
+                                     status=performance.status, reason=performance.reason,
+                                     entries=[row.model_dump(mode="json") for row in performance.entries])
 
     @activity.defn(name=contract.ACTIVITY_RECORD_DECISION)
     async def record_decision(self, params: RecordDecisionInput) -> None:

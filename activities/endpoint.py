@@ -19,8 +19,11 @@ from contracts import endpoint as contract
 from wingsmith.config import Settings
 from wingsmith.endpoints import endpoint_model, membership_problems, routes_from_deployments
 from wingsmith.gateway import EndpointRoutes, GatewayClient, GatewayError, RouteStatus, gateway_client
+from wingsmith.logs import get_logger
 from wingsmith.store import endpoints as store
 from wingsmith.store.gateway_routes import publish as publish_routes
+
+log = get_logger("wingsmith.activities.endpoint")
 
 
 def _failure(err: GatewayError) -> ApplicationError:
@@ -58,7 +61,17 @@ class EndpointActivities:
         gateway (the fast path); both are no-ops when already done."""
         # Published first: a gateway that pulls never sees a table older than one it was pushed.
         await publish_routes(self._pool(), params.routes)
-        return await asyncio.to_thread(self._push_routes, params.routes)
+        try:
+            return await asyncio.to_thread(self._push_routes, params.routes)
+        except ApplicationError as err:
+            # Where every replica pulls, the published table is what counts: a push target that is
+            # down (a replica restarting) only delays the fast path, so retrying would hold the
+            # endpoint's pass for nothing. A push the gateway refuses (a wrong token) still fails.
+            if not self.settings.gateway_routes_pulled or err.non_retryable:
+                raise
+            log.warning("gateway push failed; the replicas pull the published table", endpoint=params.routes.model_name,
+                        gateway=self.settings.gateway_url, error=err.type)
+            return None
 
     def _push_routes(self, routes: EndpointRoutes) -> RouteStatus | None:
         client = self._gateway()

@@ -18,6 +18,7 @@ from contracts.artifact import ArtifactStatus
 from contracts.conditions import Condition
 from contracts.upgrade import UpgradeStatus
 from contracts.workload import WorkloadStatus
+from wingsmith.draft_performance import PerformanceRow
 from wingsmith.gateway.routes import RouteStatus
 
 # A registry timestamp as the API has always written it: ISO 8601 from `datetime.isoformat()`.
@@ -87,6 +88,11 @@ class Draft(Stored):
     created_at: Timestamp
     diff_base: str | None = Field(None, description="the approved artifact this draft's diff is taken against: the "
                                   "repository's newest approved one when the draft was saved (None: there was none)")
+    performance: list[PerformanceRow] = Field(default_factory=list, description=(
+        "AIConfigurator's expected performance, one row per card × layout × mode (docs/planning-by-load.md); "
+        "rows follow the draft as the perf worker answers"))
+    performance_status: str = Field("pending", description="pending (estimates follow), estimated, or unavailable")
+    performance_reason: str | None = Field(None, description="why there are no figures (yet), in words")
 
 
 class Review(Stored):

@@ -74,6 +74,8 @@ class ArtifactWorkflowInput(BaseModel):
     policy: ReviewPolicy = Field(default_factory=ReviewPolicy)
     catalog_version: str | None = Field(None, description="set when the watch opened this draft for new recipe "
                                         "evidence at an approved commit: the catalog version to read it from")
+    kube_task_queue: str | None = Field(None, description="where the registered clusters' cards are read live for "
+                                        "the draft's sizing; None: only their manual inventories count")
 
 
 class RefusedDecision(BaseModel):

@@ -41,6 +41,9 @@ class ClusterRolloutInput(BaseModel):
     ready_deadline_seconds: float | None = None
     poll_seconds: float = 2.0
     unschedulable_grace_seconds: float = 120
+    # The deployment serves now and only its replica count changes: it stays routed (its row stays
+    # `serving`) until the new count serves, so a scale never takes an endpoint's backend away.
+    keep_routed: bool = False
 
 
 class ClusterRolloutResult(BaseModel):

@@ -85,7 +85,10 @@ class UpgradeClusterProgress(BaseModel):
     cluster: str
     phase: str = Field(description="waiting, surging, bringing up, step N of M, draining old, done, rolled back")
     new_weight_percent: int = 0
-    verdict: StepVerdict | None = Field(default=None, description="the last window's comparison")
+    verdict: StepVerdict | None = Field(default=None, description="the step's comparison so far (its windows "
+                                                                 "add up)")
+    decides_by: datetime | None = Field(default=None, description="while a step collects traffic: when it decides "
+                                                                  "at the latest, on whatever traffic came")
     replicas: int = 0
     surge: bool = Field(default=False, description="no room for both versions: one replica at a time")
     old_dgd: str | None = None

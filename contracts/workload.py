@@ -65,6 +65,8 @@ class ClusterState(BaseModel):
     generation: int | None = None
     spec_hash: str | None = None
     unhealthy_since: datetime | None = Field(default=None, description="first look that found it wrong")
+    fault_at: datetime | None = Field(default=None, description="when the cluster says the fault happened "
+                                      "(deletionTimestamp, the edit's time); None when it cannot say (gone)")
     drift: str | None = Field(default=None, description="an edit outside the plane, left in place (drift: report)")
 
 
@@ -215,6 +217,11 @@ class HealRecord(BaseModel):
     cause: str
     seconds: float
     outcome: str
+    # When the cluster says the fault happened (None: it cannot say, e.g. the object is gone), when the
+    # plane saw it, when it served again.
+    fault_at: datetime | None = None
+    seen_at: datetime | None = None
+    served_at: datetime | None = None
 
 
 class ObserveDeploymentInput(BaseModel):

@@ -6,6 +6,8 @@ WINGSMITH_EXTRAS=test,dev,perf
 source "$(dirname "$0")/_env.sh"
 # Tests drive Debian's Chromium (the console) and HAProxy (TLS in front of Temporal); install what is missing.
 bash scripts/install-debian.sh
+# The accessibility checker the console's browser tests inject (axe-core, pinned, into .cache/npm).
+bash scripts/install-js.sh
 set +e
 # Lint and types first: they take seconds, and a failure there fails the run like a failing test.
 ruff check . || { echo "ruff check failed" >&2; exit 1; }

@@ -132,6 +132,9 @@ class Settings(BaseSettings):
     gateway_url: str = ""
     # Reference (env var name or file:<path>) to the local gateway's admin token.
     gateway_admin_token_ref: str | None = None
+    # Every gateway replica pulls the published route table (WINGSMITH_GATEWAY_ROUTES_SOURCE): a push
+    # to gateway_url that fails once the table is published is then only logged, not retried.
+    gateway_routes_pulled: bool = False
     gateway_kubeconfig: str | None = Field(default=None, description="envoy: the gateway cluster's kubeconfig by "
                                            "reference (file:, env: or secret:, as a member cluster's)")
     gateway_context: str | None = None
@@ -166,6 +169,15 @@ class Settings(BaseSettings):
     # caller cannot make it hold more. The API's own bodies are small; larger ones get 413.
     max_request_bytes: int = Field(default=1024 * 1024, ge=4096)
 
+    # Worker Versioning (worker/versioning.py): the Worker Deployment a worker belongs to and its build id
+    # (the image tag). Unset: the worker runs unversioned. The names are the Temporal Worker Controller's.
+    worker_deployment: str | None = Field(
+        default=None, pattern=r"^[^.]+$",
+        validation_alias=AliasChoices("TEMPORAL_DEPLOYMENT_NAME", "WINGSMITH_WORKER_DEPLOYMENT"))
+    worker_build_id: str | None = Field(
+        default=None, max_length=255,
+        validation_alias=AliasChoices("TEMPORAL_WORKER_BUILD_ID", "WINGSMITH_WORKER_BUILD_ID"))
+
     log_level: str = "INFO"
     log_format: str = Field(default="auto", description="json, console, or auto (console on a TTY)")
 
@@ -176,6 +188,13 @@ class Settings(BaseSettings):
         if isinstance(value, str):
             return [part.strip() for part in value.split(",") if part.strip()]
         return value
+
+    @model_validator(mode="after")
+    def _versioned_as_a_whole(self) -> Settings:
+        if bool(self.worker_deployment) != bool(self.worker_build_id):
+            raise ValueError("TEMPORAL_DEPLOYMENT_NAME and TEMPORAL_WORKER_BUILD_ID go together: set both "
+                             "(a versioned worker) or neither")
+        return self
 
     @model_validator(mode="after")
     def _urls_follow_ports(self) -> Settings:

@@ -11,6 +11,7 @@ from __future__ import annotations
 DOMAIN: tuple[str, ...] = (
     "wingsmith.config",  # settings and the task queues' names (read from the environment by the processes)
     "wingsmith.drafts",  # a draft's content: evidence, the plane's sizing and warnings
+    "wingsmith.draft_performance",  # a draft's expected performance: what to estimate, the rows it shows
     "wingsmith.dynamo",  # rendering the DynamoGraphDeployment, its names and readiness rules
     "wingsmith.endpoints",  # which deployments an endpoint routes to, with what weight
     "wingsmith.errors",

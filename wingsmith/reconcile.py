@@ -18,7 +18,7 @@ deployment that is not there is not serving, whatever the registry said a minute
 from __future__ import annotations
 
 import hashlib
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any, Literal
 
 from pydantic import BaseModel, Field
@@ -74,6 +74,8 @@ class Observation(BaseModel):
     ready_replicas: int | None = None
     condition: str | None = Field(default=None, description="the Ready condition's message when not ready")
     frontend: FrontendCheck | None = Field(default=None, description="None when not probed this time")
+    changed_at: datetime | None = Field(default=None, description="when the cluster says the object last changed: "
+                                        "its deletionTimestamp, else its newest managedFields time")
 
     def news_key(self) -> str:
         """What `judge` can tell apart, without the time and the wording of errors: a look that
@@ -177,7 +179,24 @@ def read_observation(cluster: str, at: datetime, obj: dict[str, Any] | None,
         spec_hash=(meta.get("annotations") or {}).get(SPEC_HASH_ANNOTATION),
         live_spec_hash=spec_hash(obj.get("spec") or {}), ready=verdict.ready, state=verdict.state,
         ready_replicas=_serving_replicas(obj.get("spec") or {}, status),
-        condition=None if verdict.ready else verdict.condition_message, frontend=frontend)
+        condition=None if verdict.ready else verdict.condition_message, frontend=frontend,
+        changed_at=_changed_at(meta))
+
+
+def _changed_at(meta: dict[str, Any]) -> datetime | None:
+    """The fault's own time, as the cluster recorded it (a heal counts from it, not from when it was seen)."""
+    # Status writes (the operator's) are no change of what was asked: only spec writers count.
+    stamps = [meta.get("deletionTimestamp")] if meta.get("deletionTimestamp") else [
+        m.get("time") for m in meta.get("managedFields") or []
+        if m.get("time") and m.get("subresource") != "status" and "f:spec" in (m.get("fieldsV1") or {})]
+    times = []
+    for stamp in stamps:
+        try:
+            at = stamp if isinstance(stamp, datetime) else datetime.fromisoformat(str(stamp).replace("Z", "+00:00"))
+        except ValueError:
+            continue
+        times.append(at if at.tzinfo else at.replace(tzinfo=UTC))
+    return max(times, default=None)
 
 
 def _serving_replicas(spec: dict[str, Any], status: dict[str, Any]) -> int | None:

@@ -48,7 +48,8 @@ async def register_artifact(client: Client, settings: Settings, *, source: str |
     it runs, or after it ended with a decision, returns the same artifact; a failed one may restart."""
     src = parse_source(source) if isinstance(source, str) else source
     params = ArtifactWorkflowInput(repo_id=src.repo_id, revision=src.revision, sha=sha, requested_by=requested_by,
-                                   team=team, policy=policy or review_policy(settings))
+                                   team=team, policy=policy or review_policy(settings),
+                                   kube_task_queue=settings.kube_task_queue)
     wf_id = artifact_workflow_id(src.repo_id, sha)
     started = not await _exists(client, wf_id)
     if started:

@@ -8,10 +8,11 @@ import re
 import uuid
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field, field_validator
+from pydantic import BaseModel, Field, field_validator, model_validator
 
 from wingsmith.dynamo import Engine, Layout, RolloutSpec, WorkerPool
 from wingsmith.hardware import UnknownHardware, get_hardware
+from wingsmith.perf.traffic import CardPlan, TrafficTarget
 from wingsmith.placement.models import PlacementConstraints, PlacementPlan
 from wingsmith.recipes import Catalog, InvalidChoice, ServeCommand, serve_command
 from wingsmith.recipes.concurrency import max_num_seqs_applied
@@ -57,7 +58,17 @@ class WorkloadRequest(BaseModel):
     follow: Follow = Field(default="manual", description="`auto`: approving a newer draft of this repository "
                            "(a new commit, or new recipe evidence) starts this workload's progressive upgrade; "
                            "`manual`: it only records that a newer approved version exists")
+    target: TrafficTarget | None = Field(
+        default=None, description="instead of `replicas`: the traffic to serve (requests_per_second, isl, osl, "
+        "ttft_ms, tpot_ms); the plane asks AIConfigurator for the smallest configuration per card that meets the "
+        "latencies and counts the replicas the rate needs (docs/planning-by-load.md)")
     dry_run: bool = False
+
+    @model_validator(mode="after")
+    def _replicas_or_target(self) -> WorkloadRequest:
+        if self.target is not None and ("replicas" in self.model_fields_set or "gpus" in self.model_fields_set):
+            raise ValueError("give either replicas (and gpus) or a traffic target, not both: the target decides them")
+        return self
 
     @field_validator("name")
     @classmethod
@@ -251,3 +262,48 @@ def max_num_seqs_for(command: ServeCommand, repo_id: str, card: str, catalog: Ca
     if default.value is None:
         return None, default.reason
     return default.value, f"{default.source_path}@{(default.source_commit or '')[:12]}"
+
+
+def sized_by_target(request: WorkloadRequest, chosen: CardPlan) -> WorkloadRequest:
+    """The request a traffic target's chosen plan stands for: its card, its replicas, its GPUs per replica."""
+    assert chosen.configuration is not None  # a chosen plan meets the target, so it has a configuration
+    return request.model_copy(update={"hardware": chosen.card, "replicas": chosen.replicas,
+                                      "gpus": chosen.configuration.gpus_per_replica})
+
+
+# vLLM's short spellings, so a recipe's `-tp 8` is replaced rather than contradicted.
+_ALIASES = {"--tensor-parallel-size": ("--tensor-parallel-size", "-tp"),
+            "--pipeline-parallel-size": ("--pipeline-parallel-size", "-pp"),
+            "--data-parallel-size": ("--data-parallel-size", "-dp"), "--max-num-seqs": ("--max-num-seqs",)}
+
+
+def _with_arg(args: list[str], flag: str, value: int) -> list[str]:
+    names = _ALIASES.get(flag, (flag,))
+    out, skip = [], False
+    for arg in args:
+        if skip:
+            skip = False
+        elif arg in names:
+            skip = True
+        elif not arg.startswith(tuple(n + "=" for n in names)):
+            out.append(arg)
+    return [*out, flag, str(value)]
+
+
+def with_engine_args(plan: WorkloadPlan, chosen: CardPlan) -> WorkloadPlan:
+    """The plan running the configuration AIConfigurator chose: its parallelism (tensor, pipeline, data,
+    expert) and its batch size (vLLM's --max-num-seqs) replace the recipe's, and the plan names where they
+    came from."""
+    conf = chosen.configuration
+    assert conf is not None and conf.mode == "agg"  # disaggregated plans are not rendered yet
+    pool = conf.workers[0]
+    par = pool.parallelism
+    args = plan.worker.args
+    for flag, value in (("--tensor-parallel-size", par.tp), ("--pipeline-parallel-size", par.pp),
+                        ("--data-parallel-size", par.dp), ("--max-num-seqs", pool.batch_size)):
+        args = _with_arg(args, flag, value)
+    if par.moe_ep > 1 and "--enable-expert-parallel" not in args:
+        args = [*args, "--enable-expert-parallel"]
+    source = f"AIConfigurator ({chosen.source})" if chosen.source else "AIConfigurator"
+    return plan.model_copy(update={"worker": plan.worker.model_copy(update={"args": args}),
+                                   "max_num_seqs": pool.batch_size, "max_num_seqs_source": source})

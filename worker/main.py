@@ -13,6 +13,7 @@ from contextlib import asynccontextmanager
 from datetime import timedelta
 
 import asyncpg
+from temporalio.common import WorkerDeploymentVersion
 from temporalio.worker import Worker
 
 from wingsmith.config import KUBE_TASK_QUEUE, TASK_QUEUE, Settings, get_settings, observe_task_queue
@@ -24,6 +25,7 @@ from wingsmith.tracing import configure_tracing
 from worker.metrics import DomainMetrics, metrics_runtime, serve_metrics
 from worker.registry import WorkerDeps, kube_activities, main_activities, watch_activities, workflows
 from worker.sandbox import WORKFLOW_RUNNER
+from worker.versioning import deployment_config, deployment_version, take_over
 
 log = get_logger("wingsmith.worker")
 _GRACEFUL_SHUTDOWN = timedelta(seconds=10)
@@ -47,17 +49,22 @@ def task_queues(settings: Settings) -> list[str]:
 
 def build_workers(client, deps: WorkerDeps, *, task_queue: str = TASK_QUEUE,
                   kube_task_queue: str = KUBE_TASK_QUEUE, max_threads: int = 16,
-                  only: Collection[str] | None = None) -> list[Worker]:
+                  only: Collection[str] | None = None, version: WorkerDeploymentVersion | None = None,
+                  workflow_types: list[type] | None = None) -> list[Worker]:
     """Two workers sharing a client: orchestration + light activities, and blocking Kubernetes I/O
     on its own queue (and thread pool) so a slow cluster cannot starve everything else. `only`: the
-    queues to poll (a Kubernetes Deployment per queue, so each scales on its own); None polls all."""
+    queues to poll (a Kubernetes Deployment per queue, so each scales on its own); None polls all.
+    `version`: the plane version these workers are (worker/versioning.py); None: unversioned.
+    `workflow_types`: instead of the registry's (a test's next version of a workflow)."""
     def wanted(queue: str) -> bool:
         return only is None or queue in only
 
     metrics = DomainMetrics(deps.db)
+    versioned = deployment_config(version)
     workers = []
     if wanted(task_queue):
-        workers.append(Worker(client, task_queue=task_queue, workflows=workflows(), activities=main_activities(deps),
+        workers.append(Worker(client, task_queue=task_queue, workflows=workflow_types or workflows(),
+                              activities=main_activities(deps), deployment_config=versioned,
                               workflow_runner=WORKFLOW_RUNNER, sticky_queue_schedule_to_start_timeout=_STICKY_TIMEOUT,
                               activity_executor=ThreadPoolExecutor(max_threads, thread_name_prefix="wingsmith-act"),
                               graceful_shutdown_timeout=_GRACEFUL_SHUTDOWN, interceptors=[metrics]))
@@ -65,14 +72,15 @@ def build_workers(client, deps: WorkerDeps, *, task_queue: str = TASK_QUEUE,
     if kube and wanted(kube_task_queue):
         workers.append(Worker(client, task_queue=kube_task_queue, activities=kube,
                               activity_executor=ThreadPoolExecutor(max_threads, thread_name_prefix="wingsmith-kube"),
-                              graceful_shutdown_timeout=_GRACEFUL_SHUTDOWN, interceptors=[metrics]))
+                              graceful_shutdown_timeout=_GRACEFUL_SHUTDOWN, interceptors=[metrics],
+                              deployment_config=versioned))
     if kube and wanted(observe_task_queue(kube_task_queue)):
         # Looks wait for news for minutes: one per watched cluster of every serving workload is held at
         # once, on the event loop (no thread each). They change nothing, so a shutdown cancels them at
         # once; the server starts each again on whichever worker is up, where it carries on.
         workers.append(Worker(client, task_queue=observe_task_queue(kube_task_queue), activities=watch_activities(deps),
                               max_concurrent_activities=_WATCHED_AT_ONCE, graceful_shutdown_timeout=timedelta(0),
-                              interceptors=[metrics]))
+                              interceptors=[metrics], deployment_config=versioned))
     return workers
 
 
@@ -107,20 +115,26 @@ async def run(settings: Settings, queues: Collection[str] | None = None) -> None
             raise postgres_failure(exc) from None
     metrics_server = serve_metrics(settings, sdk_metrics_url)
     preload_kube_client()  # before polling: the first inventory read or rollout should not wait for imports
+    version = deployment_version(settings)
     workers = build_workers(client, deps, task_queue=settings.task_queue, kube_task_queue=settings.kube_task_queue,
-                            only=queues)
+                            only=queues, version=version)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
     log.info("worker started", task_queues=[w.task_queue for w in workers])
     runs = [asyncio.create_task(w.run()) for w in workers]
+    if version is not None:
+        log.info("worker version", deployment=version.deployment_name, build_id=version.build_id)
+        promoting = asyncio.create_task(take_over(client, version))
     stopped = asyncio.create_task(stop.wait())
     done, _ = await asyncio.wait([*runs, stopped], return_when=asyncio.FIRST_COMPLETED)
     for task in done:
         if task is not stopped and task.exception():
             log.error("worker crashed", error=repr(task.exception()))
     log.info("worker shutting down")
+    if version is not None:
+        promoting.cancel()
     await asyncio.gather(*(w.shutdown() for w in workers), return_exceptions=True)
     if deps.db is not None:
         await deps.db.close()

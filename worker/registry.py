@@ -24,12 +24,13 @@ def workflows() -> list[type]:
     from workflows.artifact import ArtifactWorkflow
     from workflows.endpoint import EndpointWorkflow
     from workflows.inventory import LiveInventoryWorkflow
+    from workflows.perf import DraftPerformanceWorkflow, TrafficPlanWorkflow
     from workflows.ping import PingWorkflow
     from workflows.rollout import ClusterRolloutWorkflow
     from workflows.watch import WatchWorkflow
     from workflows.workload import WorkloadWorkflow
     return [PingWorkflow, ArtifactWorkflow, WorkloadWorkflow, ClusterRolloutWorkflow, EndpointWorkflow,
-            LiveInventoryWorkflow, WatchWorkflow]
+            LiveInventoryWorkflow, WatchWorkflow, DraftPerformanceWorkflow, TrafficPlanWorkflow]
 
 
 def main_activities(deps: WorkerDeps) -> list:
@@ -43,7 +44,8 @@ def main_activities(deps: WorkerDeps) -> list:
     artifacts = ArtifactActivities(deps.settings, deps.db, resolver=deps.extras.get("resolver"))
     return [ping, artifacts.resolve_artifact, artifacts.gather_evidence, artifacts.size_draft, artifacts.save_draft,
             artifacts.record_decision, artifacts.record_artifact_event, artifacts.set_artifact_state,
-            artifacts.remind_reviewers, *WorkloadActivities(deps.db).all(),
+            artifacts.remind_reviewers, artifacts.perf_worker_polling, artifacts.save_draft_performance,
+            *WorkloadActivities(deps.db).all(),
             *EndpointActivities(deps.settings, deps.db).all(), *WatchActivities(artifacts).all(),
             *UpgradeActivities(deps.settings, deps.db).all(),
             *FollowActivities(artifacts).all()]

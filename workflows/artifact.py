@@ -8,12 +8,16 @@ review rules are the pure `check_review` shared by the update validator and the 
 
 from __future__ import annotations
 
+import asyncio
 from datetime import datetime, timedelta
 
 from temporalio import workflow
-from temporalio.exceptions import ActivityError, ApplicationError, FailureError
+from temporalio.common import RetryPolicy
+from temporalio.exceptions import ActivityError, ApplicationError, FailureError, WorkflowAlreadyStartedError
+from temporalio.workflow import ParentClosePolicy
 
 from contracts import artifact as contract
+from contracts import draft_performance as perf_contract
 from contracts.artifact import (
     RESOLVE_FAILED,
     ArtifactEventInput,
@@ -34,10 +38,16 @@ from contracts.artifact import (
     artifact_id,
     search_attributes,
 )
+from contracts.draft_performance import DraftPerformanceInput, performance_workflow_id
 from contracts.ids import STAGE
+from contracts.inventory import ACTIVITY_READ_INVENTORY, ReadInventoryInput
 from contracts.watch import ACTIVITY_ENSURE_SCHEDULE, EnsureWatchInput, WatchInput
+from contracts.workload import ACTIVITY_LIST_CLUSTERS, ClusterTarget, ClusterTargets, NoInput
+from wingsmith.config import perf_task_queue
+from wingsmith.draft_performance import estimate_requests
 from wingsmith.drafts import DraftContent
 from wingsmith.hub.proposal import ArtifactProposal
+from wingsmith.placement.models import ClusterInventory
 from wingsmith.review import (
     SIGNALS_OFF,
     Decision,
@@ -80,8 +90,10 @@ class ArtifactWorkflow:
                 contract.ACTIVITY_GATHER_EVIDENCE,
                 EvidenceInput(repo_id=params.repo_id, catalog_version=params.catalog_version),
                 result_type=EvidenceResult, **policies.DRAFT_COMPUTE)
+            cards = await _fleet_cards(params.kube_task_queue)
             content = await workflow.execute_local_activity(
-                contract.ACTIVITY_SIZE_DRAFT, SizeDraftInput(proposal=proposal, evidence=evidence.evidence),
+                contract.ACTIVITY_SIZE_DRAFT,
+                SizeDraftInput(proposal=proposal, evidence=evidence.evidence, fleet_cards=cards),
                 result_type=DraftContent, **policies.DRAFT_COMPUTE)
         except ActivityError as err:
             return await self._fail(err)
@@ -100,6 +112,7 @@ class ArtifactWorkflow:
         self.draft = content.facts(version)
         self.deadline = workflow.now() + timedelta(seconds=params.policy.deadline_seconds)
         self._set_stage("draft")
+        await self._estimate_performance(wf_id, version, proposal, content, cards)
 
         await self._wait_for_review()
 
@@ -116,6 +129,21 @@ class ArtifactWorkflow:
                 await self._tell_followers(wf_id)
         await workflow.wait_condition(workflow.all_handlers_finished)
         return ArtifactOutcome(artifact_id=self.id, stage=self.stage, decision=self.decision)
+
+    async def _estimate_performance(self, wf_id: str, version: int, proposal: ArtifactProposal,
+                                    content: DraftContent, cards: list[str] | None) -> None:
+        """Start the draft's estimates beside it: the draft is already saved and the review never waits for
+        them; abandoned rather than ended with the review, so a quick decision still gets its figures."""
+        requests = estimate_requests(proposal, content.evidence, content.target, cards)
+        try:
+            await workflow.start_child_workflow(
+                perf_contract.WORKFLOW, DraftPerformanceInput(
+                    artifact_id=self.id, version=version, requests=requests,
+                    perf_task_queue=perf_task_queue(workflow.info().task_queue)),
+                id=performance_workflow_id(wf_id, version), parent_close_policy=ParentClosePolicy.ABANDON,
+                static_summary=f"Expected performance of {self.id}, draft {version}")
+        except WorkflowAlreadyStartedError:
+            pass  # a retried start: the estimates are already on their way
 
     async def _wait_for_review(self) -> None:
         """Sleep until a decision, sending reminders before the deadline; expire at the deadline."""
@@ -238,3 +266,32 @@ class ArtifactWorkflow:
         self._set_stage("failed")
         raise ApplicationError(self.failure, type=kind, non_retryable=True)
 
+
+# Before the draft: a registered cluster's nodes, read on the kube queue. Bounded from scheduling on, so a
+# plane whose kube worker is down delays a draft by seconds, not for ever; unread clusters add no card.
+def _fleet_read(task_queue: str) -> workflow.ActivityConfig:
+    return workflow.ActivityConfig(task_queue=task_queue, schedule_to_close_timeout=timedelta(seconds=20),
+                                   retry_policy=RetryPolicy(maximum_attempts=2))
+
+
+async def _fleet_cards(kube_task_queue: str | None) -> list[str] | None:
+    """The cards the registered clusters have (None: no cluster is registered): from a manual inventory,
+    else from a live read on the kube queue when one is named."""
+    targets = await workflow.execute_activity(ACTIVITY_LIST_CLUSTERS, NoInput(), result_type=ClusterTargets,
+                                              **policies.REGISTRY_SCHEDULED)
+    if not targets.clusters:
+        return None
+
+    async def inventory(target: ClusterTarget) -> ClusterInventory | None:
+        if target.manual_inventory is not None:
+            return target.manual_inventory
+        if kube_task_queue is None:
+            return None
+        try:
+            return await workflow.execute_activity(
+                ACTIVITY_READ_INVENTORY, ReadInventoryInput(cluster=target.info.name, kubeconfig=target.kubeconfig),
+                result_type=ClusterInventory, **_fleet_read(kube_task_queue))
+        except ActivityError:
+            return None
+    found = await asyncio.gather(*(inventory(t) for t in targets.clusters if not t.info.cordoned))
+    return sorted({pool.hardware_id for inv in found if inv for pool in inv.pools if pool.hardware_id})

@@ -1,4 +1,4 @@
-"""LiveInventoryWorkflow (`inventory/<uuid>`): read some clusters' live GPU inventories for a placement
+"""LiveInventoryWorkflow (`inventory/<clusters>/<nonce>`): read some clusters' live GPU inventories for a placement
 dry run, on the kube task queue, and return them.
 
 It exists so that the API process never builds a Kubernetes client: a kubeconfig can carry credentials

@@ -66,7 +66,8 @@ class ClusterRolloutWorkflow:
             applied = await workflow.execute_activity(
                 ACTIVITY_APPLY, ApplyInput(kubeconfig=params.kubeconfig, spec=params.spec), result_type=ApplyOutput,
                 **policies.rollout_apply(params.kube_task_queue))
-            await self._record(params, name, "applied", replicas, {"generation": applied.generation})
+            if not params.keep_routed:
+                await self._record(params, name, "applied", replicas, {"generation": applied.generation})
             self.step = "waiting until ready"
             await workflow.execute_activity(
                 ACTIVITY_WAIT_READY, WaitReadyInput(

@@ -22,7 +22,7 @@ from fastapi import APIRouter
 
 # The create pages come before their families: `/workloads/new` must not be read as a workload called "new".
 PAGE_MODULES = ["session", "new_artifact", "artifacts", "models", "new_workload", "workloads", "new_endpoint",
-                "endpoints"]
+                "endpoints", "clusters", "run_locally"]
 
 router = APIRouter(include_in_schema=False)
 for _name in PAGE_MODULES:

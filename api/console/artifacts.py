@@ -9,6 +9,7 @@ from urllib.parse import quote, urlencode
 from fastapi import APIRouter, Query, Request
 from pydantic import ValidationError
 
+from api.console.memory import memory_chart, memory_rows
 from api.console.rendering import ConsoleRoute, first, read_form, redirect, render
 from api.console.session import ConsoleApprover, ConsoleViewer, check_csrf
 from api.console.views import (
@@ -86,12 +87,14 @@ async def _draft_page(request: Request, org: str, name_at_sha: str, principal, d
                                        layout=choice.get("layout") or base.layout)
                 command = command_view(recipe, evidence, catalog, picked)
             seqs = max_num_seqs_rows(art.get("repo_id") or evidence.model_id, evidence, catalog)
+    memory = memory_rows(evidence, sizing or [])
     decided = request.query_params.get("decided")
     registered = request.query_params.get("registered")
     return render(
         request, "draft.html", status_code=status_code, principal=principal, art=art, state=state, live=live,
         draft=draft, evidence=evidence, target=target, warnings=warnings,
-        variants=variant_rows(evidence, sizing or []),
+        variants=variant_rows(evidence, sizing or []), memory=memory,
+        memory_picture=memory_chart(memory),
         layouts=layout_rows(evidence) if evidence else [], hardware=hardware_rows(evidence) if evidence else [],
         features=feature_rows(evidence) if evidence else [], command=command, seqs=seqs, catalog_note=catalog_note,
         can_review=principal.has("approver"), error=error, comment=comment, decided=decided, registered=registered,

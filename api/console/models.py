@@ -13,6 +13,8 @@ from pydantic import BaseModel
 from starlette.concurrency import run_in_threadpool
 
 from api.console.journey import journey_steps
+from api.console.model_faq import DynamoSummary, answers, attribution, dcp_note, on_this_plane
+from api.console.model_index import IndexFilter, checked, choices, filtered, index_entries
 from api.console.rendering import ConsoleRoute, render
 from api.console.session import signed_in
 from api.console.suggest import Candidate, placement_trial, suggest
@@ -27,6 +29,7 @@ from api.console.views import (
     max_num_seqs_rows,
     published_variant_rows,
 )
+from api.console.words import UPSTREAM_LICENCE_URL
 from api.errors import ApiError
 from api.routes.resolve import resolver_for
 from wingsmith.hardware import HARDWARE
@@ -79,10 +82,13 @@ async def hub_facts(request: Request, hf_id: str) -> ArtifactProposal | None:
 
 
 @router.get("/models")
-def model_index(request: Request):
+def model_index(request: Request, q: str = "", card: str = "", task: str = "", size: str = "", layout: str = ""):
     catalog = load_catalog()
-    recipes = sorted(catalog.recipes.values(), key=lambda r: r.path.lower())
-    return render(request, "models.html", recipes=recipes, catalog=catalog)
+    entries = index_entries(catalog)
+    offered = choices(entries)
+    asked = checked(IndexFilter(q=q.strip(), card=card, task=task, size=size, layout=layout), offered)
+    return render(request, "models.html", entries=filtered(entries, asked), total=len(entries), asked=asked,
+                  offered=offered, size_words=dict(offered.sizes), catalog=catalog)
 
 
 @router.get("/models/{org}/{name}")
@@ -117,4 +123,10 @@ async def model_page(request: Request, org: str, name: str, variant: str | None 
         seqs=max_num_seqs_rows(hf_id, evidence, catalog), dynamo=dynamo_by_card(hf_id, catalog),
         has_dcp=any(f.name == "decode_context_parallelism" for f in evidence.features),
         show_clusters=principal is not None, page_path=f"/console/models/{org}/{name}")
+    dynamo = [DynamoSummary(card=c.card, modes=[f"{e.mode} {e.backend}" for e, _ in c.entries])
+              for c in context["dynamo"] if c.card]
+    context.update(faq=answers(evidence, catalog, dynamo), dcp_note=dcp_note(match.recipe, evidence, catalog),
+                   attribution=attribution(catalog), licence_url=UPSTREAM_LICENCE_URL,
+                   mine=await on_this_plane(db, principal, match.recipe.model_id)
+                   if db is not None and principal is not None else None)
     return render(request, "model.html", **context)

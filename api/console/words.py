@@ -36,6 +36,11 @@ FEATURE_WORDS = {
                                   "The DCP size must divide the tensor-parallel size.",
 }
 
+# The licence of both recipe sources, as their repositories' LICENSE files state it (see each SOURCE.md of
+# the upstream snapshot); the catalog records their repositories and commits.
+UPSTREAM_LICENCE = "Apache License 2.0"
+UPSTREAM_LICENCE_URL = "https://www.apache.org/licenses/LICENSE-2.0"
+
 # Layout deploy types whose one replica is spread over several machines.
 SPANS_NODES = {"multi_node", "pd_cluster"}
 

@@ -12,12 +12,14 @@ from fastapi import APIRouter, Request
 from pydantic import BaseModel, ValidationError
 
 from api.console.artifacts import draft_path
+from api.console.events import EventLine, event_groups, operation_of, operation_of_note
 from api.console.rendering import ConsoleRoute, first, read_form, redirect, render
 from api.console.session import ConsoleOperator, ConsoleViewer, check_csrf
 from api.console.views import LAYOUT_WORDS
 from api.deps import DbDep, SettingsDep, TemporalDep
 from api.errors import ApiError
 from api.routes import workloads as workloads_api
+from contracts import conditions as reason
 from wingsmith.store import workloads as workload_store
 
 router = APIRouter(route_class=ConsoleRoute)
@@ -63,12 +65,9 @@ class ClusterRow(BaseModel):
     problem: str | None
 
 
-class EventRow(BaseModel):
-    at: datetime | None
-    when: str  # to the second: several steps often land in one minute
-    what: str
-    who: str | None
-    source: str  # "registry" (the audit trail) or "workflow" (the workflow's own notes)
+# `when` is to the second (several steps often land in one minute); `source` is "registry" (the audit
+# trail) or "workflow" (the workflow's own notes).
+EventRow = EventLine
 
 
 def cluster_rows(deployments: list[dict[str, Any]], live: dict[str, Any] | None) -> list[ClusterRow]:
@@ -90,19 +89,74 @@ def cluster_rows(deployments: list[dict[str, Any]], live: dict[str, Any] | None)
     return rows
 
 
-def event_rows(events: list[dict[str, Any]], notes: list[str]) -> list[EventRow]:
-    """The registry's audit trail and the workflow's notes on one time line, oldest first."""
+def event_rows(events: list[dict[str, Any]], notes: list[str],
+               timeline: list[dict[str, Any]] | None = None) -> list[EventRow]:
+    """The registry's audit trail and the workflow's own events on one time line, oldest first.
+
+    With the workflow's typed `timeline`, a step both sides recorded (a cluster serving, failing, removed;
+    a heal; a placement) is shown once, in the workflow's words, which say more (the frontend, the
+    cause, the heal's times); the registry's row stays for steps the workflow no longer holds (it keeps
+    its last events only) and after the workflow is gone. Without it, the prose `notes` are merged."""
+    workflow_rows = (_timeline_rows(timeline) if timeline is not None else _note_rows(notes))
+    twins = _twin_marks(timeline or [])
     rows = [EventRow(at=e.get("at"), when=_seconds(e.get("at")),
                      what=_event_words(e.get("kind", ""), e.get("detail") or {}),
-                     who=e.get("actor"), source="registry") for e in events]
-    for note in notes:
-        stamp, _, text = note.partition(" ")
-        at = _parse_time(stamp)
-        rows.append(EventRow(at=at, when=_seconds(at), what=text if at else note, who=None, source="workflow"))
+                     who=e.get("actor"), source="registry",
+                     operation=operation_of(e.get("kind", ""), e.get("step") or "", e.get("detail") or {}))
+            for e in events if not _has_twin(e, twins)]
+    rows.extend(workflow_rows)
     epoch = datetime.min.replace(tzinfo=UTC)
     # The workflow stamps its notes to the second, so compare at that resolution; the stable sort then
     # keeps the registry's rows (written in order) ahead of the notes made in the same second.
     return sorted(rows, key=lambda r: (_aware(r.at) or epoch).replace(microsecond=0))
+
+
+def _note_rows(notes: list[str]) -> list[EventRow]:
+    rows = []
+    for note in notes:
+        stamp, _, text = note.partition(" ")
+        at = _parse_time(stamp)
+        what = text if at else note
+        rows.append(EventRow(at=at, when=_seconds(at), what=what, who=None, source="workflow",
+                             operation=operation_of_note(what)))
+    return rows
+
+
+def _timeline_rows(timeline: list[dict[str, Any]]) -> list[EventRow]:
+    rows = []
+    for e in timeline:
+        at = _when(e.get("time"))
+        what = str(e.get("message") or "")
+        rows.append(EventRow(at=at, when=_seconds(at), what=what, who=None, source="workflow",
+                             operation=operation_of_note(what)))
+    return rows
+
+
+# The registry kind each workflow event reason records for the same step (contracts/conditions.py).
+_TWIN_KIND = {reason.CLUSTER_SERVING: "deployment_serving", reason.CLUSTER_FAILED: "deployment_failed",
+              reason.CLUSTER_REMOVED: "deployment_deleted", reason.HEALED: "workload_healed",
+              reason.PLACED: "placement"}
+# The two sides stamp one step from two clocks (workflow time, the database's now()), seconds apart.
+_TWIN_SECONDS = 5.0
+
+
+def _twin_marks(timeline: list[dict[str, Any]]) -> list[tuple[str, str | None, datetime]]:
+    marks = []
+    for e in timeline:
+        kind = _TWIN_KIND.get(str(e.get("reason")))
+        at = _when(e.get("time"))
+        if kind and at:
+            marks.append((kind, (e.get("detail") or {}).get("cluster"), at))
+    return marks
+
+
+def _has_twin(event: dict[str, Any], twins: list[tuple[str, str | None, datetime]]) -> bool:
+    at = _when(event.get("at"))
+    if at is None:
+        return False
+    cluster = (event.get("detail") or {}).get("cluster")
+    return any(kind == event.get("kind") and (cluster is None or c == cluster)
+               and abs((at - when).total_seconds()) <= _TWIN_SECONDS for kind, c, when in twins)
 
 
 def _event_words(kind: str, detail: dict[str, Any]) -> str:
@@ -117,6 +171,11 @@ def _event_words(kind: str, detail: dict[str, Any]) -> str:
     if detail.get("cause"):
         facts.append(str(detail["cause"]))
     return words + (": " + ", ".join(facts) if facts else "")
+
+
+def _when(value: Any) -> datetime | None:
+    """A time from a status or an event, whether still a datetime or already JSON text."""
+    return _aware(value if isinstance(value, datetime) else _parse_time(str(value or "")))
 
 
 def _parse_time(stamp: str) -> datetime | None:
@@ -212,7 +271,8 @@ async def _workload_page(request: Request, workload_id: str, principal, db, sett
         failure=(live or {}).get("failure") or (_last_failure(w.get("events") or []) if stage == "failed" else None),
         serving_replicas=sum(c.replicas for c in clusters if c.ready), replicas=replicas,
         layout_words=LAYOUT_WORDS.get(spec.get("layout", ""), ""),
-        events=event_rows(w.get("events") or [], (live or {}).get("events") or []),
+        events=event_groups(event_rows(w.get("events") or [], (live or {}).get("events") or [],
+                                           (live or {}).get("timeline") if live else None)),
         artifact_path=draft_path(w["artifact_id"]) if w.get("artifact_id") else None,
         can_change=principal.has("operator") and stage not in _SETTLED_OUT, error=error,
         scaled=request.query_params.get("scaled"), created=request.query_params.get("created"),

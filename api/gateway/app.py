@@ -4,6 +4,7 @@
     /v1/chat/completions, /v1/completions  proxied to one of the endpoint's backends, by weight
     /admin/routes[/{model}]                GET / PUT / DELETE, bearer token (read per call from a reference)
     /healthz
+    /readyz                                with a routes source: 503 until the first pull or push landed
     /metrics                               Prometheus (api/gateway/metrics.py); with client keys on,
                                            the admin token (the traffic it shows is the operator's)
 
@@ -71,6 +72,7 @@ def create_gateway_app(*, state_dir: Path | None = None, admin_token_ref: str | 
     `client_keys_ref` None leaves every endpoint open (see api/gateway/guard.py)."""
     client_keys = ClientKeys(client_keys_ref)
     table = RouteTable(state_dir, first_probe_after=first_probe_after)
+    saved_at_start = bool(table.models())
     metrics = GatewayMetrics(table, BACKEND_HEADER)
     created = int(time.time())
     upstreams = Upstreams(connect_timeout=connect_timeout, read_timeout=read_timeout)
@@ -279,6 +281,7 @@ def create_gateway_app(*, state_dir: Path | None = None, admin_token_ref: str | 
             return JSONResponse(status.model_dump(mode="json"))
         if request.method == "DELETE":
             deleted = table.delete(name)
+            app.state.pushed = True
             await forget_unrouted()
             return JSONResponse({"model_name": name, "deleted": deleted})
         try:
@@ -299,6 +302,7 @@ def create_gateway_app(*, state_dir: Path | None = None, admin_token_ref: str | 
             problems = "; ".join(f"{'.'.join(str(p) for p in e['loc']) or 'body'}: {e['msg']}" for e in exc.errors())
             return openai_error(422, f"Invalid routes: {problems}", "invalid_request_error", "invalid_routes")
         status = table.set(routes)
+        app.state.pushed = True
         await forget_unrouted()
         log.info("gateway routes set", model=name, backends={b.id: b.weight for b in routes.backends})
         return JSONResponse(status.model_dump(mode="json"))
@@ -312,6 +316,16 @@ def create_gateway_app(*, state_dir: Path | None = None, admin_token_ref: str | 
 
     async def healthz(request: Request) -> Response:
         return JSONResponse({"status": "ok", "endpoints": len(table.models())})
+
+    async def readyz(request: Request) -> Response:
+        # A new replica that pulls its routes knows none until its first pull: it would answer 404 for
+        # every model, so it takes no traffic until a pull or a push landed. A table saved by an
+        # earlier run of this replica (its state dir) is served as after a pull: the one it last had.
+        sync = app.state.routes_sync
+        if sync is None or sync.last_pulled is not None or app.state.pushed or saved_at_start:
+            return JSONResponse({"status": "ready", "endpoints": len(table.models())})
+        return openai_error(503, "The gateway has not received its routes yet: its first pull from the route "
+                                 "source has not been answered.", "service_unavailable", "routes_not_loaded")
 
     async def not_found(request: Request, exc: Exception) -> Response:
         if isinstance(exc, RequestTooLarge):  # a body read by a handler other than completions
@@ -340,11 +354,14 @@ def create_gateway_app(*, state_dir: Path | None = None, admin_token_ref: str | 
         Route("/admin/routes", admin_list, methods=["GET"]),
         Route("/admin/routes/{model:path}", admin_route, methods=["GET", "PUT", "DELETE"]),
         Route("/healthz", healthz, methods=["GET"]),
+        Route("/readyz", readyz, methods=["GET"]),
         Route("/metrics", metrics_page, methods=["GET"]),
     ], exception_handlers={HTTPException: not_found}, lifespan=lifespan,
         # Before routing, auth and parsing: no route reads more than this from a client.
         middleware=[Middleware(BodyLimit, limit=max_body_bytes, refuse=too_large)])
     app.state.table = table
+    app.state.routes_sync = None  # set by wingsmith.gateway.routes_sync.attach
+    app.state.pushed = False
     app.state.metrics = metrics
     app.state.forget_unrouted = forget_unrouted  # for routes that change by a pull (routes_sync)
     return app

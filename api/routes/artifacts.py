@@ -22,6 +22,7 @@ from contracts import artifact as artifact_contract
 from contracts.artifact import ArtifactStatus, ReviewPolicy
 from contracts.ids import artifact_workflow_id_of
 from wingsmith.config import Settings
+from wingsmith.draft_performance import PENDING, DraftPerformance
 from wingsmith.hub import HubError, InvalidSource, parse_source
 from wingsmith.recipes import Catalog, load_catalog_version
 from wingsmith.review import HTTP_STATUS, ReviewDecision, ReviewRequest
@@ -105,7 +106,20 @@ async def get_artifact(org: str, name_at_sha: str, _viewer: Viewer, db: DbDep, s
     approved = await store.get_artifact(db, base) if base else None
     out["diff"] = draft_diff(approved, row, (draft_catalog(approved, settings), draft_catalog(row, settings))) \
         if approved and row else None
+    if out.get("draft"):
+        out["draft"] = with_performance(out["draft"])
     return out
+
+
+def with_performance(draft: dict[str, Any]) -> dict[str, Any]:
+    """The draft with its performance lifted out of the sizing document it is stored in (the draft's
+    performance workflow writes it there after the draft): pending until the first answer."""
+    sizing = dict(draft.get("sizing") or {})
+    stored = sizing.pop("performance", None)
+    performance = DraftPerformance.model_validate(stored) if stored else DraftPerformance(status="pending")
+    reason = performance.reason or (PENDING if performance.status == "pending" else None)
+    return {**draft, "sizing": sizing, "performance": [row.model_dump(mode="json") for row in performance.entries],
+            "performance_status": performance.status, "performance_reason": reason}
 
 
 def draft_catalog(row: dict[str, Any], settings: Settings) -> Catalog | None:

@@ -232,12 +232,14 @@ async def live_inventories(temporal: Client | None, settings: Settings,
     assert temporal is not None
     params = LiveInventoryInput(targets=[InventoryTarget(cluster=r.name, kubeconfig=r.kubeconfig_ref())
                                          for r in records], kube_task_queue=settings.kube_task_queue)
+    names = [r.name for r in records]
+    summary, details = inventory_contract.live_inventory_summary(names)
     try:
         result = await temporal.execute_workflow(
             inventory_contract.WORKFLOW, params, result_type=inventory_contract.LiveInventoryResult,
-            id=f"inventory/{uuid.uuid4().hex}", task_queue=settings.task_queue,
-            execution_timeout=timedelta(seconds=LIVE_READ_TIMEOUT_SECONDS),
-            static_summary=f"Live inventory of {', '.join(r.name for r in records)} (placement dry run)")
+            id=inventory_contract.live_inventory_workflow_id(names, uuid.uuid4().hex[:12]),
+            task_queue=settings.task_queue, execution_timeout=timedelta(seconds=LIVE_READ_TIMEOUT_SECONDS),
+            static_summary=summary, static_details=details)
     except (WorkflowFailureError, RPCError) as exc:
         reason = f"no answer from the worker within {LIVE_READ_TIMEOUT_SECONDS:g}s ({type(exc).__name__})"
         return [ClusterInventory(cluster=r.name, error=reason) for r in records], False

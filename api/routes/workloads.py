@@ -3,6 +3,8 @@ scale and delete. The workload workflow does the work; these routes start it and
 
 from __future__ import annotations
 
+import uuid
+from datetime import timedelta
 from typing import Any
 
 import asyncpg
@@ -23,25 +25,35 @@ from api.errors import ApiError
 from api.ownership import hide, listing_team, own_workload
 from api.responses import WorkloadDeleting, WorkloadDetail, WorkloadList
 from api.routes.clusters import DryRunRequest, dry_run
+from contracts import traffic_plan as traffic_contract
 from contracts import upgrade as upgrade_contract
 from contracts import workload as workload_contract
 from contracts.ids import workload_workflow_id
+from contracts.perf import TargetInput
+from contracts.traffic_plan import TrafficPlanInput, TrafficPlanResult
 from contracts.upgrade import UpgradeControl, UpgradeRequest, UpgradeStatus
 from contracts.workload import DeleteRequest, ScaleRequest, WorkloadStatus
+from wingsmith.config import Settings, perf_task_queue
 from wingsmith.dynamo import render_dgd
+from wingsmith.hardware import get_hardware
 from wingsmith.recipes.catalog import catalog_of_draft
 from wingsmith.starter import create_workload, workload_handle, workload_status
+from wingsmith.store import clusters as cluster_store
 from wingsmith.store import workloads as store
+from wingsmith.target_plan import TargetChoice, choose_card
 from wingsmith.temporal import workflow_ui_url
 from wingsmith.text import CommentText, SourceText
 from wingsmith.upgrade import steps_problem
 from wingsmith.workloads import (
+    ApprovedArtifact,
     InvalidWorkload,
     WorkloadPlan,
     WorkloadRequest,
     approved_artifact_from_row,
     check_artifact,
     plan_workload,
+    sized_by_target,
+    with_engine_args,
 )
 
 router = APIRouter(prefix="/v1/workloads", tags=["workloads"])
@@ -59,6 +71,8 @@ class DryRun(BaseModel):
     plan: WorkloadPlan
     placement: dict[str, Any]
     manifests: dict[str, dict[str, Any]] = Field(description="cluster → the DynamoGraphDeployment it would get")
+    target_plan: TargetChoice | None = Field(None, description="with a traffic target: each candidate card's plan "
+                                             "(configuration, replicas, GPUs, predicted TTFT/TPOT) and why it lost")
 
 
 class ScaleBody(BaseModel):
@@ -96,8 +110,12 @@ async def create(body: WorkloadRequest, principal: Operator, db: DbDep, settings
             raise InvalidWorkload(f"artifact {body.artifact_id} not found; register it first", field="artifact_id")
         # The catalog the approved draft's evidence came from: its flags are what the reviewer saw.
         catalog = catalog_of_draft(artifact.catalog_version, settings.catalogs_dir)
-        plan = plan_workload(body, artifact, catalog, image=settings.vllm_runtime_image,
+        choice = await _plan_for_target(body, artifact, db, settings, request) if body.target else None
+        asked = sized_by_target(body, choice.chosen) if choice and choice.chosen else body
+        plan = plan_workload(asked, artifact, catalog, image=settings.vllm_runtime_image,
                              namespace=settings.deploy_namespace, hf_token_secret=settings.hf_token_secret)
+        if choice and choice.chosen:
+            plan = with_engine_args(plan, choice.chosen)
     except InvalidWorkload as exc:
         raise ApiError(422, str(exc), code="invalid_workload",
                        details={"field": exc.field, **exc.details}) from None
@@ -105,7 +123,8 @@ async def create(body: WorkloadRequest, principal: Operator, db: DbDep, settings
         placed = await dry_run(DryRunRequest(plan=plan.placement), db, principal, request, settings)
         manifests = {cluster: render_dgd(plan.rollout_spec(cluster, n))
                      for cluster, n in placed.decision.replicas.items()}
-        return DryRun(plan=plan, placement=placed.decision.model_dump(mode="json"), manifests=manifests)
+        return DryRun(plan=plan, placement=placed.decision.model_dump(mode="json"), manifests=manifests,
+                      target_plan=choice)
     temporal = _temporal(request)
     # Ids are global (they name the workflow): one another team holds answers 409 "taken" and nothing
     # more, where the same id of one's own team would return that workload (a repeated create).
@@ -257,6 +276,31 @@ def _gone(workload_id: str) -> ApiError:
 
 def _taken(workload_id: str) -> ApiError:
     return ApiError(409, f"workload id {workload_id} is taken; choose another name", code="workload_exists")
+
+
+async def _plan_for_target(body: WorkloadRequest, artifact: ApprovedArtifact, db: asyncpg.Pool, settings: Settings,
+                           request: Request) -> TargetChoice:
+    """AIConfigurator's plan per candidate card (the one asked for, then the cards the registered clusters
+    declare), through the perf queue; the chosen one, or a 422 naming the best each card reaches."""
+    assert body.target is not None
+    cards = [get_hardware(body.hardware).id]
+    for record in await cluster_store.list_clusters(db):
+        for pool in record.manual_inventory.pools if record.manual_inventory else []:
+            if get_hardware(pool.hardware).placeable and pool.hardware not in cards:
+                cards.append(pool.hardware)
+    ask = TargetInput(model=artifact.repo_id, model_commit=artifact.sha, config=artifact.config, cards=cards[:16],
+                      target=body.target)
+    answer: TrafficPlanResult = await _temporal(request).execute_workflow(
+        traffic_contract.WORKFLOW, TrafficPlanInput(ask=ask, perf_task_queue=perf_task_queue(settings.task_queue)),
+        id=f"traffic-plan/{uuid.uuid4().hex}", task_queue=settings.task_queue, result_type=TrafficPlanResult,
+        execution_timeout=timedelta(hours=2))
+    if answer.unavailable:
+        raise ApiError(503, answer.unavailable, code="perf_unavailable")
+    choice = choose_card(answer.plans)
+    if choice.chosen is None:
+        raise ApiError(422, choice.refusal or "no card meets the target", code="target_unreachable",
+                       details={"candidates": [c.model_dump(mode="json") for c in choice.candidates]})
+    return choice
 
 
 def _temporal(request: Request):

@@ -99,6 +99,9 @@ ACCESS: dict[tuple[str, str], str] = {
     ("GET", "/console/endpoints"): "viewer",
     ("GET", "/console/endpoints/{name}"): "viewer",
     ("POST", "/console/endpoints/{name}/workloads"): "operator",
+    ("GET", "/console/clusters"): "viewer",
+    ("GET", "/console/clusters/{name}"): "viewer",
+    ("GET", "/console/run-locally"): PUBLIC,
     # The Temporal UI's remote codec: decoding shows payloads (viewer); encoding makes payloads that
     # workers act on (operator); the CORS preflight carries no token by design.
     ("POST", "/codec/decode"): "viewer",

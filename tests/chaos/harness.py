@@ -83,6 +83,8 @@ class ChaosConfig(BaseModel):
     # Faults outside the plane, once the workloads serve (0 / False: skip that one).
     out_of_band_deletes: int = Field(3, ge=0, description="serving workloads whose DGD is deleted by hand")
     out_of_band_edits: int = Field(3, ge=0, description="serving workloads whose DGD spec is edited by hand")
+    overlapping_faults: bool = Field(True, description="under chat load through the gateway, one endpoint's "
+                                                       "DGD edited by hand and deleted 2 s later: no failed request")
     unreachable_cluster: str | None = "sim-east"
     unreachable_seconds: float = Field(60, ge=0)
     plane_restart: bool = True
@@ -118,6 +120,8 @@ class ChaosReport(BaseModel):
     api_answers_while_db_down: dict[str, int] = Field(default_factory=dict)
     api_raised: dict[str, int] = Field(default_factory=dict, description="requests the API answered 500 (raised)")
     out_of_band: dict[str, int] = Field(default_factory=dict, description="faults outside the plane, by kind")
+    overlap_requests: tuple[int, int] = Field((0, 0), description="chat requests sent, failed during the "
+                                                                 "edit-then-delete")
     heal_seconds: dict[str, list[float]] = Field(default_factory=dict,
                                                  description="fault kind → seconds from the fault to serving again")
     lost: list[str] = Field(default_factory=list)
@@ -144,6 +148,7 @@ class ChaosReport(BaseModel):
             f"api while db down   {dict(sorted(self.api_answers_while_db_down.items())) or 'not probed'}",
             f"api raised (500s)   {self.api_raised or 'never'}",
             f"out of band         {self.out_of_band or 'none'}",
+            f"edit then delete    {self.overlap_requests[1]} of {self.overlap_requests[0]} chat requests failed",
             *(f"time to heal        {kind}: p50 {pct(v, 50):.1f} s, p99 {pct(v, 99):.1f} s, max {max(v):.1f} s "
               f"({len(v)})" for kind, v in sorted(self.heal_seconds.items()) if v),
             f"lost                {len(self.lost)}",
@@ -543,7 +548,9 @@ async def _run(bed: _Bed) -> ChaosReport:
         # Outside the plane: by hand through the Kubernetes API, a partition, a restart of everything.
         by_endpoint = dict(zip(endpoints, groups, strict=True))
         serving = [n for n in names if statuses[n] and statuses[n].stage == "serving"]
-        for step in (lambda: _out_of_band_edits(bed, chaos, report, serving), lambda: _partition(bed, report, serving),
+        for step in (lambda: _out_of_band_edits(bed, chaos, report, serving),
+                     lambda: _edit_then_delete(bed, chaos, report, serving, by_endpoint),
+                     lambda: _partition(bed, report, serving),
                      lambda: _restart_plane(bed, chaos, report, serving)):
             report.lost += await step()
             statuses.update(await _settle(bed, serving, c.settle_timeout))
@@ -958,6 +965,55 @@ async def _out_of_band_edits(bed: _Bed, chaos: _Chaos, report: ChaosReport, serv
     times, lost = await _time_to_heal(bed, since, checks)
     report.heal_seconds["dgd deleted/edited"] = times
     return lost
+
+
+async def _edit_then_delete(bed: _Bed, chaos: _Chaos, report: ChaosReport, serving: list[str],
+                            endpoints: dict[str, list[str]]) -> list[str]:
+    """Overlapping faults under steady chat load (issue 34): one workload's DGD is edited by hand and
+    deleted 2 s later, while the plane re-applies it. The endpoint's other backends must keep answering:
+    not one client request may fail while the plane heals."""
+    c = bed.config
+    shared = [(ep, [n for n in group if n in serving]) for ep, group in sorted(endpoints.items())]
+    shared = [(ep, group) for ep, group in shared if len(group) > 1]  # another backend serves meanwhile
+    if not c.overlapping_faults or not shared:
+        return []
+    endpoint, group = shared[chaos.rng.randrange(len(shared))]
+    victim = chaos.rng.choice(group)
+    live = _live_dgds(bed)
+    pair = next(k for k in live if k[0] == victim)
+    old_uid, dgd = live[pair]["metadata"]["uid"], live[pair]["metadata"]["name"]
+    _say(c, f"editing {victim}'s DGD on {pair[1]} and deleting it 2 s later, under chat load on {endpoint}")
+    sent, failed, stop = [0], [], asyncio.Event()
+
+    async def client(http: httpx.AsyncClient) -> None:
+        while not stop.is_set():
+            try:
+                r = await http.post("/v1/chat/completions", json={
+                    "model": endpoint, "messages": [{"role": "user", "content": "steady load"}]})
+                if r.status_code != 200:
+                    failed.append(f"{r.status_code}: {r.text[:200]}")
+            except httpx.HTTPError as err:
+                failed.append(repr(err))
+            sent[0] += 1
+    async with httpx.AsyncClient(base_url=bed.gateway_url, timeout=30, trust_env=False) as http:
+        clients = [asyncio.create_task(client(http)) for _ in range(3)]
+        try:
+            await asyncio.sleep(1.0)
+            since = time.monotonic()
+            await asyncio.to_thread(_edit_by_hand, bed, pair[1], dgd)
+            await asyncio.sleep(2.0)
+            await asyncio.to_thread(_delete_by_hand, bed, pair[1], dgd)
+            times, lost = await _time_to_heal(bed, since, {victim: lambda st, live: any(
+                k[0] == victim and d["metadata"]["uid"] != old_uid for k, d in live.items())})
+            await asyncio.sleep(1.0)
+        finally:
+            stop.set()
+            await asyncio.gather(*clients)
+    report.out_of_band["dgd edited then deleted"] = 1
+    report.heal_seconds["dgd edited then deleted"] = times
+    report.overlap_requests = (sent[0], len(failed))
+    return lost + [f"endpoint {endpoint}: {len(failed)} of {sent[0]} chat requests failed while {victim} healed "
+                   f"(first: {failed[0]})"] if failed else lost
 
 
 async def _partition(bed: _Bed, report: ChaosReport, serving: list[str]) -> list[str]:

@@ -1,6 +1,7 @@
 """The chaos run, small: the same code and checks as bench/chaos.py, with four workloads, one
 worker SIGKILL early in the rollouts, one Postgres restart, Hub 429s and cluster 500s/409s/latency;
-then a DGD deleted and one edited by hand, sim-east unreachable for longer than a (short) grace, so
+then a DGD deleted and one edited by hand, one edited and deleted 2 s later under chat load (no client
+request may fail), sim-east unreachable for longer than a (short) grace, so
 its workloads move and their old DGDs go when it answers, and a restart of the whole plane.
 Starts its own Postgres, Temporal, Hub, clusters and gateway (it restarts Postgres, so it cannot
 share the session's)."""
@@ -30,4 +31,8 @@ def test_a_small_chaos_run_loses_nothing(tmp_path):
     assert report.out_of_band["dgd deleted"] == report.out_of_band["dgd edited"] == 1
     assert report.out_of_band["plane restarts"] == 1
     assert len(report.heal_seconds["dgd deleted/edited"]) == 2
+    # Issue 34: an edit then a delete 2 s later, under chat load, heals with no failed client request.
+    assert report.out_of_band["dgd edited then deleted"] == 1
+    sent, failed = report.overlap_requests
+    assert sent > 0 and failed == 0, report.overlap_requests
     assert len(report.heal_seconds["plane restart (to serving)"]) == 4

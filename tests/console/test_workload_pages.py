@@ -4,6 +4,7 @@ console's scale form changes replicas as the API sees them; delete from the cons
 
 from __future__ import annotations
 
+import re
 from datetime import UTC, datetime
 from html import unescape
 
@@ -63,13 +64,17 @@ async def test_workload_pages_scale_and_delete(plane, api, deps, temporal_client
                 assert f" {c['replicas']} " in f" {text} "
             assert f'href="/console/artifacts/{approved_kimi}"' in page.text
             assert "/workflows/workload%2Fkimi-console" in html
-            events = list(rows(page.text, "event").values())
+            groups = re.findall(r'<details class="events" data-operation="([^"]+)"[^>]*>(.*?)</details>',
+                                page.text, re.S)
+            assert groups and groups[0][1] and 'open>' in page.text.split(f'data-operation="{groups[0][0]}"')[1][:10]
+            events = [e for _, body in groups for e in rows(body, "event").values()]
             assert any(e.startswith(tuple("0123456789")) and "placement" in e for e in events)
             for c in live["clusters"]:
                 assert any(f"deployment serving: on {c['cluster']}" in e for e in events), events
             assert any("serving 1 replica(s) at" in e and "workflow" in e for e in events)  # the workflow's notes
-            stamps = [e[:23] for e in events]
-            assert stamps == sorted(stamps), "events are in time order"
+            for _, body in groups:
+                stamps = [e[:23] for e in rows(body, "event").values()]
+                assert stamps == sorted(stamps, reverse=True), "each operation's steps are newest first"
 
             # A viewer sees no forms, and a viewer's POST is refused even with this session's CSRF token.
             assert 'id="scale-form"' not in page.text and 'id="delete-form"' not in page.text
@@ -153,3 +158,21 @@ def test_event_rows_merge_registry_and_workflow_notes_in_time_order():
         ("placement 1: sim-east=1", "workflow"), ("deployment serving: on sim-east, 1 replica(s)", "registry"),
         ("sim-east serving 1 replica(s) at http://127.0.0.1:9/f", "workflow")]
     assert got[1].when == "2025-01-01 12:00:05 UTC"
+
+
+def test_a_step_both_the_registry_and_the_workflow_recorded_is_shown_once_in_the_workflows_words():
+    registry = [{"kind": "workload_planning", "actor": "olga", "detail": {}, "at": _AT},
+                {"kind": "deployment_serving", "actor": "system", "detail": {"cluster": "sim-east", "replicas": 1},
+                 "at": _AT.replace(second=9, microsecond=400_000)},
+                {"kind": "deployment_serving", "actor": "system", "detail": {"cluster": "sim-west", "replicas": 1},
+                 "at": _AT.replace(second=10)}]
+    timeline = [{"reason": "ClusterServing", "message": "sim-east serving 1 replica(s) at http://127.0.0.1:9/f",
+                 "time": "2025-01-01T12:00:08+00:00", "detail": {"cluster": "sim-east"}},
+                {"reason": "Placed", "message": "placement 1: sim-east=1", "time": "2025-01-01T12:00:07+00:00",
+                 "detail": {}}]
+    got = event_rows(registry, [], timeline)
+    assert [(r.what, r.source) for r in got] == [
+        ("workload planning", "registry"), ("placement 1: sim-east=1", "workflow"),
+        ("sim-east serving 1 replica(s) at http://127.0.0.1:9/f", "workflow"),
+        # another cluster's step has no twin in the timeline: the registry's row stays
+        ("deployment serving: on sim-west, 1 replica(s)", "registry")]

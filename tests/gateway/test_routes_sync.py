@@ -21,16 +21,18 @@ from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
+from temporalio.exceptions import ApplicationError
 
 from activities.endpoint import EndpointActivities
 from api.app import create_app
 from api.auth import TokenTable
+from api.gateway.app import create_gateway_app
 from api.gateway.table import RouteTable
 from contracts.endpoint import SetRoutesInput
 from tests.gateway.conftest import MODEL, ScriptedBackend, Served
 from wingsmith.config import Settings
 from wingsmith.gateway.routes import Backend, EndpointRoutes
-from wingsmith.gateway.routes_sync import RoutesSync
+from wingsmith.gateway.routes_sync import RoutesSync, attach
 from wingsmith.local.postgres import free_port
 from wingsmith.local.temporal_server import stop_process, wait_for_port
 from wingsmith.store.gateway_routes import publish, published
@@ -221,4 +223,77 @@ async def test_a_pull_answered_before_a_push_landed_does_not_undo_the_push(backe
         assert routes.get(MODEL) == routes_to(b)
     finally:
         await sync.aclose()
+        source.stop()
+
+
+async def test_a_push_to_a_gateway_that_is_down_fails_only_where_no_replica_pulls(pg_pool, token_file, backends):
+    a, _ = backends
+    down = f"http://127.0.0.1:{free_port()}"  # nothing listens: a replica restarting
+    pushed_only = EndpointActivities(Settings(gateway_url=down, gateway_admin_token_ref=f"file:{token_file}"), pg_pool)
+    with pytest.raises(ApplicationError) as refused:
+        await pushed_only.set_routes(SetRoutesInput(routes=routes_to(a)))
+    assert not refused.value.non_retryable  # the push is the only way there: try again
+
+    await publish(pg_pool, EndpointRoutes(model_name=MODEL))
+    pulled = EndpointActivities(Settings(gateway_url=down, gateway_admin_token_ref=f"file:{token_file}",
+                                         gateway_routes_pulled=True), pg_pool)
+    assert await pulled.set_routes(SetRoutesInput(routes=routes_to(a))) is None
+    table = await published(pg_pool)
+    assert [r for r in table.routes if r.model_name == MODEL] == [routes_to(a)]  # the replicas will pull it
+
+
+async def test_a_replica_that_pulls_is_ready_once_its_routes_landed(backends, tmp_path, token_file):
+    a, b = backends
+    answer = {"table": None}
+
+    async def table(request: Request) -> Response:
+        if answer["table"] is None:
+            return JSONResponse({"error": {"message": "Postgres is unreachable."}}, status_code=503)
+        return JSONResponse(answer["table"], headers={"ETag": '"1"'})
+
+    source = Served(Starlette(routes=[Route("/v1/gateway/routes", table)]))
+    syncs: list[RoutesSync] = []
+
+    def replica(name: str, *, pulls: bool = True) -> tuple[httpx.AsyncClient, RoutesSync | None]:
+        app = create_gateway_app(state_dir=tmp_path / name, admin_token_ref=f"file:{token_file}")
+        sync = None
+        if pulls:
+            sync = RoutesSync(app.state.table, source.url, None, interval=POLL)
+            attach(app, sync)
+            syncs.append(sync)
+        return httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://gateway"), sync
+
+    async def ready(client: httpx.AsyncClient) -> bool:
+        r = await client.get("/readyz")
+        assert r.status_code in (200, 503), r.text
+        if r.status_code == 503:
+            assert r.json()["error"]["code"] == "routes_not_loaded"
+        return r.status_code == 200
+
+    try:
+        fresh, sync = replica("fresh")
+        assert sync is not None
+        assert not await ready(fresh)  # it would answer 404 for every model
+        await sync.pull()  # the source answers 503: still nothing to serve
+        assert not await ready(fresh)
+        answer["table"] = {"version": 1, "routes": [routes_to(a).model_dump(mode="json")]}
+        assert await sync.pull() is True
+        assert await ready(fresh)
+        assert [m["id"] for m in (await fresh.get("/v1/models")).json()["data"]] == [MODEL]
+
+        answer["table"] = None  # the source is down from here on
+        pushed, _ = replica("pushed")
+        assert not await ready(pushed)
+        admin = {"Authorization": f"Bearer {token_file.read_text().strip()}"}
+        r = await pushed.put(f"/admin/routes/{MODEL}", json=routes_to(b).model_dump(mode="json"), headers=admin)
+        assert r.status_code == 200, r.text
+        assert await ready(pushed)
+
+        restarted, _ = replica("fresh")  # the same state dir: the table it served before its restart
+        assert await ready(restarted)
+        push_only, _ = replica("push-only", pulls=False)
+        assert await ready(push_only)  # nothing to wait for: routes come only by push
+    finally:
+        for s in syncs:
+            await s.aclose()
         source.stop()

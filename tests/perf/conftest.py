@@ -14,6 +14,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+import pytest
+
 # The issue's own measured case. (gpt-oss-120b, the done-when model, takes about five times the CPU per
 # search: bench/perf.py runs it.)
 MODEL = "Qwen/Qwen3-32B"
@@ -67,3 +69,10 @@ def stopped_at_the_end(cli: subprocess.Popen) -> Iterator[subprocess.Popen]:
         if cli.poll() is None:
             cli.kill()
         cli.wait()
+
+
+@pytest.fixture(scope="session")
+def perf_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One perf worker home for the session: its estimate cache answers a second test's same question in
+    milliseconds (the key holds everything the figures depend on, so sharing it cannot mix answers)."""
+    return tmp_path_factory.mktemp("perf-home")

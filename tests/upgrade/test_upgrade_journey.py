@@ -68,6 +68,17 @@ async def client_loops(gateway_url: str, loops: int = 3) -> AsyncIterator[Client
             await asyncio.gather(*tasks)
 
 
+async def two_cluster_workload(api, name: str) -> None:  # noqa: F811
+    """gpt-oss registered and approved, and a workload of 2 replicas on sim-east and sim-west serving it
+    as `MODEL`."""
+    approved = await _register_and_approve(api, f"hf:{REPO}")
+    r = await api.post("/v1/workloads", headers=as_("tok-olga"), json={
+        "artifact_id": approved["id"], "hardware": "h200", "replicas": 2, "name": name,
+        "served_model_name": MODEL, "constraints": {"allowed_clusters": CLUSTERS}})
+    assert r.status_code == 202, r.text
+    await _until_stage(api, name, {"serving"})
+
+
 def dgds_on(sims, cluster: str) -> list[str]:
     """The DynamoGraphDeployments of the workload on one cluster, read through the kubernetes client."""
     api_client = kubernetes.config.new_client_from_config(config_file=str(sims.kubeconfig_path),
@@ -137,12 +148,7 @@ async def test_upgrade_then_a_bad_version_rolls_back(api, deps, temporal_client,
     sims = clusters
     began = time.monotonic()
     async with running_worker(temporal_client, deps):
-        approved = await _register_and_approve(api, f"hf:{REPO}")
-        r = await api.post("/v1/workloads", headers=as_("tok-olga"), json={
-            "artifact_id": approved["id"], "hardware": "h200", "replicas": 2, "name": WORKLOAD,
-            "served_model_name": MODEL, "constraints": {"allowed_clusters": CLUSTERS}})
-        assert r.status_code == 202, r.text
-        await _until_stage(api, WORKLOAD, {"serving"})
+        await two_cluster_workload(api, WORKLOAD)
         assert {c: dgds_on(sims, c) for c in CLUSTERS} == {c: [dgd_name(WORKLOAD, c)] for c in CLUSTERS}
         r = await api.post("/v1/endpoints", headers=as_("tok-olga"), json={"name": MODEL, "workloads": [WORKLOAD]})
         assert r.status_code == 202, r.text

@@ -22,6 +22,7 @@ from tests.workflows.upgrade_world import NEW_ARTIFACT, NEW_SHA, UpgradeWorld, u
 from wingsmith.upgrade import UpgradeThresholds
 from workflows.endpoint import EndpointWorkflow
 from workflows.workload import WorkloadWorkflow
+from workflows.workload.upgrade import WINDOWS_TO_DECIDE
 
 OLD_ARTIFACT = f"Qwen/Qwen3-8B@{SHA}"
 FAST = UpgradeThresholds(min_requests=5)
@@ -270,9 +271,9 @@ async def test_what_cannot_be_judged_pauses_for_a_person_instead_of_retrying(tim
 
         async def starved() -> UpgradeStatus | None:
             up = (await b.workload.query(WorkloadWorkflow.status)).upgrade
-            return up if up and up.paused_reason and "too little traffic" in up.paused_reason else None
-        held = await wait_until(starved, timeout=30, what="the upgrade to hold for lack of traffic")
-        assert held.state == "paused" and "in 3 windows" in (held.paused_reason or "")
+            return up if up and up.paused_reason and "no request reached the new version" in up.paused_reason else None
+        held = await wait_until(starved, timeout=60, what="the upgrade to hold for lack of traffic")
+        assert held.state == "paused" and f"in {WINDOWS_TO_DECIDE} windows" in (held.paused_reason or "")
         await b.workload.execute_update(WorkloadWorkflow.resume_upgrade, UpgradeControl(requested_by="ana"))
         assert (await b.ended()).state == "succeeded"  # a person accepted the step
         assert [e.kind for e in world.events].count("workload_upgrade_paused") == 2

@@ -10,6 +10,7 @@ import os
 from temporalio.client import WorkflowExecutionStatus
 
 from api.routes.clusters import LIVE_CACHE_SECONDS
+from contracts.inventory import live_inventory_workflow_id
 from tests.support import history_json, running_worker, save_history, wait_for_pollers, wait_until
 from tests.workloads.conftest import as_
 from wingsmith.store.clusters import ClusterSpec, create_cluster, delete_cluster
@@ -40,6 +41,14 @@ async def test_a_viewers_dry_run_reads_live_inventories_through_the_worker(api, 
     assert r.json()["decision"]["placed"] == 1
     runs = [w async for w in temporal_client.list_workflows("WorkflowType = 'LiveInventoryWorkflow'")]
     assert runs and all(w.status == WorkflowExecutionStatus.COMPLETED for w in runs)
+    # Issue 34: a run says in the Temporal UI what it read, by its id, summary and details.
+    read = sorted(live)
+    [mine] = [w for w in runs if w.id.startswith(live_inventory_workflow_id(read, ""))]
+    assert all(name in mine.id for name in read[:2]), mine.id  # readable: it names what it read
+    described = await temporal_client.get_workflow_handle(mine.id).describe()
+    summary, details = await described.static_summary(), await described.static_details()
+    assert summary and all(name in summary for name in read[:2]) and "placement dry run" in summary
+    assert details and all(f"- {name}" in details for name in read)
     if os.environ.get("WINGSMITH_RECORD_HISTORIES") == "1":
         save_history("live_inventory", runs[0].id, await history_json(temporal_client.get_workflow_handle(runs[0].id)))
 

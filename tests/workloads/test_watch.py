@@ -5,6 +5,7 @@ clusters; the watch looks every half second so the test takes seconds, not minut
 from __future__ import annotations
 
 import time
+from datetime import datetime
 from typing import Any, cast
 
 import pytest
@@ -118,8 +119,10 @@ async def test_an_edited_spec_is_put_back_or_only_reported(api, deps, temporal_c
         custom, name = _custom(clusters, cluster), dgd["metadata"]["name"]
         components = dgd["spec"]["components"]
         components[1]["replicas"] = 2  # scaled by hand, outside the plane
-        custom.patch_namespaced_custom_object(GROUP, VERSION, "default", PLURAL, name,
-                                              {"spec": {"components": components}})
+        edited = custom.patch_namespaced_custom_object(GROUP, VERSION, "default", PLURAL, name,
+                                                       {"spec": {"components": components}})
+        edited_at = max(datetime.fromisoformat(m["time"].replace("Z", "+00:00"))
+                        for m in edited["metadata"]["managedFields"] if m["manager"] != "wingsmith")
 
         async def put_back():
             live = (await _status(api, "watch-heal")).get("live") or {}
@@ -127,6 +130,13 @@ async def test_an_edited_spec_is_put_back_or_only_reported(api, deps, temporal_c
             return now["spec"]["components"][1]["replicas"] == 1 and live.get("stage") == "serving" and any(
                 "spec edited outside the plane" in e and "healed" in e for e in live["events"])
         await wait_until(put_back, timeout=60, what="the edit to be put back")
+        # Issue 34: the heal counts from the edit (the cluster's own time for it), and from when the plane
+        # saw it, to when it served again; each in the event.
+        live = (await _status(api, "watch-heal"))["live"]
+        [healed] = [e["detail"] for e in live["timeline"] if e["reason"] == reason.HEALED]
+        fault, seen, served = (datetime.fromisoformat(healed[k]) for k in ("fault_at", "seen_at", "served_at"))
+        assert fault == edited_at <= seen <= served, healed
+        assert healed["seconds_from_fault"] >= healed["seconds"] >= 0, healed
 
         cluster, _ = await _serving_on(api, "watch-report")
         [dgd] = dgds(clusters, "watch-report")[cluster]

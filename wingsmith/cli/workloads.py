@@ -162,7 +162,7 @@ def show_text(w: dict) -> str:
     for c in live.get("clusters", []):
         rows.append((f"cluster {c['cluster']}", f"{c['state']}, {c['replicas']} replica(s), {c.get('dgd_name')}, "
                                                 f"{c.get('frontend_url') or c.get('error') or ''}"))
-    rows += [("event", e) for e in live.get("events", [])[-10:]]
+    rows += [("event", e) for e in reversed(live.get("events", [])[-10:])]  # newest first, as the console
     return pairs(rows)
 
 

@@ -152,7 +152,9 @@ def _message(resp: httpx.Response) -> str:
 
 
 def attach(app: Any, sync: RoutesSync) -> None:
-    """Run `sync` for as long as the ASGI app (Starlette) serves, inside the app's own lifespan."""
+    """Run `sync` for as long as the ASGI app (Starlette) serves, inside the app's own lifespan; the
+    app's readiness waits for its first answer (api/gateway/app.py)."""
+    app.state.routes_sync = sync
     inner = app.router.lifespan_context
 
     @contextlib.asynccontextmanager

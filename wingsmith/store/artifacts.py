@@ -141,3 +141,24 @@ async def latest_approved(pool: asyncpg.Pool, repo_id: str, *, other_than: str |
 
 async def artifact_state(pool: asyncpg.Pool, artifact_id: str) -> str | None:
     return await pool.fetchval("select state from artifacts where id = $1", artifact_id)
+
+
+async def save_performance(pool: asyncpg.Pool, *, artifact_id: str, version: int, status: str, reason: str | None,
+                           entries: list[dict[str, Any]]) -> None:
+    """Write a draft's performance (kept in its `sizing` document under `performance`): the status and
+    reason replace the old ones, each row replaces the one of the same card × layout × mode, so a retried
+    write leaves the same document."""
+    async with pool.acquire() as conn, conn.transaction():
+        sizing = await conn.fetchval("select sizing from drafts where artifact_id = $1 and version = $2 for update",
+                                     artifact_id, version)
+        if sizing is None:
+            return
+        old = (sizing.get("performance") or {}).get("entries", [])
+
+        def key(row: dict[str, Any]) -> tuple:
+            return row["card"], row["layout"], row["mode"]
+        fresh = {key(row) for row in entries}
+        merged = [row for row in old if key(row) not in fresh] + entries
+        sizing["performance"] = {"status": status, "reason": reason, "entries": merged}
+        await conn.execute("update drafts set sizing = $3 where artifact_id = $1 and version = $2",
+                           artifact_id, version, sizing)

@@ -81,12 +81,14 @@ async def record_upgrade_event(pool: asyncpg.Pool, *, workload_id: str, source: 
 
 
 async def record_heal(pool: asyncpg.Pool, *, workload_id: str, workflow_id: str, step: str, cluster: str,
-                      action: str, problem: str, cause: str, seconds: float, outcome: str) -> None:
-    """A heal in the audit trail: what the watch saw, what it did, how long until serving again."""
+                      action: str, problem: str, cause: str, seconds: float, outcome: str,
+                      times: dict[str, Any] | None = None) -> None:
+    """A heal in the audit trail: what the watch saw, what it did, how long until serving again.
+    `times`: when the fault happened (as the cluster says), when the plane saw it, when it served again."""
     async with pool.acquire() as conn:
         await record_event(conn, source=workflow_id, step=step, subject=workload_id, kind="workload_healed",
                            detail={"cluster": cluster, "action": action, "problem": problem, "cause": cause,
-                                   "seconds": seconds, "summary": outcome})
+                                   "seconds": seconds, "summary": outcome, **(times or {})})
 
 
 async def list_workloads(pool: asyncpg.Pool, *, limit: int = 200, team: str | None = None) -> list[dict[str, Any]]:

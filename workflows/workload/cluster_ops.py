@@ -42,6 +42,8 @@ class ClusterOps:
         # to one of its clusters, as (endpoint workflow id, backend) (a scale-down may go on).
         self.drained_endpoints: set[str] = set()
         self.drained_backends: set[tuple[str, BackendRef]] = set()
+        # Why a cluster's last rollout failed: its state may be gone (the failed deployment removed).
+        self.failures: dict[str, str] = {}
 
     # --- the clusters ------------------------------------------------------------------------------
 
@@ -69,11 +71,15 @@ class ClusterOps:
         wl, name = self.workload, target.info.name
         state = wl.state.clusters.setdefault(name, ClusterState(cluster=name))
         mode: Mode = "delete" if replicas == 0 else "apply"
+        # A serving deployment of this version that only scales stays routed meanwhile: it may be the
+        # endpoint's last backend while another cluster heals.
+        scaling = state.state == "serving" and state.revision == wl.plan.revision and state.dgd_name is not None
         state.state = "deleting" if mode == "delete" else "rolling_out"
         try:
-            result = await self.rollout(target, replicas, mode)
+            result = await self.rollout(target, replicas, mode, keep_routed=scaling and mode == "apply")
         except ChildWorkflowError as err:
             state.state, state.error = "failed", cause_of(err)
+            self.failures[name] = state.error
             if name not in wl.state.excluded:
                 wl.state.excluded.append(name)
             wl.event(reason.CLUSTER_FAILED, f"{name} failed: {state.error}", cluster=name, cause=state.error)
@@ -94,13 +100,13 @@ class ClusterOps:
         return name, 0
 
     async def rollout(self, target: ClusterTarget, replicas: int, mode: Mode,
-                      plan: WorkloadPlan | None = None) -> ClusterRolloutResult:
+                      plan: WorkloadPlan | None = None, *, keep_routed: bool = False) -> ClusterRolloutResult:
         """One rollout child on one cluster, changing no state here. `plan`: another version's (an
         upgrade's); the workload's own by default."""
         wl = self.workload
         name, plan = target.info.name, plan or wl.plan
         return await workflow.execute_child_workflow(
-            rollout_contract.WORKFLOW, self._rollout_input(target, replicas, mode, plan),
+            rollout_contract.WORKFLOW, self._rollout_input(target, replicas, mode, plan, keep_routed),
             result_type=ClusterRolloutResult,
             id=cluster_rollout_workflow_id(plan.workload_id, name, plan.revision),
             task_queue=workflow.info().task_queue,
@@ -127,11 +133,13 @@ class ClusterOps:
             wl.event(reason.FAILED_DEPLOYMENT_LEFT, f"{name}: the failed deployment could not be removed now "
                      f"({cause_of(err)}); it is removed with the workload", cluster=name, cause=cause_of(err))
             return
-        wl.state.clusters[name].dgd_name = None
+        # Nothing runs there any more: the status lists current deployments only, the failure stays in
+        # the events (and the cluster stays excluded from placement).
+        wl.state.clusters.pop(name, None)
         wl.event(reason.FAILED_DEPLOYMENT_REMOVED, f"{name}: the failed deployment was removed", cluster=name)
 
-    def _rollout_input(self, target: ClusterTarget, replicas: int, mode: Mode, plan: WorkloadPlan
-                       ) -> ClusterRolloutInput:
+    def _rollout_input(self, target: ClusterTarget, replicas: int, mode: Mode, plan: WorkloadPlan,
+                       keep_routed: bool = False) -> ClusterRolloutInput:
         params = self.workload.params
         return ClusterRolloutInput(
             mode=mode, workload_id=plan.workload_id, cluster=target.info.name, revision=plan.revision,
@@ -139,7 +147,7 @@ class ClusterOps:
             spec=plan.rollout_spec(target.info.name, replicas) if replicas else None,
             weight_bytes=plan.weight_bytes, kube_task_queue=params.kube_task_queue,
             ready_deadline_seconds=params.ready_deadline_seconds, poll_seconds=params.poll_seconds,
-            unschedulable_grace_seconds=params.unschedulable_grace_seconds)
+            unschedulable_grace_seconds=params.unschedulable_grace_seconds, keep_routed=keep_routed)
 
     # --- the endpoints that follow it ------------------------------------------------------------------
 

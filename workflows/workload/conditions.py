@@ -6,6 +6,7 @@ from __future__ import annotations
 from datetime import datetime
 
 from contracts import conditions as c
+from contracts.upgrade import UpgradeClusterProgress
 from contracts.workload import WorkloadState
 
 _PROGRESSING = {"planning": c.PLANNING, "placing": c.PLACING, "rolling_out": c.ROLLING_OUT, "scaling": c.SCALING,
@@ -51,7 +52,16 @@ def show_conditions(state: WorkloadState, *, target: int, serving: int, standing
         paused = upgrade.state == "paused"
         c.set_condition(put, c.UPGRADE_IN_PROGRESS, "True", c.UPGRADE_PAUSED if paused else c.UPGRADE_RUNNING,
                         upgrade.paused_reason if paused and upgrade.paused_reason else
-                        f"{upgrade.from_artifact_id} → {upgrade.to_artifact_id}", now)
+                        "; ".join([f"{upgrade.from_artifact_id} → {upgrade.to_artifact_id}",
+                                   *(_collecting(p) for p in upgrade.clusters if p.decides_by)]), now)
     else:
         c.set_condition(put, c.UPGRADE_IN_PROGRESS, "False", _UPGRADE_ENDED.get(upgrade.state, c.UPGRADE_FAILED),
                         "; ".join(upgrade.failures) or f"{upgrade.from_artifact_id} → {upgrade.to_artifact_id}", now)
+
+
+
+def _collecting(p: UpgradeClusterProgress) -> str:
+    """How long a step waits for traffic before it decides: light traffic adds up, it does not pause."""
+    so_far = (p.verdict.figures.get("new_requests") if p.verdict else None) or 0
+    return (f"{p.cluster} at {p.new_weight_percent} %: {so_far} request(s) to the new version so far, deciding by "
+            f"{p.decides_by:%H:%M:%S} UTC at the latest")

@@ -75,7 +75,7 @@ class Converger:
                  replicas=dict(decision.replicas))
         if decision.placed == 0:
             raise Unplaceable(decision.summary)
-        if not decision.complete and not wl.state.clusters:
+        if not decision.complete and not wl.state.clusters and not wl.state.excluded:  # the very first placement
             raise Unplaceable(decision.summary)
         desired = {name: c.replicas for name, c in wl.state.clusters.items() if c.state == "serving"}
         for name, count in decision.replicas.items():

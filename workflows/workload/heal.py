@@ -51,7 +51,7 @@ class Healer:
         if verdict.action in ("ok", "report"):
             await self._healthy(state, drift=verdict.cause if verdict.action == "report" else None)
         else:
-            await self._degrade(state, verdict)
+            await self._degrade(state, verdict, seen)
             if verdict.action == "reapply":
                 await self._reapply(target, state, verdict)
             elif verdict.action == "replace":
@@ -132,11 +132,15 @@ class Healer:
             state.state, state.error = "serving", None
             await self._record_deployment(state, "serving")
             await self.ops.notify_subscribers()
-        state.unhealthy_since = None
+        state.unhealthy_since = state.fault_at = None
 
-    async def _degrade(self, state: ClusterState, verdict: Verdict) -> None:
+    async def _degrade(self, state: ClusterState, verdict: Verdict, seen: Observation) -> None:
         """Not serving is shown at once: the registry, the stage and the endpoints (which stop routing
         there) hear of it before any heal starts."""
+        if state.unhealthy_since is None:  # the fault's own time, from the first look that saw it
+            # Only a delete or an edit is stamped by the cluster; a vanished object says nothing.
+            stamped = seen.exists and verdict.problem in ("DeploymentDeleting", "SpecEdited")
+            state.fault_at = seen.changed_at if stamped else None
         state.unhealthy_since = verdict.unhealthy_since
         if state.state == "degraded" and state.error == verdict.cause:
             return
@@ -152,16 +156,16 @@ class Healer:
     async def _reapply(self, target: ClusterTarget, state: ClusterState, verdict: Verdict) -> None:
         """A missing or edited deployment is rolled out again, as applied, through a rollout child."""
         wl = self.workload
-        name, since = state.cluster, verdict.unhealthy_since or workflow.now()
+        name, since, fault_at = state.cluster, verdict.unhealthy_since or workflow.now(), state.fault_at
         wl.state.heals += 1
         _, lost = await self.ops.roll_out(target, state.replicas)
         if not lost:
-            await self._healed(name, "reapply", verdict, since, "serving again")
+            await self._healed(name, "reapply", verdict, since, "serving again", fault_at)
             return
-        failed = wl.state.clusters[name].error
+        failed = self.ops.failures.get(name)
         await self._place_again(f"{name} could not be healed in place")
         await self._healed(name, "reapply", verdict, since,
-                           f"could not be applied again ({failed}); its replicas were placed elsewhere")
+                           f"could not be applied again ({failed}); its replicas were placed elsewhere", fault_at)
 
     async def _replace(self, target: ClusterTarget, state: ClusterState, verdict: Verdict) -> None:
         """Past the grace: endpoints stop routing there, its replicas go elsewhere, and its deployment is
@@ -178,7 +182,7 @@ class Healer:
         await self.ops.backend_gone(self.ops.backend(name))
         placed = await self._place_again(f"{name} given up on")
         outcome = "its replicas serve elsewhere" if placed else "its replicas could not be placed elsewhere yet"
-        await self._healed(name, "replace", verdict, since, outcome)
+        await self._healed(name, "replace", verdict, since, outcome, state.fault_at)
 
     async def _place_again(self, why: str) -> bool:
         """Place what is missing of the target replica count; on failure retry later, backing off."""
@@ -208,16 +212,23 @@ class Healer:
         await workflow.sleep(wait)
         self.placing_due = True
 
-    async def _healed(self, cluster: str, action: str, verdict: Verdict, since: datetime, outcome: str) -> None:
+    async def _healed(self, cluster: str, action: str, verdict: Verdict, since: datetime, outcome: str,
+                      fault_at: datetime | None = None) -> None:
+        """`since`: when the plane saw the fault; `fault_at`: when the cluster says it happened, if it can."""
         wl = self.workload
-        took = _seconds(workflow.now() - since)
-        wl.event(reason.HEALED, f"healed {cluster} ({action}: {verdict.cause}): {outcome} after {took} s",
-                 cluster=cluster, action=action, cause=verdict.cause, outcome=outcome, seconds=took)
+        now = workflow.now()
+        took = _seconds(now - since)
+        from_fault = f", {_seconds(now - fault_at)} s after the fault ({fault_at:%H:%M:%S} UTC)" if fault_at else ""
+        wl.event(reason.HEALED, f"healed {cluster} ({action}: {verdict.cause}): {outcome} after {took} s from when "
+                 f"the plane saw it{from_fault}", cluster=cluster, action=action, cause=verdict.cause, outcome=outcome,
+                 seconds=took, fault_at=fault_at.isoformat() if fault_at else None, seen_at=since.isoformat(),
+                 served_at=now.isoformat(), seconds_from_fault=_seconds(now - fault_at) if fault_at else None)
         info = workflow.info()
         await workflow.execute_activity(ACTIVITY_RECORD_HEAL, HealRecord(
             workload_id=wl.plan.workload_id, workflow_id=info.workflow_id, step=f"heal:{wl.state.heals}",
             cluster=cluster, action=action, problem=verdict.problem or "other", cause=verdict.cause or "",
-            seconds=took, outcome=outcome), **policies.REGISTRY_SCHEDULED)
+            seconds=took, outcome=outcome, fault_at=fault_at, seen_at=since, served_at=now),
+            **policies.REGISTRY_SCHEDULED)
 
     async def _record_deployment(self, state: ClusterState, phase: str, detail: dict[str, Any] | None = None) -> None:
         wl = self.workload

@@ -65,8 +65,9 @@ from workflows import policies
 from workflows.workload.cluster_ops import ClusterOps, cause_of
 from workflows.workload.state import Workload
 
-# Windows with too little traffic to judge before the upgrade waits for a person.
-_WINDOWS_BEFORE_HOLD = 3
+# Windows a step collects traffic over before it decides on whatever came: light traffic is normal, so
+# a step's requests add up across its windows (from its first reading) until they are enough to judge.
+WINDOWS_TO_DECIDE = 10
 Control = Literal["pause", "resume", "abort"]
 
 
@@ -336,7 +337,8 @@ class Upgrade:
         self._event(reason.UPGRADE_STEP, f"{name} {label}: {percent} % of its traffic on the new version",
                     cluster=name, percent=percent)
         endpoints = [wid.removeprefix("endpoint/") for wid in self.workload.state.subscribers]
-        windows = 0
+        windows, start = 0, None
+        p.decides_by = workflow.now() + timedelta(seconds=WINDOWS_TO_DECIDE * self.request.dwell_seconds)
         while True:
             if not endpoints:
                 await self._dwell()
@@ -346,23 +348,28 @@ class Upgrade:
             before = await self._counters(name, endpoints)
             if before is None:
                 continue  # the gateway could not be read: a person resumed; count again
+            if start is None or any(b.requests < s.requests for b, s in zip(before, start, strict=True)):
+                start = before  # the step's first reading, or the gateway restarted and its counters began again
             await self._dwell()
             after = await self._counters(name, endpoints)
             if after is None:
                 continue
-            if await self._judged(name, percent, windows, before, after):
+            last = windows + 1 >= WINDOWS_TO_DECIDE
+            if await self._judged(name, percent, windows, start, after, last=last):
                 break
             windows += 1
-            if windows >= _WINDOWS_BEFORE_HOLD:
-                await self._hold(f"{name} at {percent} %: too little traffic to the new version in {windows} windows "
-                                 f"to judge (fewer than {self.request.thresholds.min_requests} requests each); resume "
-                                 "to go on, abort to roll back")
+            if last:
+                await self._hold(f"{name} at {percent} %: no request reached the new version in {windows} windows "
+                                 f"({windows * self.request.dwell_seconds:g} s); resume to go on, abort to roll back")
                 break
+        p.decides_by = None
         await self._wait_while_paused()
 
     async def _judged(self, name: str, percent: int, window: int, before: tuple[BackendCounters, BackendCounters],
-                      after: tuple[BackendCounters, BackendCounters]) -> bool:
-        """Compare the window; raise to roll back; True when the step has its verdict."""
+                      after: tuple[BackendCounters, BackendCounters], *, last: bool = False) -> bool:
+        """Compare the step's traffic so far; raise to roll back; True when the step has its verdict. At the
+        `last` window any request to the new version decides: too few to judge latencies, but its errors
+        were judged, and light traffic must not stall an upgrade."""
         t = self.request.thresholds
         old, new = after[0].since(before[0]), after[1].since(before[1])
         if old.attempts >= t.min_requests:
@@ -381,6 +388,11 @@ class Upgrade:
                     healthy=verdict.healthy, figures=dict(f))
         if not verdict.healthy:
             raise _Stop("rolled_back", [f"{name} at {percent} %: {failure}" for failure in verdict.failures])
+        if last and not verdict.enough_traffic and new.attempts:
+            self._event(reason.UPGRADE_JUDGED, f"{name} at {percent} %: decided on {new.attempts} request(s) to the "
+                        f"new version in {window + 1} windows (fewer than {t.min_requests}: errors judged, latencies "
+                        "not)", cluster=name, percent=percent, healthy=True, figures=dict(f))
+            return True
         return verdict.enough_traffic
 
     async def _counters(self, name: str, endpoints: list[str]) -> tuple[BackendCounters, BackendCounters] | None:

@@ -1,0 +1,133 @@
+"""The fleet: every registered cluster with its cards, GPUs used and free, region and labels, the
+workloads on it and its health as the watch last recorded it; and one cluster's page with its
+deployments. Inventories are read by the worker (as the placement dry run does), never by the API."""
+
+from __future__ import annotations
+
+import asyncio
+from collections import Counter
+from typing import Any
+
+from fastapi import APIRouter, Request
+from markupsafe import Markup
+from pydantic import BaseModel
+
+from api.console.charts import BarRow, Segment, stacked_bars
+from api.console.rendering import ConsoleRoute, render
+from api.console.session import ConsoleViewer
+from api.console.words import card_name
+from api.deps import DbDep, SettingsDep
+from api.errors import ApiError
+from api.routes import clusters as clusters_api
+from api.routes import workloads as workloads_api
+from wingsmith.placement import ClusterInventory
+from wingsmith.store import clusters as store
+from wingsmith.store.clusters import ClusterRecord
+
+router = APIRouter(route_class=ConsoleRoute)
+
+# A page waits this long for the worker's live inventory reads, then shows the registry without them.
+LIVE_WAIT_SECONDS = 5.0
+
+# Deployment states the watch writes that mean a cluster is not serving what it was asked to.
+UNHEALTHY = {"degraded", "failed"}
+
+
+class Deployment(BaseModel):
+    workload: str
+    revision: int
+    dgd_name: str | None
+    replicas: int
+    state: str
+
+
+class ClusterView(BaseModel):
+    name: str
+    region: str
+    labels: dict[str, str]
+    cordoned: bool
+    cards: list[tuple[str, int]]  # (display name, GPUs)
+    gpus_total: int
+    gpus_free: int
+    inventory_source: str
+    inventory_error: str | None
+    deployments: list[Deployment]
+    health: str  # healthy, degraded, idle, unknown
+    health_words: str
+
+    @property
+    def gpus_used(self) -> int:
+        return self.gpus_total - self.gpus_free
+
+
+def cluster_view(record: ClusterRecord, inventory: ClusterInventory | None,
+                 workloads: list[dict[str, Any]]) -> ClusterView:
+    cards: Counter[str] = Counter()
+    free = 0
+    for pool in inventory.pools if inventory else []:
+        cards[card_name(pool.hardware_id) if pool.hardware_id else pool.product or "unknown card"] += \
+            pool.gpus_per_node * pool.nodes
+        free += pool.free_gpus * pool.nodes
+    deployments = [Deployment(workload=w["id"], revision=d.get("revision") or 0, dgd_name=d.get("dgd_name"),
+                              replicas=d.get("replicas") or 0, state=d.get("state") or "")
+                   for w in workloads for d in w.get("deployments", []) if d.get("cluster") == record.name]
+    error = inventory.error if inventory else "no inventory was read"
+    sick = sorted({d.workload for d in deployments if d.state in UNHEALTHY})
+    if sick:
+        health, words = "degraded", f"the watch found {', '.join(sick)} not serving as asked"
+    elif error:
+        health, words = "unknown", f"its inventory could not be read: {error}"
+    elif deployments:
+        health, words = "healthy", "every deployment on it is as the watch expects"
+    else:
+        health, words = "idle", "reachable, with no deployments"
+    if record.cordoned:
+        words += "; cordoned: it takes no new replicas"
+    return ClusterView(name=record.name, region=record.region, labels=dict(record.labels), cordoned=record.cordoned,
+                       cards=sorted(cards.items()), gpus_total=sum(cards.values()), gpus_free=free,
+                       inventory_source=inventory.source if inventory else "", inventory_error=error,
+                       deployments=deployments, health=health, health_words=words)
+
+
+def gpu_chart(views: list[ClusterView]) -> Markup:
+    return stacked_bars("GPUs used and free per cluster",
+                        [BarRow(label=v.name, segments=[Segment(label="used", value=v.gpus_used),
+                                                        Segment(label="free", value=v.gpus_free)])
+                         for v in views if v.gpus_total], "GPUs")
+
+
+async def _inventories(request: Request, settings, records: list[ClusterRecord]) -> dict[str, ClusterInventory]:
+    found = {r.name: r.manual_inventory.to_inventory(r.name) for r in records if r.manual_inventory is not None}
+    live = [r for r in records if r.manual_inventory is None]
+    reading = asyncio.ensure_future(clusters_api._live_reads(request).inventories(
+        getattr(request.app.state, "temporal", None), settings, live))
+    try:
+        # Shielded: a read that outlasts the page goes on and fills the cache for the next view.
+        read = await asyncio.wait_for(asyncio.shield(reading), LIVE_WAIT_SECONDS)
+    except TimeoutError:
+        read = [ClusterInventory(cluster=r.name, error=f"not read within {LIVE_WAIT_SECONDS:g} s; reload shortly")
+                for r in live]
+    except ApiError as err:  # too many reads under way: the page still shows the registry
+        read = [ClusterInventory(cluster=r.name, error=err.message) for r in live]
+    return found | {inv.cluster: inv for inv in read}
+
+
+async def _views(request: Request, principal, db, settings, records: list[ClusterRecord]) -> list[ClusterView]:
+    inventories = await _inventories(request, settings, records)
+    workloads = (await workloads_api.list_workloads(principal, db, limit=1000))["workloads"]
+    return [cluster_view(r, inventories.get(r.name), workloads) for r in records]
+
+
+@router.get("/clusters")
+async def fleet(request: Request, principal: ConsoleViewer, db: DbDep, settings: SettingsDep):
+    views = await _views(request, principal, db, settings, await store.list_clusters(db))
+    return render(request, "clusters.html", principal=principal, clusters=views, chart=gpu_chart(views))
+
+
+@router.get("/clusters/{name}")
+async def cluster_page(request: Request, name: str, principal: ConsoleViewer, db: DbDep, settings: SettingsDep):
+    record = await store.get_cluster(db, name)
+    if record is None:
+        raise ApiError(404, f"cluster {name!r} is not registered")
+    view = (await _views(request, principal, db, settings, [record]))[0]
+    return render(request, "cluster.html", principal=principal, cluster=view, chart=gpu_chart([view]))

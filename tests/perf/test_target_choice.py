@@ -1,0 +1,48 @@
+"""Choosing the card for a traffic target: the cheapest feasible plan when the fleet prices its cards, else
+the fewest GPUs; every loser says why; a target nobody meets is refused with what each card reaches."""
+
+from __future__ import annotations
+
+from tests.perf.test_planning import _config
+from wingsmith.perf.traffic import TrafficTarget, plan_card
+from wingsmith.target_plan import choose_card
+
+TARGET = TrafficTarget(requests_per_second=20, isl=4000, osl=1000, ttft_ms=1000, tpot_ms=40)
+
+
+def _plans():
+    # h200: 2-GPU replicas at 2 req/s each; b200: 4-GPU replicas at 8 req/s each; h100 misses TTFT.
+    return [plan_card("h200", TARGET, [_config("agg", 2, 2.0, 500, 30)]),
+            plan_card("b200", TARGET, [_config("agg", 4, 8.0, 400, 20)]),
+            plan_card("h100", TARGET, [_config("agg", 8, 9.0, 1500, 30)])]
+
+
+def test_without_prices_the_fewest_gpus_win_and_the_others_say_why() -> None:
+    plans = _plans()
+    choice = choose_card(plans)
+    fewest = min((p for p in plans if p.meets_target), key=lambda p: p.gpus)
+    assert choice.chosen == fewest and choice.refusal is None
+    why = {c.plan.card: c.why_not for c in choice.candidates}
+    assert why[fewest.card] is None
+    assert all(why[p.card] for p in plans if p is not fewest)
+    assert "TTFT" in (why["h100"] or "")
+
+
+def test_with_prices_the_cheapest_feasible_plan_wins() -> None:
+    plans = _plans()
+    fewest = choose_card(plans).chosen
+    assert fewest is not None
+    other = next(p for p in plans if p.meets_target and p is not fewest)
+    # Price the card with more GPUs so that its plan costs less (from the plans' own counts): price decides.
+    prices = {fewest.card: 10.0, other.card: 10.0 * fewest.gpus / other.gpus * 0.9, "h100": 0.01}
+    choice = choose_card(plans, prices)
+    assert choice.chosen == other != fewest
+    assert any("dearer" in (c.why_not or "") for c in choice.candidates)
+
+
+def test_a_target_nobody_meets_is_refused_with_the_best_reached() -> None:
+    hard = TARGET.model_copy(update={"ttft_ms": 100.0})
+    plans = [plan_card(p.card, hard, [p.configuration] if p.configuration else []) for p in _plans()]
+    choice = choose_card(plans)
+    assert choice.chosen is None
+    assert choice.refusal and all(p.card in choice.refusal for p in plans)

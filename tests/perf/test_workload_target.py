@@ -1,0 +1,109 @@
+"""Workloads from a traffic target, through a real plane (API, worker, Temporal, Postgres, simulated clusters,
+and the perf worker as its own process): `replicas` and `target` exclude each other; without a perf worker
+the answer says why; with one, the dry-run's plan is AIConfigurator's (its `recommend` CLI, run on the same
+inputs in the same test, is the reference), within the target, and the DGD carries its engine arguments."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import aiconfigurator  # noqa: F401  (the perf extra: missing, this module fails at collection, never skips)
+import pytest
+
+from tests.perf.conftest import best_rows, cli_recommend, stopped_at_the_end
+from tests.perf.test_draft_performance import _perf_worker_polls, _start_perf_worker
+from tests.support import running_worker, wait_for_pollers, wait_until
+from tests.workloads.conftest import (  # noqa: F401  (the workload test bed's fixtures)
+    api,
+    approved_kimi,
+    as_,
+    clusters,
+    deps,
+    hub,
+    settings,
+    sims,
+)
+from wingsmith.config import perf_task_queue
+from wingsmith.draft_performance import NOT_INSTALLED
+from wingsmith.perf.cards import system_for
+
+GPT_OSS = "openai/gpt-oss-120b"
+TARGET = {"requests_per_second": 5, "isl": 4000, "osl": 1000, "ttft_ms": 1000, "tpot_ms": 40}
+
+
+async def test_replicas_and_a_target_exclude_each_other(api, approved_kimi):  # noqa: F811
+    body = {"artifact_id": approved_kimi, "hardware": "h200", "replicas": 2, "target": TARGET, "dry_run": True}
+    r = await api.post("/v1/workloads", json=body, headers=as_("tok-olga"))
+    assert r.status_code == 422, r.text
+    assert "either replicas" in r.json()["error"]["message"]
+
+
+async def test_without_a_perf_worker_a_target_is_answered_with_the_reason(api, deps, temporal_client,  # noqa: F811
+                                                                           approved_kimi):  # noqa: F811
+    body = {"artifact_id": approved_kimi, "hardware": "h200", "target": TARGET, "dry_run": True}
+    async with running_worker(temporal_client, deps):
+        r = await asyncio.wait_for(api.post("/v1/workloads", json=body, headers=as_("tok-olga")), 60)
+    assert r.status_code == 503, r.text
+    assert r.json()["error"]["message"] == NOT_INSTALLED
+
+
+async def _approved(api, deps, temporal_client, repo: str) -> str:  # noqa: F811
+    async with running_worker(temporal_client, deps):
+        r = await api.post("/v1/artifacts", json={"source": f"hf:{repo}"}, headers=as_("tok-olga"))
+        artifact = r.json()["id"]
+
+        async def draft():
+            got = (await api.get(f"/v1/artifacts/{artifact}", headers=as_("tok-vic"))).json()
+            return got.get("state") in ("draft", "approved")
+        await wait_until(draft, what=f"the {repo} draft")
+        r = await api.post(f"/v1/artifacts/{artifact}/review", headers=as_("tok-ana"),
+                           json={"decision": "approve", "draft_version": 1})
+        assert r.status_code == 200, r.text
+    return artifact
+
+
+@pytest.mark.slow
+async def test_a_dry_run_with_a_target_returns_aiconfigurator_s_plan_within_it(
+        api, deps, settings, temporal_client, temporal_server, clusters, perf_home: Path, tmp_path: Path):  # noqa: F811
+    artifact = await _approved(api, deps, temporal_client, GPT_OSS)
+    system = system_for("h200")
+    assert system is not None
+    perf = _start_perf_worker(temporal_server.address, temporal_client.namespace, settings.task_queue, perf_home,
+                              tmp_path / "perf-worker.log")
+    reference = cli_recommend(tmp_path / "cli", model=GPT_OSS, system=system, rate=TARGET["requests_per_second"],
+                              isl=TARGET["isl"], osl=TARGET["osl"], ttft=TARGET["ttft_ms"], tpot=TARGET["tpot_ms"])
+    try:
+        with stopped_at_the_end(reference) as cli:
+            await wait_until(lambda: _perf_worker_polls(temporal_client, perf_task_queue(settings.task_queue)),
+                             timeout=120, what="the perf worker to poll its queue")
+            async with running_worker(temporal_client, deps):
+                await wait_for_pollers(temporal_client, deps.settings)
+                body = {"artifact_id": artifact, "hardware": "h200", "target": TARGET, "dry_run": True,
+                        "name": "gpt-oss-target"}
+                r = await api.post("/v1/workloads", json=body, headers=as_("tok-olga"), timeout=3600)
+            printed, _ = await asyncio.to_thread(cli.communicate, timeout=3600)
+    finally:
+        perf.kill()
+        perf.wait()
+    assert r.status_code == 202, r.text
+    out = r.json()
+    chosen = out["target_plan"]["chosen"]
+    conf = chosen["configuration"]
+    assert chosen["meets_target"] and conf["ttft_ms"] <= TARGET["ttft_ms"] and conf["tpot_ms"] <= TARGET["tpot_ms"]
+    assert chosen["replicas"] * conf["requests_per_second_per_replica"] >= TARGET["requests_per_second"]
+    plan = out["plan"]
+    assert (plan["hardware"], plan["replicas"], plan["gpus_per_replica"]) == (
+        chosen["card"], chosen["replicas"], conf["gpus_per_replica"])
+    pool = conf["workers"][0]
+    for manifest in out["manifests"].values():
+        text = str(manifest)
+        assert f"'--tensor-parallel-size', '{pool['parallelism']['tp']}'" in text
+        assert f"'--max-num-seqs', '{pool['batch_size']}'" in text
+    assert cli.returncode == 0, printed[-3000:]
+    row = best_rows(tmp_path / "cli")[conf["mode"]]
+    # The CLI ranks its rows by its own measure; the plane takes the fewest GPUs, then the lower TTFT among
+    # them: the same GPUs and replicas as the CLI's best row, and no slower a first token.
+    assert chosen["replicas"] == int(float(row["replicas_needed"]))
+    assert chosen["gpus"] == int(float(row["total_gpus_needed"]))
+    assert conf["ttft_ms"] <= float(row["ttft"]) + 1.5e-3
