@@ -12,7 +12,10 @@ from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxR
 
 from wingsmith.domain import DOMAIN
 
-SHARED_MODULES = ("pydantic", "pydantic_core", "annotated_types", "contracts", *DOMAIN)
+# OpenTelemetry too, as Temporal's tracing interceptor expects (samples-python's open_telemetry sample):
+# re-imported per run, its context globals split from the worker's, and the log processor's lookup of the
+# current span (wingsmith/logs.py) imported it inside the sandbox in the middle of a workflow task.
+SHARED_MODULES = ("pydantic", "pydantic_core", "annotated_types", "contracts", "opentelemetry", *DOMAIN)
 
 WORKFLOW_RUNNER = SandboxedWorkflowRunner(
     restrictions=SandboxRestrictions.default.with_passthrough_modules(*SHARED_MODULES))
