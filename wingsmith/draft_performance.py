@@ -22,9 +22,9 @@ from wingsmith.perf.estimates import (
     DEFAULT_OSL,
     NOT_INSTALLED,
     Estimate,
+    EstimatedFor,
     EstimateRequest,
     FrontierPoint,
-    Mode,
     PerformanceEntry,
     Pool,
 )
@@ -41,15 +41,9 @@ __all__ = ["MAX_ESTIMATES", "NOT_INSTALLED", "PENDING", "DraftPerformance", "Per
            "estimate_requests", "rows_of"]
 
 
-class PerformanceRow(BaseModel):
+class PerformanceRow(EstimatedFor, frozen=True):
     """One card × layout × mode of a draft: AIConfigurator's figures, flat (what a table or a chart
     reads), or why there are none (`reason`)."""
-    card: str
-    layout: str
-    mode: Mode
-    backend: str
-    isl: int
-    osl: int
     tokens_per_second_per_gpu: float | None = None
     tokens_per_second_per_user: float | None = None
     ttft_ms: float | None = None

@@ -125,14 +125,18 @@ class FrontierPoint(BaseModel, frozen=True):
     tokens_per_second_per_gpu: float
 
 
-class PerformanceEntry(BaseModel, frozen=True):
-    """One card × layout × mode of a draft's `performance`: figures, or why there are none."""
+class EstimatedFor(BaseModel, frozen=True):
+    """What an estimate is of: one card × layout × mode, with the engine and the request shape."""
     card: str
     layout: str
     mode: Mode
     backend: str
     isl: int
     osl: int
+
+
+class PerformanceEntry(EstimatedFor, frozen=True):
+    """One card × layout × mode of a draft's `performance`: figures, or why there are none."""
     source: Source | None = None
     configuration: Configuration | None = None
     frontier: list[FrontierPoint] = Field(default_factory=list, max_length=MAX_FRONTIER_POINTS)
