@@ -7,20 +7,26 @@ pass by running nothing. The pure tests (test_planning.py) run without it."""
 from __future__ import annotations
 
 import csv
+import os
 import shutil
 import subprocess
+import sys
 import sysconfig
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
+from temporalio.api.enums.v1 import TaskQueueType
+from temporalio.api.taskqueue.v1 import TaskQueue
+from temporalio.api.workflowservice.v1 import DescribeTaskQueueRequest
 
 # The issue's own measured case. (gpt-oss-120b, the done-when model, takes about five times the CPU per
 # search: bench/perf.py runs it.)
 MODEL = "Qwen/Qwen3-32B"
 CARD = "h200"
 ISL, OSL, TTFT_MS, TPOT_MS = 4000, 1000, 2000.0, 50.0
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def aiconfigurator_cli() -> str:
@@ -76,3 +82,19 @@ def perf_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """One perf worker home for the session: its estimate cache answers a second test's same question in
     milliseconds (the key holds everything the figures depend on, so sharing it cannot mix answers)."""
     return tmp_path_factory.mktemp("perf-home")
+
+
+async def perf_worker_polls(client, queue: str) -> bool:
+    described = await client.workflow_service.describe_task_queue(DescribeTaskQueueRequest(
+        namespace=client.namespace, task_queue=TaskQueue(name=queue),
+        task_queue_type=TaskQueueType.TASK_QUEUE_TYPE_ACTIVITY))
+    return bool(described.pollers)
+
+
+def start_perf_worker(address: str, namespace: str, task_queue: str, home: Path, log: Path) -> subprocess.Popen:
+    """The perf worker as `wingsmith up` runs it: its own process, polling `<task queue>-perf`."""
+    env = {**os.environ, "WINGSMITH_TEMPORAL_ADDRESS": address, "WINGSMITH_TEMPORAL_NAMESPACE": namespace,
+           "WINGSMITH_TASK_QUEUE": task_queue, "WINGSMITH_HOME": str(home), "WINGSMITH_LOG_FORMAT": "json"}
+    with log.open("w") as out:
+        return subprocess.Popen([sys.executable, "-m", "worker.perf"], cwd=ROOT, env=env, stdout=out,
+                                stderr=subprocess.STDOUT)

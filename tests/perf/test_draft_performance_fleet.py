@@ -8,22 +8,16 @@ cluster existed) would be the one this test reads."""
 from __future__ import annotations
 
 import asyncio
-import os
-import subprocess
-import sys
 from importlib import metadata
 from pathlib import Path
 
 import aiconfigurator  # noqa: F401  (the perf extra: missing, this module fails at collection, never skips)
 import pytest
-from temporalio.api.enums.v1 import TaskQueueType
-from temporalio.api.taskqueue.v1 import TaskQueue
-from temporalio.api.workflowservice.v1 import DescribeTaskQueueRequest
 
 from contracts.draft_performance import performance_workflow_id
 from tests.artifacts.conftest import api, as_, deps, hub, settings  # noqa: F401  (the artifact journey's test bed)
-from tests.perf.conftest import best_rows, cli_default, stopped_at_the_end
-from tests.perf.test_draft_performance import CARD, GPT_OSS, ROOT, _draft, _register
+from tests.perf.conftest import best_rows, cli_default, perf_worker_polls, start_perf_worker, stopped_at_the_end
+from tests.perf.test_draft_performance import CARD, GPT_OSS, _draft, _register
 from tests.support import running_worker, wait_until
 from wingsmith.config import perf_task_queue
 from wingsmith.draft_performance import PENDING
@@ -32,22 +26,6 @@ from wingsmith.perf.cards import gpus_for_layout, system_for
 from wingsmith.perf.estimates import DEFAULT_ISL, DEFAULT_OSL, DEFAULT_TPOT_MS, DEFAULT_TTFT_MS
 from wingsmith.store import clusters as cluster_store
 from wingsmith.store.clusters import ClusterSpec
-
-
-async def _perf_worker_polls(client, queue: str) -> bool:
-    described = await client.workflow_service.describe_task_queue(DescribeTaskQueueRequest(
-        namespace=client.namespace, task_queue=TaskQueue(name=queue),
-        task_queue_type=TaskQueueType.TASK_QUEUE_TYPE_ACTIVITY))
-    return bool(described.pollers)
-
-
-def _start_perf_worker(address: str, namespace: str, task_queue: str, home: Path, log: Path) -> subprocess.Popen:
-    """The perf worker as `wingsmith up` runs it: its own process, polling `<task queue>-perf`."""
-    env = {**os.environ, "WINGSMITH_TEMPORAL_ADDRESS": address, "WINGSMITH_TEMPORAL_NAMESPACE": namespace,
-           "WINGSMITH_TASK_QUEUE": task_queue, "WINGSMITH_HOME": str(home), "WINGSMITH_LOG_FORMAT": "json"}
-    with log.open("w") as out:
-        return subprocess.Popen([sys.executable, "-m", "worker.perf"], cwd=ROOT, env=env, stdout=out,
-                                stderr=subprocess.STDOUT)
 
 
 @pytest.mark.slow
@@ -60,13 +38,13 @@ async def test_gpt_oss_draft_carries_aiconfigurator_s_figures_for_the_fleet_s_h2
     system = system_for(CARD)
     assert system is not None
     gpus = gpus_for_layout("single_node_tp", CARD)
-    perf = _start_perf_worker(temporal_server.address, temporal_client.namespace, settings.task_queue, perf_home,
+    perf = start_perf_worker(temporal_server.address, temporal_client.namespace, settings.task_queue, perf_home,
                               tmp_path / "perf-worker.log")
     reference = cli_default(tmp_path / "cli", model=GPT_OSS, system=system, gpus=gpus, isl=DEFAULT_ISL,
                             osl=DEFAULT_OSL, ttft=DEFAULT_TTFT_MS, tpot=DEFAULT_TPOT_MS)
     try:
         with stopped_at_the_end(reference) as cli:
-            await wait_until(lambda: _perf_worker_polls(temporal_client, perf_task_queue(settings.task_queue)),
+            await wait_until(lambda: perf_worker_polls(temporal_client, perf_task_queue(settings.task_queue)),
                              timeout=120, what="the perf worker to poll its queue")
             async with running_worker(temporal_client, deps):
                 reg = await _register(api, f"hf:{GPT_OSS}")

@@ -11,8 +11,7 @@ from pathlib import Path
 import aiconfigurator  # noqa: F401  (the perf extra: missing, this module fails at collection, never skips)
 import pytest
 
-from tests.perf.conftest import best_rows, cli_recommend, stopped_at_the_end
-from tests.perf.test_draft_performance import _perf_worker_polls, _start_perf_worker
+from tests.perf.conftest import best_rows, cli_recommend, perf_worker_polls, start_perf_worker, stopped_at_the_end
 from tests.support import running_worker, wait_for_pollers, wait_until
 from tests.workloads.conftest import (  # noqa: F401  (the workload test bed's fixtures)
     api,
@@ -69,13 +68,13 @@ async def test_a_dry_run_with_a_target_returns_aiconfigurator_s_plan_within_it(
     artifact = await _approved(api, deps, temporal_client, GPT_OSS)
     system = system_for("h200")
     assert system is not None
-    perf = _start_perf_worker(temporal_server.address, temporal_client.namespace, settings.task_queue, perf_home,
+    perf = start_perf_worker(temporal_server.address, temporal_client.namespace, settings.task_queue, perf_home,
                               tmp_path / "perf-worker.log")
     reference = cli_recommend(tmp_path / "cli", model=GPT_OSS, system=system, rate=TARGET["requests_per_second"],
                               isl=TARGET["isl"], osl=TARGET["osl"], ttft=TARGET["ttft_ms"], tpot=TARGET["tpot_ms"])
     try:
         with stopped_at_the_end(reference) as cli:
-            await wait_until(lambda: _perf_worker_polls(temporal_client, perf_task_queue(settings.task_queue)),
+            await wait_until(lambda: perf_worker_polls(temporal_client, perf_task_queue(settings.task_queue)),
                              timeout=120, what="the perf worker to poll its queue")
             async with running_worker(temporal_client, deps):
                 await wait_for_pollers(temporal_client, deps.settings)
