@@ -10,12 +10,18 @@ activity every `report_seconds`, not one per status period, and a change is stil
 
 Reads are shared: every observation of the process on the same cluster and namespace takes its answer from
 one LIST per status period (`SharedReads`), and probes go through one HTTP client, so a worker
-watches thousands of deployments with a few requests a second.
+watches thousands of deployments with a few requests a second. Observations keep time by the reads,
+not by themselves: each waits for the read that starts one status period after the one it judged
+(or takes a newer one another observation asked for), so all of a cluster's observations judge
+every read, and a change is seen within one status period of happening. A deployment whose object
+(uid, resourceVersion) and frontend answer did not change since the last read is not judged again.
 
 It changes nothing, so any number of retries or duplicate runs are harmless. A cluster that cannot
 be read is an answer, not a failure: the observation says unreachable and why, and the workflow's
-grace decides what that means. While it waits the observation heartbeats every 2 s with the time of its
-last read, so a workflow whose observation died with its worker knows when the cluster was last heard from.
+grace decides what that means. While it waits the observation heartbeats with the time of its last
+read, so a workflow whose observation died with its worker knows when the cluster was last heard from.
+It heartbeats a third of its heartbeat timeout apart (the SDK sends at most one per 0.8 of it): the
+heartbeats of thousands of waiting observations were most of the Temporal server's work (bench/watching.py).
 
 Async (it mostly waits): it runs on the observe task queue (`wingsmith.config.observe_task_queue`),
 whose worker holds thousands of them at once; the blocking LIST runs in a thread.
@@ -31,6 +37,7 @@ from typing import Any
 
 import httpx
 from temporalio import activity
+from temporalio.exceptions import ApplicationError
 
 from contracts.workload import ACTIVITY_OBSERVE, ObserveDeploymentInput
 from contracts.workload import last_heard as last_heard  # the workflow reads the heartbeat it writes
@@ -43,6 +50,7 @@ from wingsmith.reconcile import FrontendCheck, Observation, read_observation
 # 5 s to answer, so a hung API is an unreachable answer within seconds, not a hung observation.
 _ATTEMPTS = 5
 _REQUEST_TIMEOUT = (3.0, 5.0)
+# Without a heartbeat timeout (a test's environment), this often.
 HEARTBEAT_SECONDS = 2.0
 
 
@@ -70,17 +78,23 @@ class SharedReads:
                   ) -> tuple[datetime, dict[str, dict[str, Any]] | KubeError]:
         """A read started less than `max_age` ago, and not before `not_before` (monotonic): an observation
         asked for what is there now, after a change the plane just made, must not get an older read."""
+        _, at, result = await self.read(ref, namespace, max_age, not_before)
+        return at, result
+
+    async def read(self, ref: KubeconfigRef, namespace: str, max_age: float, not_before: float = float("-inf")
+                   ) -> tuple[float, datetime, dict[str, dict[str, Any]] | KubeError]:
+        """As `get`, with when the read started (monotonic), which sets when the next one is due."""
         key = (ref, namespace)
         while True:
             last = self._last.get(key)
             if last is not None and last[0] >= not_before and time.monotonic() - last[0] < max_age:
-                return last[1], last[2]
+                return last
             running = self._inflight.get(key)
             if running is not None:
                 await asyncio.shield(running)
                 last = self._last.get(key)
                 if last is not None and last[0] >= not_before:
-                    return last[1], last[2]
+                    return last
                 continue
             done = self._inflight[key] = asyncio.get_running_loop().create_future()
             try:
@@ -90,7 +104,7 @@ class SharedReads:
                 except KubeError as err:
                     result = err
                 self._last[key] = (started, at, result)
-                return at, result
+                return started, at, result
             finally:
                 del self._inflight[key]
                 done.set_result(None)
@@ -113,6 +127,13 @@ class ObserveActivities:
         beating = asyncio.create_task(self._heartbeat(heard)) if activity.in_activity() else None
         try:
             return await self._observe(input, heard)
+        except asyncio.CancelledError:
+            # Its worker shuts down: a failed attempt, which the server starts again at once on another
+            # worker (a cancel it did not ask for would be refused, and the look waited for its heartbeat
+            # timeout instead).
+            if activity.in_activity() and activity.is_worker_shutdown():
+                raise ApplicationError("the look's worker is shutting down", type="WorkerShutdown") from None
+            raise
         finally:
             if beating is not None:
                 beating.cancel()
@@ -121,13 +142,16 @@ class ObserveActivities:
         answer_by = _answer_by(input.report_seconds)
         # Asked to answer at once (the workflow knows nothing, or just changed something): no read
         # taken before this observation started will do.
-        fresh_from = time.monotonic() if input.known is None else float("-inf")
+        not_before = time.monotonic() if input.known is None else float("-inf")
         frontend: FrontendCheck | None = None
         probed_at = float("-inf")
+        judged: tuple[object, FrontendCheck | None, Observation, str] | None = None  # what the last read showed
         while True:
-            at, dgds = await self._reads.get(input.kubeconfig, input.namespace, input.status_seconds, fresh_from)
+            started, at, dgds = await self._reads.read(input.kubeconfig, input.namespace, input.status_seconds,
+                                                      not_before)
             if isinstance(dgds, KubeError):
-                seen = Observation(cluster=input.cluster, at=at, reachable=False, error=str(dgds))
+                seen, judged = Observation(cluster=input.cluster, at=at, reachable=False, error=str(dgds)), None
+                key = seen.news_key()
             else:
                 obj = dgds.get(input.name)
                 live = obj is not None and not (obj.get("metadata") or {}).get("deletionTimestamp")
@@ -137,23 +161,37 @@ class ObserveActivities:
                     assert obj is not None
                     frontend, probed_at = await self._probe(frontend_url_of(obj), input.probe_timeout_seconds), \
                         time.monotonic()
-                seen = read_observation(input.cluster, at, obj, frontend)
+                version = _version(obj)
+                if judged is not None and judged[0] == version and judged[1] == frontend:
+                    seen, key = judged[2], judged[3]  # the same object, the same answer: the same news
+                else:
+                    seen = read_observation(input.cluster, at, obj, frontend)
+                    key = seen.news_key()
+                    judged = (version, frontend, seen, key)
             heard["at"] = at.isoformat()
-            if seen.news_key() != input.known or time.monotonic() >= answer_by:
-                return seen
-            await asyncio.sleep(input.status_seconds)
+            if key != input.known or time.monotonic() >= answer_by:
+                return seen if seen.at == at else seen.model_copy(update={"at": at})
+            # The next read starts one status period after this one did (or is a newer one another
+            # observation asked for): every observation of the cluster judges every read.
+            not_before = started + _NEWER
+            await asyncio.sleep(max(0.0, started + input.status_seconds - time.monotonic()))
 
     async def _heartbeat(self, heard: dict[str, str]) -> None:
         """Alive, and when the cluster last answered (an ISO time; empty before the first read)."""
+        timeout = activity.info().heartbeat_timeout
+        every = timeout.total_seconds() / 3 if timeout else HEARTBEAT_SECONDS
         while True:
             activity.heartbeat(heard["at"])
-            await asyncio.sleep(HEARTBEAT_SECONDS)
+            await asyncio.sleep(every)
 
     async def _probe(self, url: str, seconds: float) -> FrontendCheck:
         if self._http is None:
             self._http = self._new_http()  # one client (one TLS context and pool) for every probe
         try:
-            resp = await self._http.get(url.rstrip("/") + "/v1/models", timeout=seconds)
+            # The frontend gets `seconds` to connect and answer; waiting for one of this worker's own
+            # connections is not its time (thousands of looks probing at once timed out in the pool,
+            # and serving frontends were called unreachable).
+            resp = await self._http.get(url.rstrip("/") + "/v1/models", timeout=httpx.Timeout(seconds, pool=None))
             if resp.status_code != 200:
                 return FrontendCheck(url=url, error=f"HTTP {resp.status_code}")
             data = resp.json().get("data") or []
@@ -163,6 +201,19 @@ class ObserveActivities:
 
     def all(self) -> list[Callable]:
         return [self.observe]
+
+
+# A read "newer" than one judged: started after it (monotonic seconds).
+_NEWER = 1e-6
+
+
+def _version(obj: dict[str, Any] | None) -> object:
+    """What identifies one state of a DGD as the API serves it: a new object or any write (spec or status)
+    changes it."""
+    if obj is None:
+        return None
+    meta = obj.get("metadata") or {}
+    return meta.get("uid"), meta.get("resourceVersion"), meta.get("deletionTimestamp")
 
 
 def _answer_by(report_seconds: float) -> float:

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import TypeVar
 
 from temporalio import activity
-from temporalio.exceptions import ApplicationError
+from temporalio.exceptions import ApplicationError, CancelledError
 
 from contracts import perf as contract
 from contracts.perf import EstimateInput, EstimateOutput, TargetInput, TargetOutput
@@ -53,13 +53,19 @@ class PerfActivities:
         from wingsmith.perf.aiconfigurator import Estimator
         self.estimator = Estimator(home)
 
-    @activity.defn(name=contract.ACTIVITY_ESTIMATE)
+    # No exception thrown into the thread on cancellation: a search is left to finish (the tool's process-wide
+    # caches stay whole), and one whose caller went away (a terminated draft workflow: its heartbeat finds
+    # no workflow) is skipped when its turn comes instead.
+    @activity.defn(name=contract.ACTIVITY_ESTIMATE, no_thread_cancel_exception=True)
     def estimate_performance(self, params: EstimateInput) -> EstimateOutput:
-        from wingsmith.perf.aiconfigurator import PerfNotInstalled
+        from wingsmith.perf.aiconfigurator import PerfNotInstalled, SearchNoLongerWanted
         try:
-            return EstimateOutput(estimates=_each(params.requests, self.estimator.estimate))
+            return EstimateOutput(estimates=_each(params.requests, lambda request: self.estimator.estimate(
+                request, wanted=lambda: not activity.is_cancelled())))
         except PerfNotInstalled as err:
             raise ApplicationError(str(err), type=contract.ERROR_NOT_INSTALLED, non_retryable=True) from None
+        except SearchNoLongerWanted as err:
+            raise CancelledError(f"not searched, nobody waits for it any more: {err}") from None
 
     @activity.defn(name=contract.ACTIVITY_PLAN_TARGET)
     def plan_for_traffic_target(self, params: TargetInput) -> TargetOutput:

@@ -26,7 +26,9 @@ from wingsmith.workloads import (
     WorkloadRequest,
     approved_artifact_from_row,
     check_artifact,
+    kept_shape_problem,
     plan_workload,
+    replan_sized,
 )
 
 
@@ -58,14 +60,18 @@ class UpgradeActivities:
             return contract.PlanUpgradeOutput(kind="OtherRepository", problem=(
                 f"{request.artifact_id} is another repository than {current.artifact_id}: an upgrade moves a "
                 "workload within its model; create a new workload for another one"))
+        if (problem := kept_shape_problem(current, request.layout)) is not None:
+            return contract.PlanUpgradeOutput(kind=contract.ARTIFACT_NOT_UPGRADABLE, problem=problem)
         row = await store.approved_artifact(self._pool(), request.artifact_id)
         try:
             artifact = check_artifact(approved_artifact_from_row(row) if row is not None else None,
                                       request.artifact_id)
             catalog = catalog_of_draft(artifact.catalog_version, self.settings.catalogs_dir)
-            plan = plan_workload(upgrade_request_of(current, request), artifact, catalog,
-                                 image=current.image, namespace=current.namespace,
-                                 hf_token_secret=current.hf_token_secret, workload_id=current.workload_id)
+            asked = upgrade_request_of(current, request)
+            # A workload sized from a traffic target keeps the configuration AIConfigurator chose for it.
+            plan = (replan_sized(current, asked, artifact, catalog) if current.sized_by is not None else
+                    plan_workload(asked, artifact, catalog, image=current.image, namespace=current.namespace,
+                                  hf_token_secret=current.hf_token_secret, workload_id=current.workload_id))
         except InvalidWorkload as exc:
             return contract.PlanUpgradeOutput(kind="ArtifactNotUpgradable", problem=str(exc))
         if plan.artifact_id == current.artifact_id and not request.changes_shape():

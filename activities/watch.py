@@ -88,8 +88,11 @@ class WatchActivities:
     async def ensure_schedule(self, params: EnsureWatchInput) -> str:
         """Create the repository's watch (idempotent: an existing one keeps its state and interval)."""
         schedule_id = watch_schedule_id(params.watch.repo_id, params.watch.branch)
+        # The drafts it opens size on the fleet's live cards, as a registered draft does: this worker's kube queue.
+        watch = params.watch.model_copy(update={"kube_task_queue": params.watch.kube_task_queue
+                                                or self.settings.kube_task_queue})
         schedule = Schedule(
-            action=ScheduleActionStartWorkflow(watch_contract.WORKFLOW, params.watch, id=f"{schedule_id}/run",
+            action=ScheduleActionStartWorkflow(watch_contract.WORKFLOW, watch, id=f"{schedule_id}/run",
                                                task_queue=params.task_queue),
             spec=ScheduleSpec(intervals=[ScheduleIntervalSpec(
                 every=timedelta(seconds=self.settings.watch_interval_seconds))]),

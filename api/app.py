@@ -21,9 +21,9 @@ from api.metrics import RequestMetrics
 from api.metrics import router as metrics_router
 from api.security_headers import SecurityHeaders
 from wingsmith.config import Settings, get_settings
-from wingsmith.local.tokens import local_admin_tokens
 from wingsmith.logs import configure_logging, get_logger
 from wingsmith.oidc import OidcVerifier
+from wingsmith.token_file import local_admin_tokens
 from wingsmith.tracing import configure_tracing, instrument_fastapi
 
 ROUTE_MODULES = ["health", "recipes", "resolve", "artifacts", "clusters", "workloads", "follow", "endpoints",
@@ -58,9 +58,16 @@ async def _lifespan(app: FastAPI):
                 app.state.temporal = await asyncio.wait_for(connect(settings), timeout=10)
         except Exception as exc:  # noqa: BLE001 - any connect failure only degrades /readyz
             log.warning("temporal not reachable at start; /readyz will say so", error=str(exc))
+    from wingsmith.gateway.traffic_sampler import sampler_for
+    sampler = sampler_for(app.state.db, settings)  # one API replica samples: it holds the lock (docs/console.md)
+    if sampler is not None:
+        sampler.start()
+    app.state.traffic_sampler = sampler
     try:
         yield
     finally:
+        if sampler is not None:
+            await sampler.stop()
         if owned_pool is not None:
             await owned_pool.close()
 

@@ -195,16 +195,27 @@ class LiteLLMProxy:
         self.close()
 
 
-def first_byte(http: httpx.Client, url: str, n: int) -> list[float]:
-    out = []
-    for _ in range(n):
-        t = time.perf_counter()
-        with http.stream("POST", url + "/v1/chat/completions", json={**BODY, "stream": True}) as r:
-            chunks = r.iter_raw()
-            next(chunks)
-            out.append(time.perf_counter() - t)
-            for _ in chunks:
-                pass
+def first_byte(http: httpx.Client, url: str) -> float:
+    """Seconds from sending a streamed chat completion to its first body bytes (the rest is read out)."""
+    t = time.perf_counter()
+    with http.stream("POST", url + "/v1/chat/completions", json={**BODY, "stream": True}) as r:
+        chunks = r.iter_raw()
+        next(chunks)
+        took = time.perf_counter() - t
+        for _ in chunks:
+            pass
+    return took
+
+
+def paired_first_byte(http: httpx.Client, direct_url: str, via_url: str, n: int) -> tuple[list[float], list[float]]:
+    """Time to the first streamed byte straight to the frontend and through the gateway, alternately
+    (as `paired_latency`, so both series see the same moments of the machine's load): (direct, via)."""
+    for _ in range(10):
+        first_byte(http, direct_url)
+        first_byte(http, via_url)
+    out: tuple[list[float], list[float]] = ([], [])
+    for i in range(2 * n):
+        out[i % 2].append(first_byte(http, (direct_url, via_url)[i % 2]))
     return out
 
 
@@ -284,8 +295,7 @@ def main() -> int:
             print(f"  added latency: p50 {1000 * (pct(via, 50) - pct(direct, 50)):.3f} ms, "
                   f"p99 {1000 * (pct(via, 99) - pct(direct, 99)):.3f} ms; "
                   f"p99 ratio {pct(via, 99) / pct(direct, 99):.2f}")
-            n = max(100, args.requests // 10)
-            d_fb, g_fb = first_byte(http, east.url, n), first_byte(http, gw_url, n)
+            d_fb, g_fb = paired_first_byte(http, east.url, gw_url, max(100, args.requests // 10))
             show("first streamed byte, direct", d_fb)
             show("first streamed byte, gateway", g_fb)
             print(f"  added time to first byte: p50 {1000 * (pct(g_fb, 50) - pct(d_fb, 50)):.3f} ms")

@@ -99,16 +99,20 @@ def start_plane(root: Path) -> Plane:
         plane.children.append(proc)
         return proc
 
-    # The plane takes kubeconfig files only from its kubeconfig directory (default $WINGSMITH_HOME/kubeconfigs).
-    sims = child("sim", "-m", "sim.kube", "--home", str(root / "sim"), "--port", str(sim_port),
-                 "--kubeconfig", str(root / "home" / "kubeconfigs" / "sim.yaml"),
-                 "--operator-delay", "0")
-    wait_for_port("127.0.0.1", sim_port, 30, sims)
-    child("worker", "-m", "worker")
-    api = child("api", "-m", "api")
-    wait_for_port("127.0.0.1", api_port, 60, api)
-    # Straight into the registry, as `wingsmith up` does through the API with its admin token.
-    _register_clusters(pg.dsn(), json.loads((root / "sim" / "clusters.json").read_text()))
+    try:  # a step that fails (a busy machine: the API slow to listen) leaves no server behind
+        # The plane takes kubeconfig files only from its kubeconfig directory (default $WINGSMITH_HOME/kubeconfigs).
+        sims = child("sim", "-m", "sim.kube", "--home", str(root / "sim"), "--port", str(sim_port),
+                     "--kubeconfig", str(root / "home" / "kubeconfigs" / "sim.yaml"),
+                     "--operator-delay", "0")
+        wait_for_port("127.0.0.1", sim_port, 30, sims)
+        child("worker", "-m", "worker")
+        api = child("api", "-m", "api")
+        wait_for_port("127.0.0.1", api_port, 60, api)
+        # Straight into the registry, as `wingsmith up` does through the API with its admin token.
+        _register_clusters(pg.dsn(), json.loads((root / "sim" / "clusters.json").read_text()))
+    except BaseException:
+        stop_plane(plane)
+        raise
     return plane
 
 

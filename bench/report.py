@@ -14,7 +14,10 @@ measure several times, the worst run judged against its target and shown beside 
   beside the frontend alone and, when `WINGSMITH_BENCH_LITELLM` names the python of a virtualenv
   holding `litellm[proxy]`, the LiteLLM proxy in front of the same frontend (else "not installed");
 - placement_10k_p99_cpu_ms (<= 60) and placement_1k_p99_cpu_ms (<= 8): `place()` over 10,000 and 1,000
-  clusters, CPU time of the calling thread (bench/placement.py), with the growth from 100 clusters.
+  clusters, CPU time of the calling thread (bench/placement.py), with the growth from 100 clusters;
+- perf_cached_estimate_ms (<= 100), the cost of planning by load (bench/perf.py, needs the `perf` extra,
+  else reported as not installed): a draft's first AIConfigurator estimate cached, beside the same estimate
+  cold, and the events and bytes one estimate adds to the draft's history beside its waiting baseline.
 
 The machine's load (load averages at the start and end of every run, CPU count) is part of the report:
 ratios are what the targets are about, and a run beside other work is still a run. Needs only the
@@ -26,6 +29,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import importlib.util
 import json
 import os
 import platform
@@ -44,12 +48,15 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))  # the sibling bench mo
 import httpx  # noqa: E402
 import load  # noqa: E402
 import placement  # noqa: E402
-from gateway import GatewayRig, LiteLLMProxy, first_byte, paired_latency, rss_mb, throughput  # noqa: E402
+from gateway import GatewayRig, LiteLLMProxy, paired_first_byte, paired_latency, rss_mb, throughput  # noqa: E402
 from stats import summary  # noqa: E402
 
 TARGETS = {"journey_overhead_ratio": 1.3, "resolve_p99_ratio": 1.5, "gateway_p99_ratio": 1.25,
-           "sse_first_byte_added_p50_ms": 1.0, "placement_10k_p99_cpu_ms": 60.0, "placement_1k_p99_cpu_ms": 8.0}
-MEASURES = ("placement", "gateway", "plane")
+           "sse_first_byte_added_p50_ms": 1.0, "placement_10k_p99_cpu_ms": 60.0, "placement_1k_p99_cpu_ms": 8.0,
+           "perf_cached_estimate_ms": 100.0}
+MEASURES = ("placement", "gateway", "plane", "perf")
+# The report's estimate: a draft of the offline Hub whose first search is short (bench/perf.py measures any).
+PERF_MODEL = "deepseek-ai/DeepSeek-V3"
 LITELLM_ENV = "WINGSMITH_BENCH_LITELLM"
 THROUGHPUT_P99_BOUND_MS = 100.0
 THROUGHPUT_CONNECTIONS = 8
@@ -78,8 +85,7 @@ def measure_gateway(quick: bool) -> dict[str, Any]:
     with GatewayRig() as rig, httpx.Client(timeout=10, trust_env=False) as http:
         rig.route(rig.east)
         direct, via = paired_latency(http, rig.east.url, rig.url, n)
-        fb_n = max(50, n // 10)
-        fb_direct, fb_via = first_byte(http, rig.east.url, fb_n), first_byte(http, rig.url, fb_n)
+        fb_direct, fb_via = paired_first_byte(http, rig.east.url, rig.url, max(50, n // 10))
         rates = {"direct": throughput(rig.east.url, seconds, THROUGHPUT_CONNECTIONS),
                  "via_gateway": throughput(rig.url, seconds, THROUGHPUT_CONNECTIONS)}
         memory = {"gateway_rss_mb": rss_mb(rig.gateway.pid)}
@@ -133,8 +139,14 @@ async def _plane(plane: load.Plane, quick: bool) -> dict[str, Any]:
                     "per_journey": lat}}
 
 
+def measure_perf(quick: bool) -> dict[str, Any]:
+    import perf
+    result = perf.measure(PERF_MODEL, 5 if quick else perf.CACHED_RUNS)
+    return {"perf_cached_estimate_ms": result["cached_median_ms"], "perf": result}
+
+
 RUNNERS: dict[str, Callable[[bool], dict[str, Any]]] = {
-    "placement": measure_placement, "gateway": measure_gateway, "plane": measure_plane}
+    "placement": measure_placement, "gateway": measure_gateway, "plane": measure_plane, "perf": measure_perf}
 
 
 HEADLINES = {  # what each measure's runs are judged by, and how the table names it
@@ -144,6 +156,7 @@ HEADLINES = {  # what each measure's runs are judged by, and how the table names
     "sse_first_byte_added_p50_ms": ("first streamed byte via gateway, added at p50", " ms"),
     "placement_1k_p99_cpu_ms": ("placement, 1,000 clusters, CPU p99", " ms"),
     "placement_10k_p99_cpu_ms": ("placement, 10,000 clusters, CPU p99", " ms"),
+    "perf_cached_estimate_ms": ("a draft's estimate, cached (median)", " ms"),
 }
 
 
@@ -191,6 +204,11 @@ def table(report: dict[str, Any]) -> str:
         lines.append(f"resolve (worst run), {r['concurrency']} callers: p50/p99 {r['cached_resolve']['p50_ms']:.2f}/"
                      f"{r['cached_resolve']['p99_ms']:.2f} ms, /healthz {r['healthz']['p50_ms']:.2f}/"
                      f"{r['healthz']['p99_ms']:.2f} ms")
+    if isinstance(report.get("perf"), dict):
+        import perf
+        lines.extend(["planning by load (worst run):", *perf.lines(report["perf"])])
+    elif "perf" in report:
+        lines.append(f"planning by load: {report['perf']}")
     m = report["machine"]
     lines.append(f"machine: {m['cpus']} CPUs, load average (1/5/15 min) {_load(m['load_average_at_start'])} at "
                  f"the start, {_load(m['load_average_at_end'])} at the end, highest 1-min load in a run "
@@ -257,7 +275,9 @@ def main(argv: list[str] | None = None) -> int:
                     "load_average_at_start": [round(x, 2) for x in os.getloadavg()]},
         "quick": args.quick, "runs_per_measure": runs}
     for name in MEASURES:
-        if name in chosen:
+        if name == "perf" and name in chosen and importlib.util.find_spec("aiconfigurator") is None:
+            report["perf"] = "not installed (pip install -e '.[perf]' adds AIConfigurator)"
+        elif name in chosen:
             run_measure(name, runs, args.quick, report)
     report["machine"]["load_average_at_end"] = [round(x, 2) for x in os.getloadavg()]
     report["machine"]["highest_load_in_a_run"] = max(

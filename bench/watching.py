@@ -3,9 +3,13 @@
 Runs the real pieces on this machine: a Temporal dev server, PostgreSQL, the three simulated
 clusters (in this process) and the worker as its own process (so its CPU is its own). N workloads
 are put on the clusters as serving (their DGDs applied through the real client, their workflows
-started with that state, so they go straight to watching), then left alone: after a warm-up, the
-worker's CPU time (/proc) and every workflow's history length are read at the start and the end of
-a measuring window, and scaled to an hour.
+started with that state, so they go straight to watching), then left alone but for a few faults: after a warm-up, the
+worker's and the dev server's CPU time (/proc), every workflow's history length and the server's
+requests by operation (its Prometheus metrics) are read at the start and the end of a measuring
+window, and scaled to an hour. During the window a sample of workloads get a fault, as a person
+makes one (their DGD deleted, or its spec edited through the Kubernetes API), at times spread over
+the window; the time from each fault until its workflow saw it (its `ClusterDegraded` event) is
+held against the status period. Faulted workloads are left out of the history figures.
 
 Two runs, side by side, each on fresh servers:
 - baseline: every look answers the workflow after each status period (report = status period),
@@ -14,7 +18,7 @@ Two runs, side by side, each on fresh servers:
 - news: the shipped defaults, where a look reads every status period and answers only when what it
   sees changed, or after the report period.
 
-    .venv/bin/python bench/watching.py [--workloads 50] [--minutes 3] [--only baseline|news]
+    .venv/bin/python bench/watching.py [--workloads 50] [--minutes 3] [--faults 10] [--only baseline|news]
 """
 
 from __future__ import annotations
@@ -22,27 +26,34 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
+import random
+import re
 import signal
 import subprocess
 import sys
 import tempfile
 import time
+from collections import Counter
 from collections.abc import Awaitable, Callable
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
+
+import httpx
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from temporalio.service import RPCError  # noqa: E402
 
+from contracts import conditions as reason  # noqa: E402
 from contracts.workload import ClusterState, WatchSettings, WorkloadState, WorkloadStatus, WorkloadWorkflowInput
 from sim.kube import ClusterSpec as SimClusterSpec  # noqa: E402
 from sim.kube import NodePool, SimulatedClusters, default_cluster_specs  # noqa: E402
 from wingsmith.config import Settings  # noqa: E402
-from wingsmith.dynamo import WorkerPool, render_dgd  # noqa: E402
+from wingsmith.dynamo import GROUP, PLURAL, VERSION, WorkerPool, render_dgd  # noqa: E402
 from wingsmith.dynamo.render import SPEC_HASH_ANNOTATION  # noqa: E402
-from wingsmith.kube import DgdClient, KubeconfigRef, new_api_client  # noqa: E402
+from wingsmith.kube import DgdClient, KubeconfigRef, KubeError, new_api_client  # noqa: E402
+from wingsmith.local import temporal_server  # noqa: E402
 from wingsmith.local.postgres import LocalPostgres, free_port  # noqa: E402
 from wingsmith.local.temporal_server import TemporalDevServer, stop_process  # noqa: E402
 from wingsmith.placement.models import PlacementPlan  # noqa: E402
@@ -71,6 +82,40 @@ def _cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime + stime
 
 
+def _rss_mb(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return 0.0
+
+
+def _with_metrics_port(port: int) -> None:
+    """The dev server's Prometheus metrics on a known port (it picks a random one otherwise): its requests
+    by operation say what its CPU goes to."""
+    plain = temporal_server.dev_server_command
+
+    def command(**kwargs: Any) -> list[str]:
+        return [*plain(**kwargs), "--metrics-port", str(port)]
+    temporal_server.dev_server_command = command  # type: ignore[assignment]
+
+
+_SERVED = re.compile(r'^service_requests\{(?P<labels>[^}]*)\} (?P<n>\S+)$')
+
+
+async def _server_requests(metrics_url: str) -> Counter[str]:
+    """Requests the dev server's frontend took, by operation (each worker poll, heartbeat, completion...)."""
+    async with httpx.AsyncClient() as http:
+        text = (await http.get(metrics_url, timeout=30)).text
+    counts: Counter[str] = Counter()
+    for line in text.splitlines():
+        m = _SERVED.match(line)
+        if m and 'service_name="frontend"' in m["labels"]:
+            op = re.search(r'operation="([^"]+)"', m["labels"])
+            if op:
+                counts[op[1]] += int(float(m["n"]))
+    return counts
+
+
 async def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--workloads", type=int, default=50)
@@ -80,6 +125,7 @@ async def main() -> None:
     parser.add_argument("--probe-seconds", type=float, default=30.0)
     parser.add_argument("--report-seconds", type=float, default=WatchSettings().report_seconds,
                         help="the news run's report period")
+    parser.add_argument("--faults", type=int, default=10, help="workloads given a fault in each measuring window")
     parser.add_argument("--only", choices=("baseline", "news"), help="measure one run instead of both")
     args = parser.parse_args()
     # SIGTERM (a timeout, a kill) unwinds like Ctrl-C, so the servers started below are stopped.
@@ -94,28 +140,42 @@ async def main() -> None:
             print(f"--- {name}: status every {watch.status_seconds:g} s, frontend every {watch.probe_seconds:g} s, "
                   f"a look with no news answers after {watch.report_seconds:g} s", flush=True)
             figures[name] = await _measure(args, watch)
+            _print_figures(args, {name: figures[name]})  # at once: a later run that fails loses nothing
     print(f"\n{args.workloads} watched workloads, each run measured {args.minutes:g} min or one report period:")
-    print(f"  {'':<10} {'worker % core':>14} {'CPU-s/wl-hour':>14} {'events/wl-hour':>15} "
-          f"{'dev server % core':>18} {'sim % core':>11}")
-    for name, f in figures.items():
-        print(f"  {name:<10} {f['worker_pct']:>14.1f} {f['cpu_per_hour']:>14.2f} {f['events_per_hour']:>15.0f} "
-              f"{f['server_pct']:>18.1f} {f['sim_pct']:>11.1f}")
-    print("  (sim: the simulated clusters, in this process; near 100 % they, not the plane, are the limit)")
+    _print_figures(args, figures)
     if len(figures) == 2:
         base, news = figures["baseline"], figures["news"]
         print(f"  news/baseline: worker CPU x{news['cpu_per_hour'] / base['cpu_per_hour']:.2f}, "
               f"history events x{news['events_per_hour'] / base['events_per_hour']:.3f}")
+
+
+def _print_figures(args: argparse.Namespace, figures: dict[str, dict[str, Any]]) -> None:
+    print(f"  {'':<10} {'worker % core':>14} {'CPU-s/wl-hour':>14} {'events/wl-hour':>15} "
+          f"{'dev server % core':>18} {'sim % core':>11} {'worker RSS MB':>14}")
     for name, f in figures.items():
-        for n in (n for n in (1_000, 5_000) if n > args.workloads):
-            print(f"  {name}, extrapolated to {n:>5,} workloads: worker {f['cpu_per_hour'] * n / 3600:.2f} cores, "
-                  f"{f['events_per_hour'] * n / 3600:.1f} history events/s (linear; not measured)")
+        print(f"  {name:<10} {f['worker_pct']:>14.1f} {f['cpu_per_hour']:>14.2f} {f['events_per_hour']:>15.0f} "
+              f"{f['server_pct']:>18.1f} {f['sim_pct']:>11.1f} {f['worker_rss_mb']:>14.0f}")
+    print("  (sim: the simulated clusters, in this process; near 100 % they, not the plane, are the limit)")
+    for name, f in figures.items():
+        ops = sorted(f["server_ops"].items(), key=lambda kv: -kv[1])
+        total = sum(n for _, n in ops) or 1
+        print(f"  {name}: dev server requests per workload-hour {total:,.0f}: " + ", ".join(
+            f"{op} {n:,.0f} ({100 * n / total:.0f} %)" for op, n in ops[:6]))
+        seen = f["fault_seconds"]
+        print(f"  {name}: faults seen {len(seen)} of {f['faults']:.0f}, "
+              f"{sum(s <= args.status_seconds for s in seen)} within one status period ({args.status_seconds:g} s)"
+              + (f"; fault to seen: median {sorted(seen)[len(seen) // 2]:.1f} s, max {max(seen):.1f} s"
+                 if seen else ""), flush=True)
 
 
-async def _measure(args: argparse.Namespace, watch: WatchSettings) -> dict[str, float]:
+async def _measure(args: argparse.Namespace, watch: WatchSettings) -> dict[str, Any]:
     root = Path(tempfile.mkdtemp(prefix="wingsmith-watch-bench-"))
     os.environ["WINGSMITH_KUBECONFIG_DIR"] = str(root)  # the sims' kubeconfig is in it, for every part
     pg = LocalPostgres(root / "pg", free_port(), durable=False).start()
+    metrics_port = free_port()
+    _with_metrics_port(metrics_port)
     temporal = TemporalDevServer(port=free_port(), ui_port=None, db_file=None, log_file=root / "temporal.log").start()
+    metrics_url = f"http://127.0.0.1:{metrics_port}/metrics"
     sims = SimulatedClusters(_cluster_specs(args.workloads), home=root / "sim", operator_delay=0.0,
                              persist=False).start()
     worker = None
@@ -138,32 +198,104 @@ async def _measure(args: argparse.Namespace, watch: WatchSettings) -> dict[str, 
                    WINGSMITH_KUBE_TASK_QUEUE=settings.kube_task_queue, WINGSMITH_LOG_LEVEL="WARNING",
                    WINGSMITH_LOG_FORMAT="json")
         worker = _start_worker(env, root / "worker.log")
-        ids = await _place(client, settings, sims, watch, args.workloads)
+        placed = await _place(client, settings, sims, watch, args.workloads)
+        ids = list(placed)
         print(f"{len(ids)} workloads serving on {', '.join(CLUSTERS)}; warming up {args.warmup_seconds:.0f} s",
               flush=True)
         await asyncio.sleep(args.warmup_seconds)
         server_pid = temporal.process.pid if temporal.process else 0
+        # At least one report period, so every quiet look's answer falls in the window once.
+        window = max(args.minutes * 60, watch.report_seconds)
+        faulted = random.Random(38).sample(ids, min(args.faults, len(ids)))
+        quiet = [wid for wid in ids if wid not in faulted]
         # The simulated clusters run in this process: their CPU says whether the stand-in kept up.
         sim0 = time.process_time()
-        cpu0, server0, events0, t0 = (_cpu_seconds(worker.pid), _cpu_seconds(server_pid),
-                                      await _events(client, ids), time.monotonic())
-        # At least one report period, so every quiet look's answer falls in the window once.
-        await asyncio.sleep(max(args.minutes * 60, watch.report_seconds))
+        cpu0, server0, events0, ops0, t0 = (_cpu_seconds(worker.pid), _cpu_seconds(server_pid),
+                                            await _events(client, quiet), await _server_requests(metrics_url),
+                                            time.monotonic())
+        faults = asyncio.create_task(_inject_faults(sims, {wid: placed[wid] for wid in faulted}, window))
+        await asyncio.sleep(window)
         sim_cpu = time.process_time() - sim0
-        cpu1, server1, events1, t1 = (_cpu_seconds(worker.pid), _cpu_seconds(server_pid),
-                                      await _events(client, ids), time.monotonic())
+        # The bench's own calls (describes, queries) after the figures are read, so they are not counted.
+        cpu1, server1, ops1, t1 = (_cpu_seconds(worker.pid), _cpu_seconds(server_pid),
+                                   await _server_requests(metrics_url), time.monotonic())
+        events1 = await _events(client, quiet)
+        rss = _rss_mb(worker.pid)
+        injected = await faults
         hours, seconds = (t1 - t0) / 3600, t1 - t0
-        stages = await _stages(client, ids)
+        stages = await _stages(client, quiet)
         print(f"measured {seconds:.0f} s with {len(ids)} watched workloads ({stages})", flush=True)
+        fault_seconds = await _fault_seen(client, injected)
         await pool.close()
         return {"worker_pct": 100 * (cpu1 - cpu0) / seconds, "cpu_per_hour": (cpu1 - cpu0) / hours / len(ids),
-                "events_per_hour": (events1 - events0) / hours / len(ids),
-                "server_pct": 100 * (server1 - server0) / seconds, "sim_pct": 100 * sim_cpu / seconds}
+                "events_per_hour": (events1 - events0) / hours / len(quiet),
+                "server_pct": 100 * (server1 - server0) / seconds, "sim_pct": 100 * sim_cpu / seconds,
+                "worker_rss_mb": rss, "faults": len(injected), "fault_seconds": fault_seconds,
+                "server_ops": {op: (ops1[op] - ops0[op]) / hours / len(ids) for op in ops1 if ops1[op] > ops0[op]}}
     finally:
         stop_process(worker, 15)
         sims.stop()
         temporal.stop()
         pg.stop()
+
+
+async def _inject_faults(sims: SimulatedClusters, workloads: dict[str, tuple[str, str]],
+                         window: float) -> dict[str, datetime]:
+    """Faults a person makes, spread over the window (the last well before its end, so it is seen within
+    it): every other faulted workload's DGD deleted, the rest edited. Returns when each was made."""
+    made: dict[str, datetime] = {}
+    apis = {c: sims.api_client(c) for c in CLUSTERS}
+    try:
+        for i, (wid, (cluster, name)) in enumerate(workloads.items()):
+            await asyncio.sleep(0.8 * window / max(1, len(workloads)))
+            made[wid] = datetime.now(UTC)  # before the call: the time counted is never short
+            await asyncio.to_thread(_delete if i % 2 == 0 else _edit, apis[cluster], name)
+    finally:
+        for api in apis.values():
+            api.close()
+    return made
+
+
+def _delete(api: Any, name: str) -> None:
+    from kubernetes.client import CustomObjectsApi
+    CustomObjectsApi(api).delete_namespaced_custom_object(GROUP, VERSION, "default", PLURAL, name)
+
+
+def _edit(api: Any, name: str) -> None:
+    """The worker pointed at another image, as a hurried hand-fix would."""
+    from kubernetes.client import CustomObjectsApi
+    custom = CustomObjectsApi(api)
+    live = custom.get_namespaced_custom_object(GROUP, VERSION, "default", PLURAL, name)
+    components = live["spec"]["components"]
+    for component in components:
+        for container in component.get("podTemplate", {}).get("spec", {}).get("containers", []):
+            if component.get("type") != "frontend" and container.get("name") == "main":
+                container["image"] = IMAGE + "-hand-edited"
+    custom.patch_namespaced_custom_object(GROUP, VERSION, "default", PLURAL, name, {
+        "metadata": {"resourceVersion": live["metadata"]["resourceVersion"]}, "spec": {"components": components}})
+
+
+async def _fault_seen(client, made: dict[str, datetime]) -> list[float]:
+    """Seconds from each fault until its workflow saw it (its first ClusterDegraded event after it)."""
+    from workflows.workload import WorkloadWorkflow
+
+    async def seen(wid: str) -> float | None:
+        handle = client.get_workflow_handle_for(WorkloadWorkflow.run, wid)
+        for attempt in range(5):  # a query is a workflow task: a saturated worker may not answer in time
+            try:
+                status = await handle.query(WorkloadWorkflow.status, rpc_timeout=timedelta(seconds=30))
+                break
+            except RPCError:
+                if attempt == 4:
+                    return None
+        times = [e.time for e in status.timeline if e.reason == reason.CLUSTER_DEGRADED_EVENT and e.time >= made[wid]]
+        return (min(times) - made[wid]).total_seconds() if times else None
+
+    found = await _each(list(made), seen)
+    for wid, s in zip(made, found, strict=True):
+        if s is None:
+            print(f"  fault on {wid} not seen by its workflow", flush=True)
+    return [s for s in found if s is not None]
 
 
 def _cluster_specs(workloads: int) -> list[SimClusterSpec]:
@@ -187,30 +319,47 @@ def _start_worker(env: dict[str, str], log: Path) -> subprocess.Popen:
 
 
 async def _place(client, settings: Settings, sims: SimulatedClusters, watch: WatchSettings,
-                 workloads: int) -> list[str]:
+                 workloads: int) -> dict[str, tuple[str, str]]:
+    """Workflow id → (cluster, DGD name) of each workload placed."""
     from contracts.ids import workload_workflow_id
     from contracts.workload import start_search_attributes
     from workflows.workload import WorkloadWorkflow
 
-    ids = []
     kubes = {c: DgdClient(new_api_client(KubeconfigRef(source=str(sims.kubeconfig_path), context=c))) for c in CLUSTERS}
-    for i in range(workloads):
+    # A few at once: thousands one after the other took a quarter of an hour on a busy machine, and many at
+    # once starve the simulated clusters (this process) until their answers time out.
+    limit = asyncio.Semaphore(4)
+
+    async def apply(cluster: str, manifest: dict[str, Any]) -> Any:
+        for attempt in range(10):
+            try:
+                return await asyncio.to_thread(kubes[cluster].apply, manifest)
+            except KubeError:
+                if attempt == 9:
+                    raise
+                await asyncio.sleep(2)
+
+    async def one(i: int) -> tuple[str, tuple[str, str]]:
         workload_id, cluster = f"watched-{i:04d}", CLUSTERS[i % len(CLUSTERS)]
         plan = _plan(workload_id)
         manifest = render_dgd(plan.rollout_spec(cluster, 1))
-        applied = await asyncio.to_thread(kubes[cluster].apply, manifest)
-        state = WorkloadState(stage="serving", clusters={cluster: ClusterState(
-            cluster=cluster, replicas=1, state="serving", dgd_name=applied.name,
-            frontend_url=sims.cluster(cluster).frontend_url("default", applied.name), generation=applied.generation,
-            spec_hash=manifest["metadata"]["annotations"][SPEC_HASH_ANNOTATION])})
-        params = WorkloadWorkflowInput(plan=plan, requested_by="bench", kube_task_queue=settings.kube_task_queue,
-                                       watch=watch, resume=state)
-        await client.start_workflow(WorkloadWorkflow.run, params, id=workload_workflow_id(workload_id),
-                                    task_queue=settings.task_queue, search_attributes=start_search_attributes(params))
-        ids.append(workload_workflow_id(workload_id))
-    for kube in kubes.values():
-        kube.close()
-    return ids
+        async with limit:
+            applied = await apply(cluster, manifest)
+            state = WorkloadState(stage="serving", clusters={cluster: ClusterState(
+                cluster=cluster, replicas=1, state="serving", dgd_name=applied.name,
+                frontend_url=sims.cluster(cluster).frontend_url("default", applied.name),
+                generation=applied.generation, spec_hash=manifest["metadata"]["annotations"][SPEC_HASH_ANNOTATION])})
+            params = WorkloadWorkflowInput(plan=plan, requested_by="bench", kube_task_queue=settings.kube_task_queue,
+                                           watch=watch, resume=state)
+            await client.start_workflow(WorkloadWorkflow.run, params, id=workload_workflow_id(workload_id),
+                                        task_queue=settings.task_queue,
+                                        search_attributes=start_search_attributes(params))
+        return workload_workflow_id(workload_id), (cluster, applied.name)
+    try:
+        return dict(await asyncio.gather(*(one(i) for i in range(workloads))))
+    finally:
+        for kube in kubes.values():
+            kube.close()
 
 
 async def _each(ids: list[str], call: Callable[[str], Awaitable[T]]) -> list[T]:
@@ -232,8 +381,6 @@ async def _events(client, ids: list[str]) -> int:
 
 
 async def _stages(client, ids: list[str]) -> str:
-    from collections import Counter
-
     from workflows.workload import WorkloadWorkflow
     stages: Counter[str] = Counter()
     examples: dict[str, tuple[str, list[str]]] = {}

@@ -30,6 +30,8 @@ class WatchInput(BaseModel):
     repo_id: str
     branch: str
     policy: ReviewPolicy = Field(default_factory=ReviewPolicy, description="for the drafts the watch opens")
+    kube_task_queue: str | None = Field(None, description="where the drafts it opens read the fleet's cards live "
+                                        "(as a registered draft does); None: manual inventories only")
 
 
 class EnsureWatchInput(BaseModel):

@@ -10,6 +10,7 @@ from __future__ import annotations
 from functools import lru_cache
 from pathlib import Path
 from typing import Annotated
+from urllib.parse import urlsplit
 
 from pydantic import AliasChoices, Field, field_validator, model_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
@@ -141,6 +142,15 @@ class Settings(BaseSettings):
     gateway_namespace: str = "default"
     gateway_name: str = "wingsmith"
     drain_grace_seconds: int = 30
+    # The console's traffic charts (wingsmith/gateway/traffic_sampler.py): one API replica reads each
+    # gateway's counters this often (0: never) and keeps this long of them. Unset URLs: gateway_url when
+    # the gateway is local. Several replicas behind one Service would mix their counters, so either list
+    # every replica's own URL, or name URLs whose host is resolved each period to every address (a
+    # headless Service's name) and read each address as its own gateway (`traffic_gateway_dns`).
+    traffic_sample_seconds: float = Field(default=10, ge=0)
+    traffic_keep_seconds: float = Field(default=3900, ge=60)
+    traffic_gateway_urls: Annotated[list[str], NoDecode] = Field(default_factory=list)
+    traffic_gateway_dns: Annotated[list[str], NoDecode] = Field(default_factory=list)
     # The watch on upstream: how often each approved repository's branch is checked, and where a new
     # draft is announced (an env var *name* or `file:<path>` holding the webhook URL; never the URL).
     watch_interval_seconds: int = Field(default=24 * 3600, ge=60)
@@ -182,11 +192,21 @@ class Settings(BaseSettings):
     log_format: str = Field(default="auto", description="json, console, or auto (console on a TTY)")
 
     @field_validator("payload_old_key_refs", "kubeconfig_exec_allow", "expected_clusters", "oidc_algorithms",
-                     mode="before")
+                     "traffic_gateway_urls", "traffic_gateway_dns", mode="before")
     @classmethod
     def _comma_separated(cls, value):
         if isinstance(value, str):
             return [part.strip() for part in value.split(",") if part.strip()]
+        return value
+
+    @field_validator("traffic_gateway_dns")
+    @classmethod
+    def _resolvable(cls, value: list[str]) -> list[str]:
+        for url in value:
+            parts = urlsplit(url)
+            if parts.scheme not in ("http", "https") or not parts.hostname:
+                raise ValueError(f"WINGSMITH_TRAFFIC_GATEWAY_DNS: {url!r} is not an http(s) URL with a host name "
+                                 "to resolve (for example http://wingsmith-gateway-replicas:8080)")
         return value
 
     @model_validator(mode="after")
@@ -207,6 +227,14 @@ class Settings(BaseSettings):
         if "gateway_url" in self.model_fields_set:
             self.gateway_url = self.gateway_url.rstrip("/")
         return self
+
+    @property
+    def traffic_gateways(self) -> list[str]:
+        """The gateways whose counters the plane samples at fixed URLs (Envoy AI Gateway exports others: none
+        by default, and none beside names resolved to every replica)."""
+        if self.traffic_gateway_urls or self.traffic_gateway_dns:
+            return self.traffic_gateway_urls
+        return [self.gateway_url] if self.gateway == "local" else []
 
     @property
     def home_dir(self) -> Path:

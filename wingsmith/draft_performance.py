@@ -3,13 +3,14 @@ shows (one per card × layout × mode). Pure: the draft's performance workflow b
 draft's own facts and turns the perf worker's answers into rows.
 
 What is asked: every layout the recipe offers × every NVIDIA card the registered clusters have and every
-card the recipe verifies, the draft's own sizing shape first (so the figures a reviewer looks at first
-come first), at the default ISL/OSL (the recipes publish no workload). A layout the recipe denies on a
-card is not asked about there.
+card the recipe verifies, each card first at its likeliest layout, the draft's own sizing shape leading
+(so the figures a reviewer looks at first come first), at the default ISL/OSL (the recipes publish no
+workload). A layout the recipe denies on a card is not asked about there.
 """
 
 from __future__ import annotations
 
+from datetime import datetime, timedelta
 from typing import Literal
 
 from pydantic import BaseModel, Field
@@ -38,7 +39,7 @@ PENDING = "estimates follow: the perf worker is working on them"
 Status = Literal["pending", "estimated", "unavailable"]
 
 __all__ = ["MAX_ESTIMATES", "NOT_INSTALLED", "PENDING", "DraftPerformance", "PerformanceRow",
-           "estimate_requests", "rows_of"]
+           "estimate_requests", "gave_up_waiting", "rows_of", "waiting_for_a_perf_worker"]
 
 
 class PerformanceRow(EstimatedFor, frozen=True):
@@ -105,13 +106,36 @@ def _layouts(evidence: Evidence | None, target: SizingTarget) -> list[tuple[str,
 
 def estimate_requests(proposal: ArtifactProposal, evidence: Evidence | None, target: SizingTarget,
                       fleet_cards: list[str] | None = None) -> list[EstimateRequest]:
-    """The estimates a draft asks for, at most MAX_ESTIMATES: the draft's sizing layout on every card first
-    (its sizing card leading), then the other layouts, so each card's likeliest figures come early."""
-    requests = []
-    for layout, denied in _layouts(evidence, target):
-        for card in _cards(evidence, target, fleet_cards):
-            if card not in denied:
-                requests.append(EstimateRequest(model=proposal.repo_id, model_commit=proposal.sha,
-                                                config=proposal.config, card=card, layout=layout,
-                                                isl=DEFAULT_ISL, osl=DEFAULT_OSL))
-    return requests[:MAX_ESTIMATES]
+    """The estimates a draft asks for, at most MAX_ESTIMATES. First each card once, at the first layout the
+    recipe allows there (the draft's sizing layout where it can), its sizing card leading and the fleet's
+    cards next: a card whose node cannot hold the sizing layout (DeepSeek-V3 on a 4-GPU GB200 node) still
+    gets its likeliest figures early. Then every other layout, each on every card."""
+    layouts = _layouts(evidence, target)
+    cards = _cards(evidence, target, fleet_cards)
+    allowed = [(card, layout) for layout, denied in layouts for card in cards if card not in denied]
+    first = []
+    for card in cards:
+        likeliest = next((pair for pair in allowed if pair[0] == card), None)
+        if likeliest is not None:
+            first.append(likeliest)
+    ordered = first + [pair for pair in allowed if pair not in first]
+    return [EstimateRequest(model=proposal.repo_id, model_commit=proposal.sha, config=proposal.config, card=card,
+                            layout=layout, isl=DEFAULT_ISL, osl=DEFAULT_OSL)
+            for card, layout in ordered[:MAX_ESTIMATES]]
+
+
+def waiting_for_a_perf_worker(polled: bool, queue: str, until: datetime) -> DraftPerformance:
+    """What a draft says while its estimates wait on the perf queue: nobody polls it (the extra is not
+    installed, or its worker is down), or its worker is busy with other drafts' searches."""
+    if polled:
+        return DraftPerformance(status="pending", reason=f"estimates follow: queued on {queue} behind other "
+                                "searches (the perf worker runs one at a time)")
+    return DraftPerformance(status="unavailable", reason=(
+        f"{NOT_INSTALLED}, or its worker is down: nothing polls {queue}. The estimates are queued and follow "
+        f"as soon as a perf worker starts (until {until:%Y-%m-%d %H:%M} UTC)"))
+
+
+def gave_up_waiting(queue: str, waited: timedelta) -> DraftPerformance:
+    return DraftPerformance(status="unavailable", reason=(
+        f"{NOT_INSTALLED}: no perf worker took this draft's estimates from {queue} within {waited.days} days; "
+        "the next draft version asks again"))

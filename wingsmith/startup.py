@@ -7,7 +7,13 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Callable
-from typing import NoReturn
+from typing import NoReturn, TypeVar
+
+from pydantic import AliasChoices, ValidationError
+
+from wingsmith.config import Settings, get_settings
+
+T = TypeVar("T")
 
 # sysexits.h: EX_CONFIG (a restart cannot help until someone fixes the configuration) and
 # EX_UNAVAILABLE (the service may come back: restart with back-off).
@@ -34,12 +40,44 @@ def exit_on_start_failure(process: str, failure: StartFailure) -> NoReturn:
     os._exit(failure.exit_code)
 
 
-def run_or_exit(process: str, main: Callable[[], object]) -> object:
+def run_or_exit(process: str, main: Callable[[], T]) -> T:
     """Run a process's main; a StartFailure ends it in one line (see `exit_on_start_failure`)."""
     try:
         return main()
     except StartFailure as failure:
         exit_on_start_failure(process, failure)
+
+
+def _setting_names(loc: tuple[int | str, ...]) -> str:
+    """The environment variable(s) a person sets for the setting pydantic names (its field name)."""
+    if not loc:
+        return ""
+    field = str(loc[0])
+    info = Settings.model_fields.get(field)
+    if info is None:  # pydantic names a setting read through one of its aliases by that alias
+        return field.upper()
+    if isinstance(info.validation_alias, AliasChoices):
+        return " or ".join(str(name) for name in info.validation_alias.choices)
+    return f"{Settings.model_config.get('env_prefix', '')}{field}".upper()
+
+
+def settings_failure(exc: ValidationError) -> StartFailure:
+    """Every setting that does not parse, by the variable a person sets, in pydantic's words: never the
+    value (it may be a DSN with its password), and no traceback (a restart cannot fix it)."""
+    problems = []
+    for error in exc.errors():
+        names = _setting_names(error["loc"])
+        words = error["msg"].removeprefix("Value error, ")
+        problems.append(f"{names}: {words}" if names else words)
+    return StartFailure(f"bad configuration: {'; '.join(problems)}", misconfigured=True)
+
+
+def load_settings() -> Settings:
+    """The process's settings, or a StartFailure saying which setting is wrong (for `run_or_exit`)."""
+    try:
+        return get_settings()
+    except ValidationError as exc:
+        raise settings_failure(exc) from None
 
 
 def postgres_failure(exc: BaseException) -> StartFailure:

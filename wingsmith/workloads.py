@@ -11,7 +11,9 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field, field_validator, model_validator
 
 from wingsmith.dynamo import Engine, Layout, RolloutSpec, WorkerPool
+from wingsmith.dynamo import engine_args as ea
 from wingsmith.hardware import UnknownHardware, get_hardware
+from wingsmith.perf.estimates import Configuration, Pool, Source
 from wingsmith.perf.traffic import CardPlan, TrafficTarget
 from wingsmith.placement.models import PlacementConstraints, PlacementPlan
 from wingsmith.recipes import Catalog, InvalidChoice, ServeCommand, serve_command
@@ -98,6 +100,41 @@ class ApprovedArtifact(BaseModel):
         return self.variant_weight_bytes.get(variant) or (self.weight_bytes if variant == "default" else None)
 
 
+class SizedBy(BaseModel, frozen=True):
+    """What a workload sized from a traffic target was sized by: the target (with its ISL/OSL) and the
+    configuration AIConfigurator chose for it (card, mode, one pool or a prefill and a decode pool with their
+    parallelism and batch sizes, the predicted TTFT, TPOT and throughput). An upgrade runs the same
+    configuration on the new artifact; the workload page shows its prediction. A few hundred bytes."""
+    target: TrafficTarget
+    card: str
+    configuration: Configuration
+    replicas: int = Field(ge=1, description="the replicas the target needed (a later scale changes the plan's)")
+    gpus: int = Field(ge=1, description="GPUs those replicas use together")
+    source: Source | None = None
+
+    @field_validator("configuration")
+    @classmethod
+    def _pools(cls, conf: Configuration) -> Configuration:
+        pools = 1 if conf.mode == "agg" else 2  # one aggregated pool, or a prefill and a decode pool
+        if len(conf.workers) != pools:
+            raise ValueError(f"an {conf.mode} configuration has {pools} worker pools, not {len(conf.workers)}")
+        return conf
+
+    @classmethod
+    def of(cls, chosen: CardPlan) -> SizedBy:
+        assert chosen.configuration is not None  # a chosen plan meets the target, so it has a configuration
+        return cls(target=chosen.target, card=chosen.card, configuration=chosen.configuration,
+                   replicas=chosen.replicas, gpus=chosen.gpus, source=chosen.source)
+
+    def card_plan(self) -> CardPlan:
+        """The chosen plan again, as the planner takes it."""
+        return CardPlan(card=self.card, target=self.target, source=self.source, configuration=self.configuration,
+                        replicas=self.replicas, gpus=self.gpus, meets_target=True)
+
+    def __str__(self) -> str:
+        return f"{self.card}, {self.configuration.mode}, {self.configuration.parallelism}"
+
+
 class WorkloadPlan(BaseModel):
     workload_id: str
     artifact_id: str
@@ -128,9 +165,12 @@ class WorkloadPlan(BaseModel):
     revision: int = Field(default=0, ge=0, description="bumped by each upgrade: the DGDs of this plan are named "
                           "with it (`wingsmith.dynamo.dgd_name`)")
     follow: Follow = "manual"
+    sized_by: SizedBy | None = Field(default=None, description="a workload sized from a traffic target: the target "
+                                     "and the configuration AIConfigurator chose, which upgrades keep")
 
     def rollout_spec(self, cluster: str, replicas: int) -> RolloutSpec:
         """The per-cluster rendering input: the same plan, with this cluster's share of replicas."""
+        # Each pool keeps its workers per replica (a disaggregated replica's prefill-to-decode ratio).
         worker = self.worker.model_copy(update={"replicas": replicas})
         prefill = self.prefill.model_copy(update={"replicas": replicas}) if self.prefill else None
         return RolloutSpec(
@@ -265,45 +305,155 @@ def max_num_seqs_for(command: ServeCommand, repo_id: str, card: str, catalog: Ca
 
 
 def sized_by_target(request: WorkloadRequest, chosen: CardPlan) -> WorkloadRequest:
-    """The request a traffic target's chosen plan stands for: its card, its replicas, its GPUs per replica."""
-    assert chosen.configuration is not None  # a chosen plan meets the target, so it has a configuration
-    return request.model_copy(update={"hardware": chosen.card, "replicas": chosen.replicas,
-                                      "gpus": chosen.configuration.gpus_per_replica})
+    """The request a traffic target's chosen plan stands for: its card, its replicas, its GPUs per replica.
+    A disaggregated plan starts from the recipe's command for one decode worker (its tested flags, which
+    both pools then run with, on one node or, for a worker larger than a node, on its whole nodes): the side
+    that holds every answer's KV cache is the one the plane's fit check sizes, as it does for pd_cluster."""
+    conf = chosen.configuration
+    assert conf is not None  # a chosen plan meets the target, so it has a configuration
+    if conf.mode == "agg":
+        return request.model_copy(update={"hardware": chosen.card, "replicas": chosen.replicas,
+                                          "gpus": conf.gpus_per_replica})
+    decode = conf.workers[-1].gpus_per_worker
+    one_node = decode <= get_hardware(chosen.card).gpus_per_node
+    return request.model_copy(update={"hardware": chosen.card, "replicas": chosen.replicas, "gpus": decode,
+                                      "layout": "single_node_tp" if one_node else "multi_node_tp"})
 
 
-# vLLM's short spellings, so a recipe's `-tp 8` is replaced rather than contradicted.
-_ALIASES = {"--tensor-parallel-size": ("--tensor-parallel-size", "-tp"),
-            "--pipeline-parallel-size": ("--pipeline-parallel-size", "-pp"),
-            "--data-parallel-size": ("--data-parallel-size", "-dp"), "--max-num-seqs": ("--max-num-seqs",)}
+# Dynamo's vLLM disaggregated recipes (recipes/llama-3-70b/vllm/disagg-single-node, recipes/qwen3-32b/vllm/
+# disagg-kv-router) and AIConfigurator's own generated graphs move the KV cache from prefill to decode workers
+# with NIXL, every worker on both sides of it; the renderer adds each worker's --disaggregation-mode.
+KV_TRANSFER_CONFIG = '{"kv_connector":"NixlConnector","kv_role":"kv_both"}'
+# AIConfigurator's own vLLM rules for a worker's per-step token budget (aiconfigurator/generator/rule_plugin/
+# vllm.rule): a prefill step holds one prompt with room to spare; a decode step one token per sequence of the
+# batch its generator allows (at least 512, else twice the modelled batch); an aggregated step both.
+_PROMPT_ROOM = 1500
+_GENERATOR_MIN_BATCH = 512
 
 
-def _with_arg(args: list[str], flag: str, value: int) -> list[str]:
-    names = _ALIASES.get(flag, (flag,))
-    out, skip = [], False
-    for arg in args:
-        if skip:
-            skip = False
-        elif arg in names:
-            skip = True
-        elif not arg.startswith(tuple(n + "=" for n in names)):
-            out.append(arg)
-    return [*out, flag, str(value)]
+def batched_tokens(role: str, batch_size: int, isl: int) -> int:
+    """--max-num-batched-tokens for a worker of `role` (worker, prefill, decode), as AIConfigurator writes it."""
+    if role == "prefill":
+        return isl + _PROMPT_ROOM
+    allowed = _GENERATOR_MIN_BATCH if batch_size < _GENERATOR_MIN_BATCH else 2 * batch_size
+    return allowed if role == "decode" else allowed + isl + _PROMPT_ROOM
+
+
+def pool_engine_args(args: list[str], pool: Pool, role: str, isl: int, nodes: int = 1) -> list[str]:
+    """`args` running one of AIConfigurator's pools: its parallelism (tensor, pipeline, data, expert), its batch
+    size (vLLM's --max-num-seqs) and its token budget replace the recipe's."""
+    par = pool.parallelism
+    for flag, value in (("--tensor-parallel-size", par.tp), ("--pipeline-parallel-size", par.pp),
+                        ("--data-parallel-size", par.dp), ("--max-num-seqs", pool.batch_size),
+                        ("--max-num-batched-tokens", batched_tokens(role, pool.batch_size, isl))):
+        args = ea.with_flag(args, flag, str(value))
+    # Data-parallel ranks on each node of a worker spanning nodes; within one node vLLM counts them itself.
+    local = par.dp // nodes if nodes > 1 and par.dp > 1 else None
+    args = ea.with_flag(args, "--data-parallel-size-local", str(local) if local else None)
+    # Experts split as the tool modelled them, whatever the recipe's command did.
+    return ea.with_switch(args, "--enable-expert-parallel", par.moe_ep > 1)
 
 
 def with_engine_args(plan: WorkloadPlan, chosen: CardPlan) -> WorkloadPlan:
-    """The plan running the configuration AIConfigurator chose: its parallelism (tensor, pipeline, data,
-    expert) and its batch size (vLLM's --max-num-seqs) replace the recipe's, and the plan names where they
-    came from."""
+    """The plan running the configuration AIConfigurator chose, naming where its arguments came from: one
+    aggregated worker, or prefill and decode pools (`pd_cluster`) with their workers per replica."""
     conf = chosen.configuration
-    assert conf is not None and conf.mode == "agg"  # disaggregated plans are not rendered yet
-    pool = conf.workers[0]
-    par = pool.parallelism
-    args = plan.worker.args
-    for flag, value in (("--tensor-parallel-size", par.tp), ("--pipeline-parallel-size", par.pp),
-                        ("--data-parallel-size", par.dp), ("--max-num-seqs", pool.batch_size)):
-        args = _with_arg(args, flag, value)
-    if par.moe_ep > 1 and "--enable-expert-parallel" not in args:
-        args = [*args, "--enable-expert-parallel"]
+    assert conf is not None
     source = f"AIConfigurator ({chosen.source})" if chosen.source else "AIConfigurator"
+    plan = plan.model_copy(update={"sized_by": SizedBy.of(chosen)})
+    if conf.mode == "disagg":
+        return _disaggregated(plan, conf, chosen.target.isl, source)
+    pool = conf.workers[0]
+    args = pool_engine_args(plan.worker.args, pool, "worker", chosen.target.isl, plan.worker.nodes)
     return plan.model_copy(update={"worker": plan.worker.model_copy(update={"args": args}),
                                    "max_num_seqs": pool.batch_size, "max_num_seqs_source": source})
+
+
+def plan_configuration(request: WorkloadRequest, chosen: CardPlan, artifact: ApprovedArtifact, catalog: Catalog, *,
+                       image: str, namespace: str, hf_token_secret: str | None, workload_id: str | None = None,
+                       replicas: int | None = None) -> WorkloadPlan:
+    """The plan running a traffic target's chosen configuration: the recipe's command for its card and shape,
+    checked like any plan (InvalidWorkload when the recipe or the fit check refuses it), with the tool's
+    arguments on top. `replicas`: instead of the ones the target needed (an upgrade keeps a scaled count)."""
+    asked = sized_by_target(request, chosen)
+    if replicas is not None:
+        asked = asked.model_copy(update={"replicas": replicas})
+    plan = plan_workload(asked, artifact, catalog, image=image, namespace=namespace,
+                         hf_token_secret=hf_token_secret, workload_id=workload_id)
+    return with_engine_args(plan, chosen)
+
+
+def replan_sized(current: WorkloadPlan, request: WorkloadRequest, artifact: ApprovedArtifact,
+                 catalog: Catalog) -> WorkloadPlan:
+    """`current` moved to another artifact (or variant, or features) with the same configuration it was sized
+    by: the same card, mode, pools, parallelism and batch sizes, and its replicas. Raises InvalidWorkload,
+    naming that configuration, when the new artifact's recipe or fit check cannot run it: an upgrade never
+    changes the shape of a workload sized by a target behind its owner's back."""
+    sized = current.sized_by
+    assert sized is not None
+    try:
+        return plan_configuration(request, sized.card_plan(), artifact, catalog, image=current.image,
+                                  namespace=current.namespace, hf_token_secret=current.hf_token_secret,
+                                  workload_id=current.workload_id, replicas=current.replicas)
+    except InvalidWorkload as exc:
+        raise InvalidWorkload(f"{artifact.id} cannot run the configuration this workload was sized by ({sized}): "
+                              f"{exc}", field=exc.field, details=exc.details) from None
+
+
+def kept_shape_problem(current: WorkloadPlan, layout: str | None) -> str | None:
+    """Why an upgrade cannot keep the shape of a workload sized from a traffic target, or None. Its layout is
+    the configuration AIConfigurator chose; a plan sized before plans kept that configuration cannot say
+    what to run again, and re-planning it from the recipe would drop the tool's batch size and pools."""
+    if current.sized_by is not None:
+        if layout is not None and layout != current.layout:
+            return (f"this workload was sized by a traffic target and runs the configuration AIConfigurator chose "
+                    f"({current.sized_by}, layout {current.layout}); an upgrade keeps it, so it cannot change the "
+                    f"layout to {layout}: create a new workload for another layout")
+        return None
+    if current.max_num_seqs_source.startswith("AIConfigurator"):
+        return ("this workload was sized by a traffic target before workloads kept the configuration "
+                "AIConfigurator chose; upgrading it would drop that configuration (its batch size"
+                f"{' and prefill and decode pools' if current.prefill else ''}): create a new workload from the "
+                "target on the new artifact")
+    return None
+
+
+def _disaggregated(plan: WorkloadPlan, conf: Configuration, isl: int, source: str) -> WorkloadPlan:
+    node = get_hardware(plan.hardware).gpus_per_node
+    prefill, decode = conf.workers
+
+    def pool(side: Pool, role: str) -> WorkerPool:
+        nodes = -(-side.gpus_per_worker // node)
+        args = pool_engine_args(plan.worker.args, side, role, isl, nodes)
+        if ea.flag_value(args, ("--kv-transfer-config",)) is None:
+            args = [*args, "--kv-transfer-config", KV_TRANSFER_CONFIG]
+        return WorkerPool(args=args, gpus_per_node=side.gpus_per_worker // nodes, nodes=nodes,
+                          workers_per_replica=side.workers, env=dict(plan.worker.env))
+    gpus_per_node, nodes = replica_set_nodes(
+        [side.gpus_per_worker for side in conf.workers for _ in range(side.workers)], node)
+    fit = {**plan.fit, "sized_pool": "decode", "note": (
+        f"the plane's fit check is for one decode worker ({decode.gpus_per_worker} GPUs); AIConfigurator sized "
+        f"both pools ({conf.parallelism})")}
+    return plan.model_copy(update={
+        "layout": "pd_cluster", "worker": pool(decode, "decode"), "prefill": pool(prefill, "prefill"),
+        "gpus_per_replica": sum(side.workers * side.gpus_per_worker for side in conf.workers),
+        "max_num_seqs": decode.batch_size, "max_num_seqs_source": source, "fit": fit,
+        "placement": plan.placement.model_copy(update={"gpus_per_node": gpus_per_node, "nodes_per_replica": nodes})})
+
+
+def replica_set_nodes(workers: list[int], node: int) -> tuple[int, int]:
+    """(GPUs per node, nodes) placement reserves for one replica whose workers use `workers` GPUs each, on
+    nodes of `node` GPUs. Placement gives every node of a replica the same share, so the workers are packed
+    onto as few nodes as hold them (largest first; a worker larger than a node takes whole nodes) and each
+    node reserves the fullest node's GPUs: never less than a worker needs where it lands, and exactly the
+    workers' GPUs when they fill one node or whole nodes."""
+    whole = sum(gpus // node for gpus in workers if gpus >= node)
+    free: list[int] = []
+    for gpus in sorted((g for g in workers if g < node), reverse=True):
+        room = next((i for i, left in enumerate(free) if left >= gpus), None)
+        if room is None:
+            free.append(node - gpus)
+        else:
+            free[room] -= gpus
+    fullest = node if whole else max(node - left for left in free)
+    return fullest, whole + len(free)

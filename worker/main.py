@@ -16,10 +16,10 @@ import asyncpg
 from temporalio.common import WorkerDeploymentVersion
 from temporalio.worker import Worker
 
-from wingsmith.config import KUBE_TASK_QUEUE, TASK_QUEUE, Settings, get_settings, observe_task_queue
+from wingsmith.config import KUBE_TASK_QUEUE, TASK_QUEUE, Settings, observe_task_queue
 from wingsmith.kube import preload as preload_kube_client
 from wingsmith.logs import configure_logging, get_logger
-from wingsmith.startup import postgres_failure, run_or_exit
+from wingsmith.startup import load_settings, postgres_failure, run_or_exit
 from wingsmith.temporal import connect
 from wingsmith.tracing import configure_tracing
 from worker.metrics import DomainMetrics, metrics_runtime, serve_metrics
@@ -39,6 +39,11 @@ _STICKY_TIMEOUT = timedelta(seconds=3)
 
 # Looks one worker holds at once: thousands of watched clusters (each look is a coroutine and a timer).
 _WATCHED_AT_ONCE = 20_000
+# Workflows kept in memory between their tasks: every serving workload wakes its workflow at least once
+# per report period, and one evicted from the cache replays its whole history on its next task. With the
+# SDK's 1,000, a worker watching more workloads than that evicts one on nearly every answer (they wake in
+# turn, least recently used first). Memory per cached workload: see README, Figures (bench/watching.py).
+_WORKFLOWS_CACHED = 10_000
 
 
 
@@ -66,6 +71,7 @@ def build_workers(client, deps: WorkerDeps, *, task_queue: str = TASK_QUEUE,
         workers.append(Worker(client, task_queue=task_queue, workflows=workflow_types or workflows(),
                               activities=main_activities(deps), deployment_config=versioned,
                               workflow_runner=WORKFLOW_RUNNER, sticky_queue_schedule_to_start_timeout=_STICKY_TIMEOUT,
+                              max_cached_workflows=_WORKFLOWS_CACHED,
                               activity_executor=ThreadPoolExecutor(max_threads, thread_name_prefix="wingsmith-act"),
                               graceful_shutdown_timeout=_GRACEFUL_SHUTDOWN, interceptors=[metrics]))
     kube = kube_activities(deps)
@@ -143,7 +149,8 @@ async def run(settings: Settings, queues: Collection[str] | None = None) -> None
 
 
 def main(argv: list[str] | None = None) -> None:
-    settings = get_settings()
+    # A setting that does not parse ends the process in one line, exit 78, like any other start failure.
+    settings = run_or_exit("wingsmith worker", load_settings)
     parser = argparse.ArgumentParser(prog="python -m worker", description="Poll the plane's Temporal task queues.")
     parser.add_argument("--queue", action="append", choices=task_queues(settings), metavar="NAME",
                         help="poll only this task queue (repeatable); default: all of them")

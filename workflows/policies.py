@@ -39,19 +39,25 @@ def inventory_read(task_queue: str) -> workflow.ActivityConfig:
                                    retry_policy=RetryPolicy(maximum_attempts=5, initial_interval=timedelta(seconds=1)))
 
 
-# An observation heartbeats every 2 s while it waits for news (activities/observe.py), so one whose heartbeat
-# stops for 6 s lost its worker (killed, restarting): the server starts it again on another, and the new
-# attempt carries on, so a crashing worker costs the workflow nothing. Only one still unanswered
-# `watch.silence_seconds` past its report period (no observe worker, a hung API) is given up.
-OBSERVE_HEARTBEAT_TIMEOUT = timedelta(seconds=6)
+# An observation is started again on another worker when its heartbeats stop for `watch.silence_seconds`
+# (at least 6 s), the period after which the plane says it has not heard from a cluster: a look lost with
+# its worker (killed, OOM) costs the workflow at most that, and the new attempt carries on. It used to
+# be 6 s for every look, so every waiting look heartbeated every 4.8 s: at 1,000 watched workloads
+# those heartbeats were most of the Temporal server's work (bench/watching.py; README, Figures). A
+# worker that shuts down fails its looks at once (activities/observe.py), so they start again elsewhere
+# without waiting for this.
+# Only one still unanswered `watch.silence_seconds` past its report period (no observe worker, a hung
+# API) is given up.
+OBSERVE_HEARTBEAT_TIMEOUT_MIN = timedelta(seconds=6)
 OBSERVE_RETRY = RetryPolicy(initial_interval=timedelta(seconds=1), maximum_interval=timedelta(seconds=5),
                             maximum_attempts=0)
 
 
 def observe(task_queue: str, report_seconds: float, silence_seconds: float) -> workflow.ActivityConfig:
-    return workflow.ActivityConfig(task_queue=task_queue,
-                                   schedule_to_close_timeout=timedelta(seconds=report_seconds + silence_seconds),
-                                   heartbeat_timeout=OBSERVE_HEARTBEAT_TIMEOUT, retry_policy=OBSERVE_RETRY)
+    return workflow.ActivityConfig(
+        task_queue=task_queue, schedule_to_close_timeout=timedelta(seconds=report_seconds + silence_seconds),
+        heartbeat_timeout=max(OBSERVE_HEARTBEAT_TIMEOUT_MIN, timedelta(seconds=silence_seconds)),
+        retry_policy=OBSERVE_RETRY)
 
 
 # A person waits on an upgrade's plan (the update's answer): a registry that stays down refuses, it does

@@ -53,7 +53,7 @@ class WatchWorkflow:
                 artifact_contract.WORKFLOW, ArtifactWorkflowInput(
                     repo_id=params.repo_id, revision=params.branch, sha=sha,
                     requested_by=f"watch {params.repo_id}@{params.branch}", policy=params.policy,
-                    catalog_version=catalog_version),
+                    catalog_version=catalog_version, kube_task_queue=params.kube_task_queue),
                 id=artifact_workflow_id(params.repo_id, sha, catalog_version),
                 parent_close_policy=ParentClosePolicy.ABANDON,  # the draft waits for its review, not for us
                 static_summary=f"Review {opened} (opened by the watch: {why})")

@@ -12,6 +12,7 @@ from pydantic import ValidationError
 from api.console.memory import memory_chart, memory_rows
 from api.console.rendering import ConsoleRoute, first, read_form, redirect, render
 from api.console.session import ConsoleApprover, ConsoleViewer, check_csrf
+from api.console.tradeoff import draft_tradeoff
 from api.console.views import (
     CommandChoice,
     command_view,
@@ -94,7 +95,7 @@ async def _draft_page(request: Request, org: str, name_at_sha: str, principal, d
         request, "draft.html", status_code=status_code, principal=principal, art=art, state=state, live=live,
         draft=draft, evidence=evidence, target=target, warnings=warnings,
         variants=variant_rows(evidence, sizing or []), memory=memory,
-        memory_picture=memory_chart(memory),
+        memory_picture=memory_chart(memory), tradeoff=draft_tradeoff(draft) if draft else None,
         layouts=layout_rows(evidence) if evidence else [], hardware=hardware_rows(evidence) if evidence else [],
         features=feature_rows(evidence) if evidence else [], command=command, seqs=seqs, catalog_note=catalog_note,
         can_review=principal.has("approver"), error=error, comment=comment, decided=decided, registered=registered,

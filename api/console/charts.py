@@ -8,8 +8,10 @@ variant names), so each is escaped here; a page puts the same figures in a table
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from itertools import count
+from typing import Literal
 
 from markupsafe import Markup, escape
 from pydantic import BaseModel
@@ -51,22 +53,25 @@ def _fmt(value: float) -> str:
     return f"{value:,.0f}" if abs(value) >= 100 else f"{value:,.3g}"
 
 
-def _short(label: str) -> str:
-    return label if len(label) <= MAX_LABEL else label[:MAX_LABEL - 1] + "…"
+def _short(label: str, most: int = MAX_LABEL) -> str:
+    return label if len(label) <= most else label[:most - 1] + "…"
 
 
 def _svg(title: str, height: int, body: list[str], legend: Sequence[str] = (),
-         mark_legend: Sequence[str] = ()) -> Markup:
-    """The chart's frame: an image with a name (its title) for screen readers, then its legend."""
+         mark_legend: Sequence[str] = (), description: str = "") -> Markup:
+    """The chart's frame: an image with a name (its title) and, when given, a description in words for
+    screen readers, then its legend."""
     chart_id = f"chart-{next(_ids)}"
+    described = (f' aria-describedby="{chart_id}-desc"', f'<desc id="{chart_id}-desc">{escape(description)}</desc>') \
+        if description else ("", "")
     keys = "".join(f'<span class="key"><span class="swatch series-{i % 6}"></span>{escape(name)}</span>'
                    for i, name in enumerate(legend))
     keys += "".join(f'<span class="key"><span class="swatch mark-{i % 3}"></span>{escape(name)} (line)</span>'
                     for i, name in enumerate(mark_legend))
     return Markup(
         f'<figure class="chart"><svg class="chart" viewBox="0 0 {WIDTH} {height}" role="img" '
-        f'aria-labelledby="{chart_id}" preserveAspectRatio="xMinYMin meet">'
-        f'<title id="{chart_id}">{escape(title)}</title>{"".join(body)}</svg>'
+        f'aria-labelledby="{chart_id}"{described[0]} preserveAspectRatio="xMinYMin meet">'
+        f'<title id="{chart_id}">{escape(title)}</title>{described[1]}{"".join(body)}</svg>'
         + (f'<figcaption class="legend">{keys}</figcaption>' if keys else "") + "</figure>")
 
 
@@ -151,3 +156,113 @@ def scatter(title: str, points: Sequence[Point], x_label: str, y_label: str) -> 
                     f'cy="{10 + PLOT_HEIGHT * (1 - p.y / y_top):.1f}" r="4"><title>{escape(p.label)}: '
                     f'{_fmt(p.x)}, {_fmt(p.y)}</title></circle>')
     return _svg(title, PLOT_HEIGHT + 36, body)
+
+
+# -- a plot of points over two measured axes ------------------------------------------------------------
+Shape = Literal["circle", "square"]
+MAX_PLOTTED = 256  # points per series: more adds nothing a 720-pixel picture can show
+MAX_SERIES = 16
+PLOT_LEFT, PLOT_TOP, PLOT_RIGHT, XY_HEIGHT = 72, 12, 16, 260
+KEY_HEIGHT = 18
+
+
+class XYSeries(BaseModel):
+    """Points of one kind. Series differ by marker shape and dash as well as colour, so a reader who does
+    not see the colours (or prints the page) still tells them apart; the legend shows both."""
+    label: str
+    points: list[Point]
+    shape: Shape | None = "circle"  # None: a line without markers
+    joined: bool = False
+    dashed: bool = False
+    colour: int = 0  # console.css's series-N
+
+
+def _ticks(top: float) -> list[float]:
+    """Round steps from zero to at least `top`: 1, 2, 2.5 or 5 times a power of ten, four to six of them."""
+    raw = (top if top > 0 else 1.0) / 5
+    power = 10.0 ** math.floor(math.log10(raw))
+    step = next(m * power for m in (1, 2, 2.5, 5, 10) if m * power >= raw)
+    return [i * step for i in range(max(math.ceil(top / step - 1e-9), 1) + 1)]
+
+
+def _marker(shape: Shape, x: float, y: float, css: str, tip: str) -> str:
+    if shape == "square":
+        return f'<rect class="{css}" x="{x - 4:.1f}" y="{y - 4:.1f}" width="8" height="8"><title>{tip}</title></rect>'
+    return f'<circle class="{css}" cx="{x:.1f}" cy="{y:.1f}" r="4.5"><title>{tip}</title></circle>'
+
+
+def _plottable(points: Sequence[Point]) -> list[Point]:
+    """Figures a picture can place: finite and not below zero (anything else from outside is left out)."""
+    return [p for p in points if math.isfinite(p.x) and math.isfinite(p.y) and p.x >= 0 and p.y >= 0][:MAX_PLOTTED]
+
+
+def xy_plot(title: str, series: Sequence[XYSeries], x_label: str, y_label: str, *, description: str = "",
+            callout: Point | None = None, callout_word: str = "") -> Markup:
+    """Points (optionally joined) over two axes that start at zero, ticked in round steps, with their units
+    in the axis names; `callout` rings one point and writes its label beside it. The legend is drawn in
+    the picture, each key with its series' line and marker."""
+    drawn = [s.model_copy(update={"points": _plottable(s.points)}) for s in series[:MAX_SERIES]]
+    drawn = [s for s in drawn if s.points]
+    if not drawn:
+        return Markup("")
+    if callout is not None and not _plottable([callout]):
+        callout = None
+    everything = [p for s in drawn for p in s.points] + ([callout] if callout else [])
+    x_ticks = _ticks(max(p.x for p in everything))
+    y_ticks = _ticks(max(p.y for p in everything))
+    width, bottom = WIDTH - PLOT_LEFT - PLOT_RIGHT, PLOT_TOP + XY_HEIGHT
+
+    def at(p: Point) -> tuple[float, float]:
+        return PLOT_LEFT + p.x / x_ticks[-1] * width, bottom - p.y / y_ticks[-1] * XY_HEIGHT
+
+    body = [f'<line class="axis" x1="{PLOT_LEFT}" y1="{PLOT_TOP}" x2="{PLOT_LEFT}" y2="{bottom}"/>',
+            f'<line class="axis" x1="{PLOT_LEFT}" y1="{bottom}" x2="{WIDTH - PLOT_RIGHT}" y2="{bottom}"/>']
+    for t in y_ticks:
+        y = bottom - t / y_ticks[-1] * XY_HEIGHT
+        body.append(f'<line class="axis" x1="{PLOT_LEFT - 4}" y1="{y:.1f}" x2="{PLOT_LEFT}" y2="{y:.1f}"/>'
+                    f'<text class="label" x="{PLOT_LEFT - 6}" y="{y + 4:.1f}" text-anchor="end">{_fmt(t)}</text>')
+    for t in x_ticks:
+        x = PLOT_LEFT + t / x_ticks[-1] * width
+        body.append(f'<line class="axis" x1="{x:.1f}" y1="{bottom}" x2="{x:.1f}" y2="{bottom + 4}"/>'
+                    f'<text class="label" x="{x:.1f}" y="{bottom + 17}" text-anchor="middle">{_fmt(t)}</text>')
+    body.append(f'<text class="label" x="{PLOT_LEFT + width / 2:.1f}" y="{bottom + 36}" text-anchor="middle">'
+                f'{escape(x_label)}</text>')
+    body.append(f'<text class="label" transform="rotate(-90)" x="{-(PLOT_TOP + XY_HEIGHT / 2):.1f}" y="14" '
+                f'text-anchor="middle">{escape(y_label)}</text>')
+    for s in drawn:
+        css = f"series-{s.colour % 6}"
+        dash = ' stroke-dasharray="7 4"' if s.dashed else ""
+        if s.joined and len(s.points) > 1:
+            coords = " ".join(f"{x:.1f},{y:.1f}" for x, y in (at(p) for p in sorted(s.points, key=lambda p: p.x)))
+            body.append(f'<polyline class="line {css}" points="{coords}"{dash}><title>{escape(s.label)}</title>'
+                        f'</polyline>')
+        if s.shape is not None:
+            body.extend(_marker(s.shape, *at(p), f"dot {css}",
+                                f"{escape(p.label or s.label)}: {_fmt(p.x)}, {_fmt(p.y)}") for p in s.points)
+    if callout is not None:
+        cx, cy = at(callout)
+        right = cx < PLOT_LEFT + width * 0.6
+        tx, ty = (cx + 14 if right else cx - 14), (cy - 12 if cy > PLOT_TOP + 24 else cy + 24)
+        body.append(f'<circle class="callout" cx="{cx:.1f}" cy="{cy:.1f}" r="10" fill="none" stroke="currentColor" '
+                    f'stroke-width="2.5"><title>{escape(callout.label)}</title></circle>'
+                    f'<text class="label callout" x="{tx:.1f}" y="{ty:.1f}" text-anchor="{"start" if right else "end"}"'
+                    f' font-weight="bold">{escape(_short(callout.label, 56))}</text>')
+    keys = [(s, s.label) for s in drawn]
+    y0 = bottom + 50
+    for i, (s, words) in enumerate(keys):
+        y = y0 + i * KEY_HEIGHT
+        css = f"series-{s.colour % 6}"
+        if s.joined:
+            dash = ' stroke-dasharray="7 4"' if s.dashed else ""
+            body.append(f'<line class="line {css}" x1="{PLOT_LEFT}" y1="{y:.1f}" x2="{PLOT_LEFT + 28}" '
+                        f'y2="{y:.1f}"{dash}/>')
+        if s.shape is not None:
+            body.append(_marker(s.shape, PLOT_LEFT + 14, y, f"key dot {css}", escape(words)))
+        body.append(f'<text class="label" x="{PLOT_LEFT + 36}" y="{y + 4:.1f}">{escape(_short(words, 90))}</text>')
+    if callout is not None:
+        y = y0 + len(keys) * KEY_HEIGHT
+        body.append(f'<circle cx="{PLOT_LEFT + 14}" cy="{y:.1f}" r="7" fill="none" stroke="currentColor" '
+                    f'stroke-width="2.5"/><text class="label" x="{PLOT_LEFT + 36}" y="{y + 4:.1f}">'
+                    f'{escape(_short(callout_word or callout.label, 90))}</text>')
+        keys.append((drawn[0], ""))
+    return _svg(title, y0 + len(keys) * KEY_HEIGHT, body, description=description)

@@ -46,6 +46,7 @@ class ClusterView(BaseModel):
     region: str
     labels: dict[str, str]
     cordoned: bool
+    cost_per_gpu_hour: float | None = None  # None: unknown
     cards: list[tuple[str, int]]  # (display name, GPUs)
     gpus_total: int
     gpus_free: int
@@ -84,7 +85,8 @@ def cluster_view(record: ClusterRecord, inventory: ClusterInventory | None,
     if record.cordoned:
         words += "; cordoned: it takes no new replicas"
     return ClusterView(name=record.name, region=record.region, labels=dict(record.labels), cordoned=record.cordoned,
-                       cards=sorted(cards.items()), gpus_total=sum(cards.values()), gpus_free=free,
+                       cost_per_gpu_hour=record.cost_per_gpu_hour, cards=sorted(cards.items()),
+                       gpus_total=sum(cards.values()), gpus_free=free,
                        inventory_source=inventory.source if inventory else "", inventory_error=error,
                        deployments=deployments, health=health, health_words=words)
 

@@ -19,6 +19,7 @@ from api.console.forms import refusal_words
 from api.console.journey import JSON
 from api.console.rendering import ConsoleRoute, read_form, redirect, render
 from api.console.session import ConsoleOperator, ConsoleViewer, check_csrf
+from api.console.traffic_charts import traffic_section
 from api.console.workloads import OFFERED_STATES, workload_path
 from api.deps import DbDep, SettingsDep, TemporalDep
 from api.errors import ApiError
@@ -141,7 +142,8 @@ async def _endpoint_page(request: Request, name: str, principal: Principal, db: 
                      | set(e.get("workloads") or []))
     return render(request, "endpoint.html", status_code=status_code, principal=principal, e=e, backends=backends,
                   base_url=base, curl=chat_curl(base, name), served_as=served_as, offered=offered, error=error,
-                  serving=sum(1 for b in backends if b.weight > 0), workload_path=workload_path)
+                  serving=sum(1 for b in backends if b.weight > 0), workload_path=workload_path,
+                  traffic=await traffic_section(db, settings, endpoint=name))
 
 
 @router.get("/endpoints/{name}")

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from dataclasses import dataclass
 from typing import Any
 
 from fastapi import APIRouter, Request
@@ -18,6 +19,7 @@ from api.console.model_index import IndexFilter, checked, choices, filtered, ind
 from api.console.rendering import ConsoleRoute, render
 from api.console.session import signed_in
 from api.console.suggest import Candidate, placement_trial, suggest
+from api.console.tradeoff import TradeoffView, draft_tradeoff
 from api.console.views import (
     CommandChoice,
     command_view,
@@ -31,16 +33,21 @@ from api.console.views import (
 )
 from api.console.words import UPSTREAM_LICENCE_URL
 from api.errors import ApiError
+from api.routes.artifacts import with_performance
 from api.routes.resolve import resolver_for
 from wingsmith.hardware import HARDWARE
 from wingsmith.hub import ArtifactProposal, HubError, HubRateLimited, HubUnavailable, parse_source
 from wingsmith.recipes import Catalog, DynamoEntry, dynamo_entries, evidence_for, load_catalog
+from wingsmith.store import artifacts as artifact_store
 
 router = APIRouter(route_class=ConsoleRoute)
 
 # The Hub's answer (licence, commit) is a nicety on a public page: it never holds the page up longer.
 HUB_WAIT_SECONDS = 3.0
 HUB_QUIET_SECONDS = 60.0
+# The model page draws the trade-off of the newest artifact that has figures, looking this far back.
+PERFORMANCE_STATES = ("draft", "approved")
+PERFORMANCE_LOOKBACK = 20
 
 
 class DynamoCard(BaseModel):
@@ -61,6 +68,32 @@ def dynamo_by_card(hf_id: str, catalog: Catalog) -> list[DynamoCard]:
         cards.append(DynamoCard(card=card, name=hw.display_name if hw else (card or "Card not stated"),
                                 entries=entries))
     return sorted(cards, key=lambda c: (c.card is None, c.name))
+
+
+@dataclass(frozen=True)
+class ModelPerformance:
+    """The trade-off of the newest draft or approved artifact of a model that has figures, or why none."""
+    artifact: dict[str, Any] | None = None
+    view: TradeoffView | None = None
+    why_none: str | None = None
+
+
+async def model_performance(db, hf_id: str) -> ModelPerformance:
+    listed = [a for a in await artifact_store.list_artifacts(db, model=hf_id, limit=PERFORMANCE_LOOKBACK)
+              if a["state"] in PERFORMANCE_STATES]
+    newest_reason = None
+    for artifact in listed:
+        draft = ((await artifact_store.get_artifact(db, artifact["id"])) or {}).get("draft")
+        if not draft:
+            continue
+        view = draft_tradeoff(with_performance(draft))
+        if view.why_none is None:
+            return ModelPerformance(artifact=artifact, view=view)
+        newest_reason = newest_reason or f"the newest, {artifact['id']}, says: {view.why_none}"
+    if not listed:
+        return ModelPerformance(why_none="no draft or approved artifact of this model is registered on this plane")
+    return ModelPerformance(why_none=f"none of this model's draft or approved artifacts has figures yet"
+                                     f"{'; ' + newest_reason if newest_reason else ''}")
 
 
 async def hub_facts(request: Request, hf_id: str) -> ArtifactProposal | None:
@@ -128,5 +161,7 @@ async def model_page(request: Request, org: str, name: str, variant: str | None 
     context.update(faq=answers(evidence, catalog, dynamo), dcp_note=dcp_note(match.recipe, evidence, catalog),
                    attribution=attribution(catalog), licence_url=UPSTREAM_LICENCE_URL,
                    mine=await on_this_plane(db, principal, match.recipe.model_id)
+                   if db is not None and principal is not None else None,
+                   performance=await model_performance(db, match.recipe.model_id)
                    if db is not None and principal is not None else None)
     return render(request, "model.html", **context)

@@ -2,7 +2,12 @@
 while it is filled in, the page shows the fit check and a dry-run placement (which clusters would take
 the replicas, and why the others would not), refreshed by a small GET fragment or, without scripts, by
 the form's own "Check" button. Both the check and the create go through the API's own handler, so
-the console refuses what the API refuses, in the same words."""
+the console refuses what the API refuses, in the same words.
+
+A workload may be sized by traffic instead of replicas (`sizing=target` and the `target.*` fields). Planning
+it asks AIConfigurator, a search of minutes when not cached yet, so the check refreshed on every change
+only validates those fields; the whole page (the "Check again" button, which needs no script) plans the
+target and shows every candidate card's plan."""
 
 from __future__ import annotations
 
@@ -30,11 +35,17 @@ from wingsmith.recipes import load_catalog
 from wingsmith.recipes.evidence import Evidence
 from wingsmith.store import artifacts as artifact_store
 from wingsmith.store import workloads as workload_store
+from wingsmith.target_plan import TargetChoice
 from wingsmith.workloads import WorkloadPlan, WorkloadRequest
 
 router = APIRouter(route_class=ConsoleRoute)
 
-TEXT_FIELDS = ("artifact_id", "name", "hardware", "layout", "variant", "replicas", "served_model_name")
+# The traffic target's fields: the form's name (the API's JSON path) → the form model's attribute.
+TARGET_FIELDS = {"target.requests_per_second": "target_rps", "target.isl": "target_isl", "target.osl": "target_osl",
+                 "target.ttft_ms": "target_ttft_ms", "target.tpot_ms": "target_tpot_ms"}
+TEXT_FIELDS = ("artifact_id", "name", "hardware", "layout", "variant", "sizing", "replicas", "served_model_name",
+               *TARGET_FIELDS)
+SIZINGS = ("replicas", "target")
 
 
 class WorkloadForm(BaseModel):
@@ -44,19 +55,36 @@ class WorkloadForm(BaseModel):
     hardware: str = ""
     layout: str = ""
     variant: str = ""
+    sizing: str = "replicas"  # or "target": size it by traffic
     replicas: str = "1"
+    target_rps: str = ""
+    target_isl: str = ""
+    target_osl: str = ""
+    target_ttft_ms: str = ""
+    target_tpot_ms: str = ""
     served_model_name: str = ""
     features: list[str] = []
 
     @classmethod
     def read(cls, values: dict[str, list[str]]) -> WorkloadForm:
-        given = {k: values[k][0] for k in TEXT_FIELDS if values.get(k)}
+        given = {TARGET_FIELDS.get(k, k): values[k][0] for k in TEXT_FIELDS if values.get(k)}
+        if given.get("sizing") not in SIZINGS:
+            given.pop("sizing", None)
         return cls(**given, features=[f for f in values.get("features", []) if f])
+
+    @property
+    def by_target(self) -> bool:
+        return self.sizing == "target"
 
     def request(self) -> WorkloadRequest:
         """The API's request body for these fields; blank optional fields are left out, as in JSON."""
         body: dict[str, Any] = {"artifact_id": self.artifact_id.strip(), "hardware": self.hardware.strip(),
-                                "replicas": self.replicas.strip() or "1", "features": self.features}
+                                "features": self.features}
+        if self.by_target:
+            body["target"] = {name.removeprefix("target."): value for name, attr in TARGET_FIELDS.items()
+                              if (value := blank_to_none(getattr(self, attr))) is not None}
+        else:
+            body["replicas"] = self.replicas.strip() or "1"
         for key in ("name", "layout", "variant", "served_model_name"):
             if (value := blank_to_none(getattr(self, key))) is not None:
                 body[key] = value
@@ -73,10 +101,14 @@ class Choices(BaseModel):
 
 
 class Check(BaseModel):
-    """The fit check and dry-run placement for the form as it stands, or the API's refusal."""
+    """The fit check and dry-run placement for the form as it stands, or the API's refusal. Sized by
+    traffic: also every candidate card's plan, or, from the check refreshed while typing, only that the
+    target is well formed and waits to be planned."""
     refusal: str | None = None
     plan: WorkloadPlan | None = None
     placement: PlacementDecision | None = None
+    target_plan: TargetChoice | None = None
+    unplanned_target: bool = False
 
 
 async def _approved(db: asyncpg.Pool) -> list[dict[str, Any]]:
@@ -120,7 +152,8 @@ async def _with_defaults(form: WorkloadForm, evidence: Evidence | None, request:
             if await placed(option) is None:
                 return None
             tried = form.model_copy(update={"hardware": option.hardware, "layout": option.layout,
-                                            "variant": form.variant or base.variant, "replicas": "1"})
+                                            "variant": form.variant or base.variant, "sizing": "replicas",
+                                            "replicas": "1"})
             check = await check_workload(tried, request, principal, db, settings)
             return check.placement.summary if check.placement and not check.placement.unplaced else None
         fallback = Candidate(hardware=base.hardware, layout=base.layout, gpus=1, nodes=1)
@@ -131,21 +164,34 @@ async def _with_defaults(form: WorkloadForm, evidence: Evidence | None, request:
 
 
 async def check_workload(form: WorkloadForm, request: Request, principal: Principal, db: asyncpg.Pool,
-                         settings: Settings) -> Check:
+                         settings: Settings, *, plan_target: bool = True) -> Check:
+    """The API's dry run for the form. `plan_target=False`: a form sized by traffic is only validated
+    (planning it may start a search of minutes)."""
     if not form.artifact_id:
         return Check(refusal="Choose an approved artifact first.")
     try:
         body = form.request().model_copy(update={"dry_run": True})
     except ValidationError as exc:
         return Check(refusal=refusal_words(exc))
+    if body.target is not None and not plan_target:
+        return Check(unplanned_target=True)
     try:
         # The API's create handler with dry_run: the same validation, fit check and placement dry run.
         result = await workloads_api.create(body, principal, db, settings, request)
     except ApiError as err:
-        return Check(refusal=err.message)
+        return Check(refusal=err.message, target_plan=unreachable(err))
     if not isinstance(result, workloads_api.DryRun):  # the body asked for a dry run
         raise TypeError(f"a dry-run create answered {type(result).__name__}")
-    return Check(plan=result.plan, placement=PlacementDecision.model_validate(result.placement))
+    return Check(plan=result.plan, placement=PlacementDecision.model_validate(result.placement),
+                 target_plan=result.target_plan)
+
+
+def unreachable(err: ApiError) -> TargetChoice | None:
+    """A target no card meets: what each card reaches, from the refusal's details, for the same table."""
+    if err.code != "target_unreachable" or not isinstance(err.details, dict):
+        return None
+    return TargetChoice.model_validate({"chosen": None, "candidates": err.details.get("candidates") or [],
+                                        "refusal": err.message})
 
 
 async def _page(request: Request, principal: Principal, db: asyncpg.Pool, settings: Settings, form: WorkloadForm, *,
@@ -179,7 +225,7 @@ async def check_fragment(request: Request, principal: ConsoleOperator, db: DbDep
     form = WorkloadForm.read(values)
     form = await _with_defaults(form, await _evidence(db, form.artifact_id), request, principal, db, settings)
     return render(request, "_workload_check.html", principal=principal,
-                  check=await check_workload(form, request, principal, db, settings))
+                  check=await check_workload(form, request, principal, db, settings, plan_target=False))
 
 
 @router.post("/workloads/new")

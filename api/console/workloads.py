@@ -13,13 +13,17 @@ from pydantic import BaseModel, ValidationError
 
 from api.console.artifacts import draft_path
 from api.console.events import EventLine, event_groups, operation_of, operation_of_note
+from api.console.predicted import predicted_for
 from api.console.rendering import ConsoleRoute, first, read_form, redirect, render
 from api.console.session import ConsoleOperator, ConsoleViewer, check_csrf
+from api.console.traffic_charts import traffic_section
+from api.console.upgrade_timeline import upgrade_timelines
 from api.console.views import LAYOUT_WORDS
 from api.deps import DbDep, SettingsDep, TemporalDep
 from api.errors import ApiError
 from api.routes import workloads as workloads_api
 from contracts import conditions as reason
+from wingsmith.store import artifacts as artifact_store
 from wingsmith.store import workloads as workload_store
 
 router = APIRouter(route_class=ConsoleRoute)
@@ -264,6 +268,12 @@ async def _workload_page(request: Request, workload_id: str, principal, db, sett
     stage = (live or {}).get("stage") or w.get("state") or "unknown"
     clusters = cluster_rows(w.get("deployments") or [], live)
     replicas = (live or {}).get("replicas", spec.get("replicas"))
+    artifact = await artifact_store.get_artifact(db, w["artifact_id"]) if w.get("artifact_id") else None
+    predicted = predicted_for((artifact or {}).get("draft"), spec)
+    traffic = await traffic_section(db, settings, workload_id=workload_id,
+                                    predicted_ttft_ms=predicted.row.ttft_ms if predicted and predicted.row else None)
+    timelines = upgrade_timelines(w.get("events") or [], (live or {}).get("timeline") if live else None,
+                                  w.get("upgrade"), traffic.end)
     return render(
         request, "workload.html", status_code=status_code, principal=principal, w=w, live=live, spec=spec,
         stage=stage, stage_words=STAGE_WORDS.get(stage, stage), clusters=clusters,
@@ -278,7 +288,7 @@ async def _workload_page(request: Request, workload_id: str, principal, db, sett
         scaled=request.query_params.get("scaled"), created=request.query_params.get("created"),
         deleting=request.query_params.get("deleting"), upgrade=w.get("upgrade"), upgrade_words=UPGRADE_WORDS,
         upgrade_figures=upgrade_figures, controlled=request.query_params.get("upgrade"),
-        page_path=workload_path(workload_id))
+        page_path=workload_path(workload_id), traffic=traffic, predicted=predicted, timelines=timelines)
 
 
 @router.get("/workloads/{workload_id}")

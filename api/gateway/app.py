@@ -8,10 +8,9 @@
     /metrics                               Prometheus (api/gateway/metrics.py); with client keys on,
                                            the admin token (the traffic it shows is the operator's)
 
-A request that fails before any byte reached the client (connection refused, timeout, a 5xx or
-404 answer, a stream that broke before its first byte) is retried once on another backend, and
-the failing backend cools down: it gets no new requests until a background probe of its
-`/v1/models` lists the model again. Bodies are relayed chunk by chunk as they arrive.
+The two proxy routes are served by a plain ASGI hot path (api/gateway/proxy.py): retries, cool-downs
+and the relay of streamed answers are described there. A backend that cools down gets no new
+requests until a background probe of its `/v1/models` (here) lists the model again.
 
 What a client is told never names the gateway's files or its backends' addresses; the log does.
 """
@@ -27,61 +26,63 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
+from opentelemetry.trace import TracerProvider
 from pydantic import ValidationError
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response, StreamingResponse
+from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from api.body_limit import BodyLimit, RequestTooLarge
-from api.gateway.guard import DEFAULT_MAX_BODY_BYTES, ClientKeys, Refusal, too_large_message
-from api.gateway.metrics import ENDPOINT_KEY, GatewayMetrics
+from api.gateway.answers import openai_error, refused_by_door, too_large, unauthorized, unknown_model
+from api.gateway.guard import DEFAULT_MAX_BODY_BYTES, ClientKeys, Refusal
+from api.gateway.metrics import GatewayMetrics
+from api.gateway.proxy import PROXY_PATHS, Proxy
 from api.gateway.table import BackendState, RouteTable, log
-from api.gateway.upstream import UpstreamError, UpstreamResponse, Upstreams
+from api.gateway.tracing import RequestTracer
+from api.gateway.upstream import UpstreamError, Upstreams
 from wingsmith.gateway.routes import EndpointRoutes
 from wingsmith.secrets import SecretUnavailable, read_secret_ref
 
-BACKEND_HEADER = "x-wingsmith-backend"
-# Answers that say "this backend cannot serve this request now" rather than "the request is bad".
-# A 404 counts: the route says the backend serves the model, so not finding it is the backend's fault.
-RETRY_STATUSES = frozenset({404, 408, 429, 500, 502, 503, 504})
-# 429 means busy, not broken: try elsewhere but keep sending it traffic.
-NO_COOLDOWN_STATUSES = frozenset({429})
-_FORWARD_REQUEST_HEADERS = frozenset({b"content-type", b"accept", b"accept-encoding", b"x-request-id", b"traceparent"})
-# A non-streamed answer up to this size is read whole before it is relayed: one plain response, and
-# a backend that dies mid-answer can still be retried. Larger or streamed answers are relayed as they come.
-_BUFFER_UP_TO = 1 << 20
-_HOP_BY_HOP = frozenset({"connection", "keep-alive", "proxy-authenticate", "proxy-authorization", "te",
-                         "trailer", "trailers", "transfer-encoding", "upgrade", "date", "server"})
 
+class GatewayApp(Starlette):
+    """Starlette for everything but the proxy routes' POSTs, which go straight to `proxy` (plain
+    ASGI, with its own body limit) without Starlette's middleware, routing and request objects."""
 
-def openai_error(status: int, message: str, kind: str, code: str | None = None,
-                 param: str | None = None) -> JSONResponse:
-    return JSONResponse({"error": {"message": message, "type": kind, "param": param, "code": code}},
-                        status_code=status)
+    proxy: ASGIApp
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and scope["path"] in PROXY_PATHS and scope["method"] == "POST":
+            await self.proxy(scope, receive, send)
+        else:
+            await super().__call__(scope, receive, send)
 
 
 def create_gateway_app(*, state_dir: Path | None = None, admin_token_ref: str | None = None,
                        probe_interval: float = 1.0, first_probe_after: float = 0.2,
                        probe_timeout: float = 2.0, connect_timeout: float = 3.0,
                        read_timeout: float = 600.0, max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
-                       client_keys_ref: str | None = None) -> Starlette:
+                       client_keys_ref: str | None = None,
+                       tracer_provider: TracerProvider | None = None) -> GatewayApp:
     """`state_dir` None keeps routes in memory only; `admin_token_ref` None refuses every admin call;
-    `client_keys_ref` None leaves every endpoint open (see api/gateway/guard.py)."""
+    `client_keys_ref` None leaves every endpoint open (see api/gateway/guard.py); `tracer_provider`
+    None traces nothing (the client's trace context is still forwarded; api/gateway/tracing.py)."""
     client_keys = ClientKeys(client_keys_ref)
     table = RouteTable(state_dir, first_probe_after=first_probe_after)
     saved_at_start = bool(table.models())
-    metrics = GatewayMetrics(table, BACKEND_HEADER)
+    metrics = GatewayMetrics(table)
     created = int(time.time())
     upstreams = Upstreams(connect_timeout=connect_timeout, read_timeout=read_timeout)
+    tracer = RequestTracer(tracer_provider) if tracer_provider is not None else None
 
-    # ---- proxy -----------------------------------------------------------------------------------
+    # ---- the endpoints' names (the proxy routes: api/gateway/proxy.py) ---------------------------
 
     async def models(request: Request) -> Response:
         try:
-            listed = client_keys.callable_models(request, table.models())
+            listed = client_keys.callable_models(request.headers.get("authorization", ""), table.models())
         except Refusal as refusal:
             return refused_by_door(refusal)
         return JSONResponse({"object": "list", "data": [_model_card(m, created) for m in listed]})
@@ -89,121 +90,12 @@ def create_gateway_app(*, state_dir: Path | None = None, admin_token_ref: str | 
     async def model(request: Request) -> Response:
         name = request.path_params["model"]
         try:
-            client_keys.check(request, name)
+            client_keys.check(request.headers.get("authorization", ""), name)
         except Refusal as refusal:
             return refused_by_door(refusal)
         if table.get(name) is None:
-            return _unknown_model(name)
+            return unknown_model(name)
         return JSONResponse(_model_card(name, created))
-
-    async def completions(request: Request) -> Response:
-        try:
-            raw = await request.body()  # at most max_body_bytes: BodyLimit counts what arrives
-        except RequestTooLarge as exc:
-            return too_large(exc.limit)
-        try:
-            body = json.loads(raw)
-        except (json.JSONDecodeError, UnicodeDecodeError):
-            return openai_error(400, "The request body is not valid JSON.", "invalid_request_error", "invalid_json")
-        if not isinstance(body, dict):
-            return openai_error(400, "The request body must be a JSON object.", "invalid_request_error", "invalid_json")
-        name = body.get("model")
-        if not isinstance(name, str) or not name:
-            return openai_error(400, "You must provide a model parameter.", "invalid_request_error",
-                                "missing_model", "model")
-        try:
-            client_keys.check(request, name)
-        except Refusal as refusal:
-            return refused_by_door(refusal)
-        if table.get(name) is None:
-            return _unknown_model(name)
-        request.scope[ENDPOINT_KEY] = name
-        headers = _forwarded_headers(request.scope["headers"])
-        tried: set[str] = set()
-        failures: list[str] = []
-        held: tuple[UpstreamResponse, BackendState, bytes | None] | None = None
-        for _ in range(2):  # the first try and at most one retry on another backend
-            state = table.pick(name, exclude=tried)
-            if state is None:
-                break
-            if tried:
-                metrics.retried(name)
-            tried.add(state.backend.id)
-            if held is not None:
-                _release(held[0], held[1])
-                held = None
-            outcome = await _attempt(state, request.url.path, raw, body, name, headers)
-            if isinstance(outcome, str):
-                failures.append(f"{state.backend.id}: {outcome}")
-                continue
-            # The answer's bytes get their own name: `body` is the request, resent on a retry.
-            resp, answer = outcome
-            if resp.status in RETRY_STATUSES:
-                failures.append(f"{state.backend.id}: HTTP {resp.status}")
-                if resp.status not in NO_COOLDOWN_STATUSES:
-                    table.failed(state, f"HTTP {resp.status}")
-                held = (resp, state, answer)  # relayed as is if no other backend does better
-                continue
-            return _relay(resp, state, answer)
-        if held is not None:
-            return _relay(*held)
-        if not tried:
-            return openai_error(503, f"No backend is taking requests for model {name!r} right now.",
-                                "service_unavailable", "no_backend")
-        log.warning("gateway request failed on every backend tried", model=name, failures=failures)
-        # Which backends and why is for the operator (the log above): a client learns no internal address.
-        return openai_error(502, f"Every backend tried for model {name!r} failed ({len(failures)} tried); "
-                                 "the gateway's log says why.", "api_error", "backend_failed")
-
-    async def _attempt(state: BackendState, path: str, raw: bytes, body: dict[str, Any], name: str,
-                       headers: list[tuple[bytes, bytes]]) -> tuple[UpstreamResponse, bytes | None] | str:
-        """Send to one backend and read its answer: whole when it is small and not streamed, else up
-        to its first body chunk (so a backend that answers 200 and dies is still retried). Returns the
-        answer and its body (None: still to be streamed); a string says why it failed."""
-        backend = state.backend
-        payload = raw if backend.served_model is None else json.dumps({**body, "model": backend.served_model}).encode()
-        state.in_flight += 1
-        state.requests += 1
-        resp: UpstreamResponse | None = None
-        try:
-            pool, prefix = upstreams.for_url(backend.url)
-            resp = await pool.request("POST", prefix + path, headers, payload)
-            if _small_and_whole(resp):
-                return resp, await resp.read()
-            return resp, None
-        except UpstreamError as exc:
-            if resp is not None:
-                resp.release()
-            state.in_flight -= 1
-            table.failed(state, exc.reason)
-            return exc.reason
-
-    def _release(resp: UpstreamResponse, state: BackendState) -> None:
-        state.in_flight -= 1
-        resp.release()
-
-    def _relay(resp: UpstreamResponse, state: BackendState, body: bytes | None) -> Response:
-        if body is not None:
-            _release(resp, state)
-            whole = Response(body, status_code=resp.status)
-            # The backend's headers as they came (bytes, no decoding and re-encoding), but our own length.
-            whole.raw_headers = [(k, v) for k, v in _relayed_headers(resp, state) if k != b"content-length"]
-            whole.raw_headers.append((b"content-length", str(len(body)).encode()))
-            return whole
-        headers = {k.decode("latin-1"): v.decode("latin-1") for k, v in _relayed_headers(resp, state)}
-
-        async def chunks() -> AsyncIterator[bytes]:
-            try:
-                async for chunk in resp.chunks():
-                    yield chunk
-            except UpstreamError as exc:
-                # Bytes already went out: no retry is possible; abort so the client sees the break.
-                table.failed(state, f"stream broke: {exc.reason}")
-                raise
-            finally:
-                _release(resp, state)
-
-        return StreamingResponse(chunks(), status_code=resp.status, headers=headers)
 
     # ---- probing cooled-down backends ------------------------------------------------------------
 
@@ -259,9 +151,9 @@ def create_gateway_app(*, state_dir: Path | None = None, admin_token_ref: str | 
                                 "service_unavailable", "admin_token_unavailable")
         scheme, _, given = request.headers.get("authorization", "").partition(" ")
         if scheme.lower() != "bearer" or not given.strip():
-            return _unauthorized("Missing bearer token for the gateway admin API.", "missing_token")
+            return unauthorized("Missing bearer token for the gateway admin API.", "missing_token")
         if not hmac.compare_digest(given.strip().encode(), expected.encode()):
-            return _unauthorized("Wrong bearer token for the gateway admin API.", "wrong_token")
+            return unauthorized("Wrong bearer token for the gateway admin API.", "wrong_token")
         return None
 
     async def admin_list(request: Request) -> Response:
@@ -328,7 +220,7 @@ def create_gateway_app(*, state_dir: Path | None = None, admin_token_ref: str | 
                                  "source has not been answered.", "service_unavailable", "routes_not_loaded")
 
     async def not_found(request: Request, exc: Exception) -> Response:
-        if isinstance(exc, RequestTooLarge):  # a body read by a handler other than completions
+        if isinstance(exc, RequestTooLarge):  # a body read by a handler other than the proxy
             return too_large(exc.limit)
         status = getattr(exc, "status_code", 404)
         message = "Unknown URL." if status == 404 else f"Method {request.method} is not allowed here."
@@ -346,11 +238,15 @@ def create_gateway_app(*, state_dir: Path | None = None, admin_token_ref: str | 
                 await task
             await upstreams.aclose()
 
-    app = Starlette(routes=[
+    async def proxied_elsewhere(request: Request) -> Response:
+        raise AssertionError("POSTs to the proxy routes never reach Starlette (GatewayApp.__call__)")
+
+    app = GatewayApp(routes=[
         Route("/v1/models", models, methods=["GET"]),
         Route("/v1/models/{model:path}", model, methods=["GET"]),
-        Route("/v1/chat/completions", metrics.observed(completions), methods=["POST"]),
-        Route("/v1/completions", metrics.observed(completions), methods=["POST"]),
+        # Declared so that other methods get 405, not 404; their POSTs go to the proxy below.
+        Route("/v1/chat/completions", proxied_elsewhere, methods=["POST"]),
+        Route("/v1/completions", proxied_elsewhere, methods=["POST"]),
         Route("/admin/routes", admin_list, methods=["GET"]),
         Route("/admin/routes/{model:path}", admin_route, methods=["GET", "PUT", "DELETE"]),
         Route("/healthz", healthz, methods=["GET"]),
@@ -359,6 +255,9 @@ def create_gateway_app(*, state_dir: Path | None = None, admin_token_ref: str | 
     ], exception_handlers={HTTPException: not_found}, lifespan=lifespan,
         # Before routing, auth and parsing: no route reads more than this from a client.
         middleware=[Middleware(BodyLimit, limit=max_body_bytes, refuse=too_large)])
+    # The same body limit, in front of the proxy: no route reads more than it from a client.
+    app.proxy = BodyLimit(Proxy(table, upstreams, metrics, client_keys, tracer), limit=max_body_bytes,
+                          refuse=too_large)
     app.state.table = table
     app.state.routes_sync = None  # set by wingsmith.gateway.routes_sync.attach
     app.state.pushed = False
@@ -367,61 +266,5 @@ def create_gateway_app(*, state_dir: Path | None = None, admin_token_ref: str | 
     return app
 
 
-_HOP_BY_HOP_BYTES = frozenset(h.encode() for h in _HOP_BY_HOP)
-
-
-def _forwarded_headers(raw: list[tuple[bytes, bytes]]) -> list[tuple[bytes, bytes]]:
-    """The request headers a backend gets, as the server parsed them (ASGI lower-cases names): the
-    raw bytes, first occurrence of each, none empty. One pass, no decoding and re-encoding."""
-    picked: dict[bytes, bytes] = {}
-    for name, value in raw:
-        if name in _FORWARD_REQUEST_HEADERS and value and name not in picked:
-            picked[name] = value
-    return list(picked.items())
-
-
-def _relayed_headers(resp: UpstreamResponse, state: BackendState) -> list[tuple[bytes, bytes]]:
-    """The backend's answer headers minus hop-by-hop ones, names lower-cased, plus which backend answered."""
-    headers = [(k.lower(), v) for k, v in resp.headers if k.lower() not in _HOP_BY_HOP_BYTES]
-    headers.append((BACKEND_HEADER.encode(), state.backend.id.encode()))
-    return headers
-
-
-def _small_and_whole(resp: UpstreamResponse) -> bool:
-    """A non-streamed answer of known, small size (or one already read to its end)."""
-    if resp.complete:
-        return True
-    length = None
-    for name, value in resp.headers:
-        lowered = name.lower()
-        if lowered == b"content-type" and value.startswith(b"text/event-stream"):
-            return False
-        if lowered == b"content-length":
-            length = int(value) if value.isdigit() else None
-    return length is not None and length <= _BUFFER_UP_TO
-
-
 def _model_card(name: str, created: int) -> dict[str, Any]:
     return {"id": name, "object": "model", "created": created, "owned_by": "wingsmith"}
-
-
-def _unknown_model(name: str) -> JSONResponse:
-    return openai_error(404, f"The model `{name}` does not exist or is not routed by this gateway.",
-                        "invalid_request_error", "model_not_found", "model")
-
-
-def too_large(limit: int) -> JSONResponse:
-    return openai_error(413, too_large_message(limit), "invalid_request_error", "request_too_large")
-
-
-def refused_by_door(refusal: Refusal) -> JSONResponse:
-    resp = openai_error(refusal.status, refusal.message, refusal.kind, refusal.code)
-    if refusal.status == 401:
-        resp.headers["WWW-Authenticate"] = "Bearer"
-    return resp
-
-
-def _unauthorized(message: str, code: str) -> JSONResponse:
-    resp = openai_error(401, message, "authentication_error", code)
-    resp.headers["WWW-Authenticate"] = "Bearer"
-    return resp

@@ -26,8 +26,6 @@ import json
 import re
 import time
 
-from starlette.requests import Request
-
 from wingsmith.logs import get_logger
 from wingsmith.secrets import SecretUnavailable, read_secret_ref
 
@@ -68,21 +66,22 @@ class ClientKeys:
     def on(self) -> bool:
         return self.ref is not None
 
-    def check(self, request: Request, model: str) -> None:
+    def check(self, authorization: str, model: str) -> None:
+        """`authorization`: the caller's Authorization header ("" without one)."""
         table = self._table()
         if table is None or (model not in table and ALL_ENDPOINTS not in table):
             return  # keys off, or this endpoint has none configured: open
-        if not _matches(_bearer(request, f"The model {model!r} needs an API key"), _accepted(table, model)):
+        if not _matches(_bearer(authorization, f"The model {model!r} needs an API key"), _accepted(table, model)):
             raise Refusal(401, f"Incorrect API key provided for model {model!r}.", "invalid_request_error",
                           "invalid_api_key")
 
-    def callable_models(self, request: Request, models: list[str]) -> list[str]:
+    def callable_models(self, authorization: str, models: list[str]) -> list[str]:
         """The routed models this caller may use: with keys on, listing them needs a key that some
         endpoint accepts, and shows the endpoints that key opens plus the open ones."""
         table = self._table()
         if not table:
             return models  # keys off, or no endpoint named: nothing to hide
-        digest = _bearer(request, "Listing the models needs an API key")
+        digest = _bearer(authorization, "Listing the models needs an API key")
         if not _matches(digest, [d for digests in table.values() for d in digests]):
             raise Refusal(401, "Incorrect API key provided.", "invalid_request_error", "invalid_api_key")
         keyed = ALL_ENDPOINTS in table
@@ -116,9 +115,9 @@ class ClientKeys:
                             "its operator's log says why.", "service_unavailable", "client_keys_unavailable")
 
 
-def _bearer(request: Request, needs: str) -> str:
+def _bearer(authorization: str, needs: str) -> str:
     """The SHA-256 digest of the caller's bearer key; 401 without one."""
-    scheme, _, given = request.headers.get("authorization", "").partition(" ")
+    scheme, _, given = authorization.partition(" ")
     if scheme.lower() != "bearer" or not given.strip():
         raise Refusal(401, f"{needs}: send Authorization: Bearer <key>.", "invalid_request_error", "missing_api_key")
     return hashlib.sha256(given.strip().encode()).hexdigest()

@@ -17,33 +17,28 @@ own refusals (503 no backend, 502 all failed).
 from __future__ import annotations
 
 import time
-from collections.abc import AsyncIterable, AsyncIterator, Awaitable, Callable, Iterable
+from collections.abc import Iterable
 from typing import Any
 
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Histogram, generate_latest
 from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 from starlette.requests import Request
-from starlette.responses import Response, StreamingResponse
+from starlette.responses import Response
 
 from api.gateway.table import RouteTable
 
-# Where a proxy handler leaves the endpoint it routed to, in the ASGI scope (Starlette's
-# `request.state` would build an object per request for one string).
-ENDPOINT_KEY = "wingsmith.endpoint"
 UNROUTED = "unrouted"
 NO_BACKEND = "none"
 _LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600)
-
-Handler = Callable[[Request], Awaitable[Response]]
 
 
 class GatewayMetrics:
     """One registry per gateway app, so several gateways in one test process keep their own counts."""
 
-    def __init__(self, table: RouteTable, backend_header: str):
+    def __init__(self, table: RouteTable, backend_header: str | None = None):
+        # `backend_header` is no longer read (the proxy names the backend itself); kept for callers.
         self.table = table
-        self.backend_header = backend_header
         self.registry = CollectorRegistry(auto_describe=True)
         self.requests = Counter("wingsmith_gateway_requests",
                                 "Requests answered, by endpoint, backend and status code.",
@@ -51,9 +46,10 @@ class GatewayMetrics:
         self.duration = Histogram("wingsmith_gateway_request_duration_seconds",
                                   "From the request's arrival to the last byte relayed.", ["endpoint", "backend"],
                                   buckets=_LATENCY_BUCKETS, registry=self.registry)
-        self.first_byte = Histogram("wingsmith_gateway_time_to_first_byte_seconds",
-                                    "From the request's arrival to the first body byte relayed.",
-                                    ["endpoint", "backend"], buckets=_LATENCY_BUCKETS, registry=self.registry)
+        self.first_byte_seconds = Histogram("wingsmith_gateway_time_to_first_byte_seconds",
+                                            "From the request's arrival to the first body byte relayed.",
+                                            ["endpoint", "backend"], buckets=_LATENCY_BUCKETS,
+                                            registry=self.registry)
         self.retries = Counter("wingsmith_gateway_retries", "Requests retried on another backend.", ["endpoint"],
                                registry=self.registry)
         self.cooldowns = Counter("wingsmith_gateway_cooldowns", "Backends that started cooling down after a failure.",
@@ -68,37 +64,13 @@ class GatewayMetrics:
     def retried(self, endpoint: str) -> None:
         self.retries.labels(endpoint).inc()
 
-    def observed(self, handler: Handler) -> Handler:
-        """Count and time a proxy route. The handler names the endpoint with `request.scope[ENDPOINT_KEY]`
-        once it knows the model is routed; the backend comes from the answer's backend header."""
-        async def timed(request: Request) -> Response:
-            start = time.perf_counter()
-            response = await handler(request)
-            endpoint = request.scope.get(ENDPOINT_KEY) or UNROUTED
-            backend = response.headers.get(self.backend_header, NO_BACKEND)
-            if not isinstance(response, StreamingResponse):
-                if backend != NO_BACKEND:  # a backend's answer relayed whole: its first byte leaves with it
-                    self._timer(endpoint, backend)[0].observe(time.perf_counter() - start)
-                self._done(endpoint, backend, response.status_code, start)
-                return response
-            response.body_iterator = self._relayed(response.body_iterator, endpoint, backend,
-                                                   response.status_code, start)
-            return response
-        return timed
+    def first_byte(self, endpoint: str, backend: str, start: float) -> None:
+        """The first body byte of a backend's answer left for the client (`start`: perf_counter at arrival)."""
+        self._timer(endpoint, backend)[0].observe(time.perf_counter() - start)
 
-    async def _relayed(self, chunks: AsyncIterable[str | bytes | memoryview], endpoint: str, backend: str, code: int,
-                       start: float) -> AsyncIterator[str | bytes | memoryview]:
-        first = True
-        try:
-            async for chunk in chunks:
-                if first:
-                    self._timer(endpoint, backend)[0].observe(time.perf_counter() - start)
-                    first = False
-                yield chunk
-        finally:
-            self._done(endpoint, backend, code, start)
-
-    def _done(self, endpoint: str, backend: str, code: int, start: float) -> None:
+    def answered(self, endpoint: str, backend: str, code: int, start: float) -> None:
+        """The last byte of an answer left (or the relay ended): count it and time it. `endpoint` is
+        UNROUTED unless the model is routed; `backend` is NO_BACKEND for the gateway's own answers."""
         key = (endpoint, backend, str(code))
         answers = self._answers.get(key)
         if answers is None:
@@ -111,7 +83,7 @@ class GatewayMetrics:
         key = (endpoint, backend)
         timer = self._timers.get(key)
         if timer is None:
-            timer = self._timers[key] = (self.first_byte.labels(*key), self.duration.labels(*key))
+            timer = self._timers[key] = (self.first_byte_seconds.labels(*key), self.duration.labels(*key))
         return timer
 
     async def page(self, request: Request) -> Response:
@@ -121,7 +93,8 @@ class GatewayMetrics:
 class _LiveTable(Collector):
     """In-flight requests and cool-downs as the routing table holds them at scrape time."""
 
-    def __init__(self, table: RouteTable):
+    def __init__(self, table: RouteTable, backend_header: str | None = None):
+        # `backend_header` is no longer read (the proxy names the backend itself); kept for callers.
         self.table = table
 
     def describe(self) -> Iterable[Metric]:

@@ -4,11 +4,13 @@ origin, a request written in one piece, the answer parsed by httptools (C) as it
 Why not a general HTTP client: the gateway's hot path is one POST per request to a known origin,
 and a general client's per-request machinery (request and response objects, URL parsing, timeouts as
 tasks, a pure-Python parser) cost more than the proxying itself. Here a request costs a dictionary
-lookup, a write and the reads of its answer.
+lookup, a write and one wake-up per read of its answer: each connection is an asyncio protocol that
+feeds the bytes straight to the parser (no stream reader, no timeout object per read).
 
 A connection taken from the pool may have been closed by the backend meanwhile (its keep-alive
-timeout): a request whose reused connection fails before any byte of the answer arrives is sent once
-more on a new connection, as HTTP clients do, and is not the backend's fault.
+timeout): a request whose reused connection is closed before any byte of the answer arrives is sent
+once more on a new connection, as HTTP clients do, and is not the backend's fault. A reused
+connection that merely stays silent is not resent to: the backend may be working on the request.
 """
 
 from __future__ import annotations
@@ -20,7 +22,11 @@ from urllib.parse import urlsplit
 
 import httptools
 
-_READ = 65536
+# A streamed answer the client reads more slowly than the backend writes is held up to this much
+# before the backend's socket stops being read (its own send buffer then slows it down).
+_PAUSE_AT = 256 * 1024
+_CLOSED_BY_BACKEND = "RemoteProtocolError (connection closed by the backend)"
+_READ_TIMEOUT = "ReadTimeout"
 
 
 class UpstreamError(Exception):
@@ -32,15 +38,24 @@ class UpstreamError(Exception):
         self.reason = reason
 
 
-class _Connection:
-    """One TCP (or TLS) connection and the parser of the answer being read on it."""
+def _time_out(waiter: asyncio.Future[None]) -> None:
+    if not waiter.done():
+        waiter.set_exception(UpstreamError(_READ_TIMEOUT))
 
-    __slots__ = ("reader", "writer", "parser", "status", "headers", "body", "headers_done", "complete", "reused",
-                 "keep_alive")
 
-    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter):
-        self.reader, self.writer = reader, writer
+class _Connection(asyncio.Protocol):
+    """One TCP (or TLS) connection, the parser of the answer being read on it, and the one coroutine
+    (at most) waiting for that answer's next bytes."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop):
+        self.loop = loop
+        self.transport: asyncio.Transport | None = None
         self.reused = False
+        self.busy = False  # a request was sent and its answer is not yet given back
+        self.received = False  # any byte of the current answer
+        self.failure: str | None = None  # why this connection can carry nothing more
+        self.waiter: asyncio.Future[None] | None = None
+        self.paused = False
         self._reset()
 
     def _reset(self) -> None:
@@ -48,9 +63,37 @@ class _Connection:
         self.status = 0
         self.headers: list[tuple[bytes, bytes]] = []
         self.body: list[bytes] = []
-        self.headers_done = self.complete = self.keep_alive = False
+        self.buffered = 0
+        self.headers_done = self.complete = self.keep_alive = self.received = False
 
-    # httptools callbacks
+    # ---- asyncio protocol ----------------------------------------------------------------------
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.transport = transport  # type: ignore[assignment]
+
+    def data_received(self, data: bytes) -> None:
+        if not self.busy:  # bytes nobody asked for: the connection's framing can no longer be trusted
+            self._fail("RemoteProtocolError (bytes outside an answer)")
+            self.close()
+            return
+        self.received = True
+        try:
+            self.parser.feed_data(data)
+        except httptools.HttpParserError as exc:
+            self._fail(f"RemoteProtocolError ({type(exc).__name__})")
+            self.close()
+            return
+        self._wake()
+
+    def eof_received(self) -> bool:
+        self._fail(_CLOSED_BY_BACKEND)
+        return False  # close our side too
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._fail(f"ReadError ({type(exc).__name__})" if exc is not None else _CLOSED_BY_BACKEND)
+
+    # ---- httptools callbacks -------------------------------------------------------------------
+
     def on_header(self, name: bytes, value: bytes) -> None:
         self.headers.append((name, value))
 
@@ -62,37 +105,65 @@ class _Connection:
 
     def on_body(self, body: bytes) -> None:
         self.body.append(body)
+        self.buffered += len(body)
+        if self.buffered > _PAUSE_AT and not self.paused and self.transport is not None:
+            self.paused = True
+            self.transport.pause_reading()
 
     def on_message_complete(self) -> None:
         self.complete = True
 
-    async def feed(self, seconds: float) -> None:
-        """Read once and parse; raises UpstreamError on a timeout, a close or bytes that are not HTTP."""
+    # ---- the waiting side ----------------------------------------------------------------------
+
+    def _fail(self, reason: str) -> None:
+        if self.failure is None:
+            self.failure = reason
+        self._wake()
+
+    def _wake(self) -> None:
+        waiter = self.waiter
+        if waiter is not None and not waiter.done():
+            waiter.set_result(None)
+
+    async def wait(self, seconds: float) -> None:
+        """Until more of the answer arrived or the connection failed; raises UpstreamError if it had
+        already failed, or when nothing comes for `seconds`. Callers loop on what they wait for."""
+        if self.failure is not None:
+            raise UpstreamError(self.failure)
+        waiter = self.waiter = self.loop.create_future()
+        timer = self.loop.call_later(seconds, _time_out, waiter)
         try:
-            async with asyncio.timeout(seconds):
-                data = await self.reader.read(_READ)
-        except TimeoutError:
-            raise UpstreamError("ReadTimeout") from None
-        except OSError as exc:
-            raise UpstreamError(f"ReadError ({type(exc).__name__})") from None
-        if not data:
-            raise UpstreamError("RemoteProtocolError (connection closed by the backend)")
-        try:
-            self.parser.feed_data(data)
-        except httptools.HttpParserError as exc:
-            raise UpstreamError(f"RemoteProtocolError ({type(exc).__name__})") from None
+            await waiter
+        except UpstreamError as exc:
+            self.failure = self.failure or exc.reason
+            raise
+        finally:
+            timer.cancel()
+            self.waiter = None
+
+    def take(self) -> bytes:
+        """The body bytes that arrived and were not taken yet, as one piece."""
+        body, self.body, self.buffered = self.body, [], 0
+        if self.paused and self.transport is not None:
+            self.paused = False
+            self.transport.resume_reading()
+        return body[0] if len(body) == 1 else b"".join(body)
+
+    def usable(self) -> bool:
+        return self.failure is None and self.transport is not None and not self.transport.is_closing()
 
     def reusable(self) -> bool:
-        return self.complete and self.keep_alive and not self.writer.is_closing()
+        return self.complete and self.keep_alive and self.usable()
 
     def close(self) -> None:
-        self.writer.close()
+        if self.transport is not None:
+            self.transport.close()
 
 
 class UpstreamResponse:
-    """An answer whose status and headers have arrived; its body is read with `chunks()` (as it
-    arrives) or `read()` (whole). `release()` gives the connection back, or closes it when the answer
-    was not read to its end."""
+    """An answer whose status and headers have arrived; its body is read with `next_chunk()` or
+    `chunks()` (as it arrives) or `read()` (whole). `release()` gives the connection back, or closes
+    it when the answer was not read to its end."""
 
     __slots__ = ("_conn", "_pool", "_timeout", "status", "headers")
 
@@ -111,23 +182,31 @@ class UpstreamResponse:
     def complete(self) -> bool:
         return self._live().complete
 
-    async def chunks(self) -> AsyncIterator[bytes]:
+    async def next_chunk(self) -> bytes:
+        """What arrived of the body since the last call (waiting for it if nothing did); b"" at its end."""
         conn = self._live()
-        while True:
-            if conn.body:
-                pending, conn.body = conn.body, []
-                for chunk in pending:
-                    yield chunk
+        while not conn.body:
             if conn.complete:
-                return
-            await conn.feed(self._timeout)
+                return b""
+            await conn.wait(self._timeout)
+        return conn.take()
+
+    async def chunks(self) -> AsyncIterator[bytes]:
+        while chunk := await self.next_chunk():
+            yield chunk
 
     async def read(self) -> bytes:
         conn = self._live()
         while not conn.complete:  # most answers of the hot path arrive whole with their headers
-            await conn.feed(self._timeout)
-        body, conn.body = conn.body, []
-        return b"".join(body)
+            await conn.wait(self._timeout)
+        return conn.take()
+
+    def abort(self) -> None:
+        """Close the connection now (the client went away): a wait on it ends at once."""
+        conn = self._conn
+        if conn is not None:
+            conn._fail("aborted")
+            conn.close()
 
     def release(self) -> None:
         conn, self._conn = self._conn, None
@@ -147,56 +226,58 @@ class Upstream:
         self._host_header = (parts.netloc.rpartition("@")[2]).encode("latin-1")
         self.connect_timeout, self.read_timeout, self.max_idle = connect_timeout, read_timeout, max_idle
         self._idle: list[_Connection] = []
+        self._heads: dict[tuple[str, str], bytes] = {}  # request line and host, per method and target
         self._closed = False
 
     async def request(self, method: str, target: str, headers: list[tuple[bytes, bytes]], body: bytes = b"",
                       *, read_timeout: float | None = None) -> UpstreamResponse:
         """Send one request and wait for its status and headers."""
         timeout = self.read_timeout if read_timeout is None else read_timeout
-        head = [f"{method} {target} HTTP/1.1\r\n".encode("latin-1"), b"host: ", self._host_header,
-                b"\r\ncontent-length: ", str(len(body)).encode(), b"\r\n"]
+        head = self._heads.get((method, target))
+        if head is None:
+            head = self._heads[(method, target)] = (f"{method} {target} HTTP/1.1\r\nhost: ".encode("latin-1")
+                                                    + self._host_header + b"\r\n")
+        parts = [head, b"content-length: ", str(len(body)).encode(), b"\r\n"]
         for name, value in headers:
-            head += [name, b": ", value, b"\r\n"]
-        head.append(b"\r\n")
-        payload = b"".join(head) + body
+            parts += (name, b": ", value, b"\r\n")
+        parts += (b"\r\n", body)
+        payload = b"".join(parts)
         while True:
             conn = await self._connection()
+            conn.busy = True
+            assert conn.transport is not None
+            conn.transport.write(payload)
             try:
-                conn.writer.write(payload)
                 while not conn.headers_done:
-                    await conn.feed(timeout)
-                return UpstreamResponse(conn, self, timeout)
-            except UpstreamError:
+                    await conn.wait(timeout)
+            except UpstreamError as exc:
                 conn.close()
                 # A kept-alive connection the backend closed meanwhile: nothing was answered, so the
                 # request goes again on a new connection. A new connection failing is the backend's.
-                if conn.reused and not conn.status and not conn.body:
+                if conn.reused and not conn.received and exc.reason != _READ_TIMEOUT:
                     continue
                 raise
-            except OSError as exc:
-                conn.close()
-                if conn.reused:
-                    continue
-                raise UpstreamError(f"WriteError ({type(exc).__name__})") from None
+            return UpstreamResponse(conn, self, timeout)
 
     async def _connection(self) -> _Connection:
         while self._idle:
             conn = self._idle.pop()  # the most recently used: the least likely to have timed out
-            if not conn.writer.is_closing() and not conn.reader.at_eof():
+            if conn.usable():
                 conn.reused = True
                 return conn
             conn.close()
+        loop = asyncio.get_running_loop()
         try:
             async with asyncio.timeout(self.connect_timeout):
-                reader, writer = await asyncio.open_connection(self.host, self.port, ssl=self._ssl,
-                                                               limit=_READ)
+                _, conn = await loop.create_connection(lambda: _Connection(loop), self.host, self.port, ssl=self._ssl)
         except TimeoutError:
             raise UpstreamError("ConnectTimeout") from None
         except OSError as exc:
             raise UpstreamError(f"ConnectError ({type(exc).__name__})") from None
-        return _Connection(reader, writer)
+        return conn
 
     def _give_back(self, conn: _Connection) -> None:
+        conn.busy = False
         if self._closed or not conn.reusable() or len(self._idle) >= self.max_idle:
             conn.close()
             return

@@ -3,6 +3,8 @@
 - `POST /v1/clusters` (admin): register a cluster; the same settings again is a no-op (200), other
   settings under a taken name are a conflict (409).
 - `GET /v1/clusters`, `GET /v1/clusters/{name}` (viewer).
+- `PATCH /v1/clusters/{name}` (admin): change what can change in place; today `cost_per_gpu_hour`
+  (a number, or null to forget it). Other settings name another cluster: remove and register it again.
 - `DELETE /v1/clusters/{name}` (admin): refused (409) while deployments live on the cluster.
 - `POST /v1/clusters/{name}/cordon|uncordon` (admin): a cordoned cluster takes no new replicas.
 - `POST /v1/placements/dry-run` (viewer): the placement decision for a plan, writing nothing. Viewer,
@@ -25,7 +27,7 @@ import uuid
 from datetime import timedelta
 
 from fastapi import APIRouter, Request, Response
-from pydantic import BaseModel, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 from temporalio.api.enums.v1 import TaskQueueType
 from temporalio.api.taskqueue.v1 import TaskQueue
 from temporalio.api.workflowservice.v1 import DescribeTaskQueueRequest
@@ -40,9 +42,16 @@ from contracts.inventory import InventoryTarget, LiveInventoryInput
 from wingsmith.config import Settings
 from wingsmith.kube import KubeError
 from wingsmith.kube.kubeconfig import KubeconfigPolicy, check_config, check_reference, parse_content, read_source
-from wingsmith.placement import ClusterInventory, PlacementDecision, PlacementInputError, PlacementPlan, place
+from wingsmith.placement import (
+    EXPLAIN_EVERY_CLUSTER_UP_TO,
+    ClusterInventory,
+    PlacementDecision,
+    PlacementInputError,
+    PlacementPlan,
+    place,
+)
 from wingsmith.store import clusters as store
-from wingsmith.store.clusters import ClusterExists, ClusterInUse, ClusterRecord, ClusterSpec
+from wingsmith.store.clusters import ClusterExists, ClusterInUse, ClusterRecord, ClusterSpec, CostPerGpuHour
 from wingsmith.text import MAX_LIST, MAX_POOLS, NameText
 
 router = APIRouter(prefix="/v1", tags=["clusters"])
@@ -80,6 +89,21 @@ async def show_cluster(name: str, db: DbDep, _who: Viewer) -> ClusterRecord:
     return _found(name, await store.get_cluster(db, name))
 
 
+class ClusterUpdate(BaseModel):
+    """What `PATCH /v1/clusters/{name}` may change. A field left out is left as it is; null forgets it."""
+    model_config = ConfigDict(extra="forbid")
+
+    cost_per_gpu_hour: CostPerGpuHour = None
+
+
+@router.patch("/clusters/{name}", response_model=ClusterRecord)
+async def update_cluster(name: str, body: ClusterUpdate, db: DbDep, _who: Admin) -> ClusterRecord:
+    if "cost_per_gpu_hour" not in body.model_fields_set:
+        raise ApiError(422, "nothing to change: send cost_per_gpu_hour (a number, or null to forget it)",
+                       code="nothing_to_change", details={"field": "cost_per_gpu_hour"})
+    return _found(name, await store.set_cost(db, name, body.cost_per_gpu_hour))
+
+
 @router.delete("/clusters/{name}", status_code=204, response_class=Response, response_model=None)
 async def remove_cluster(name: str, db: DbDep, _who: Admin) -> Response:
     try:
@@ -109,6 +133,11 @@ class DryRunRequest(BaseModel):
         default_factory=list, max_length=MAX_LIST, description="what-if inventories that replace the clusters' own")
     live: bool = Field(default=True, description="read live inventories of clusters without a manual or "
                                                  "what-if inventory; false: those clusters have none")
+    explain: list[NameText] | None = Field(
+        default=None, max_length=MAX_LIST,
+        description="clusters to explain in full (every filter, every score term) besides those that would "
+                    f"receive replicas; default: every cluster on a fleet of up to {EXPLAIN_EVERY_CLUSTER_UP_TO:,} "
+                    "clusters, none on a larger one (those are grouped by the first filter they fail)")
 
 
     @field_validator("inventories")
@@ -149,10 +178,24 @@ async def dry_run(body: DryRunRequest, db: DbDep, _who: Viewer, request: Request
     inventories += await _live_reads(request).inventories(getattr(request.app.state, "temporal", None),
                                                          settings, live)
     try:
-        decision = place(body.plan, inventories, [r.info() for r in records])
+        decision = place(body.plan, inventories, [r.info() for r in records],
+                         explain=_explained(body, records, inventories))
     except PlacementInputError as exc:
         raise ApiError(422, str(exc)) from None
     return DryRunResponse(decision=decision, inventories=sorted(inventories, key=lambda i: i.cluster))
+
+
+def _explained(body: DryRunRequest, records: list[ClusterRecord],
+               inventories: list[ClusterInventory]) -> bool | list[str]:
+    """Which clusters the dry run explains in full: the ones asked for, else every cluster of a small fleet
+    (the decisions workflows record explain only the clusters that receive replicas)."""
+    fleet = {r.name for r in records} | {i.cluster for i in inventories}
+    if body.explain is None:
+        return len(fleet) <= EXPLAIN_EVERY_CLUSTER_UP_TO
+    unknown = sorted(set(body.explain) - fleet)
+    if unknown:
+        raise ApiError(404, f"cannot explain unknown cluster(s): {', '.join(unknown)}", details={"unknown": unknown})
+    return body.explain
 
 
 _Key = tuple[str, str, str]

@@ -41,6 +41,7 @@ from wingsmith.starter import create_workload, workload_handle, workload_status
 from wingsmith.store import clusters as cluster_store
 from wingsmith.store import workloads as store
 from wingsmith.target_plan import TargetChoice, choose_card
+from wingsmith.target_workload import plan_first_runnable
 from wingsmith.temporal import workflow_ui_url
 from wingsmith.text import CommentText, SourceText
 from wingsmith.upgrade import steps_problem
@@ -52,8 +53,6 @@ from wingsmith.workloads import (
     approved_artifact_from_row,
     check_artifact,
     plan_workload,
-    sized_by_target,
-    with_engine_args,
 )
 
 router = APIRouter(prefix="/v1/workloads", tags=["workloads"])
@@ -111,11 +110,13 @@ async def create(body: WorkloadRequest, principal: Operator, db: DbDep, settings
         # The catalog the approved draft's evidence came from: its flags are what the reviewer saw.
         catalog = catalog_of_draft(artifact.catalog_version, settings.catalogs_dir)
         choice = await _plan_for_target(body, artifact, db, settings, request) if body.target else None
-        asked = sized_by_target(body, choice.chosen) if choice and choice.chosen else body
-        plan = plan_workload(asked, artifact, catalog, image=settings.vllm_runtime_image,
-                             namespace=settings.deploy_namespace, hf_token_secret=settings.hf_token_secret)
-        if choice and choice.chosen:
-            plan = with_engine_args(plan, choice.chosen)
+        image, namespace, secret = settings.vllm_runtime_image, settings.deploy_namespace, settings.hf_token_secret
+        if choice is not None:
+            # The first plan, in the choice's order, that the recipe and the fit check can run.
+            plan, choice = plan_first_runnable(body, choice, artifact, catalog, image=image, namespace=namespace,
+                                               hf_token_secret=secret)
+        else:
+            plan = plan_workload(body, artifact, catalog, image=image, namespace=namespace, hf_token_secret=secret)
     except InvalidWorkload as exc:
         raise ApiError(422, str(exc), code="invalid_workload",
                        details={"field": exc.field, **exc.details}) from None
@@ -281,13 +282,12 @@ def _taken(workload_id: str) -> ApiError:
 async def _plan_for_target(body: WorkloadRequest, artifact: ApprovedArtifact, db: asyncpg.Pool, settings: Settings,
                            request: Request) -> TargetChoice:
     """AIConfigurator's plan per candidate card (the one asked for, then the cards the registered clusters
-    declare), through the perf queue; the chosen one, or a 422 naming the best each card reaches."""
+    that are not cordoned declare), through the perf queue; the chosen one (the cheapest per hour when every
+    feasible card has a price, else the fewest GPUs), or a 422 naming the best each card reaches."""
     assert body.target is not None
-    cards = [get_hardware(body.hardware).id]
-    for record in await cluster_store.list_clusters(db):
-        for pool in record.manual_inventory.pools if record.manual_inventory else []:
-            if get_hardware(pool.hardware).placeable and pool.hardware not in cards:
-                cards.append(pool.hardware)
+    offer = cluster_store.fleet_offer(await cluster_store.list_clusters(db))
+    cards = list(dict.fromkeys([get_hardware(body.hardware).id, *offer]))
+    prices = {card: price for card, price in offer.items() if price is not None}
     ask = TargetInput(model=artifact.repo_id, model_commit=artifact.sha, config=artifact.config, cards=cards[:16],
                       target=body.target)
     answer: TrafficPlanResult = await _temporal(request).execute_workflow(
@@ -296,7 +296,7 @@ async def _plan_for_target(body: WorkloadRequest, artifact: ApprovedArtifact, db
         execution_timeout=timedelta(hours=2))
     if answer.unavailable:
         raise ApiError(503, answer.unavailable, code="perf_unavailable")
-    choice = choose_card(answer.plans)
+    choice = choose_card(answer.plans, prices)
     if choice.chosen is None:
         raise ApiError(422, choice.refusal or "no card meets the target", code="target_unreachable",
                        details={"candidates": [c.model_dump(mode="json") for c in choice.candidates]})

@@ -65,3 +65,16 @@ def csp_violations(page) -> list[str]:
             seen.append(message.text)
     page.on("console", heard)
     return seen
+
+
+async def signed_in_page(browser, base: str, token: str = "tok-vic", *, timeout_ms: int = 15_000):
+    """A desktop-sized page signed in to the console with `token`, and the list its CSP refusals go to."""
+    from playwright.async_api import expect
+    page = await browser.new_page(viewport={"width": 1360, "height": 900})
+    page.set_default_timeout(timeout_ms)
+    refused_by_csp = csp_violations(page)
+    await page.goto(f"{base}/console/login")
+    await page.get_by_label("Your API token").fill(token)
+    await page.get_by_role("button", name="Sign in").click()
+    await expect(page.get_by_text("Signed in as")).to_be_visible()
+    return page, refused_by_csp

@@ -9,7 +9,7 @@ import json
 from pathlib import Path
 
 from tests.console.accessibility import serious_violations
-from tests.console.browser import chromium, csp_violations, served
+from tests.console.browser import chromium, served, signed_in_page
 from tests.console.conftest import KIMI
 from tests.console.test_fleet_pages import _seed
 from tests.console.test_review_pages import _register_and_wait
@@ -34,13 +34,7 @@ async def test_pictures_in_chromium(plane, deps, temporal_client, pg_pool):
             artifact = await _register_and_wait(plane)
 
             async with chromium() as browser:
-                page = await browser.new_page(viewport={"width": 1360, "height": 900})
-                page.set_default_timeout(15_000)
-                refused_by_csp = csp_violations(page)
-                await page.goto(f"{base}/console/login")
-                await page.get_by_label("Your API token").fill("tok-vic")
-                await page.get_by_role("button", name="Sign in").click()
-                await expect(page.get_by_text("Signed in as")).to_contain_text("vic")
+                page, refused_by_csp = await signed_in_page(browser, base)
 
                 visits = {
                     "fleet": ("/console/clusters", "#gpus"),

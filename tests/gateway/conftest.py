@@ -63,6 +63,7 @@ class ScriptedBackend:
         self.mode = "ok"
         self.chunk_delay = 0.0
         self.completions = 0
+        self.streams_finished = 0  # streamed answers written to their end ([DONE])
         self.probes = 0
         self.last_headers: list[tuple[bytes, bytes]] = []  # of the last completion request
         self.served = Served(self.app())
@@ -104,6 +105,7 @@ class ScriptedBackend:
                     if self.mode == "break-mid-stream" and i == 1:
                         raise RuntimeError("simulated crash mid-stream")
                 yield b"data: [DONE]\n\n"
+                self.streams_finished += 1
             return StreamingResponse(events(), media_type="text/event-stream")
 
         return Starlette(routes=[Route("/v1/models", list_models),

@@ -100,6 +100,9 @@ def test_bad_requests_get_openai_errors(gateway, backends):
     not_json = httpx.post(f"{gateway.url}/v1/chat/completions", content=b"{",
                           headers={"content-type": "application/json"})
     assert (not_json.status_code, not_json.json()["error"]["code"]) == (400, "invalid_json")
+    nested = httpx.post(f"{gateway.url}/v1/chat/completions", content=b"[" * 100_000 + b"]" * 100_000,
+                        headers={"content-type": "application/json"})  # deeper than the parser goes
+    assert (nested.status_code, nested.json()["error"]["code"]) == (400, "invalid_json")
     no_model = httpx.post(f"{gateway.url}/v1/chat/completions", json={"messages": MESSAGES})
     assert (no_model.status_code, no_model.json()["error"]["param"]) == (400, "model")
     unknown_url = httpx.get(f"{gateway.url}/v1/embeddings")
@@ -250,6 +253,10 @@ def test_a_client_that_goes_away_frees_its_slot(gateway, backends):
         assert gateway.client.status(MODEL).in_flight == 1
     wait_until(lambda: gateway.client.status(MODEL).in_flight == 0)
     assert not gateway.client.status(MODEL).backends[0].cooling_down
+    # The gateway closed its backend connection too, so the generation stopped there: six words 0.3 s
+    # apart would have reached [DONE] by now.
+    time.sleep(2.0)
+    assert alpha.streams_finished == 0
 
 
 # ---- draining --------------------------------------------------------------------------------------

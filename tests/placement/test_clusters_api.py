@@ -191,6 +191,27 @@ async def test_dry_run_what_if_inventory_and_constraints(api):
     assert [f["name"] for f in failed_b] == ["region", "capacity"]   # us, and a single node
 
 
+async def test_dry_run_explains_the_clusters_asked_for_and_groups_the_others(api):
+    await _register_fleet(api)
+    plan = {"hardware": "h200", "gpus_per_node": 8, "replicas": 1}
+    r = await api.post("/v1/placements/dry-run", json={"plan": plan, "live": False}, headers=VIEWER)
+    every = r.json()["decision"]
+    assert [v["cluster"] for v in every["clusters"]] == ["a", "b", "c", "d"]  # a small fleet: all, by default
+    r = await api.post("/v1/placements/dry-run", json={"plan": plan, "live": False, "explain": ["c"]},
+                       headers=VIEWER)
+    assert r.status_code == 200, r.text
+    decision = r.json()["decision"]
+    assert decision["replicas"] == every["replicas"] == {"a": 1}
+    assert [v["cluster"] for v in decision["clusters"]] == ["a", "c"]  # who takes replicas, and who was asked for
+    assert decision["clusters"][1] == every["clusters"][2]
+    assert decision["ruled_out"] == [{"filter": "inventory", "reason": "no inventory has been read for this cluster",
+                                      "clusters": ["d"]}]
+    assert decision["passed_over"] == ["b"]
+    r = await api.post("/v1/placements/dry-run", json={"plan": plan, "live": False, "explain": ["a", "zz"]},
+                       headers=VIEWER)
+    assert r.status_code == 404 and "zz" in r.json()["error"]["message"]
+
+
 async def test_dry_run_rejects_bad_requests_by_name(api):
     await _register_fleet(api)
     r = await api.post("/v1/placements/dry-run", json={"plan": {"hardware": "h900", "gpus_per_node": 8,

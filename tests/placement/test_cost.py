@@ -1,6 +1,7 @@
 """What makes placement cheaper on large fleets, checked by counting rather than timing (a shared
-machine's clock says little): a decision reads each node pool model once (four fields at a time, into a
-compact tuple) and validates no verdict again; and every decision is still one pydantic accepts as it is."""
+machine's clock says little): a decision reads the card of each node pool it may place on once, and the
+numbers of the plan card's pools once more (three fields at a time, into a compact tuple) and validates no verdict
+again; and every decision is still one pydantic accepts as it is."""
 
 from __future__ import annotations
 
@@ -16,7 +17,12 @@ PLAN = PlacementPlan(hardware="h200", gpus_per_node=8, nodes_per_replica=2, repl
 
 def test_a_decision_reads_each_node_pool_once(monkeypatch):
     inventories, infos = random_fleet(2_000, seed=5)
-    pools = sum(len(i.pools) for i in inventories if not i.error)  # a failed read's pools are never placed on
+    # The pools of the clusters the static filters leave in (registered, read without error, not cordoned):
+    # the others' pools are never placed on.
+    open_ = {c.name for c in infos if not c.cordoned}
+    read = [i for i in inventories if not i.error and i.cluster in open_]
+    pools = sum(len(i.pools) for i in read)
+    cards = sum(p.hardware_id == PLAN.hardware for i in read for p in i.pools)
     reads = 0
     real = NodePool.__getattribute__
 
@@ -27,9 +33,10 @@ def test_a_decision_reads_each_node_pool_once(monkeypatch):
     monkeypatch.setattr(NodePool, "__getattribute__", counting)
     decision = place(PLAN, inventories, infos)
     monkeypatch.undo()
-    assert pools > len(inventories) and decision.placed  # more pools than clusters: reading them would cost
-    # Its card, GPUs per node, free GPUs and nodes, in one visit: no pool is read again while evaluating.
-    assert reads == 4 * pools
+    assert pools > len(read) and decision.placed  # more pools than clusters: reading them would cost
+    # Every pool's card once; the plan card's pools' GPUs per node, free GPUs and nodes, in one more visit.
+    # No pool is read again while evaluating.
+    assert reads == pools + 3 * cards
 
 
 def test_a_decision_validates_no_verdict_again(monkeypatch):
@@ -42,7 +49,7 @@ def test_a_decision_validates_no_verdict_again(monkeypatch):
         built += 1
         real(self, **data)
     monkeypatch.setattr(ClusterVerdict, "__init__", counting)
-    decision = place(PLAN, inventories, infos, explain_every_cluster_up_to=10_000)
+    decision = place(PLAN, inventories, infos, explain=True)
     assert len(decision.clusters) == len({c.name for c in infos} | {i.cluster for i in inventories})
     assert built == 0
 
@@ -51,7 +58,7 @@ def test_a_decision_validates_no_verdict_again(monkeypatch):
 @given(plan=plans(), fleet=fleets(), large=st.booleans())
 def test_decisions_are_valid_models_as_built(plan, fleet, large):
     inventories, infos = fleet
-    decision = place(plan, inventories, infos, explain_every_cluster_up_to=0 if large else 1_000)
+    decision = place(plan, inventories, infos, explain=not large)
     assert PlacementDecision.model_validate(decision.model_dump()) == decision
     assert PlacementDecision.model_validate_json(decision.model_dump_json()).model_dump() == decision.model_dump()
     assert decision.model_fields_set == set(PlacementDecision.model_fields)

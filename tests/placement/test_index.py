@@ -1,7 +1,8 @@
-"""The fleet index changes how much placement looks at, never what it decides: on random fleets the
-indexed placement equals the exhaustive placement it replaced (tests/placement/reference_place.py,
-frozen), in full on small fleets, and on large fleets for every cluster it explains, with every other
-cluster ruled out for a reason the exhaustive placement also gave."""
+"""The fleet index and the compact decision change how much placement looks at and says, never what
+it decides: on random fleets the indexed placement equals the exhaustive placement it replaced
+(tests/placement/reference_place.py, frozen) in full when every cluster is explained, and otherwise
+for every cluster it explains, with every other cluster grouped under the first filter the exhaustive
+placement saw it fail, or passed over where the exhaustive placement found it eligible and gave it nothing."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import random
 
 import pytest
 from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from tests.placement import reference_place
 from tests.placement.test_properties import fleets, plans
@@ -29,11 +31,12 @@ place_module = importlib.import_module("wingsmith.placement.place")  # the packa
 
 @settings(max_examples=400, deadline=None)
 @given(plan=plans(), fleet=fleets())
-def test_small_fleets_get_the_exhaustive_decision_exactly(plan, fleet):
+def test_every_cluster_explained_is_the_exhaustive_decision_exactly(plan, fleet):
     inventories, infos = fleet
-    decision = place(plan, inventories, infos)
-    assert decision.ruled_out == []
-    assert decision.model_dump() == {**reference_place.place(plan, inventories, infos).model_dump(), "ruled_out": []}
+    decision = place(plan, inventories, infos, explain=True)
+    assert decision.ruled_out == [] and decision.passed_over == []
+    assert decision.model_dump() == {**reference_place.place(plan, inventories, infos).model_dump(),
+                                     "ruled_out": [], "passed_over": []}
 
 
 def assert_same_decision_grouped(decision: PlacementDecision, exhaustive: PlacementDecision) -> None:
@@ -41,6 +44,7 @@ def assert_same_decision_grouped(decision: PlacementDecision, exhaustive: Placem
     it speaks, and silent on nothing."""
     assert (decision.replicas, decision.placed, decision.unplaced) == \
            (exhaustive.replicas, exhaustive.placed, exhaustive.unplaced)
+    assert list(decision.replicas) == list(exhaustive.replicas)  # in name order, as the summary lists them
     if not decision.unplaced:
         assert decision.summary == exhaustive.summary
     else:  # the same head; the reasons of clusters ruled out together come as one, with their count
@@ -53,28 +57,39 @@ def assert_same_decision_grouped(decision: PlacementDecision, exhaustive: Placem
             for group in decision.ruled_out:
                 assert f"{len(group.clusters)} cluster(s) (" in decision.summary and group.reason in decision.summary
     before = {v.cluster: v for v in exhaustive.clusters}
+    assert [v.cluster for v in decision.clusters] == sorted(v.cluster for v in decision.clusters)
     for verdict in decision.clusters:
         assert verdict == before[verdict.cluster]
+    assert {v.cluster for v in decision.clusters} >= set(decision.replicas)  # every cluster with replicas
     ruled = [name for group in decision.ruled_out for name in group.clusters]
-    assert sorted(ruled + [v.cluster for v in decision.clusters]) == sorted(before)  # each exactly once
+    # each exactly once
+    assert sorted(ruled + decision.passed_over + [v.cluster for v in decision.clusters]) == sorted(before)
+    assert decision.passed_over == sorted(decision.passed_over)
+    for name in decision.passed_over:
+        assert before[name].eligible and before[name].replicas == 0
     for group in decision.ruled_out:
         assert group.clusters == sorted(group.clusters)
         for name in group.clusters:
             old = before[name]
             assert not old.eligible and old.replicas == 0
-            failed = {f.name: f.reason for f in old.filters if not f.passed}
-            assert group.filter in failed, (name, group, failed)
+            first = next(f for f in old.filters if not f.passed)
+            assert group.filter == first.name, (name, group.filter, first)
             # Clusters without the card are one group; the exhaustive verdict also named the cards they have.
-            assert failed[group.filter] == group.reason or (
-                group.filter == "hardware" and failed[group.filter].startswith(group.reason)), (name, group)
+            assert first.reason == group.reason or (
+                group.filter == "hardware" and first.reason.startswith(group.reason)), (name, group)
 
 
 @settings(max_examples=400, deadline=None)
-@given(plan=plans(), fleet=fleets())
-def test_large_fleet_rule_decides_as_the_exhaustive_placement(plan, fleet):
+@given(plan=plans(), fleet=fleets(), data=st.data())
+def test_a_compact_decision_decides_as_the_exhaustive_placement(plan, fleet, data):
     inventories, infos = fleet
-    decision = place(plan, inventories, infos, explain_every_cluster_up_to=0)
-    assert_same_decision_grouped(decision, reference_place.place(plan, inventories, infos))
+    names = sorted({i.cluster for i in inventories} | {c.name for c in infos})
+    asked = data.draw(st.lists(st.sampled_from(names), max_size=3) if names else st.just([]))
+    exhaustive = reference_place.place(plan, inventories, infos)
+    assert_same_decision_grouped(place(plan, inventories, infos), exhaustive)
+    decision = place(plan, inventories, infos, explain=asked)
+    assert_same_decision_grouped(decision, exhaustive)
+    assert {v.cluster for v in decision.clusters} == set(decision.replicas) | set(asked)
 
 
 def random_fleet(count: int, seed: int) -> tuple[list[ClusterInventory], list[ClusterInfo]]:
@@ -144,3 +159,40 @@ def test_a_10000_cluster_decision_fits_in_a_temporal_payload():
     decision = place(plan, inventories, infos)
     assert decision.complete
     assert len(decision.model_dump_json()) < 2_000_000 / 2  # well inside Temporal's 2 MB per payload
+
+
+def busy_fleet(count: int, seed: int) -> tuple[list[ClusterInventory], list[ClusterInfo]]:
+    """Like bench/placement.py's fleet: every cluster has several cards and nearly every one has a free
+    node, so thousands of clusters can hold a replica (explained one by one, 3.4 MB at 10,000)."""
+    rng = random.Random(seed)
+    cards = [("h200", 8), ("b200", 8), ("gb200", 4), ("h100", 8)]
+    inventories, infos = [], []
+    for i in range(count):
+        name = f"cluster-{i:05d}"
+        pools = [NodePool(hardware_id=hw, product=f"NVIDIA-{hw.upper()}", gpus_per_node=cap, free_gpus=free,
+                          nodes=rng.randint(1, 64))
+                 for hw, cap in rng.sample(cards, k=rng.randint(1, 3))
+                 for free in sorted({cap, 0, rng.randint(0, cap), rng.randint(0, cap)})]
+        inventories.append(ClusterInventory(cluster=name, pools=pools))
+        infos.append(ClusterInfo(name=name, region=rng.choice(["us-east", "us-west", "eu-west", "ap-south"]),
+                                 cordoned=rng.random() < 0.05, labels={"tier": rng.choice(["gold", "silver"])}))
+    return inventories, infos
+
+
+@pytest.mark.parametrize("seed, shape", [
+    (1, dict(hardware="h200", gpus_per_node=8, nodes_per_replica=2, replicas=8,
+             constraints=PlacementConstraints(regions=["us-east", "eu-west"], preferred_labels={"tier": "gold"},
+                                              max_replicas_per_cluster=2))),
+    (2, dict(hardware="b200", gpus_per_node=2, replicas=300, constraints=PlacementConstraints(spread="pack"))),
+    (3, dict(hardware="gb200", gpus_per_node=4, nodes_per_replica=4, replicas=50,
+             constraints=PlacementConstraints(denied_clusters=["cluster-00003"], required_labels={"tier": "gold"}))),
+])
+def test_a_10000_cluster_decision_is_under_1_mb_and_the_exhaustive_decision(seed, shape):
+    inventories, infos = busy_fleet(10_000, seed)
+    plan = PlacementPlan(**shape)
+    decision = place(plan, inventories, infos)
+    exhaustive = reference_place.place(plan, inventories, infos)
+    assert len(exhaustive.model_dump_json()) > 2_000_000  # what a decision cluster by cluster would weigh
+    assert len(decision.model_dump_json()) < 1_000_000
+    assert decision.placed and len(decision.passed_over) > 100 and len(decision.ruled_out) > 1
+    assert_same_decision_grouped(decision, exhaustive)

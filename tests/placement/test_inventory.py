@@ -64,7 +64,7 @@ def test_live_inventory_feeds_placement_without_over_committing():
     nodes = [node("h-1", 8, "NVIDIA-H200"), node("h-2", 8, "NVIDIA-H200")]
     inv = summarize("c1", [node_facts(n) for n in nodes], [pod_facts(pod("w", "h-1", 4, labels=WINGSMITH))])
     decision = place(PlacementPlan(hardware="h200", gpus_per_node=8, nodes_per_replica=2, replicas=1), [inv],
-                     [ClusterInfo(name="c1")])
+                     [ClusterInfo(name="c1")], explain=True)
     assert decision.placed == 0 and "1 are entirely free" in decision.clusters[0].unplaced_reason
 
 

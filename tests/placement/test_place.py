@@ -16,14 +16,20 @@ from wingsmith.placement import (
     PlacementDecision,
     PlacementInputError,
     PlacementPlan,
-    place,
 )
+from wingsmith.placement import place as place_compactly
 
 KIMI_K26_H200 = dict(hardware="h200", gpus_per_node=8, nodes_per_replica=1)
 KIMI_K3_GB200 = dict(hardware="gb200", gpus_per_node=4, nodes_per_replica=4)
 GPT_OSS_H200 = dict(hardware="h200", gpus_per_node=1, nodes_per_replica=1)
 LLAMA70B_H100 = dict(hardware="h100", gpus_per_node=4, nodes_per_replica=1)
 TWO_WHOLE_H200 = dict(hardware="h200", gpus_per_node=8, nodes_per_replica=2)
+
+
+def place(plan: PlacementPlan, inventories: list[ClusterInventory], clusters: list[ClusterInfo]) -> PlacementDecision:
+    """These tables read each cluster's verdict, so every cluster is explained (a decision the workflow
+    records explains only the clusters that receive replicas: see the end of this module)."""
+    return place_compactly(plan, inventories, clusters, explain=True)
 
 
 def pool(hw: str | None, cap: int, free: int, nodes: int) -> NodePool:
@@ -261,6 +267,8 @@ def test_a_cluster_listed_twice_is_an_error():
     inventories, clusters = fleet({"a": [pool("h200", 8, 8, 1)]})
     with pytest.raises(PlacementInputError, match="'a' appears more than once"):
         place(plan(KIMI_K26_H200, 1), inventories * 2, clusters)
+    with pytest.raises(PlacementInputError, match="clusters: cluster 'a' appears more than once"):
+        place(plan(KIMI_K26_H200, 1), inventories * 2, clusters * 2)
 
 
 def test_no_clusters_at_all():
@@ -274,3 +282,34 @@ def test_decision_round_trips_through_json():
     decision = place(plan(TWO_WHOLE_H200, 2), inventories, clusters)
     again = PlacementDecision.model_validate_json(decision.model_dump_json())
     assert again == decision
+
+
+# --- what a recorded decision carries ---------------------------------------------------------------
+
+def test_a_decision_explains_in_full_only_the_clusters_that_receive_replicas():
+    inventories, clusters = fleet({"a": [pool("h200", 8, 8, 2)], "b": [pool("h200", 8, 8, 1)],
+                                   "c": [pool("h200", 8, 8, 4)], "d": [pool("b200", 8, 8, 4)],
+                                   "e": [pool("h200", 8, 8, 4)], "f": [pool("h200", 8, 8, 4)]},
+                                  e={"cordoned": True}, f={"cordoned": True})
+    two = plan(KIMI_K26_H200, 2, spread="pack")
+    explained = place(two, inventories, clusters)
+    decision = place_compactly(two, inventories, clusters)
+    assert decision.replicas == explained.replicas == {"c": 2}
+    assert decision.clusters == [verdict(explained, "c")]
+    assert [(g.filter, g.reason, g.clusters) for g in decision.ruled_out] == [
+        ("cordon", "cordoned: takes no new replicas", ["e", "f"]), ("hardware", "no h200 nodes", ["d"])]
+    assert decision.passed_over == ["a", "b"]  # eligible, scored lower than c
+    assert decision.summary == explained.summary
+    # Asked for, a cluster is explained in full as well, whatever its outcome.
+    asked = place_compactly(two, inventories, clusters, explain=["d", "a", "nowhere"])
+    assert [v.cluster for v in asked.clusters] == ["a", "c", "d"]
+    assert asked.clusters == [verdict(explained, name) for name in ("a", "c", "d")]
+    assert asked.passed_over == ["b"] and asked.ruled_out == decision.ruled_out[:1]
+
+
+def test_an_unplaced_decision_names_every_reason_in_its_summary():
+    inventories, clusters = fleet({"a": [pool("h200", 8, 8, 2)], "c": [pool("b200", 8, 8, 4)]})
+    decision = place_compactly(plan(KIMI_K26_H200, 5), inventories, clusters)
+    assert [v.cluster for v in decision.clusters] == ["a"] and decision.passed_over == []
+    assert "a: full: its free nodes hold 2 replica(s)" in decision.summary
+    assert "1 cluster(s) (c): filtered out by hardware: no h200 nodes" in decision.summary

@@ -90,7 +90,7 @@ def test_equal_inputs_give_equal_decisions_in_any_order(plan, fleet, data):
 @given(plan=plans(), fleet=fleets())
 def test_every_replica_is_placed_or_explained(plan, fleet):
     inventories, infos = fleet
-    decision = place(plan, inventories, infos)
+    decision = place(plan, inventories, infos, explain=True)
     assert decision.placed + decision.unplaced == plan.replicas
     assert decision.placed == sum(decision.replicas.values())
     assert decision.unplaced >= 0
@@ -117,7 +117,7 @@ def test_every_replica_is_placed_or_explained(plan, fleet):
 @given(plan=plans(), fleet=fleets())
 def test_filtered_clusters_fail_for_the_stated_reason(plan, fleet):
     inventories, infos = fleet
-    decision = place(plan, inventories, infos)
+    decision = place(plan, inventories, infos, explain=True)
     infos_by = {c.name: c for c in infos}
     c = plan.constraints
     for v in decision.clusters:

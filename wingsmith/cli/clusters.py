@@ -1,4 +1,4 @@
-"""`wingsmith clusters add|list|show|remove|cordon|uncordon`: the cluster registry, through the API.
+"""`wingsmith clusters add|list|show|update|remove|cordon|uncordon`: the cluster registry, through the API.
 
 Talks HTTP to a running API (found as wingsmith/cli/plane.py says) with the token api_client picks.
 """
@@ -32,7 +32,17 @@ def register(sub) -> None:
     add.add_argument("--manual", action="append", default=[], metavar="HW=NODES[xGPUS]",
                      help="declare GPU nodes by hand (repeatable), e.g. h200=4 or gb200=16x4; "
                           "for clusters whose nodes carry no nvidia.com/gpu.product label")
+    add.add_argument("--cost-per-gpu-hour", type=float, metavar="PRICE",
+                     help="what one GPU-hour costs there (the organisation's one currency); plans sized from a "
+                          "traffic target prefer the cheapest feasible card")
     add.set_defaults(func=_add)
+
+    update = verbs.add_parser("update", help="change a cluster's cost per GPU-hour (admin)")
+    update.add_argument("name")
+    cost = update.add_mutually_exclusive_group(required=True)
+    cost.add_argument("--cost-per-gpu-hour", type=float, metavar="PRICE", help="the new cost of one GPU-hour")
+    cost.add_argument("--no-cost", action="store_true", help="forget the cost (unknown from now on)")
+    update.set_defaults(func=_update)
 
     verbs.add_parser("list", help="list registered clusters").set_defaults(func=_list)
     for verb, func, text in (("show", _show, "show one cluster"), ("remove", _remove, "unregister a cluster (admin)"),
@@ -59,6 +69,8 @@ def _add(args) -> int:
     body = {"name": args.name, "kubeconfig": args.kubeconfig, "kube_context": args.context,
             "region": args.region, "labels": labels, "frontend_base_url": args.frontend_url,
             "cordoned": args.cordoned}
+    if args.cost_per_gpu_hour is not None:
+        body["cost_per_gpu_hour"] = args.cost_per_gpu_hour
     if manual:
         body["manual_inventory"] = {"pools": manual}
     return _call(args, "POST", "/v1/clusters", body, lambda c: f"registered {c['name']}\n\n" + _detail(c))
@@ -70,6 +82,12 @@ def _list(args) -> int:
 
 def _show(args) -> int:
     return _call(args, "GET", f"/v1/clusters/{args.name}", None, _detail)
+
+
+def _update(args) -> int:
+    body = {"cost_per_gpu_hour": None if args.no_cost else args.cost_per_gpu_hour}
+    return _call(args, "PATCH", f"/v1/clusters/{args.name}", body,
+                 lambda c: f"updated {c['name']}: cost per GPU-hour {_cost_text(c)}")
 
 
 def _remove(args) -> int:
@@ -113,6 +131,11 @@ def _inventory_text(c: dict) -> str:
         for p in manual["pools"])
 
 
+def _cost_text(c: dict) -> str:
+    cost = c.get("cost_per_gpu_hour")
+    return "unknown" if cost is None else f"{cost:g}"
+
+
 def _table(clusters: list[dict]) -> str:
     if not clusters:
         return "no clusters registered"
@@ -130,7 +153,8 @@ def _detail(c: dict) -> str:
             ("labels", ", ".join(f"{k}={v}" for k, v in sorted(c["labels"].items())) or "-"),
             ("kubeconfig", c["kubeconfig"]), ("context", c["kube_context"] or "(current-context)"),
             ("frontends", c["frontend_base_url"] or "-"), ("cordoned", "yes" if c["cordoned"] else "no"),
-            ("inventory", _inventory_text(c)), ("registered", c["created_at"]), ("updated", c["updated_at"])]
+            ("inventory", _inventory_text(c)), ("cost per GPU-hour", _cost_text(c)),
+            ("registered", c["created_at"]), ("updated", c["updated_at"])]
     width = max(len(k) for k, _ in rows)
     return "\n".join(f"{k:<{width}}  {v}" for k, v in rows)
 

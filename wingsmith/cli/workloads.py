@@ -17,7 +17,15 @@ def register(sub) -> None:
     c.add_argument("artifact_id", help="<org>/<name>@<sha>")
     c.add_argument("--hardware", required=True, help="h100, h200, b200, b300, gb200, gb300")
     c.add_argument("--layout", default="single_node_tp")
-    c.add_argument("--replicas", type=int, default=1)
+    c.add_argument("--replicas", type=int, default=None,
+                   help="copies to run (default 1); or size it by traffic with the flags below instead")
+    t = c.add_argument_group(
+        "size by traffic (instead of --replicas; all five together)",
+        "AIConfigurator plans each candidate card (the one asked for and those the clusters declare) for this "
+        "traffic; the cheapest feasible card wins when the clusters carry cost_per_gpu_hour, else the fewest "
+        "GPUs. Use --dry-run to see every card's plan and why it lost. A search not cached yet takes minutes.")
+    for flag, kind, metavar, text in TARGET_FLAGS:
+        t.add_argument(flag, type=kind, metavar=metavar, help=text)
     c.add_argument("--variant", default="default")
     c.add_argument("--feature", action="append", default=[])
     c.add_argument("--name", help="workload id (default: generated)")
@@ -80,6 +88,74 @@ def register(sub) -> None:
         v.set_defaults(func=func)
 
 
+# The traffic target's flags: (flag, type, metavar, help), in the order of the API's `target` fields.
+TARGET_FLAGS = (("--target-rps", float, "RPS", "requests per second to serve (target.requests_per_second)"),
+                ("--isl", int, "TOKENS", "input (prompt) tokens per request (target.isl)"),
+                ("--osl", int, "TOKENS", "output tokens per request (target.osl)"),
+                ("--ttft-ms", float, "MS", "time to first token to stay within (target.ttft_ms)"),
+                ("--tpot-ms", float, "MS", "time per output token to stay within (target.tpot_ms)"))
+TARGET_FIELDS = ("requests_per_second", "isl", "osl", "ttft_ms", "tpot_ms")
+# An answer may wait for AIConfigurator's searches (the API gives its planning two hours).
+TARGET_TIMEOUT_SECONDS = 7200.0
+
+
+def target_of(args) -> dict | None:
+    """The API's `target` from the flags, None when sizing by replicas; ValueError says what is wrong."""
+    given = {flag: getattr(args, flag.removeprefix("--").replace("-", "_")) for flag, *_ in TARGET_FLAGS}
+    named = [flag for flag, value in given.items() if value is not None]
+    if not named:
+        return None
+    if args.replicas is not None:
+        raise ValueError(f"give either --replicas or a traffic target ({', '.join(named)}), not both: the target "
+                         "decides the replicas")
+    missing = [flag for flag, value in given.items() if value is None]
+    if missing:
+        raise ValueError(f"a traffic target takes all of {', '.join(given)}; missing: {', '.join(missing)}")
+    return dict(zip(TARGET_FIELDS, given.values(), strict=True))
+
+
+def _figure(value: float | None, fmt: str = "{:.0f}") -> str:
+    return "-" if value is None else fmt.format(value)
+
+
+def target_text(target: dict) -> str:
+    return (f"{target['requests_per_second']:g} req/s, ISL {target['isl']}, OSL {target['osl']}, "
+            f"TTFT ≤ {target['ttft_ms']:g} ms, TPOT ≤ {target['tpot_ms']:g} ms")
+
+
+def candidates_table(candidates: list[dict]) -> str:
+    """One line per candidate card: its configuration and what AIConfigurator predicts for it, its cost
+    when the fleet prices the card, and why it lost (the chosen one says "chosen")."""
+    rows = []
+    for c in candidates:
+        plan, conf = c["plan"], c["plan"].get("configuration") or {}
+        rows.append((plan["card"], f"{conf['mode']} {conf['parallelism']}" if conf else None,
+                     plan["replicas"] or None, plan["gpus"] or None, _figure(conf.get("ttft_ms")),
+                     _figure(conf.get("tpot_ms"), "{:.1f}"), _figure(conf.get("tokens_per_second_per_gpu")),
+                     _figure(conf.get("tokens_per_second_per_user"), "{:.1f}"),
+                     # A plan of no GPUs (the target missed) costs nothing only on paper.
+                     _figure(c.get("cost_per_hour") if plan["gpus"] else None, "{:.2f}"),
+                     c.get("why_not") or "chosen"))
+    return table(("CARD", "CONFIGURATION", "REPLICAS", "GPUS", "TTFT MS", "TPOT MS", "TOK/S/GPU", "TOK/S/USER",
+                  "COST/HOUR", "WHY NOT"), rows)
+
+
+def target_plan_text(choice: dict) -> str:
+    """What a dry-run sized by traffic prints after the plan: the chosen card's plan, then every card's."""
+    chosen = choice.get("chosen")
+    lines = []
+    if chosen:
+        conf = chosen["configuration"]
+        lines.append(f"chosen: {chosen['card']}, {chosen['replicas']} × {conf['parallelism']} ({conf['mode']}), "
+                     f"{chosen['gpus']} GPUs; predicted TTFT {conf['ttft_ms']:.0f} ms, TPOT {conf['tpot_ms']:.1f} ms, "
+                     f"{conf['tokens_per_second_per_gpu']:.0f} tokens/s/GPU"
+                     + (f" ({chosen['source']['tool']} {chosen['source']['version']})" if chosen.get("source")
+                        else ""))
+    elif choice.get("refusal"):
+        lines.append(choice["refusal"])
+    return "\n".join([*lines, "", candidates_table(choice.get("candidates") or [])])
+
+
 def fresh_events(before: list[str], now: list[str]) -> list[str]:
     """The events in `now` that `before` did not hold. The API answers with the last events only, so
     the window slides: what is new starts after the longest tail of `before` that `now` begins with."""
@@ -110,10 +186,25 @@ def wait_for_stage(args, workload_id: str, stages: set[str], *, prog: str, timeo
 
 def _create(args) -> int:
     prog = "wingsmith workloads create"
+    try:
+        target = target_of(args)
+    except ValueError as exc:
+        print(f"{prog}: {exc}", file=sys.stderr)
+        return 2
     body = {"artifact_id": args.artifact_id, "hardware": args.hardware, "layout": args.layout,
-            "replicas": args.replicas, "variant": args.variant, "features": args.feature, "name": args.name,
+            "variant": args.variant, "features": args.feature, "name": args.name,
             "served_model_name": args.served_model_name, "dry_run": args.dry_run}
-    code, data = request(args, "POST", "/v1/workloads", body, prog=prog)
+    if target:
+        body["target"] = target
+        print(f"{prog}: asking AIConfigurator to plan {target_text(target)} (a search not cached yet takes "
+              "minutes)", file=sys.stderr, flush=True)
+    else:
+        body["replicas"] = 1 if args.replicas is None else args.replicas
+    code, data = request(args, "POST", "/v1/workloads", body, prog=prog,
+                         timeout=TARGET_TIMEOUT_SECONDS if target else 60)
+    candidates = (((data or {}).get("error") or {}).get("details") or {}).get("candidates")
+    if code and candidates and not args.json:  # unreachable: what each card reaches, in the same table
+        print(candidates_table(candidates), file=sys.stderr)
     if code:
         return code
     if args.json:
@@ -126,6 +217,10 @@ def _create(args) -> int:
                   f"{plan['replicas']} × {plan['gpus_per_replica']} {plan['hardware']} GPUs, {plan['layout']}"),
                  ("--max-num-seqs", f"{plan['max_num_seqs'] or 'engine default'} ({plan['max_num_seqs_source']})"),
                  ("workflow", data.get("workflow_url"))]))
+    if target and data.get("target_plan"):
+        print(f"\nsized by traffic: {target_text(target)}\n" + target_plan_text(data["target_plan"]))
+    elif target:  # a create answers with the plan only: the candidates are the dry-run's
+        print(f"\nsized by traffic: {target_text(target)} (--dry-run shows every card's plan)")
     if args.dry_run:
         print(f"\nplacement: {data['placement']['summary']}")
         for cluster, manifest in data["manifests"].items():

@@ -127,3 +127,21 @@ def dynamo_vllm_args(args: list[str]) -> list[str]:
         if value is not None and flag_value(out, (dyn_flag,)) is None:
             out += [dyn_flag, value]
     return out
+
+
+# vLLM's short spellings, so a recipe's `-tp 8` is replaced rather than contradicted.
+_VLLM_ALIASES = {"--tensor-parallel-size": ("--tensor-parallel-size", "-tp"),
+                 "--pipeline-parallel-size": ("--pipeline-parallel-size", "-pp"),
+                 "--data-parallel-size": ("--data-parallel-size", "-dp")}
+
+
+def with_flag(args: list[str], flag: str, value: str | None) -> list[str]:
+    """`args` with `flag` (under any of its vLLM spellings) set to `value`, or removed when `value` is None."""
+    out = drop_flags(args, _VLLM_ALIASES.get(flag, (flag,)), ())
+    return out if value is None else [*out, flag, value]
+
+
+def with_switch(args: list[str], flag: str, on: bool) -> list[str]:
+    """`args` with a flag that takes no value present exactly when `on`."""
+    out = drop_flags(args, (), (flag,))
+    return [*out, flag] if on else out

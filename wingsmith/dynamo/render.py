@@ -250,7 +250,7 @@ def _worker(spec: RolloutSpec, pool: WorkerPool, component: str, role: str) -> d
     if volumes:
         pod["volumes"] = volumes
     template: dict[str, Any] = {"spec": pod}
-    out: dict[str, Any] = {"name": component, "type": role, "replicas": pool.replicas}
+    out: dict[str, Any] = {"name": component, "type": role, "replicas": pool.workers}
     if pool.nodes > 1:
         out["multinode"] = {"nodeCount": pool.nodes}
         if spec.engine is Engine.vllm:

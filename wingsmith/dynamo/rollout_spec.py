@@ -46,13 +46,22 @@ class WorkerPool(BaseModel):
 
     args: list[str] = Field(description="engine arguments after the engine module, already synthesised")
     gpus_per_node: int = Field(ge=1, description="GPUs each pod requests (one pod per node)")
-    nodes: int = Field(default=1, ge=1, description="nodes one replica spans")
-    replicas: int = Field(default=1, ge=0, description="replicas of this pool on this cluster")
+    nodes: int = Field(default=1, ge=1, description="nodes one worker spans")
+    replicas: int = Field(default=1, ge=0, description="replicas of the workload on this cluster")
+    workers_per_replica: int = Field(
+        default=1, ge=1, le=256, description="workers of this pool in each replica of the workload: one, except in "
+        "a disaggregated plan, whose replica may run several prefill workers per decode worker")
     env: dict[str, str] = Field(default_factory=dict)
 
     @property
     def gpus_per_replica(self) -> int:
+        """GPUs one worker of this pool uses (its nodes × GPUs per node)."""
         return self.gpus_per_node * self.nodes
+
+    @property
+    def workers(self) -> int:
+        """Workers of this pool on this cluster: what the DGD component's `replicas` says."""
+        return self.replicas * self.workers_per_replica
 
     @field_validator("env")
     @classmethod

@@ -63,6 +63,47 @@ class BackendCounters(BaseModel):
             duration={le: n - earlier.duration.get(le, 0) for le, n in self.duration.items()},
             first_byte={le: n - earlier.first_byte.get(le, 0) for le, n in self.first_byte.items()}).traffic()
 
+    def restarted_since(self, earlier: BackendCounters) -> bool:
+        """A counter went down: the gateway started again between the two readings (counters only rise)."""
+        return (self.requests < earlier.requests or self.failures < earlier.failures
+                or any(n < earlier.duration.get(le, 0) for le, n in self.duration.items())
+                or any(n < earlier.first_byte.get(le, 0) for le, n in self.first_byte.items()))
+
+    def increase(self, earlier: BackendCounters | None) -> BackendCounters:
+        """What was counted between an earlier reading and this one, as Prometheus' increase() counts it:
+        after a restart (a counter went down) the counters began again from zero, so all of this reading
+        is the increase. The cooldown counter is the gateway's too but labelled apart: judged on its own."""
+        if earlier is None:
+            return self.with_cooldowns(self.cooldowns)
+        cooldowns = self.cooldowns - earlier.cooldowns if self.cooldowns >= earlier.cooldowns else self.cooldowns
+        if self.restarted_since(earlier):
+            return self.with_cooldowns(cooldowns)
+        # Built without validation (the figures are this model's own): a page turns thousands of readings
+        # into intervals.
+        return BackendCounters.model_construct(
+            requests=self.requests - earlier.requests, failures=self.failures - earlier.failures, cooldowns=cooldowns,
+            duration={le: n - earlier.duration.get(le, 0) for le, n in self.duration.items()},
+            first_byte={le: n - earlier.first_byte.get(le, 0) for le, n in self.first_byte.items()})
+
+    def plus(self, other: BackendCounters) -> BackendCounters:
+        """Two sets of counts added (two gateways, two endpoints, two versions)."""
+        return BackendCounters.model_construct(
+            requests=self.requests + other.requests, failures=self.failures + other.failures,
+            cooldowns=self.cooldowns + other.cooldowns, duration=_added(self.duration, other.duration),
+            first_byte=_added(self.first_byte, other.first_byte))
+
+    def with_cooldowns(self, cooldowns: int) -> BackendCounters:
+        """A copy with another cooldown count (the rest copied, not shared)."""
+        return BackendCounters.model_construct(requests=self.requests, failures=self.failures, cooldowns=cooldowns,
+                                               duration=dict(self.duration), first_byte=dict(self.first_byte))
+
+
+def _added(a: dict[float, float], b: dict[float, float]) -> dict[float, float]:
+    out = dict(a)
+    for le, n in b.items():
+        out[le] = out.get(le, 0) + n
+    return out
+
 
 def bucket_quantile(q: float, buckets: list[tuple[float, float]]) -> float | None:
     """`buckets`: (upper bound, cumulative count), any order. None when nothing was counted."""
@@ -81,6 +122,34 @@ def bucket_quantile(q: float, buckets: list[tuple[float, float]]) -> float | Non
     return lower
 
 
+def parse_all_counters(text: str) -> dict[tuple[str, str], BackendCounters]:
+    """(endpoint, backend) → its cumulative counters, for every endpoint a gateway's /metrics page counts
+    (what the plane's sampler stores). The cooldown counter has no endpoint label: each endpoint routing a
+    backend gets that backend's count, as in `parse_counters`."""
+    out: dict[tuple[str, str], BackendCounters] = defaultdict(BackendCounters)
+    cooldowns: dict[str, int] = {}
+    for family in text_string_to_metric_families(text):
+        for s in family.samples:
+            if s.name == COOLDOWNS + "_total":
+                cooldowns[s.labels.get("backend", "")] = int(s.value)
+            elif s.name in _COUNTED:
+                _count(out[(s.labels.get("endpoint", ""), s.labels.get("backend", ""))], s.name, s.labels, s.value)
+    for (_, backend), c in out.items():
+        c.cooldowns = cooldowns.get(backend, 0)
+    return dict(out)
+
+
+def _count(c: BackendCounters, name: str, labels: dict[str, str], value: float) -> None:
+    if name == REQUESTS + "_total":
+        c.requests += int(value)
+        if labels.get("code", "").startswith("5"):
+            c.failures += int(value)
+    elif name == DURATION + "_bucket":
+        c.duration[float(labels["le"])] = value
+    elif name == FIRST_BYTE + "_bucket":
+        c.first_byte[float(labels["le"])] = value
+
+
 def parse_counters(text: str, endpoint: str) -> dict[str, BackendCounters]:
     """Backend id → its cumulative counters for `endpoint`, from a gateway's /metrics page."""
     out: dict[str, BackendCounters] = defaultdict(BackendCounters)
@@ -92,15 +161,7 @@ def parse_counters(text: str, endpoint: str) -> dict[str, BackendCounters]:
                 continue
             if s.labels.get("endpoint") != endpoint or s.name not in _COUNTED:
                 continue  # gauges (in flight, cooling down) are not traffic
-            c = out[s.labels.get("backend", "")]
-            if s.name == REQUESTS + "_total":
-                c.requests += int(s.value)
-                if s.labels.get("code", "").startswith("5"):
-                    c.failures += int(s.value)
-            elif s.name == DURATION + "_bucket":
-                c.duration[float(s.labels["le"])] = s.value
-            elif s.name == FIRST_BYTE + "_bucket":
-                c.first_byte[float(s.labels["le"])] = s.value
+            _count(out[s.labels.get("backend", "")], s.name, s.labels, s.value)
     # The cooldown counter has no endpoint label: a backend id is `<cluster>/<workload>`, shared only
     # by endpoints routing the same workload, so counting it for each of them is the honest reading.
     for backend, n in cooldowns.items():

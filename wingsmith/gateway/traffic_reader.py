@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import httpx
 
-from wingsmith.gateway.traffic import BackendTraffic, parse_traffic
+from wingsmith.gateway.traffic import BackendCounters, BackendTraffic, parse_all_counters, parse_traffic
 from wingsmith.secrets import SecretUnavailable, read_secret_ref
 
 READ_TIMEOUT_SECONDS = 2.0  # a page must not hang on a gateway that does not answer
@@ -33,3 +33,23 @@ async def read_traffic(gateway_url: str, endpoint: str,
         return parse_traffic(r.text, endpoint)
     except (httpx.HTTPError, ValueError):
         return None
+
+
+class GatewayUnreadable(Exception):
+    """The gateway's /metrics did not answer with counters (said without its token or the page)."""
+
+
+async def read_all_counters(http: httpx.AsyncClient, gateway_url: str,
+                            admin_token_ref: str | None = None) -> dict[tuple[str, str], BackendCounters]:
+    """(endpoint, backend) → cumulative counters, for every endpoint one gateway counts (the sampler's read)."""
+    url = gateway_url.rstrip("/") + "/metrics"
+    try:
+        r = await http.get(url, headers=metrics_headers(admin_token_ref), timeout=READ_TIMEOUT_SECONDS)
+    except httpx.HTTPError as err:
+        raise GatewayUnreadable(f"{url} did not answer ({type(err).__name__})") from None
+    if r.status_code != 200:
+        raise GatewayUnreadable(f"{url} answered {r.status_code}")
+    try:
+        return parse_all_counters(r.text)
+    except ValueError as err:
+        raise GatewayUnreadable(f"{url} sent a page that is not Prometheus text ({err})") from None

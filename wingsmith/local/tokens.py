@@ -1,17 +1,18 @@
 """The token table a local plane and its CLI share: `WINGSMITH_AUTH_TOKENS` when a team configured
 one, else `$WINGSMITH_HOME/tokens.json`, created once by `wingsmith up` with two principals
-(`local-admin`, `local-reviewer`) so four-eyes review works on one laptop."""
+(`local-admin`, `local-reviewer`) so four-eyes review works on one laptop (the file itself:
+wingsmith/token_file.py, which the API reads too)."""
 
 from __future__ import annotations
 
 import json
-import os
-import secrets
 from dataclasses import dataclass
-from pathlib import Path
 
 from wingsmith.config import Settings
 from wingsmith.roles import grants
+from wingsmith.token_file import local_admin_tokens
+
+__all__ = ["TokenHolder", "holder_with", "local_admin_tokens", "token_holders"]
 
 
 @dataclass(frozen=True)
@@ -19,20 +20,6 @@ class TokenHolder:
     token: str
     name: str
     roles: tuple[str, ...]
-
-
-def local_admin_tokens(tokens_file: Path) -> str:
-    """The tokens JSON for a local plane: reuse the stored one, or create it once."""
-    if tokens_file.exists():
-        return tokens_file.read_text()
-    tokens_file.parent.mkdir(parents=True, exist_ok=True)
-    # Two people, so four-eyes review works on a laptop: the admin registers, the reviewer approves.
-    raw = json.dumps({secrets.token_urlsafe(24): {"name": "local-admin", "roles": ["admin"]},
-                      secrets.token_urlsafe(24): {"name": "local-reviewer", "roles": ["approver"]}})
-    fd = os.open(tokens_file, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    with os.fdopen(fd, "w") as fh:
-        fh.write(raw)
-    return raw
 
 
 def token_holders(settings: Settings) -> list[TokenHolder]:

@@ -19,6 +19,7 @@ import math
 import threading
 import time
 import warnings
+from collections.abc import Callable
 from importlib import metadata
 from pathlib import Path
 from typing import Any
@@ -58,6 +59,31 @@ class PerfNotInstalled(RuntimeError):
         super().__init__(NOT_INSTALLED)
 
 
+class SearchNoLongerWanted(RuntimeError):
+    """The caller stopped waiting (its draft's workflow ended) before this search's turn came."""
+
+
+class _ExperimentErrors(logging.Handler):
+    """Why each mode found nothing, as the tool logs it: its `cli_default` raises one generic "no feasible
+    configurations" and drops the per-mode cause (e.g. no DeepEP data for cross-node EP on GB200)."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.ERROR)
+        self.by_mode: dict[str, str] = {}
+        self.logger = logging.getLogger("aiconfigurator.cli.main")
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if record.msg == "Error running experiment %s: %s" and isinstance(record.args, tuple) and len(record.args) == 2:
+            self.by_mode[str(record.args[0])] = str(record.args[1])
+
+    def __enter__(self) -> _ExperimentErrors:
+        self.logger.addHandler(self)
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self.logger.removeHandler(self)
+
+
 def installed() -> bool:
     return importlib.util.find_spec(DISTRIBUTION) is not None
 
@@ -83,7 +109,7 @@ def database_version(system: str, backend: str) -> str | None:
     return slots.get("current") or get_latest_database_version(system, backend)
 
 
-def _reason(err: BaseException) -> str:
+def _reason(err: BaseException | str) -> str:
     text = " ".join(str(err).split()) or type(err).__name__
     return text if len(text) <= _REASON_LIMIT else text[: _REASON_LIMIT - 1] + "…"
 
@@ -202,7 +228,9 @@ class Estimator:
         return {"agg": bool(agg), "disagg": bool(disagg)}
 
     # -- an estimate for a draft -----------------------------------------------------------------
-    def estimate(self, request: EstimateRequest) -> Estimate:
+    def estimate(self, request: EstimateRequest, wanted: Callable[[], bool] | None = None) -> Estimate:
+        """`wanted` is asked when the search's turn comes (searches take turns): False skips it
+        (SearchNoLongerWanted), so a queue of asks whose drafts went away costs no CPU."""
         system, source, why_not = self._source(request.card, request.backend)
         if system is None or source is None:
             return Estimate(request=request, entries=unsupported_entries(request, why_not or ""))
@@ -212,13 +240,16 @@ class Estimator:
         if cached is not None:
             return cached.model_copy(update={"cached": True, "seconds": 0.0})
         started = time.perf_counter()
-        entries = self._search(request, system, gpus, source)
+        entries = self._search(request, system, gpus, source, wanted)
         estimate = Estimate(request=request, entries=entries, seconds=round(time.perf_counter() - started, 3))
         self.cache.put(key, estimate)
         return estimate
 
-    def _search(self, request: EstimateRequest, system: str, gpus: int, source: Source) -> list[PerformanceEntry]:
-        with _ONE_SEARCH:
+    def _search(self, request: EstimateRequest, system: str, gpus: int, source: Source,
+                wanted: Callable[[], bool] | None = None) -> list[PerformanceEntry]:
+        with _ONE_SEARCH, _ExperimentErrors() as logged:
+            if wanted is not None and not wanted():
+                raise SearchNoLongerWanted(f"{request.model} on {request.card} {request.layout}")
             from aiconfigurator.cli.api import cli_default
             from aiconfigurator.sdk.errors import NoFeasibleConfigError
             ttft = request.ttft_ms or DEFAULT_TTFT_MS
@@ -231,9 +262,11 @@ class Estimator:
                 result = cli_default(model_path, gpus, system, backend=request.backend, isl=request.isl,
                                      osl=request.osl, ttft=ttft, tpot=tpot, top_n=1)
                 best, fronts = result.best_configs, result.pareto_fronts
-                errors = {name: outcome.error for name, outcome in result.outcomes.items() if outcome.error}
+                errors: dict[str, BaseException | str] = {
+                    name: outcome.error for name, outcome in result.outcomes.items() if outcome.error}
             except NoFeasibleConfigError as err:
-                best, fronts, errors = {}, {}, {mode: err for mode in MODES}
+                best, fronts = {}, {}
+                errors = {mode: logged.by_mode.get(mode) or err for mode in MODES}
             except _MACHINE_TROUBLE:
                 raise  # this worker's trouble, not the question's: retried, and never cached
             except Exception as err:  # the tool's own refusal (a model or shape it cannot model): in words
@@ -252,8 +285,9 @@ class Estimator:
             elif mode in errors:
                 reason = f"no {mode} configuration within {gpus} GPUs: {_reason(errors[mode])}"
             else:
+                # The tool returns nothing without saying which of its three causes it was: all three, in words.
                 reason = (f"no {mode} configuration within {gpus} GPUs meets TTFT ≤ {ttft:g} ms and "
-                          f"TPOT ≤ {tpot:g} ms")
+                          f"TPOT ≤ {tpot:g} ms (or none fits in {gpus} GPUs, or the database has no data for it)")
             entries.append(PerformanceEntry(**base, reason=reason))
         return entries
 

@@ -14,8 +14,9 @@ from wingsmith.placement.models import (
     RuledOut,
     ScoreTerm,
 )
-from wingsmith.placement.place import FleetIndex, PlacementInputError, place
+from wingsmith.placement.place import EXPLAIN_EVERY_CLUSTER_UP_TO, FleetIndex, PlacementInputError, place
 
-__all__ = ["ClusterInfo", "ClusterInventory", "ClusterVerdict", "FilterResult", "FleetIndex", "NodePool", "NodeUse",
+__all__ = ["EXPLAIN_EVERY_CLUSTER_UP_TO",
+           "ClusterInfo", "ClusterInventory", "ClusterVerdict", "FilterResult", "FleetIndex", "NodePool", "NodeUse",
            "PlacementConstraints", "PlacementDecision", "PlacementPlan", "PlacementInputError", "RuledOut", "ScoreTerm",
            "place"]

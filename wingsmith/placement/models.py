@@ -127,10 +127,10 @@ class ClusterVerdict(BaseModel):
 
 
 class RuledOut(BaseModel):
-    """Clusters left out of a large decision for one reason (as the Kubernetes scheduler says "5000 node(s)
+    """Clusters left out of a decision for one reason (as the Kubernetes scheduler says "5000 node(s)
     had untolerated taint"), so a decision over thousands of clusters stays small."""
-    filter: str = Field(description="the filter that rules them out")
-    reason: str
+    filter: str = Field(description="the first filter they fail")
+    reason: str = Field(description="that filter's reason, the same for all of them")
     clusters: list[str] = Field(description="by name")
 
 
@@ -141,13 +141,17 @@ class PlacementDecision(BaseModel):
     unplaced: int
     summary: str
     clusters: list[ClusterVerdict] = Field(
-        description="by name: every cluster, each with every filter, on fleets up to 1,000 clusters; on larger "
-                    "fleets, the clusters whose free nodes can hold a replica and that no other filter excludes")
+        description="by name, each with every filter and score term: the clusters that receive replicas, and the "
+                    "clusters the caller asked to have explained (`POST /v1/placements/dry-run` explains every "
+                    "cluster on fleets up to 1,000 clusters, and the clusters named in `explain` on any fleet)")
     ruled_out: list[RuledOut] = Field(
         default_factory=list,
-        description="on fleets over 1,000 clusters, the others, grouped by the filter that rules them out: "
-                    "why they cannot hold a replica (registration, inventory, card, node shape, capacity) or, for "
-                    "those that could, the first other filter that excludes them")
+        description="the other clusters that fail a filter, grouped by the first filter they fail and its reason "
+                    "(clusters without the plan's card are one group, whatever they have instead)")
+    passed_over: list[str] = Field(
+        default_factory=list,
+        description="the other clusters, by name: they pass every filter but took no replica, because every "
+                    "replica went to a cluster that scored higher (ties: by name)")
 
     @property
     def complete(self) -> bool:

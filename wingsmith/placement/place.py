@@ -1,18 +1,35 @@
 """Placement: which clusters run how many replicas of a workload, and why.
 
-A `FleetIndex` files the pools of each card in one flat table (cluster, GPUs per node, free GPUs,
-nodes), so a plan finds the clusters whose free nodes can hold one of its replicas with one pass of
-C-level comparisons over that table, not a Python loop over the fleet. On a fleet of up to
-`EXPLAIN_EVERY_CLUSTER_UP_TO` clusters every cluster goes through every filter (all of them are
-evaluated and reported, so a person can see every reason a cluster was out, not only the first). On
-a larger fleet only the clusters that can hold a replica are evaluated and explained in full; the
-others are grouped by the one reason that rules them out, as the Kubernetes scheduler does, so the
-cost follows the candidates and the decision stays small. Both give the same replicas, and the
-same verdict for every cluster explained in full. Clusters that pass are scored;
-replicas are then handed out one at a time to the cluster with the highest score, where the spread
-term (replicas already there) outweighs every other term together: `spread` deals replicas
-round-robin over the best clusters, `pack` fills the best cluster before the next. Ties break by
-cluster name, so equal inputs give equal decisions whatever their order.
+Every cluster goes through the same filters, in order: registered, inventory, cordon,
+allowed_clusters, denied_clusters, region, required_labels (the *static* filters: they do not look at
+nodes), then hardware, node_shape and capacity. Clusters that pass are scored; replicas are then
+handed out one at a time to the cluster with the highest score, where the spread term (replicas
+already there) outweighs every other term together: `spread` deals replicas round-robin over the best
+clusters, `pack` fills the best cluster before the next. Ties break by cluster name, so equal inputs
+give equal decisions whatever their order.
+
+What a decision carries, so that one over 10,000 clusters stays far below Temporal's 2 MB payload
+limit (explained cluster by cluster it was 3.4 MB at 10,000 clusters, about 1 MB at 1,000):
+- `clusters`: a full verdict (every filter, every score term, the nodes used) for each cluster that
+  receives replicas, and for each cluster the caller asks to have explained (`explain`: some names,
+  or True for every cluster, which a small fleet's dry run does);
+- `ruled_out`: every other cluster that fails a filter, grouped by the first filter it fails and that
+  filter's reason (as the Kubernetes scheduler says "5000 node(s) had untolerated taint");
+- `passed_over`: the clusters that pass every filter but took no replica (others scored higher).
+Explaining a cluster never changes the replicas.
+
+How it stays cheap on a large fleet (the cost is mostly reading the inputs: the models lie far apart
+in memory, and every visit to one costs cache misses, more than the work done with what it holds):
+- a `FleetIndex` reads what every cluster needs in C (`attrgetter` over whole lists); each card's
+  pools become one flat table of (GPUs per node, free GPUs, nodes) rows, with each cluster's span in
+  it, and every pool model is read once for its card and, for the plan's card only, once for its
+  numbers; the clusters whose free nodes can hold a replica come from C-level passes over the table;
+- the static filters depend on a few facts most clusters share: they are decided once per distinct
+  combination, and the clusters that fail them are grouped without building anything per cluster;
+- only the clusters that pass them and can hold a replica are scored, by counts (equal counts share
+  their score terms); only the best `replicas` of them can receive one (spread deals the first round
+  to the best clusters in order, pack fills the best first), so only those go through distribution;
+- full verdicts are built only for the clusters explained, and without validating again (`_built`).
 
 Node rules:
 - a replica uses `gpus_per_node` GPUs on each of `nodes_per_replica` nodes of the plan's card;
@@ -29,9 +46,9 @@ from __future__ import annotations
 import contextlib
 import gc
 import heapq
-from collections.abc import Callable, Iterable, Iterator, Sequence
-from itertools import chain, compress, filterfalse, groupby, repeat
-from operator import and_, attrgetter, eq, ge, itemgetter, not_
+from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
+from itertools import accumulate, chain, compress, islice, repeat
+from operator import and_, attrgetter, eq, ge, is_, itemgetter, lt, not_
 from typing import Any, TypeVar
 
 from pydantic import BaseModel
@@ -50,10 +67,8 @@ from wingsmith.placement.models import (
     ScoreTerm,
 )
 
-# Up to this many clusters a decision explains every cluster with every filter; beyond, it explains
-# the clusters that can hold a replica and groups the rest by reason, so its cost follows the
-# candidates and its size stays far below Temporal's 2 MB payload limit (10,000 clusters explained
-# one by one came to about 10 MB).
+# A dry run over a fleet up to this size explains every cluster (api/routes/clusters.py); the decisions
+# the workflows record explain only the clusters that receive replicas, whatever the fleet's size.
 EXPLAIN_EVERY_CLUSTER_UP_TO = 1_000
 WEIGHTS = {"whole_free_nodes": 1.0, "fragmentation": 1.0, "labels": 1.0}
 # Larger than the other weights together, so the spread term decides before any other.
@@ -61,27 +76,34 @@ SPREAD_WEIGHT = 10.0 * (1 + sum(WEIGHTS.values()))
 
 
 T = TypeVar("T")
-R = TypeVar("R")
 M = TypeVar("M", bound=BaseModel)
-# A pool as placement reads it: (hardware_id, gpus_per_node, free_gpus, nodes).
-Pool = tuple[str | None, int, int, int]
+# A pool of the plan's card as placement reads it: (GPUs per node, free GPUs, nodes).
+Pool = tuple[int, int, int]
 # Nodes a replica can use: (free GPUs per node, GPUs per node, nodes).
 Usable = tuple[int, int, int]
 # What placement reads of a cluster's registration: (name, cordoned, region, labels).
 InfoRow = tuple[str, bool, str, dict[str, str]]
 # ... and of its inventory: (cluster, error, source, unlabelled GPU nodes, pools).
 InventoryRow = tuple[str, str | None, str, int, list[NodePool]]
+# A cluster that passes every filter: (-score, name, fits, where its rows start and end on the shelf,
+# its place among the registrations); its order is the order replicas go in.
+Ranked = tuple[float, str, int, int, int, int]
 
 _UNREGISTERED: InfoRow = ("", False, "", {})
 _NO_INVENTORY: InventoryRow = ("", None, "", 0, [])
+_NO_LABELS: dict[str, str] = {}  # no inventory at all, as against one read without error (None) or with one
 
 # Attribute readers that run in C over whole lists (map/compress): on 10,000 clusters a Python loop
 # that visits every object costs more than the rest of a decision.
 _NAME, _CLUSTER = attrgetter("name"), attrgetter("cluster")
+_ERROR, _POOLS = attrgetter("error"), attrgetter("pools")
+_CORDONED, _REGION = attrgetter("cordoned"), attrgetter("region")
 _INFO = attrgetter("name", "cordoned", "region", "labels")
+_INFO_FACTS = attrgetter("name", "cordoned", "region", "labels")
+_INVENTORY_FACTS = attrgetter("cluster", "error", "pools")
 _INVENTORY = attrgetter("cluster", "error", "source", "unlabelled_gpu_nodes", "pools")
-_POOL = attrgetter("hardware_id", "gpus_per_node", "free_gpus", "nodes")
-_FIRST, _SECOND, _THIRD, _FIFTH = itemgetter(0), itemgetter(1), itemgetter(2), itemgetter(4)
+_CARD, _NUMBERS = attrgetter("hardware_id"), attrgetter("gpus_per_node", "free_gpus", "nodes")
+_FIRST, _SECOND, _THIRD, _FOURTH = itemgetter(0), itemgetter(1), itemgetter(2), itemgetter(3)
 
 
 class PlacementInputError(ValueError):
@@ -89,10 +111,13 @@ class PlacementInputError(ValueError):
 
 
 def place(plan: PlacementPlan, inventories: list[ClusterInventory], clusters: list[ClusterInfo], *,
-          explain_every_cluster_up_to: int = EXPLAIN_EVERY_CLUSTER_UP_TO) -> PlacementDecision:
-    """The decision for one plan; a caller placing several plans on one fleet builds a `FleetIndex` once."""
+          explain: bool | Collection[str] = False) -> PlacementDecision:
+    """The decision for one plan; a caller placing several plans on one fleet builds a `FleetIndex` once.
+
+    `explain`: clusters to give a full verdict besides those that receive replicas (names not in the
+    fleet are ignored), or True for every cluster."""
     with _no_cyclic_gc():
-        return FleetIndex(inventories, clusters).place(plan, explain_every_cluster_up_to=explain_every_cluster_up_to)
+        return FleetIndex(inventories, clusters).place(plan, explain=explain)
 
 
 @contextlib.contextmanager
@@ -113,176 +138,312 @@ def _no_cyclic_gc() -> Iterator[None]:
 # --- the index --------------------------------------------------------------------------------------
 
 class _Shelf:
-    """Every pool of one card in the readable inventories, as one flat table in inventory order (so
-    each cluster's pools are adjacent): its cluster and (card, GPUs per node, free GPUs, nodes).
-    Finding the clusters that can hold a replica is then a few C-level passes over the table, not a
-    Python loop over the fleet."""
+    """The pools of the plan's card, of the clusters that pass the static filters, as one flat table of
+    rows (GPUs per node, free GPUs, nodes), each cluster's rows adjacent, and where they start and end.
+    Finding the clusters that can hold a replica is then a few C-level passes over the table."""
 
-    __slots__ = ("pools", "_owners", "_caps", "_frees", "_whole")
+    __slots__ = ("rows", "given", "names", "positions", "starts", "ends", "has", "_caps", "_frees", "_whole")
 
-    def __init__(self, card_id: str, names: list[str], pool_lists: list[list[NodePool]]):
-        # Each pool model is read once, all four fields at a time, into a compact tuple: on a large
-        # fleet the models lie far apart in memory and every visit to one costs cache misses.
-        every: list[Pool] = list(map(_POOL, chain.from_iterable(pool_lists)))
-        mine = list(map(eq, map(_FIRST, every), repeat(card_id)))
-        owners = list(compress(chain.from_iterable(map(repeat, names, map(len, pool_lists))), mine))
-        pools: list[Pool] = list(compress(every, mine))
-        self._owners = owners
-        self._caps = list(map(_SECOND, pools))
-        self._frees = list(map(_THIRD, pools))
+    def __init__(self, card_id: str, names: list[str], pool_lists: list[list[NodePool]], positions: Iterable[int]):
+        # Every pool model is read for its card; only the card's pools for their numbers (the pools are
+        # chained twice rather than listed once: listing them would touch every pool model again).
+        mine = list(map(eq, map(_CARD, chain.from_iterable(pool_lists)), repeat(card_id)))
+        self.rows: list[Pool] = list(map(_NUMBERS, compress(chain.from_iterable(pool_lists), mine)))
+        # Each cluster's rows: from the count of the card's pools before its pools to the count up to their end.
+        before = [0, *accumulate(mine)]
+        ends = list(map(before.__getitem__, accumulate(map(len, pool_lists))))
+        starts = [0, *ends][:-1]
+        self.given = list(names)
+        self.has = list(map(lt, starts, ends))  # by cluster given: it has pools of the card
+        self.names = list(compress(names, self.has))
+        self.positions = list(compress(positions, self.has))  # among the registrations
+        self.starts, self.ends = list(compress(starts, self.has)), list(compress(ends, self.has))
+        self._caps = list(map(_FIRST, self.rows))
+        self._frees = list(map(_SECOND, self.rows))
         self._whole = list(map(eq, self._frees, self._caps))
-        # Each cluster's pools of the card, for the clusters a plan evaluates.
-        self.pools: dict[str, list[Pool]] = {
-            name: list(map(_SECOND, group)) for name, group in groupby(zip(owners, pools, strict=True), _FIRST)}
 
-    def holding(self, g: int, n: int) -> set[str]:
-        """Clusters with a node that has `g` free GPUs (n == 1) or an entirely free node of `g`+ GPUs
-        (n > 1): the only ones whose free nodes can hold a replica."""
+    def holding(self, g: int, n: int) -> list[bool]:
+        """By cluster of the shelf: it has a node with `g` free GPUs (n == 1) or an entirely free node of
+        `g`+ GPUs (n > 1); only those clusters' free nodes can hold a replica."""
         if n == 1:
             room: Iterable[bool] = map(ge, self._frees, repeat(g))
         else:
             room = map(and_, self._whole, map(ge, self._caps, repeat(g)))
-        return set(compress(self._owners, room))
+        before = [0, *accumulate(room)]  # rows with room before each row: a cluster holds if its span adds some
+        at = before.__getitem__
+        return list(map(lt, map(at, self.starts), map(at, self.ends)))
+
+
+# Clusters that fail a filter, by the first one they fail: that filter's result and their names.
+Failed = list[tuple[FilterResult, list[str]]]
 
 
 class FleetIndex:
-    """Clusters indexed by card and free capacity, built once per read of the inventories (each
-    card's shelf on the first plan that asks for it).
+    """What placement reads of a fleet, read once per read of the inventories: each registration's
+    name, cordon, region and labels, each inventory's error and pools, lined up by registration (the
+    models themselves are kept for the clusters a decision explains in full). A caller placing several
+    plans on one fleet builds it once.
 
-    A plan evaluates (filters, scores, allocates nodes for) only the clusters whose free nodes can
-    hold one of its replicas; every other cluster is still explained in the decision, from filter
-    results shared by all the clusters in the same situation."""
+    A plan reads the pools of the clusters that pass its static filters only, and scores only those
+    whose free nodes can hold one of its replicas; the others are grouped by the first filter they fail.
+    Clusters stay in the order given throughout (a fleet listed by name, as the registry lists it, needs
+    no sorting then: Python's sort only checks an ordered list)."""
 
     def __init__(self, inventories: list[ClusterInventory], clusters: list[ClusterInfo]):
-        # Each model is visited once and what placement needs of it copied into a row (a tuple, fresh
-        # and compact): on a large fleet the models lie far apart in memory, and every visit to one
-        # costs cache misses, more than the work done with what it holds.
-        info_rows: list[InfoRow] = list(map(_INFO, clusters))
-        self._infos = _unique(dict(zip(map(_FIRST, info_rows), info_rows, strict=True)), clusters, "clusters", _NAME)
-        inv_rows: list[InventoryRow] = list(map(_INVENTORY, inventories))
-        self._invs = _unique(dict(zip(map(_FIRST, inv_rows), inv_rows, strict=True)), inventories,
-                             "inventories", _CLUSTER)
-        infos, invs = self._infos, self._invs
-        self._names = sorted(infos if infos.keys() == invs.keys() else infos.keys() | invs.keys())
-        read = list(map(not_, map(_SECOND, inv_rows)))
-        # The inventories read without error: their names and pools, in the order given.
-        self._read_names = list(compress(map(_FIRST, inv_rows), read))
-        self._read_pools: list[list[NodePool]] = list(compress(map(_FIFTH, inv_rows), read))
-        # Registered, with an inventory read: the clusters whose registration and inventory filters pass.
-        self._readable = infos.keys() & self._read_names
-        self._shelves: dict[str, _Shelf] = {}
+        # One visit to each model, all the fields needed at once, into a fresh tuple; the columns are
+        # then taken from the tuples, which lie together in memory.
+        self._facts = list(map(_INFO_FACTS, clusters))
+        self._names = list(map(_FIRST, self._facts))
+        self._clusters = clusters
+        self._infos_by_name: dict[str, ClusterInfo] | None = None
+        # Names in strictly increasing order are unique (the registry lists clusters by name); else count them.
+        if not all(map(lt, self._names, islice(self._names, 1, None))) and len(self._infos()) != len(clusters):
+            _refuse_repeats(clusters, "clusters", _NAME)
+        inv_rows = list(map(_INVENTORY_FACTS, inventories))
+        inv_names = list(map(_FIRST, inv_rows))
+        errors = list(map(_SECOND, inv_rows))
+        self._read_failed: dict[str, str] = dict(compress(zip(inv_names, errors, strict=True), errors))
+        self._inventories, self._inv_names = inventories, inv_names
+        self._pools_by_name: dict[str, list[NodePool]] | None = None
+        self._invs: dict[str, ClusterInventory] | None = None  # built when a decision explains a cluster
+        self._aligned = inv_names == self._names
+        if self._aligned:
+            # One inventory per registration, in the same order (as the workflows gather them): no lookups.
+            self._info_pools: list[list[NodePool] | None] = list(map(_THIRD, inv_rows)) if not self._read_failed else [
+                None if error else pools for error, pools in zip(errors, map(_THIRD, inv_rows), strict=True)]
+            self._unregistered: list[str] = []
+        else:
+            pools = self._pools()
+            if len(pools) + len(self._read_failed) != len(inventories):
+                _refuse_repeats(inventories, "inventories", _CLUSTER)
+            # By registration: the pools read (None: no inventory read without error).
+            self._info_pools = list(map(pools.get, self._names))
+            self._unregistered = sorted((pools.keys() | self._read_failed.keys()) - self._infos().keys())
         self._cards_notes: dict[str, str] = {}  # what a cluster has instead of the card asked for
 
-    def _shelf(self, card_id: str) -> _Shelf:
-        shelf = self._shelves.get(card_id)
-        if shelf is None:
-            with _no_cyclic_gc():
-                shelf = self._shelves[card_id] = _Shelf(card_id, self._read_names, self._read_pools)
-        return shelf
+    def _pools(self) -> dict[str, list[NodePool]]:
+        """The pools of each inventory read without error, by cluster (the others' pools are never placed on)."""
+        if self._pools_by_name is None:
+            read = list(map(not_, map(self._read_failed.__contains__, self._inv_names)))
+            self._pools_by_name = dict(zip(compress(self._inv_names, read),
+                                           compress(map(_POOLS, self._inventories), read), strict=True))
+        return self._pools_by_name
+
+    def _infos(self) -> dict[str, ClusterInfo]:
+        if self._infos_by_name is None:
+            self._infos_by_name = dict(zip(self._names, self._clusters, strict=True))
+        return self._infos_by_name
+
+    def _info(self, name: str, position: int | None = None) -> InfoRow | None:
+        """What placement reads of a cluster's registration (`position`: its place among the registrations)."""
+        model = self._clusters[position] if position is not None else self._infos().get(name)
+        return None if model is None else _INFO(model)
+
+    def _inventory(self, name: str, position: int | None = None) -> InventoryRow | None:
+        """What placement reads of a cluster's inventory (`position`: the cluster's among the registrations)."""
+        if position is not None and self._aligned:
+            return _INVENTORY(self._inventories[position])
+        if self._invs is None:
+            self._invs = dict(zip(self._inv_names, self._inventories, strict=True))
+        model = self._invs.get(name)
+        return None if model is None else _INVENTORY(model)
+
+    def _known(self, name: str) -> bool:
+        return name in self._infos() or name in self._pools() or name in self._read_failed
 
     def candidate_count(self, plan: PlacementPlan) -> int:
-        """How many clusters a plan evaluates in full."""
-        return len(self._shelf(get_hardware(plan.hardware).id).holding(plan.gpus_per_node, plan.nodes_per_replica))
+        """How many clusters a plan scores: they pass its static filters and their free nodes can hold a replica."""
+        ctx = _Context(plan, get_hardware(plan.hardware))
+        shelf, _labels = self._shelf(ctx, [])
+        return sum(shelf.holding(ctx.g, ctx.n))
 
-    def place(self, plan: PlacementPlan, *,
-              explain_every_cluster_up_to: int = EXPLAIN_EVERY_CLUSTER_UP_TO) -> PlacementDecision:
+    def place(self, plan: PlacementPlan, *, explain: bool | Collection[str] = False) -> PlacementDecision:
         with _no_cyclic_gc():
-            return self._place(plan, len(self._names) <= explain_every_cluster_up_to)
+            return self._place(plan, explain)
 
-    def _place(self, plan: PlacementPlan, explain_every_cluster: bool) -> PlacementDecision:
+    def _place(self, plan: PlacementPlan, explain: bool | Collection[str]) -> PlacementDecision:
         card = get_hardware(plan.hardware)
         limit = min(plan.constraints.max_replicas_per_cluster or plan.replicas, plan.replicas)
         ctx = _Context(plan, card)
-        shelf = self._shelf(card.id)
-        holding = shelf.holding(ctx.g, ctx.n) if card.placeable else set()
-        ruled_out: list[RuledOut]
-        if explain_every_cluster:
-            candidates, ruled_out = self._every_cluster(shelf, holding, ctx), []
-        else:
-            candidates, ruled_out = self._clusters_that_can_hold(shelf, holding, ctx)
-        eligible = [c for c in candidates if c.eligible]
-        _distribute(eligible, plan.replicas, limit, plan.constraints.spread)
+        failed: Failed = []
+        shelf, labels = self._shelf(ctx, failed)
+        ranked = self._rank(shelf, labels, failed, ctx)
 
-        placed = sum(c.replicas for c in eligible)
+        # Only the best `replicas` can receive one: spread deals its first round to them in this
+        # order, and pack fills them in this order.
+        best = heapq.nsmallest(plan.replicas, ranked) if plan.replicas < len(ranked) else sorted(ranked)
+        dealt = [_Candidate.ranked(entry) for entry in best]
+        _distribute(dealt, plan.replicas, limit, plan.constraints.spread)
+        replicas = {c.name: c.replicas for c in sorted(dealt, key=_NAME) if c.replicas}
+        placed = sum(replicas.values())
         unplaced = plan.replicas - placed
-        verdicts = [_verdict(c, ctx, limit, unplaced) for c in candidates]
-        replicas = {c.name: c.replicas for c in eligible if c.replicas}
+
+        found: dict[str, tuple[list[Pool] | None, int | None]] = {
+            name: (shelf.rows[start:end], position) for _score, name, _fits, start, end, position in best}
+        if explain is True:
+            asked = set(self._names).union(self._unregistered)
+        else:
+            asked = {name for name in explain or () if self._known(name)}
+        verdicts = []
+        for name in sorted(asked.union(replicas)):
+            matching, position = found.get(name, (None, None))
+            verdicts.append(_verdict(self._explained(name, matching, position, replicas.get(name, 0), ctx), ctx,
+                                     limit, unplaced))
+        ruled_out = []
+        for (f, reason), members in sorted(_merged(failed).items()):
+            members = sorted(members) if not asked else sorted(name for name in members if name not in asked)
+            if members:
+                ruled_out.append(_built(RuledOut, {"filter": f, "reason": reason, "clusters": members}))
+        passed_over = sorted(name for _score, name, _fits, _start, _end, _position in ranked
+                             if name not in replicas and name not in asked)
         return _built(PlacementDecision, {
             "plan": plan, "replicas": replicas, "placed": placed, "unplaced": unplaced,
             "summary": _summary(ctx, replicas, placed, unplaced, verdicts, ruled_out), "clusters": verdicts,
-            "ruled_out": ruled_out})
+            "ruled_out": ruled_out, "passed_over": passed_over})
 
-    def _every_cluster(self, shelf: _Shelf, holding: set[str], ctx: _Context) -> list[_Candidate]:
-        """Every cluster with every filter (a small fleet: the decision can afford to say it all)."""
-        infos, invs, shelved = self._infos, self._invs, shelf.pools
-        candidates = []
-        for name in self._names:
-            info, inv = infos.get(name), invs.get(name)
-            static = _static(name, info, inv, ctx)
-            matching = shelved.get(name)
-            if matching is None:
-                candidates.append(_without_card(name, static, self._cards_note(name), ctx))
-            else:
-                candidates.append(_evaluate(name, info, static, matching, ctx, score=name in holding))
-        return candidates
+    def _shelf(self, ctx: _Context, failed: Failed) -> tuple[_Shelf, list[dict[str, str]] | None]:
+        """The shelf of the clusters that pass every static filter (and their labels, when the plan
+        prefers some); the others go to `failed`, by the first one they fail.
 
-    def _clusters_that_can_hold(self, shelf: _Shelf, holding: set[str],
-                                ctx: _Context) -> tuple[list[_Candidate], list[RuledOut]]:
-        """The clusters the index says can hold a replica, in full; every other cluster by one reason."""
-        infos, invs, shelved = self._infos, self._invs, shelf.pools
-        candidates: list[_Candidate] = []
-        # Grouped by the (shared) filter result that rules them out; equal results are merged below.
-        groups: dict[int, tuple[FilterResult, list[str]]] = {}
+        Who fails which filter is worked out by C-level passes over the clusters, in the filters' order;
+        what each filter says comes from `_static_filters` for one cluster of each group (so their words
+        live in one place), and clusters whose reasons differ (an inventory's error, a region, the labels
+        they lack) are grouped by the fact the reason names."""
+        names, facts = self._names, self._facts
 
-        def rule_out(failed: FilterResult, name: str) -> None:
-            group = groups.get(id(failed))
+        def rule_out(members: list[str], facts_named: list[Any] | None = None,
+                     at: Iterable[int | None] = repeat(None), registered: bool = True) -> None:
+            parts: dict[Any, list[str]] = {}
+            firsts: dict[Any, int | None] = {}
+            for name, fact, position in zip(members, facts_named or repeat(None), at, strict=False):
+                part = parts.get(fact)
+                if part is None:
+                    part = parts[fact] = []
+                    firsts[fact] = position
+                part.append(name)
+            for fact, part in parts.items():
+                first, position = part[0], firsts[fact]
+                info = self._info(first, position) if registered else None
+                inv = self._inventory(first, position)
+                failed.append((_first_failed(_static(first, info, inv, ctx)), part))
+
+        rule_out(self._unregistered, registered=False)
+        if self._aligned and not self._read_failed:  # every registered cluster's inventory was read
+            alive = [True] * len(names)
+        else:
+            unread = list(map(is_, self._info_pools, repeat(None)))
+            unread_names = list(compress(names, unread))
+            rule_out(unread_names, list(map(self._read_failed.get, unread_names)),
+                     compress(range(len(unread)), unread))
+            alive = list(map(not_, unread))
+
+        def cut(fails: Iterable[Any], fact: Iterable[Any] | None = None) -> None:
+            nonlocal alive
+            fails = list(fails)
+            out = list(map(and_, alive, map(bool, fails)))
+            if any(out):
+                rule_out(list(compress(names, out)), list(compress(fact, out)) if fact is not None else None,
+                         compress(range(len(out)), out))
+                alive = list(map(and_, alive, map(not_, fails)))
+
+        cut(map(_SECOND, facts))  # cordoned
+        if ctx.allowed:
+            cut(map(not_, map(ctx.allowed.__contains__, names)))
+        if ctx.denied:
+            cut(map(ctx.denied.__contains__, names))
+        if ctx.regions:
+            regions = list(map(_THIRD, facts))
+            cut(map(not_, map(ctx.regions.__contains__, regions)), regions)
+        if ctx.required:
+            required = sorted(ctx.required.items())
+            lacking = [tuple(f"{k}={v}" for k, v in required if labels.get(k) != v) for labels in map(_FOURTH, facts)]
+            cut(lacking, lacking)
+        read: list[list[NodePool]] = list(compress(self._info_pools, alive))  # type: ignore[arg-type]  # alive: not None
+        shelf = _Shelf(ctx.card.id, list(compress(names, alive)), read, compress(range(len(alive)), alive))
+        labels = list(map(_FOURTH, map(facts.__getitem__, shelf.positions))) if ctx.preferred else None
+        return shelf, labels
+
+    def _rank(self, shelf: _Shelf, labels: list[dict[str, str]] | None, failed: Failed,
+              ctx: _Context) -> list[Ranked]:
+        """The clusters that pass every filter, scored; the ones that fail a node filter go to `failed`."""
+        if not ctx.card.placeable:  # every cluster fails hardware, for the same reason
+            if shelf.given:
+                failed.append((_without_card("", [], "", ctx).filters[0], shelf.given))
+            return []
+        cardless = list(compress(shelf.given, map(not_, shelf.has)))
+        if cardless:  # what each has instead is one cluster's story, not the fleet's
+            failed.append((_without_card("", [], "", ctx).filters[0], cardless))
+        no_room: dict[int, tuple[FilterResult, list[str]]] = {}
+
+        def rule_out(results: list[FilterResult], name: str) -> None:
+            first = _first_failed(results)
+            group = no_room.get(id(first))
             if group is None:
-                group = groups[id(failed)] = (failed, [])
+                group = no_room[id(first)] = (first, [])
             group[1].append(name)
 
-        # The names come sorted, so candidates and every group stay in name order; the clusters that
-        # cannot hold a replica are sorted out by set operations, which run in C.
-        names = self._names
-        for name in filter(holding.__contains__, names):
-            info = infos.get(name)  # holding implies an inventory was read, not that it is registered
-            static = _static(name, info, invs[name], ctx)
-            if ctx.static_passed[id(static)]:
-                candidates.append(_evaluate(name, info, static, shelved[name], ctx, score=True))
+        rows, g, n = shelf.rows, ctx.g, ctx.n
+        holding = shelf.holding(g, n)
+        spans = list(zip(shelf.names, shelf.starts, shelf.ends, shelf.positions, strict=True))
+        for name, start, end, _position in compress(spans, map(not_, holding)):  # nodes of the card, none with room
+            rule_out(_node_results(ctx, _node_counts(rows[start:end], g, n)[0]), name)
+        ranked: list[Ranked] = []
+        for (name, start, end, position), cluster_labels in compress(zip(spans, labels or repeat(None), strict=False),
+                                                                     holding):
+            entry = _evaluate(name, rows[start:end], cluster_labels, ctx)
+            if isinstance(entry, list):
+                rule_out(entry, name)
             else:
-                rule_out(_first_failed(static), name)
-        readable = self._readable
-        for name in filterfalse(readable.__contains__, names):  # unregistered, or no inventory read
-            if name not in holding:
-                rule_out(_first_failed(_static(name, infos.get(name), invs.get(name), ctx)), name)
-        no_room = readable.intersection(shelved).difference(holding)
-        for name in filter(no_room.__contains__, names):  # nodes of the card, none with room
-            probe = _Candidate(name)
-            _node_filters(probe, shelved[name], ctx)
-            rule_out(_first_failed(probe.filters), name)
-        # Clusters without the card are one group: what each has instead is one cluster's story, not the fleet's.
-        cardless = readable.difference(shelved)
-        if cardless:
-            groups[0] = (_without_card("", [], "", ctx).filters[0], list(filter(cardless.__contains__, names)))
-        merged: dict[tuple[str, str], list[list[str]]] = {}
-        for failed, members in groups.values():
-            merged.setdefault((failed.name, failed.reason), []).append(members)
-        # Mostly in name order already, which Python's sort only checks (one pass).
-        ruled_out = [_built(RuledOut, {"filter": f, "reason": reason, "clusters": sorted(chain(*parts))})
-                     for (f, reason), parts in sorted(merged.items())]
-        return candidates, ruled_out
+                ranked.append((*entry, start, end, position))
+        failed += no_room.values()
+        return ranked
+
+    def _explained(self, name: str, matching: list[Pool] | None, position: int | None, replicas: int,
+                   ctx: _Context) -> _Candidate:
+        """One cluster with every filter, and its score when it passes them all (`matching`: its pools
+        of the card, and `position`: its place among the registrations, when known)."""
+        info, inv = self._info(name, position), self._inventory(name, position)
+        static = _static(name, info, inv, ctx)
+        if matching is None:
+            matching = _card_pools(self._pools().get(name), ctx.card.id)
+        if not matching:
+            cand = _without_card(name, static, self._cards_note(name), ctx)
+        else:
+            cand = _Candidate(name)
+            cand.filters.extend(static)
+            whole = _node_filters(cand, matching, ctx)
+            if ctx.static_passed[id(static)] and cand.fits and ctx.card.placeable:
+                cand.eligible = True
+                cand.scores, cand.score = _score(cand.usable, whole, info[3] if info is not None else {}, ctx)
+        cand.replicas = replicas
+        return cand
 
     def _cards_note(self, name: str) -> str:
         note = self._cards_notes.get(name)
         if note is None:
-            note = self._cards_notes[name] = _other_cards(self._invs.get(name))
+            note = self._cards_notes[name] = _other_cards(self._inventory(name))
         return note
+
+
+def _card_pools(pools: list[NodePool] | None, card_id: str) -> list[Pool]:
+    """The rows of one cluster's pools of the card, for a cluster explained outside the plan's shelf."""
+    return [_NUMBERS(p) for p in pools or () if p.hardware_id == card_id]
+
+
+def _merged(failed: Failed) -> dict[tuple[str, str], list[str]]:
+    """The groups by filter and reason (equal results found apart are one group)."""
+    merged: dict[tuple[str, str], list[str]] = {}
+    for first, members in failed:
+        merged.setdefault((first.name, first.reason), []).extend(members)
+    return merged
 
 
 # --- evaluation -------------------------------------------------------------------------------------
 
 class _Context:
     __slots__ = ("plan", "card", "g", "n", "regions", "allowed", "denied", "required", "preferred",
-                 "shape", "static_filters", "static_passed", "cardless", "node_results", "scored", "_terms")
+                 "preferred_items", "shape", "static_filters", "static_passed", "cardless", "node_results", "scored",
+                 "_terms")
 
     def __init__(self, plan: PlacementPlan, card: Hardware):
         c = plan.constraints
@@ -290,6 +451,7 @@ class _Context:
         self.g, self.n = plan.gpus_per_node, plan.nodes_per_replica
         self.regions, self.allowed, self.denied = set(c.regions), set(c.allowed_clusters), set(c.denied_clusters)
         self.required, self.preferred = c.required_labels, c.preferred_labels
+        self.preferred_items = tuple(c.preferred_labels.items())
         nodes = f" × {self.n} nodes" if self.n > 1 else ""
         self.shape = f"{self.g} {card.id} GPU(s){nodes}"
         self.static_filters: dict[tuple, list[FilterResult]] = {}
@@ -324,6 +486,12 @@ class _Candidate:
         self.score = 0.0
         self.replicas = 0
 
+    @classmethod
+    def ranked(cls, entry: Ranked) -> _Candidate:
+        cand = cls(entry[1])
+        cand.eligible, cand.score, cand.fits = True, -entry[0], entry[2]
+        return cand
+
 
 # Most filter results repeat across clusters ("not cordoned", "any region"); results are immutable,
 # so equal ones are shared, which keeps a 10,000-cluster decision cheap to build.
@@ -340,18 +508,15 @@ def _check(cand: _Candidate, name: str, passed: bool, reason: str) -> None:
     cand.filters.append(result)
 
 
-def _evaluate(name: str, info: InfoRow | None, static: list[FilterResult], matching: Sequence[Pool],
-              ctx: _Context, *, score: bool) -> _Candidate:
-    """A cluster with nodes of the card: every filter, and a score when all pass (`score` False: the
-    index says its free nodes cannot hold a replica, so it cannot pass)."""
-    cand = _Candidate(name)
-    cand.filters.extend(static)
-    whole = _node_filters(cand, matching, ctx)
-    if score and ctx.static_passed[id(static)]:
-        cand.eligible = cand.fits > 0 and ctx.card.placeable and all(f.passed for f in cand.filters[-3:])
-        if cand.eligible:
-            _score(cand, info, whole, ctx)
-    return cand
+def _evaluate(name: str, matching: Sequence[Pool], labels: dict[str, str] | None,
+              ctx: _Context) -> tuple[float, str, int] | list[FilterResult]:
+    """A cluster that passes the static filters and has a node with room for a replica: its rank, or
+    its node filters when they still fail (a multi-node replica needs more entirely free nodes)."""
+    key, usable, whole = _node_counts(matching, ctx.g, ctx.n)
+    fits = key[-1]
+    if not fits:
+        return _node_results(ctx, key)
+    return -_score(usable, whole, labels or _NO_LABELS, ctx)[1], name, fits
 
 
 def _without_card(name: str, static: list[FilterResult], cards_note: str, ctx: _Context) -> _Candidate:
@@ -394,14 +559,13 @@ def _hardware_missing(ctx: _Context, cards_note: str) -> str:
     return f"no {card.id} nodes" + cards_note
 
 
-def _node_filters(cand: _Candidate, matching: Sequence[Pool], ctx: _Context) -> int:
-    """The hardware, node shape and capacity filters; sets fits and usable nodes; returns the count
-    of entirely free nodes of the shape."""
-    g, n = ctx.g, ctx.n
-    # One pass over the card's pools: this runs for every cluster that holds the card.
+def _node_counts(matching: Sequence[Pool], g: int, n: int) -> tuple[tuple[Any, ...], list[Usable], int]:
+    """What the node filters and the score read of a cluster's pools of the card, in one pass: the
+    counts the node filters depend on (ending with the replicas its free nodes hold), the nodes a
+    replica can use (fullest first), and the entirely free nodes of the shape."""
     nodes = shaped = whole = partly = biggest = most = 0
     usable: list[Usable] = []
-    for _card, cap, free, count in matching:
+    for cap, free, count in matching:
         nodes += count
         if cap > biggest:
             biggest = cap
@@ -420,17 +584,27 @@ def _node_filters(cand: _Candidate, matching: Sequence[Pool], ctx: _Context) -> 
             usable.append((free, cap, count))
     usable.sort()
     fits = sum(count * (free // g) for free, _cap, count in usable) if n == 1 else whole // n
-    cand.fits, cand.usable = fits, usable
-    key = (bool(matching), nodes, shaped, biggest, whole, partly, most, fits)
-    results = ctx.node_results.get(key)
-    if results is None:
-        results = ctx.node_results[key] = _node_results(ctx, *key)
-    cand.filters.extend(results)
+    return (bool(matching), nodes, shaped, biggest, whole, partly, most, fits), usable, whole
+
+
+def _node_filters(cand: _Candidate, matching: Sequence[Pool], ctx: _Context) -> int:
+    """The hardware, node shape and capacity filters; sets fits and usable nodes; returns the count
+    of entirely free nodes of the shape."""
+    key, usable, whole = _node_counts(matching, ctx.g, ctx.n)
+    cand.fits, cand.usable = key[-1], usable
+    cand.filters.extend(_node_results(ctx, key))
     return whole
 
 
-def _node_results(ctx: _Context, any_pool: bool, nodes: int, shaped: int, biggest: int, whole: int, partly: int,
-                  most: int, fits: int) -> list[FilterResult]:
+def _node_results(ctx: _Context, counts: tuple[Any, ...]) -> list[FilterResult]:
+    results = ctx.node_results.get(counts)
+    if results is None:
+        results = ctx.node_results[counts] = _node_results_of(ctx, *counts)
+    return results
+
+
+def _node_results_of(ctx: _Context, any_pool: bool, nodes: int, shaped: int, biggest: int, whole: int,
+                     partly: int, most: int, fits: int) -> list[FilterResult]:
     card, g, n = ctx.card, ctx.g, ctx.n
     cand = _Candidate("")
     if not card.placeable:
@@ -502,26 +676,32 @@ def _other_cards(inv: InventoryRow | None) -> str:
     return extra
 
 
-def _score(cand: _Candidate, info: InfoRow | None, whole: int, ctx: _Context) -> None:
-    plan, g, n = ctx.plan, ctx.g, ctx.n
+def _score(usable: list[Usable], whole: int, labels: dict[str, str],
+           ctx: _Context) -> tuple[list[ScoreTerm], float]:
+    # Runs for every cluster that passes every filter (thousands on a large fleet): plain loops, no
+    # generators, and the terms themselves shared by clusters with the same counts.
+    g, n = ctx.g, ctx.n
     if n == 1:
-        per_node = max(map(_SECOND, cand.usable)) // g
-        needed = -(-plan.replicas // per_node)
+        per_node = max(map(_SECOND, usable)) // g
+        needed = -(-ctx.plan.replicas // per_node)
     else:
-        needed = plan.replicas * n
-    uses, leftover, touched = _allocate(cand.usable, 1, g, n)
+        needed = ctx.plan.replicas * n
+    uses, leftover, touched = _allocate(usable, 1, g, n)
     # Whole nodes *kept* after one replica lands: a cluster that can take it on a partly used node
     # keeps its whole nodes for the multi-node replicas that need them.
-    kept = whole - sum(nodes for cap, free, nodes, _taken in uses if free == cap)
+    kept = whole
+    for cap, free, nodes, _taken in uses:
+        if free == cap:
+            kept -= nodes
     matched = 0
-    if ctx.preferred and info is not None:
-        labels = info[3]
-        matched = sum(1 for k, v in ctx.preferred.items() if labels.get(k) == v)
+    for k, v in ctx.preferred_items:
+        if labels.get(k) == v:
+            matched += 1
     key = (kept, whole, needed, leftover, touched, matched)
     scored = ctx.scored.get(key)
     if scored is None:
         scored = ctx.scored[key] = _scored(ctx, *key)
-    cand.scores, cand.score = scored
+    return scored
 
 
 def _scored(ctx: _Context, kept: int, whole: int, needed: int, leftover: int, touched: int,
@@ -673,14 +853,11 @@ def _some(names: list[str], shown: int = 3) -> str:
     return f"{len(names)} cluster(s) ({', '.join(names[:shown])}{more})"
 
 
-def _unique(by_name: dict[str, R], items: list[T], what: str, key: Callable[[T], str]) -> dict[str, R]:
-    """`by_name`, built from `items` by the caller (one entry per item, by name), or an error naming
-    a cluster that appears twice."""
-    if len(by_name) != len(items):
-        seen: set[str] = set()
-        for item in items:
-            name = key(item)
-            if name in seen:
-                raise PlacementInputError(f"{what}: cluster {name!r} appears more than once")
-            seen.add(name)
-    return by_name
+def _refuse_repeats(items: list[T], what: str, key: Callable[[T], str]) -> None:
+    """Raise naming a cluster that appears twice in `items` (the caller saw fewer names than items)."""
+    seen: set[str] = set()
+    for item in items:
+        name = key(item)
+        if name in seen:
+            raise PlacementInputError(f"{what}: cluster {name!r} appears more than once")
+        seen.add(name)

@@ -3,18 +3,21 @@
 A cluster row says where the cluster is (region, labels), how to reach its Kubernetes API *by
 reference* (`file:`, `env:` or `secret:`, see wingsmith/kube/kubeconfig.py, and a context name,
 resolved by the worker when an activity runs: no credential is ever stored here), where its
-deployments' frontends are reachable for the gateway, whether it is cordoned, and, for clusters whose
-nodes carry no GPU labels, a manual inventory.
+deployments' frontends are reachable for the gateway, whether it is cordoned, for clusters whose
+nodes carry no GPU labels a manual inventory, and, optionally, what one of its GPUs costs per hour.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from datetime import datetime
+from typing import Annotated
 
 import asyncpg
 from pydantic import BaseModel, Field, field_validator
 
+from wingsmith.hardware import get_hardware
 from wingsmith.inventory import ManualInventory
 from wingsmith.kube.kubeconfig import canonical
 from wingsmith.kube_ref import KubeconfigRef
@@ -24,6 +27,12 @@ from wingsmith.text import MAX_LIST, LabelText, NameText, StorableText
 _NAME = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
 _LABEL_KEY = re.compile(r"^([a-z0-9]([-a-z0-9.]*[a-z0-9])?/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$")
 _LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
+# Far above any card's price: beyond it the number is a typo, and it keeps cost arithmetic finite.
+MAX_COST_PER_GPU_HOUR = 1_000_000.0
+CostPerGpuHour = Annotated[float | None, Field(
+    ge=0, le=MAX_COST_PER_GPU_HOUR, allow_inf_nan=False,
+    description="what one GPU-hour costs on this cluster (the organisation's one currency); plans sized from a "
+                "traffic target prefer the cheapest feasible card. Absent: unknown")]
 _KUBECONFIG_CONTENT = ("apiVersion", "client-key-data", "client-certificate-data", "token:", "clusters:")
 
 
@@ -43,6 +52,7 @@ class ClusterSpec(BaseModel):
     manual_inventory: ManualInventory | None = Field(
         default=None, description="GPU nodes declared by hand, for clusters whose nodes carry no "
                                   "nvidia.com/gpu.product label; used instead of a live read")
+    cost_per_gpu_hour: CostPerGpuHour = None
 
     @field_validator("name")
     @classmethod
@@ -83,6 +93,25 @@ class ClusterSpec(BaseModel):
     def kubeconfig_ref(self) -> KubeconfigRef:
         return KubeconfigRef(source=self.kubeconfig, context=self.kube_context or None)
 
+    def declared_cards(self) -> list[str]:
+        """The placeable cards its manual inventory declares (a live cluster's are known only once read)."""
+        pools = self.manual_inventory.pools if self.manual_inventory else []
+        return list(dict.fromkeys(p.hardware for p in pools if get_hardware(p.hardware).placeable))
+
+
+def fleet_offer(clusters: Iterable[ClusterSpec]) -> dict[str, float | None]:
+    """Each card the registered clusters declare, with the cheapest known cost per GPU-hour among the
+    clusters offering it (None: none of them says). Cordoned clusters take no new replicas, so they
+    offer nothing. Pure: what a plan sized from a traffic target compares cards with."""
+    offer: dict[str, float | None] = {}
+    for cluster in clusters:
+        if cluster.cordoned:
+            continue
+        for card in cluster.declared_cards():
+            known = [p for p in (offer.get(card), cluster.cost_per_gpu_hour) if p is not None]
+            offer[card] = min(known) if known else None
+    return offer
+
 
 class ClusterRecord(ClusterSpec):
     created_at: datetime
@@ -103,14 +132,15 @@ class ClusterInUse(Exception):
 
 
 _COLUMNS = ("name, region, labels, kubeconfig_ref, kube_context, frontend_base_url, cordoned, "
-            "manual_inventory, created_at, updated_at")
+            "manual_inventory, cost_per_gpu_hour, created_at, updated_at")
 
 
 def _record(row: asyncpg.Record) -> ClusterRecord:
     return ClusterRecord(
         name=row["name"], region=row["region"], labels=row["labels"], kubeconfig=row["kubeconfig_ref"],
         kube_context=row["kube_context"], frontend_base_url=row["frontend_base_url"], cordoned=row["cordoned"],
-        manual_inventory=row["manual_inventory"], created_at=row["created_at"], updated_at=row["updated_at"])
+        manual_inventory=row["manual_inventory"], cost_per_gpu_hour=row["cost_per_gpu_hour"],
+        created_at=row["created_at"], updated_at=row["updated_at"])
 
 
 def _same(record: ClusterRecord, spec: ClusterSpec) -> bool:
@@ -123,10 +153,10 @@ async def create_cluster(pool: asyncpg.Pool, spec: ClusterSpec) -> tuple[Cluster
     manual = spec.manual_inventory.model_dump() if spec.manual_inventory else None
     row = await pool.fetchrow(
         f"insert into clusters (name, region, labels, kubeconfig_ref, kube_context, frontend_base_url,"
-        f" cordoned, manual_inventory) values ($1, $2, $3, $4, $5, $6, $7, $8)"
+        f" cordoned, manual_inventory, cost_per_gpu_hour) values ($1, $2, $3, $4, $5, $6, $7, $8, $9)"
         f" on conflict (name) do nothing returning {_COLUMNS}",
         spec.name, spec.region, spec.labels, spec.kubeconfig, spec.kube_context, spec.frontend_base_url,
-        spec.cordoned, manual)
+        spec.cordoned, manual, spec.cost_per_gpu_hour)
     if row is not None:
         return _record(row), True
     existing = await get_cluster(pool, spec.name)
@@ -148,6 +178,14 @@ async def set_cordoned(pool: asyncpg.Pool, name: str, cordoned: bool) -> Cluster
     row = await pool.fetchrow(
         f"update clusters set cordoned = $2, updated_at = now() where name = $1 returning {_COLUMNS}",
         name, cordoned)
+    return _record(row) if row else None
+
+
+async def set_cost(pool: asyncpg.Pool, name: str, cost_per_gpu_hour: float | None) -> ClusterRecord | None:
+    """Set (or, with None, forget) what a GPU-hour costs on a cluster; None when it is not registered."""
+    row = await pool.fetchrow(
+        f"update clusters set cost_per_gpu_hour = $2, updated_at = now() where name = $1 returning {_COLUMNS}",
+        name, cost_per_gpu_hour)
     return _record(row) if row else None
 
 

@@ -110,10 +110,12 @@ class Workload:
     async def record(self, state: str, step: str, detail: dict[str, Any]) -> None:
         """The workload's registry row (what the API lists), keyed by run and step: a retry writes it once."""
         info = workflow.info()
+        # What a traffic target sized it by (the workload page's prediction) only when it was.
+        sized = {"sized_by"} if self.plan.sized_by is not None else set()
         await workflow.execute_local_activity(ACTIVITY_RECORD, WorkloadRecord(
             workload_id=self.plan.workload_id, artifact_id=self.plan.artifact_id,
             spec=self.plan.model_dump(mode="json", include={"hardware", "layout", "variant", "features", "replicas",
                                                             "served_model_name", "engine", "gpus_per_replica",
-                                                            "max_num_seqs", "max_num_seqs_source", "follow"}),
+                                                            "max_num_seqs", "max_num_seqs_source", "follow", *sized}),
             state=state, workflow_id=info.workflow_id, requested_by=self.params.requested_by,
             team=self.params.team, step=f"{info.run_id}:{step}", detail=detail), **policies.REGISTRY)

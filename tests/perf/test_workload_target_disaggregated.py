@@ -1,0 +1,123 @@
+"""A traffic target whose best plan is disaggregated, through a real plane (API, worker, Temporal, Postgres,
+simulated clusters, and the perf worker as its own process): the dry-run chooses what AIConfigurator's own
+`recommend` CLI chooses for the same inputs in the same run, its graphs run prefill and decode workers in the
+tool's counts on the GPUs placement reserved for them, and created, the workload serves on the clusters."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import aiconfigurator  # noqa: F401  (the perf extra: missing, this module fails at collection, never skips)
+import pytest
+
+from tests.dynamo.builders import validate_dgd
+from tests.perf.conftest import best_rows, cli_recommend, perf_worker_polls, start_perf_worker, stopped_at_the_end
+from tests.perf.test_workload_target import _approved
+from tests.support import running_worker, wait_for_pollers, wait_until
+from tests.workloads.conftest import (  # noqa: F401  (the workload test bed's fixtures)
+    api,
+    as_,
+    clusters,
+    deps,
+    dgds,
+    hub,
+    settings,
+    sims,
+)
+from tests.workloads.test_workload_journey import _until_stage
+from wingsmith.config import perf_task_queue
+from wingsmith.dynamo.engine_args import flag_value
+from wingsmith.perf.cards import system_for
+
+MODEL = "Qwen/Qwen3-8B"
+# A long prompt, a short answer and a tight TPOT at a high rate: the case where AIConfigurator finds that
+# separate prefill and decode workers need fewer GPUs (tests/perf/fixtures/qwen3-8b-h200-recommend).
+TARGET = {"requests_per_second": 100, "isl": 8000, "osl": 200, "ttft_ms": 1000, "tpot_ms": 6}
+
+
+@pytest.mark.slow
+async def test_a_dry_run_whose_best_plan_is_disaggregated_renders_prefill_and_decode_workers(
+        api, deps, settings, temporal_client, temporal_server, clusters, perf_home: Path, tmp_path: Path):  # noqa: F811
+    artifact = await _approved(api, deps, temporal_client, MODEL)
+    system = system_for("h200")
+    assert system is not None
+    perf = start_perf_worker(temporal_server.address, temporal_client.namespace, settings.task_queue, perf_home,
+                             tmp_path / "perf-worker.log")
+    reference = cli_recommend(tmp_path / "cli", model=MODEL, system=system, rate=TARGET["requests_per_second"],
+                              isl=TARGET["isl"], osl=TARGET["osl"], ttft=TARGET["ttft_ms"], tpot=TARGET["tpot_ms"])
+    try:
+        with stopped_at_the_end(reference) as cli:
+            await wait_until(lambda: perf_worker_polls(temporal_client, perf_task_queue(settings.task_queue)),
+                             timeout=120, what="the perf worker to poll its queue")
+            async with running_worker(temporal_client, deps):
+                await wait_for_pollers(temporal_client, deps.settings)
+                body = {"artifact_id": artifact, "hardware": "h200", "target": TARGET, "name": "qwen3-8b-disagg"}
+                r = await api.post("/v1/workloads", json={**body, "dry_run": True}, headers=as_("tok-olga"),
+                                   timeout=3600)
+                # Then for real (the perf worker answers the same question from its cache): the clusters run it.
+                created = await api.post("/v1/workloads", json=body, headers=as_("tok-olga"), timeout=600)
+                assert created.status_code == 202, created.text
+                live = await _until_stage(api, "qwen3-8b-disagg", {"serving", "failed"}, timeout=180)
+                applied = dgds(clusters, "qwen3-8b-disagg")
+                gone = await api.delete("/v1/workloads/qwen3-8b-disagg", headers=as_("tok-olga"))
+                assert gone.status_code == 202, gone.text
+                await _until_stage(api, "qwen3-8b-disagg", {"deleted"}, timeout=180)
+            printed, _ = await asyncio.to_thread(cli.communicate, timeout=3600)
+    finally:
+        perf.kill()
+        perf.wait()
+    assert r.status_code == 202, r.text
+    assert cli.returncode == 0, printed[-3000:]
+    rows = best_rows(tmp_path / "cli")
+    tool_choice = min(rows, key=lambda mode: int(float(rows[mode]["total_gpus_needed"])))
+    assert tool_choice == "disagg", f"AIConfigurator no longer chooses disaggregated serving here: {printed[-2000:]}"
+    row = rows["disagg"]
+
+    out = r.json()
+    chosen = out["target_plan"]["chosen"]
+    conf = chosen["configuration"]
+    assert chosen["meets_target"] and conf["mode"] == "disagg"
+    assert conf["ttft_ms"] <= TARGET["ttft_ms"] and conf["tpot_ms"] <= TARGET["tpot_ms"]
+    assert (chosen["replicas"], chosen["gpus"]) == (int(float(row["replicas_needed"])),
+                                                    int(float(row["total_gpus_needed"])))
+    candidates = {c["mode"]: c for c in out["target_plan"]["candidates"]}
+    assert candidates["disagg"]["why_not"] is None and candidates["agg"]["why_not"]
+    assert candidates["agg"]["plan"]["gpus"] == int(float(rows["agg"]["total_gpus_needed"]))
+
+    plan = out["plan"]
+    assert plan["layout"] == "pd_cluster" and plan["replicas"] == chosen["replicas"]
+    assert plan["gpus_per_replica"] == int(float(row["num_total_gpus"])) == conf["gpus_per_replica"]
+    placement = out["placement"]
+    assert placement["placed"] == chosen["replicas"] and placement["unplaced"] == 0
+    assert placement["plan"]["gpus_per_node"] * placement["plan"]["nodes_per_replica"] == plan["gpus_per_replica"]
+
+    prefill, decode = conf["workers"]
+    workers = {"prefill": 0, "decode": 0}
+    for cluster, manifest in out["manifests"].items():
+        validate_dgd(manifest)
+        share = placement["replicas"][cluster]
+        components = {c["type"]: c for c in manifest["spec"]["components"]}
+        for role, pool in (("prefill", prefill), ("decode", decode)):
+            component = components[role]
+            main = component["podTemplate"]["spec"]["containers"][0]
+            assert component["replicas"] == share * pool["workers"]
+            assert int(main["resources"]["limits"]["nvidia.com/gpu"]) == pool["gpus_per_worker"]
+            assert flag_value(main["args"], ("--tensor-parallel-size",)) == str(pool["parallelism"]["tp"])
+            assert flag_value(main["args"], ("--max-num-seqs",)) == str(pool["batch_size"])
+            assert flag_value(main["args"], ("--disaggregation-mode",)) == role
+            workers[role] += component["replicas"]
+    # Every replica's workers, across the clusters, in the tool's own counts.
+    assert workers == {"prefill": chosen["replicas"] * int(float(row["(p)workers"])),
+                       "decode": chosen["replicas"] * int(float(row["(d)workers"]))}
+
+    # Created, it serves: the clusters hold the same graphs, and the simulated operator ran their workers.
+    assert created.json()["plan"] == plan
+    assert live["stage"] == "serving", live
+    serving = {c["cluster"]: c["replicas"] for c in live["clusters"] if c["state"] == "serving"}
+    assert serving == placement["replicas"]
+    assert set(applied) == set(serving)
+    for cluster, (dgd,) in applied.items():
+        components = {c["type"]: c["replicas"] for c in dgd["spec"]["components"]}
+        assert components == {"frontend": 1, "prefill": serving[cluster] * prefill["workers"],
+                              "decode": serving[cluster] * decode["workers"]}

@@ -1,0 +1,155 @@
+"""What keeps watching thousands of workloads cheap without seeing faults later (bench/watching.py
+measures it): the looks of one cluster judge every shared read, so a change is seen within one status
+period whatever a look's own phase; an unchanged deployment is not judged again; looks heartbeat a
+third of their heartbeat timeout apart, and that timeout follows the watch's silence period; a worker
+that shuts down fails its looks (retried elsewhere at once) rather than leaving them to time out."""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import threading
+import time
+from datetime import timedelta
+from typing import Any
+
+import pytest
+from temporalio.activity import ActivityCancellationDetails
+from temporalio.exceptions import ApplicationError
+from temporalio.testing import ActivityEnvironment
+
+import activities.observe as observe_module
+from activities.observe import ObserveActivities, SharedReads
+from contracts.workload import ObserveDeploymentInput, WatchSettings
+from wingsmith.kube import KubeconfigRef
+from wingsmith.reconcile import Observation, read_observation
+from workflows import policies
+
+REF = KubeconfigRef(source="/fake/kubeconfig", context="sim-east")
+
+
+def _dgd(name: str, version: int) -> dict[str, Any]:
+    return {"metadata": {"name": name, "uid": f"uid-{name}", "resourceVersion": str(version), "generation": 1},
+            "spec": {}, "status": {"state": "successful", "observedGeneration": 1,
+                                   "conditions": [{"type": "Ready", "status": "True"}]}}
+
+
+class Cluster:
+    """A cluster's DGDs as LIST answers them; `delete_after(n)` deletes one right after the n-th read
+    started, the worst moment for a look, which must then wait for the next read."""
+
+    def __init__(self, names: list[str]) -> None:
+        self.dgds = {n: _dgd(n, 1) for n in names}
+        self.reads: list[float] = []
+        self.doomed: tuple[int, str] | None = None
+        self.deleted_at: float | None = None
+        self.lock = threading.Lock()
+
+    def delete_after(self, read: int, name: str) -> None:
+        self.doomed = (read, name)
+
+    def read(self, ref: KubeconfigRef, namespace: str) -> dict[str, dict[str, Any]]:
+        with self.lock:
+            self.reads.append(time.monotonic())
+            answer = dict(self.dgds)
+            if self.doomed and len(self.reads) == self.doomed[0]:
+                del self.dgds[self.doomed[1]]
+                self.deleted_at = time.monotonic()
+            return answer
+
+
+def _params(name: str, known: str | None, status: float = 0.5, report: float = 60) -> ObserveDeploymentInput:
+    return ObserveDeploymentInput(cluster="sim-east", kubeconfig=REF, namespace="default", name=name,
+                                  served_model_name=None, known=known, status_seconds=status, probe_seconds=60,
+                                  report_seconds=report)
+
+
+def _known(name: str) -> str:
+    return read_observation("sim-east", observe_module.datetime.now(observe_module.UTC), _dgd(name, 1)).news_key()
+
+
+def test_a_look_that_joined_between_reads_still_sees_a_change_within_one_status_period() -> None:
+    """Look `b` starts 0.35 s into `a`'s 0.5 s period and takes `a`'s read; its DGD is deleted just after
+    a read started. Looks that kept their own time saw it up to two periods later (0.85 s here)."""
+    cluster = Cluster(["a", "b"])
+    looks = ObserveActivities(reads=SharedReads(cluster.read))
+
+    async def scenario() -> tuple[Observation, float]:
+        a = asyncio.ensure_future(ActivityEnvironment().run(looks.observe, _params("a", _known("a"))))
+        await asyncio.sleep(0.35)
+        cluster.delete_after(len(cluster.reads) + 2, "b")
+        seen = await asyncio.wait_for(ActivityEnvironment().run(looks.observe, _params("b", _known("b"))), 5)
+        answered = time.monotonic()
+        a.cancel()
+        return seen, answered
+    seen, answered = asyncio.run(scenario())
+    assert not seen.exists and cluster.deleted_at is not None
+    took = answered - cluster.deleted_at
+    assert took < 0.5 + 0.15, f"seen {took:.2f} s after the delete, more than one status period"
+    # One LIST per period for both looks, not one each.
+    gaps = [later - earlier for earlier, later in zip(cluster.reads, cluster.reads[1:], strict=False)]
+    assert all(gap > 0.4 for gap in gaps), gaps
+
+
+def test_an_unchanged_deployment_is_judged_once_however_often_it_is_read(monkeypatch: pytest.MonkeyPatch) -> None:
+    cluster = Cluster(["a"])
+    judged: list[dict[str, Any] | None] = []
+
+    def counting(cluster_name: str, at: Any, obj: dict[str, Any] | None, frontend: Any = None) -> Observation:
+        judged.append(obj)
+        return read_observation(cluster_name, at, obj, frontend)
+    monkeypatch.setattr(observe_module, "read_observation", counting)
+    looks = ObserveActivities(reads=SharedReads(cluster.read))
+
+    async def scenario() -> Observation:
+        look = asyncio.ensure_future(ActivityEnvironment().run(looks.observe, _params("a", _known("a"), status=0.1)))
+        await asyncio.sleep(0.55)
+        assert len(cluster.reads) >= 5 and len(judged) == 1, (len(cluster.reads), len(judged))
+        cluster.dgds["a"] = {**_dgd("a", 2), "status": {"state": "pending"}}  # the operator wrote its status
+        return await asyncio.wait_for(look, 2)
+    seen = asyncio.run(scenario())
+    assert len(judged) == 2 and seen.state == "pending" and not seen.ready
+
+
+def test_a_quiet_answer_carries_the_time_of_its_last_read() -> None:
+    cluster = Cluster(["a"])
+    looks = ObserveActivities(reads=SharedReads(cluster.read))
+    started = observe_module.datetime.now(observe_module.UTC)
+    seen = asyncio.run(ActivityEnvironment().run(looks.observe, _params("a", _known("a"), status=0.1, report=0.5)))
+    assert seen.news_key() == _known("a") and (seen.at - started).total_seconds() >= 0.35
+
+
+def test_looks_heartbeat_a_third_of_their_heartbeat_timeout_apart() -> None:
+    cluster = Cluster(["a"])
+    env = ActivityEnvironment()
+    env.info = dataclasses.replace(env.info, heartbeat_timeout=timedelta(seconds=0.6))
+    beats: list[float] = []
+    env.on_heartbeat = lambda *details: beats.append(time.monotonic())
+    asyncio.run(env.run(ObserveActivities(reads=SharedReads(cluster.read)).observe,
+                        _params("a", _known("a"), status=0.1, report=1.0)))
+    assert 4 <= len(beats) <= 6, beats  # at 0, 0.2, 0.4 ... within the 1 s report period
+
+
+def test_the_heartbeat_timeout_follows_the_silence_period() -> None:
+    """A look lost with its worker is started again within the silence period (never under 6 s): the
+    looks' heartbeats were most of the Temporal server's work with a fixed 6 s."""
+    watch = WatchSettings()
+    config = policies.observe("q-observe", watch.report_seconds, watch.silence_seconds)
+    assert config["heartbeat_timeout"] == timedelta(seconds=watch.silence_seconds) == timedelta(seconds=60)
+    assert policies.observe("q", 2, 3)["heartbeat_timeout"] == timedelta(seconds=6)
+
+
+def test_a_worker_shutting_down_fails_its_looks_so_they_start_again_elsewhere() -> None:
+    cluster = Cluster(["a"])
+    env = ActivityEnvironment()
+
+    async def scenario() -> None:
+        look = asyncio.ensure_future(env.run(ObserveActivities(reads=SharedReads(cluster.read)).observe,
+                                             _params("a", _known("a"), status=0.1)))
+        await asyncio.sleep(0.3)
+        env.worker_shutdown()
+        env.cancel(ActivityCancellationDetails(worker_shutdown=True))
+        await look
+    with pytest.raises(ApplicationError) as err:
+        asyncio.run(scenario())
+    assert err.value.type == "WorkerShutdown" and not err.value.non_retryable
