@@ -91,7 +91,8 @@ class Draft(Stored):
     performance: list[PerformanceRow] = Field(default_factory=list, description=(
         "AIConfigurator's expected performance, one row per card × layout × mode (docs/planning-by-load.md); "
         "rows follow the draft as the perf worker answers"))
-    performance_status: str = Field("pending", description="pending (estimates follow), estimated, or unavailable")
+    performance_status: str = Field("pending", description="pending (estimates follow), estimated, unavailable, "
+                                    "or not_asked (a draft that predates estimates)")
     performance_reason: str | None = Field(None, description="why there are no figures (yet), in words")
 
 

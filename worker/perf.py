@@ -18,9 +18,9 @@ from pathlib import Path
 from temporalio.client import Client
 from temporalio.worker import Worker
 
-from wingsmith.config import Settings, get_settings, perf_task_queue
+from wingsmith.config import Settings, perf_task_queue
 from wingsmith.logs import configure_logging, get_logger
-from wingsmith.startup import run_or_exit
+from wingsmith.startup import load_settings, run_or_exit
 from wingsmith.temporal import connect
 
 log = get_logger("wingsmith.worker.perf")
@@ -61,7 +61,7 @@ async def run(settings: Settings) -> None:
 
 def main() -> None:
     from wingsmith.perf.aiconfigurator import PerfNotInstalled, installed
-    settings = get_settings()
+    settings = run_or_exit("wingsmith perf-worker", load_settings)
     configure_logging(settings.log_level, settings.log_format)
     if not installed():
         print(str(PerfNotInstalled()), file=sys.stderr, flush=True)

@@ -11,7 +11,7 @@ from pydantic import ValidationError
 
 from api.console.memory import memory_chart, memory_rows
 from api.console.rendering import ConsoleRoute, first, read_form, redirect, render
-from api.console.session import ConsoleApprover, ConsoleViewer, check_csrf
+from api.console.session import ConsoleApprover, ConsoleOperator, ConsoleViewer, check_csrf
 from api.console.tradeoff import draft_tradeoff
 from api.console.views import (
     CommandChoice,
@@ -133,3 +133,21 @@ async def review(request: Request, org: str, name_at_sha: str, principal: Consol
         return await _draft_page(request, org, name_at_sha, principal, db, settings, choice={},
                                  status_code=err.status, error=err.message, comment=comment)
     return redirect(draft_path(f"{org}/{name_at_sha}") + "?" + urlencode({"decided": decision.decision}))
+
+
+@router.post("/artifacts/{org}/{name_at_sha}/performance")
+async def ask_for_estimates(request: Request, org: str, name_at_sha: str, principal: ConsoleOperator, db: DbDep,
+                            settings: SettingsDep, temporal: TemporalDep):
+    """The draft page's "ask for estimates" button (a draft that predates them): the API's own action."""
+    form = await read_form(request)
+    check_csrf(request, form)
+    try:
+        version = int(first(form, "draft_version") or "0")
+    except ValueError:
+        version = 0
+    try:
+        await artifacts_api.ask_for_estimates(org, name_at_sha, version, principal, db, settings, temporal)
+    except ApiError as err:
+        return await _draft_page(request, org, name_at_sha, principal, db, settings, choice={},
+                                 status_code=err.status, error=err.message)
+    return redirect(draft_path(f"{org}/{name_at_sha}") + "#performance")

@@ -175,6 +175,7 @@ class XYSeries(BaseModel):
     joined: bool = False
     dashed: bool = False
     colour: int = 0  # console.css's series-N
+    hollow: bool = False  # markers drawn as outlines (console.css's `hollow`): points that fall short of something
 
 
 def _ticks(top: float) -> list[float]:
@@ -237,7 +238,7 @@ def xy_plot(title: str, series: Sequence[XYSeries], x_label: str, y_label: str, 
             body.append(f'<polyline class="line {css}" points="{coords}"{dash}><title>{escape(s.label)}</title>'
                         f'</polyline>')
         if s.shape is not None:
-            body.extend(_marker(s.shape, *at(p), f"dot {css}",
+            body.extend(_marker(s.shape, *at(p), f"dot {css}{' hollow' if s.hollow else ''}",
                                 f"{escape(p.label or s.label)}: {_fmt(p.x)}, {_fmt(p.y)}") for p in s.points)
     if callout is not None:
         cx, cy = at(callout)
@@ -257,7 +258,8 @@ def xy_plot(title: str, series: Sequence[XYSeries], x_label: str, y_label: str, 
             body.append(f'<line class="line {css}" x1="{PLOT_LEFT}" y1="{y:.1f}" x2="{PLOT_LEFT + 28}" '
                         f'y2="{y:.1f}"{dash}/>')
         if s.shape is not None:
-            body.append(_marker(s.shape, PLOT_LEFT + 14, y, f"key dot {css}", escape(words)))
+            body.append(_marker(s.shape, PLOT_LEFT + 14, y, f"key dot {css}{' hollow' if s.hollow else ''}",
+                                escape(words)))
         body.append(f'<text class="label" x="{PLOT_LEFT + 36}" y="{y + 4:.1f}">{escape(_short(words, 90))}</text>')
     if callout is not None:
         y = y0 + len(keys) * KEY_HEIGHT

@@ -33,7 +33,7 @@ from api.console.views import (
 )
 from api.console.words import UPSTREAM_LICENCE_URL
 from api.errors import ApiError
-from api.routes.artifacts import with_performance
+from api.routes.artifacts import estimates_asked, with_performance
 from api.routes.resolve import resolver_for
 from wingsmith.hardware import HARDWARE
 from wingsmith.hub import ArtifactProposal, HubError, HubRateLimited, HubUnavailable, parse_source
@@ -78,7 +78,7 @@ class ModelPerformance:
     why_none: str | None = None
 
 
-async def model_performance(db, hf_id: str) -> ModelPerformance:
+async def model_performance(db, hf_id: str, temporal=None) -> ModelPerformance:
     listed = [a for a in await artifact_store.list_artifacts(db, model=hf_id, limit=PERFORMANCE_LOOKBACK)
               if a["state"] in PERFORMANCE_STATES]
     newest_reason = None
@@ -86,7 +86,9 @@ async def model_performance(db, hf_id: str) -> ModelPerformance:
         draft = ((await artifact_store.get_artifact(db, artifact["id"])) or {}).get("draft")
         if not draft:
             continue
-        view = draft_tradeoff(with_performance(draft))
+        # A draft that predates estimates says so, not "estimates follow" (api/routes/artifacts.estimates_asked).
+        view = draft_tradeoff(with_performance(draft, asked=await estimates_asked(temporal, artifact["workflow_id"],
+                                                                                 draft)))
         if view.why_none is None:
             return ModelPerformance(artifact=artifact, view=view)
         newest_reason = newest_reason or f"the newest, {artifact['id']}, says: {view.why_none}"
@@ -162,6 +164,7 @@ async def model_page(request: Request, org: str, name: str, variant: str | None 
                    attribution=attribution(catalog), licence_url=UPSTREAM_LICENCE_URL,
                    mine=await on_this_plane(db, principal, match.recipe.model_id)
                    if db is not None and principal is not None else None,
-                   performance=await model_performance(db, match.recipe.model_id)
+                   performance=await model_performance(db, match.recipe.model_id,
+                                                       getattr(request.app.state, "temporal", None))
                    if db is not None and principal is not None else None)
     return render(request, "model.html", **context)

@@ -31,6 +31,7 @@ from api.errors import ApiError
 from api.routes import workloads as workloads_api
 from wingsmith.config import Settings
 from wingsmith.placement import PlacementDecision
+from wingsmith.placement.left_out import LeftOut, left_out
 from wingsmith.recipes import load_catalog
 from wingsmith.recipes.evidence import Evidence
 from wingsmith.store import artifacts as artifact_store
@@ -107,6 +108,7 @@ class Check(BaseModel):
     refusal: str | None = None
     plan: WorkloadPlan | None = None
     placement: PlacementDecision | None = None
+    left_out: LeftOut | None = None  # a large fleet's clusters without a verdict of their own, bounded
     target_plan: TargetChoice | None = None
     unplanned_target: bool = False
 
@@ -182,8 +184,9 @@ async def check_workload(form: WorkloadForm, request: Request, principal: Princi
         return Check(refusal=err.message, target_plan=unreachable(err))
     if not isinstance(result, workloads_api.DryRun):  # the body asked for a dry run
         raise TypeError(f"a dry-run create answered {type(result).__name__}")
-    return Check(plan=result.plan, placement=PlacementDecision.model_validate(result.placement),
-                 target_plan=result.target_plan)
+    placement = PlacementDecision.model_validate(result.placement)
+    return Check(plan=result.plan, placement=placement,
+                 left_out=left_out(placement.ruled_out, placement.passed_over), target_plan=result.target_plan)
 
 
 def unreachable(err: ApiError) -> TargetChoice | None:

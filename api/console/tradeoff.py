@@ -9,6 +9,12 @@ disaggregated), so the picture shows what moving along the trade-off buys. Other
 left out: overlapping lines of one colour per mode would hide more than they show, and their best points
 are there. The recommended point is the one AIConfigurator's own CLI chooses between the modes: the
 highest throughput per GPU within the latency targets.
+
+The tool reports its best configuration even when none meets the TTFT/TPOT targets it was asked for, so
+each row is checked against the targets it carries: a row that misses them is drawn hollow (its own
+legend entry) and says which target it misses by how much in the table; the recommendation is taken among
+the rows that meet them, and when none does the picture and the table say so. Where the frontier's points
+carry their latencies, its part within the targets is drawn in the mode's colour over the whole in grey.
 """
 
 from __future__ import annotations
@@ -23,6 +29,7 @@ from pydantic import BaseModel
 from api.console.charts import Point, Shape, XYSeries, xy_plot
 from api.console.words import card_name, layout_name
 from wingsmith.draft_performance import PerformanceRow
+from wingsmith.perf.estimates import FrontierPoint
 
 # Words from outside (the tool's reasons, its parallelism and version strings) are cut to this in a cell.
 MAX_WORDS = 400
@@ -31,6 +38,8 @@ MODE_WORDS = {"agg": "aggregated", "disagg": "disaggregated"}
 # (marker, dashed line, colour) per mode: shape and dash as well as colour keep the two modes apart in
 # grey print and for colour-blind readers.
 STYLE: dict[str, tuple[Shape, bool, int]] = {"agg": ("circle", False, 0), "disagg": ("square", True, 2)}
+BEYOND_COLOUR = 4  # grey: the part of a frontier beyond the latency targets
+MISSES = "misses the latency target"
 X_LABEL = "throughput per user (tokens/s per user)"
 Y_LABEL = "throughput per GPU (tokens/s per GPU)"
 
@@ -51,6 +60,8 @@ class TableRow(BaseModel):
     gpus: str = "—"
     parallelism: str = "—"
     source: str = "—"
+    targets: str = "—"  # whether the figures meet the latency targets they were estimated under, in words
+    misses: bool = False
 
 
 class CardTradeoff(BaseModel):
@@ -65,6 +76,20 @@ class CardTradeoff(BaseModel):
     @property
     def recommended_words(self) -> str:
         return describe(self.recommended) if self.recommended else ""
+
+    @property
+    def none_meets(self) -> bool:
+        """Every row with figures misses its latency targets (AIConfigurator reported its best anyway)."""
+        measured = [r for r in self.rows if has_figures(r)]
+        return bool(measured) and all(r.meets_targets is False for r in measured)
+
+    @property
+    def none_meets_words(self) -> str:
+        if not self.none_meets or self.recommended is None:
+            return ""
+        return (f"no configuration AIConfigurator found on {self.name} meets the latency targets it was asked for "
+                f"({targets_words(self.recommended)}); the ringed point is the highest throughput per GPU, "
+                "and it misses them")
 
     @property
     def table(self) -> list[TableRow]:
@@ -101,13 +126,30 @@ def _table_row(row: PerformanceRow, chosen: bool) -> TableRow:
         "ttft_ms": figure(row.ttft_ms), "tpot_ms": figure(row.tpot_ms, 1),
         "concurrency": f"{row.concurrency:,}" if row.concurrency is not None else "—",
         "gpus": str(row.gpus) if row.gpus is not None else "—", "parallelism": _bounded(row.parallelism) or "—",
-        "source": _bounded(row.source) or "—"})
+        "source": _bounded(row.source) or "—", "targets": meets_words(row), "misses": row.meets_targets is False})
+
+
+def targets_words(row: PerformanceRow) -> str:
+    return f"TTFT ≤ {figure(row.ttft_target_ms)} ms, TPOT ≤ {figure(row.tpot_target_ms)} ms"
+
+
+def meets_words(row: PerformanceRow) -> str:
+    """'meets TTFT ≤ 2,000 ms, TPOT ≤ 30 ms', 'misses the TPOT target (94 ms against 30 ms)', or, for a
+    row saved before rows kept their targets, that nobody can tell."""
+    if row.meets_targets is None:
+        return "the targets it was estimated under were not recorded"
+    if row.meets_targets:
+        return f"meets {targets_words(row)}"
+    return "; ".join(str(m) for m in row.missed)
 
 
 def recommended(rows: list[PerformanceRow]) -> PerformanceRow | None:
-    """AIConfigurator's choice: the highest throughput per GPU (every row already meets the targets)."""
+    """AIConfigurator's choice: the highest throughput per GPU among the rows within their latency targets;
+    among all rows with figures when none is (CardTradeoff.none_meets says so). A row whose targets were
+    not recorded is not known to miss them and stays a candidate."""
     measured = [r for r in rows if has_figures(r)]
-    return max(measured, key=lambda r: r.tokens_per_second_per_gpu or 0.0) if measured else None
+    within = [r for r in measured if r.meets_targets is not False] or measured
+    return max(within, key=lambda r: r.tokens_per_second_per_gpu or 0.0) if within else None
 
 
 def by_card(rows: list[PerformanceRow]) -> list[CardTradeoff]:
@@ -136,28 +178,67 @@ def tradeoff_chart(card: CardTradeoff) -> Markup:
         return Markup("")
     series = []
     for mode, (shape, dashed, colour) in STYLE.items():
-        frontier = next((r.frontier for r in card.rows if r.mode == mode and r.layout == best.layout
-                         and has_figures(r)), [])
-        if len(frontier) > 1:
-            series.append(XYSeries(
-                label=f"{MODE_WORDS[mode]}: AIConfigurator's pareto frontier on {layout_name(best.layout)}",
-                points=[Point(label=f"{MODE_WORDS[mode]} frontier", x=p.tokens_per_second_per_user,
-                              y=p.tokens_per_second_per_gpu) for p in frontier],
-                shape=None, joined=True, dashed=dashed, colour=colour))
-        points = [_at(r, describe(r)) for r in card.rows if r.mode == mode and has_figures(r)]
+        owner = next((r for r in card.rows if r.mode == mode and r.layout == best.layout and has_figures(r)), None)
+        if owner is not None:
+            series += _frontier_series(owner, dashed, colour)
+        drawn = [r for r in card.rows if r.mode == mode and has_figures(r)]
+        points = [_at(r, describe(r)) for r in drawn if r.meets_targets is not False]
         if points:
             series.append(XYSeries(label=f"{MODE_WORDS[mode]}: the best configuration per layout",
                                    points=points, shape=shape, colour=colour))
+        missing = [_at(r, f"{describe(r)}: {meets_words(r)}") for r in drawn if r.meets_targets is False]
+        if missing:
+            series.append(XYSeries(label=f"{MODE_WORDS[mode]}: {MISSES}", points=missing, shape=shape,
+                                   colour=colour, hollow=True))
     title = (f"Throughput per GPU against throughput per user on {card.name}, "
              f"{card.isl:,} input and {card.osl:,} output tokens per request")
     words = (f"Recommended: {describe(best)}, {figure(best.tokens_per_second_per_gpu)} tokens/s per GPU at "
              f"{figure(best.tokens_per_second_per_user, 1)} tokens/s per user (TTFT {figure(best.ttft_ms)} ms, "
              f"TPOT {figure(best.tpot_ms, 1)} ms). {sum(has_figures(r) for r in card.rows)} configurations drawn; "
              "the table below has every figure.")
+    misses = sum(has_figures(r) and r.meets_targets is False for r in card.rows)
+    if card.none_meets:
+        words += f" Careful: {card.none_meets_words}."
+    elif misses:
+        words += f" {misses} of them miss their latency targets (drawn hollow)."
+    chosen = ("recommended, though it misses the latency targets (none meets them): the highest throughput per GPU"
+              if card.none_meets else "recommended: the highest throughput per GPU within the latency targets")
     return xy_plot(title, series, X_LABEL, Y_LABEL, description=words,
                    callout=_at(best, f"recommended: {MODE_WORDS.get(best.mode, best.mode)}"
                                      f"{', ' + best.parallelism if best.parallelism else ''}"),
-                   callout_word="recommended: the highest throughput per GPU within the latency targets")
+                   callout_word=chosen)
+
+
+def _frontier_series(owner: PerformanceRow, dashed: bool, colour: int) -> list[XYSeries]:
+    """The row's frontier as lines: its part within the row's latency targets in the mode's colour over the
+    whole in grey. Points whose latencies or targets were not recorded are one line, as the tool gave them."""
+    if len(owner.frontier) < 2:
+        return []
+    mode = MODE_WORDS[owner.mode]
+    where = f"AIConfigurator's pareto frontier on {layout_name(owner.layout)}"
+
+    def line(points: list[FrontierPoint], label: str, colour: int) -> list[XYSeries]:
+        drawn = [Point(label=label, x=p.tokens_per_second_per_user, y=p.tokens_per_second_per_gpu) for p in points]
+        return [XYSeries(label=label, points=drawn, shape=None, joined=True, dashed=dashed, colour=colour)] \
+            if len(drawn) > 1 else []
+
+    judged = [(p, _within(p, owner)) for p in owner.frontier]
+    if any(verdict is None for _, verdict in judged):
+        return line(owner.frontier, f"{mode}: {where}", colour)
+    within = [p for p, verdict in judged if verdict]
+    # The whole frontier in grey under its part within the targets in the mode's colour: the line stays
+    # whole (a single point beyond the targets still shows), and the colour marks what meets them. Labels
+    # short enough for the legend (90 characters): the layout is the recommended one, which the page names.
+    beyond = line(owner.frontier, f"{mode}: pareto frontier beyond the latency targets", BEYOND_COLOUR) \
+        if len(within) < len(owner.frontier) else []
+    return beyond + line(within, f"{mode}: pareto frontier within the latency targets", colour)
+
+
+def _within(point: FrontierPoint, row: PerformanceRow) -> bool | None:
+    ttft, tpot, ttft_target, tpot_target = point.ttft_ms, point.tpot_ms, row.ttft_target_ms, row.tpot_target_ms
+    if ttft is None or tpot is None or ttft_target is None or tpot_target is None:
+        return None
+    return ttft <= ttft_target and tpot <= tpot_target
 
 
 @dataclass(frozen=True)

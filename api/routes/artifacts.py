@@ -4,13 +4,15 @@ An artifact id is `<org>/<name>@<sha>`, so routes take it as two path segments."
 
 from __future__ import annotations
 
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from fastapi import APIRouter, Query, Request
 from pydantic import BaseModel, Field
 from starlette.concurrency import run_in_threadpool
-from temporalio.client import WorkflowUpdateFailedError
-from temporalio.exceptions import ApplicationError
+from temporalio.client import Client, WorkflowUpdateFailedError
+from temporalio.common import WorkflowIDReusePolicy
+from temporalio.exceptions import ApplicationError, WorkflowAlreadyStartedError
 from temporalio.service import RPCError, RPCStatusCode
 
 from api.auth import Approver, Operator, TokenTable, Viewer
@@ -19,10 +21,12 @@ from api.errors import ApiError
 from api.responses import ArtifactDetail, ArtifactList
 from api.routes.resolve import hub_error_to_api, resolver_for
 from contracts import artifact as artifact_contract
+from contracts import draft_performance as perf_contract
 from contracts.artifact import ArtifactStatus, ReviewPolicy
+from contracts.draft_performance import DraftPerformanceInput, performance_workflow_id
 from contracts.ids import artifact_workflow_id_of
-from wingsmith.config import Settings
-from wingsmith.draft_performance import PENDING, DraftPerformance
+from wingsmith.config import Settings, perf_task_queue
+from wingsmith.draft_performance import NOT_ASKED, PENDING, DraftPerformance, stored_draft_requests
 from wingsmith.hub import HubError, InvalidSource, parse_source
 from wingsmith.recipes import Catalog, load_catalog_version
 from wingsmith.review import HTTP_STATUS, ReviewDecision, ReviewRequest
@@ -33,6 +37,9 @@ from wingsmith.text import SourceText
 from wingsmith.watch import draft_diff
 
 router = APIRouter(prefix="/v1/artifacts", tags=["artifacts"])
+# The artifact workflow starts a draft's estimates right after saving it: a draft older than this without a
+# performance workflow never had one (it predates estimates).
+ASKED_WITHIN = timedelta(minutes=5)
 
 
 class RegisterRequest(BaseModel):
@@ -107,19 +114,82 @@ async def get_artifact(org: str, name_at_sha: str, _viewer: Viewer, db: DbDep, s
     out["diff"] = draft_diff(approved, row, (draft_catalog(approved, settings), draft_catalog(row, settings))) \
         if approved and row else None
     if out.get("draft"):
-        out["draft"] = with_performance(out["draft"])
+        asked = await estimates_asked(getattr(request.app.state, "temporal", None), out["workflow_id"], out["draft"])
+        out["draft"] = with_performance(out["draft"], asked=asked)
     return out
 
 
-def with_performance(draft: dict[str, Any]) -> dict[str, Any]:
+def with_performance(draft: dict[str, Any], *, asked: bool | None = None) -> dict[str, Any]:
     """The draft with its performance lifted out of the sizing document it is stored in (the draft's
-    performance workflow writes it there after the draft): pending until the first answer."""
+    performance workflow writes it there after the draft): pending until the first answer, unless nobody
+    ever asked for estimates (`asked` False: a draft that predates them), which is said instead."""
     sizing = dict(draft.get("sizing") or {})
     stored = sizing.pop("performance", None)
-    performance = DraftPerformance.model_validate(stored) if stored else DraftPerformance(status="pending")
+    if stored:
+        performance = DraftPerformance.model_validate(stored)
+    elif asked is False:
+        performance = DraftPerformance(status="not_asked", reason=NOT_ASKED)
+    else:
+        performance = DraftPerformance(status="pending")
     reason = performance.reason or (PENDING if performance.status == "pending" else None)
     return {**draft, "sizing": sizing, "performance": [row.model_dump(mode="json") for row in performance.entries],
             "performance_status": performance.status, "performance_reason": reason}
+
+
+async def estimates_asked(temporal: Client | None, artifact_workflow_id: str, draft: dict[str, Any]) -> bool | None:
+    """Whether a performance workflow was ever started for a draft without figures: None when that cannot
+    be told (a draft with figures needs no asking; Temporal unreachable; a draft younger than
+    ASKED_WITHIN, whose artifact workflow may not have started its estimates yet). Read only."""
+    saved = draft.get("created_at")
+    if (draft.get("sizing") or {}).get("performance") or temporal is None or not isinstance(saved, datetime):
+        return None
+    if datetime.now(UTC) - saved < ASKED_WITHIN:
+        return None
+    try:
+        await temporal.get_workflow_handle(performance_workflow_id(artifact_workflow_id, draft["version"])).describe()
+        return True
+    except RPCError as err:
+        return False if err.status == RPCStatusCode.NOT_FOUND else None
+
+
+class EstimatesAsked(BaseModel):
+    workflow_id: str
+    workflow_url: str
+    started: bool = Field(description="false when the estimates had been asked already (the call was a repeat)")
+
+
+@router.post("/{org}/{name_at_sha}/drafts/{version}/performance", status_code=202, response_model=EstimatesAsked,
+             summary="Ask for a draft's performance estimates (a draft that predates them)")
+async def ask_for_estimates(org: str, name_at_sha: str, version: int, _operator: Operator, db: DbDep,
+                            settings: SettingsDep, temporal: TemporalDep) -> EstimatesAsked:
+    """Starts the draft's performance workflow under its one id, so asking twice (or asking for a draft
+    whose artifact workflow already asked) starts nothing new; the figures follow on the draft."""
+    artifact = _artifact_id(org, name_at_sha)
+    row = await store.get_artifact(db, artifact)
+    draft = (row or {}).get("draft")
+    if row is None or draft is None:
+        raise ApiError(404, f"artifact {artifact} has no draft")
+    if draft["version"] != version:
+        raise ApiError(409, f"draft {version} is not the current draft of {artifact} (it is draft "
+                       f"{draft['version']}): only the current draft is estimated", code="not_current_draft")
+    try:
+        requests = stored_draft_requests(row.get("proposal") or {}, draft.get("evidence") or {},
+                                         draft.get("sizing") or {})
+    except ValueError as err:
+        raise ApiError(409, str(err), code="cannot_estimate") from None
+    workflow_id = performance_workflow_id(row["workflow_id"], version)
+    try:
+        await temporal.start_workflow(
+            perf_contract.WORKFLOW, DraftPerformanceInput(artifact_id=artifact, version=version, requests=requests,
+                                                          perf_task_queue=perf_task_queue(settings.task_queue)),
+            id=workflow_id, task_queue=settings.task_queue, id_reuse_policy=WorkflowIDReusePolicy.REJECT_DUPLICATE,
+            static_summary=f"Expected performance of {artifact}, draft {version} (asked for after the draft)")
+        started = True
+    except WorkflowAlreadyStartedError:
+        started = False
+    except RPCError as err:
+        raise ApiError(503, f"Temporal could not start the estimates: {err.message}") from None
+    return EstimatesAsked(workflow_id=workflow_id, workflow_url=workflow_ui_url(settings, workflow_id), started=started)
 
 
 def draft_catalog(row: dict[str, Any], settings: Settings) -> Catalog | None:

@@ -50,6 +50,7 @@ ACCESS: dict[tuple[str, str], str] = {
     ("GET", "/v1/artifacts"): "viewer",
     ("GET", "/v1/artifacts/{org}/{name_at_sha}"): "viewer",
     ("POST", "/v1/artifacts/{org}/{name_at_sha}/review"): "approver",
+    ("POST", "/v1/artifacts/{org}/{name_at_sha}/drafts/{version}/performance"): "operator",
     ("POST", "/v1/clusters"): "admin",
     ("GET", "/v1/clusters"): "viewer",
     ("GET", "/v1/clusters/{name}"): "viewer",
@@ -90,6 +91,7 @@ ACCESS: dict[tuple[str, str], str] = {
     ("GET", "/console"): "viewer",
     ("GET", "/console/artifacts/{org}/{name_at_sha}"): "viewer",
     ("POST", "/console/artifacts/{org}/{name_at_sha}/review"): "approver",
+    ("POST", "/console/artifacts/{org}/{name_at_sha}/performance"): "operator",
     ("GET", "/console/models"): PUBLIC,
     ("GET", "/console/models/{org}/{name}"): PUBLIC,
     ("GET", "/console/workloads"): "viewer",
@@ -133,7 +135,7 @@ SATISFIES = {
 
 # Dummy path parameters: well-formed, naming nothing that exists.
 PARAMS = {"operation": "decode", "org": "acme", "name": "nothing-here", "name_at_sha": "nothing@" + "0" * 40,
-          "name_at_branch": "nothing@main", "action": "trigger", "workload_id": "wl-nothing"}
+          "name_at_branch": "nothing@main", "action": "trigger", "workload_id": "wl-nothing", "version": "1"}
 QUERY = {"/v1/artifacts/resolve": {"source": "hf:nobody/nothing-here"}}
 # Bodies that pass validation where that is cheap, so "allowed" reaches the handler's own answer.
 BODIES = {
@@ -154,6 +156,7 @@ EXTRA_HEADERS = {("OPTIONS", "/codec/{operation}"): {"Origin": "http://localhost
                                                      "Access-Control-Request-Method": "POST"}}
 CONSOLE_FORMS = {
     ("POST", "/console/artifacts/{org}/{name_at_sha}/review"): {"decision": "approve", "draft_version": "1"},
+    ("POST", "/console/artifacts/{org}/{name_at_sha}/performance"): {"draft_version": "1"},
     ("POST", "/console/workloads/{workload_id}/scale"): {"replicas": "2"},
     ("POST", "/console/artifacts/new"): {"source": "not a model"},
     ("POST", "/console/workloads/new"): {"artifact_id": "acme/nothing@" + "0" * 40, "hardware": "h200"},

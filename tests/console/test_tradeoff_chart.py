@@ -165,3 +165,101 @@ def test_a_frontier_longer_than_a_picture_can_show_is_cut():
     svg = str(tradeoff_chart(by_card([row("single_node_tp", "agg", 3990.0, 10.0, frontier=many)])[0]))
     line = re.search(r'<polyline class="line series-0" points="([^"]+)"', svg)
     assert line and len(line.group(1).split()) == MAX_PLOTTED
+
+
+# -- rows that miss the latency targets they were estimated under ------------------------------------------
+# One real `aiconfigurator cli recommend` run (tests/perf/fixtures/qwen3-8b-h200-recommend): its agg rows,
+# read by the adapter's parsers, stand for one card's configurations; the TPOT target is set between their
+# figures, so some meet it and some miss it, as DeepSeek-V3 on GB200 misses 30 ms.
+
+
+def _fixture_rows(tpot_target: float) -> list[PerformanceRow]:
+    from tests.perf.test_disaggregated_plan import TARGET, _rows
+    from wingsmith.perf.aiconfigurator import configuration_from_row
+    layouts = ("single_node_tp", "multi_node_tp", "single_node_dep", "multi_node_dep")
+    found = []
+    for layout, raw in zip(layouts, _rows("agg"), strict=False):
+        conf = configuration_from_row("agg", raw, None)
+        found.append(PerformanceRow(card="h200", layout=layout, mode="agg", backend="vllm", isl=TARGET.isl,
+                                    osl=TARGET.osl, tokens_per_second_per_gpu=conf.tokens_per_second_per_gpu,
+                                    tokens_per_second_per_user=conf.tokens_per_second_per_user, ttft_ms=conf.ttft_ms,
+                                    tpot_ms=conf.tpot_ms, gpus=conf.gpus, parallelism=conf.parallelism,
+                                    source=SOURCE, ttft_target_ms=TARGET.ttft_ms, tpot_target_ms=tpot_target))
+    return found
+
+
+def _fixture_frontier() -> list[FrontierPoint]:
+    import pandas as pd
+
+    from tests.perf.test_disaggregated_plan import FIXTURE
+    from wingsmith.perf.aiconfigurator import frontier_of
+    return frontier_of(pd.read_csv(FIXTURE / "agg" / "best_config_topn.csv"))
+
+
+def _split_target(rows: list[PerformanceRow]) -> float:
+    """A TPOT target between the rows' figures: the fastest-per-GPU row misses it, at least one row meets it."""
+    tpots = sorted(r.tpot_ms for r in rows)
+    best = max(rows, key=lambda r: r.tokens_per_second_per_gpu).tpot_ms
+    below = [t for t in tpots if t < best]
+    assert below, "the run has a row with a lower TPOT than its fastest-per-GPU one"
+    return (below[-1] + best) / 2
+
+
+def test_rows_that_miss_their_targets_are_hollow_and_the_recommendation_meets_them():
+    target = _split_target(_fixture_rows(1.0))
+    rows = _fixture_rows(target)
+    meeting = [r for r in rows if r.tpot_ms <= target and r.ttft_ms <= r.ttft_target_ms]
+    missing = [r for r in rows if r not in meeting]
+    assert meeting and missing
+    [card] = by_card(rows)
+    assert card.recommended is max(meeting, key=lambda r: r.tokens_per_second_per_gpu), \
+        "the highest throughput per GPU among the rows that meet the targets, not the fastest overall"
+    assert not card.none_meets
+    svg = str(tradeoff_chart(card))
+    filled, hollow = circles(svg, "dot series-0"), circles(svg, "dot series-0 hollow")
+    assert len(filled) == len(meeting) and len(hollow) == len(missing)
+    for r in missing:
+        assert any(near(placed(svg, r.tokens_per_second_per_user, r.tokens_per_second_per_gpu), p) for p in hollow)
+    assert "aggregated: misses the latency target</text>" in svg, "the legend names the hollow markers"
+    assert circles(svg, "key dot series-0 hollow"), "and draws its key hollow"
+    assert f"{len(missing)} of them miss their latency targets (drawn hollow)" in svg
+    table = {t.layout: t for t in card.table}
+    for r in rows:
+        words = table[r.layout].targets
+        if r in missing:
+            assert words == f"misses the TPOT target ({r.tpot_ms:,.0f} ms against {target:,.0f} ms)"
+            assert table[r.layout].misses
+        else:
+            assert words == f"meets TTFT ≤ {r.ttft_target_ms:,.0f} ms, TPOT ≤ {target:,.0f} ms"
+
+
+def test_when_no_row_meets_its_targets_the_picture_and_the_table_say_so():
+    rows = _fixture_rows(min(r.tpot_ms for r in _fixture_rows(1.0)) / 2)
+    [card] = by_card(rows)
+    assert card.none_meets and card.recommended is max(rows, key=lambda r: r.tokens_per_second_per_gpu)
+    assert card.none_meets_words.startswith("no configuration AIConfigurator found on ")
+    svg = str(tradeoff_chart(card))
+    assert circles(svg, "dot series-0") == [] and len(circles(svg, "dot series-0 hollow")) == len(rows)
+    assert "recommended, though it misses the latency targets (none meets them)" in svg
+    assert "Careful: no configuration AIConfigurator found on" in svg
+
+
+def test_the_frontier_within_the_targets_is_drawn_apart_from_the_rest():
+    points = _fixture_frontier()
+    target = _split_target(_fixture_rows(1.0))
+    rows = _fixture_rows(target)
+    chosen = by_card(rows)[0].recommended
+    assert chosen is not None
+    # The frontier drawn is the recommended layout's: the run's frontier is given to that row.
+    [card] = by_card([r.model_copy(update={"frontier": points}) if r is chosen else r for r in rows])
+    svg = str(tradeoff_chart(card))
+    lines = dict(re.findall(r'<polyline class="line (series-\d)" points="([^"]+)"', svg))
+    within = [p for p in points if p.tpot_ms <= target and p.ttft_ms <= card.recommended.ttft_target_ms]
+    assert 0 < len(within) < len(points)
+    # The whole frontier in grey, its part within the targets in the mode's colour over it.
+    assert len(lines["series-4"].split()) == len(points) and len(lines["series-0"].split()) == len(within)
+    assert svg.index('class="line series-4"') < svg.index('class="line series-0"'), "grey first, under the colour"
+    drawn = [tuple(map(float, xy.split(","))) for xy in lines["series-0"].split()]
+    assert all(any(near(placed(svg, p.tokens_per_second_per_user, p.tokens_per_second_per_gpu), d) for d in drawn)
+               for p in within)
+    assert "within the latency targets</text>" in svg and "beyond the latency targets</text>" in svg

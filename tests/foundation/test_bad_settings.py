@@ -19,20 +19,23 @@ ROOT = Path(__file__).resolve().parents[2]
 SECRET = "s3cret-do-not-print"
 
 
-def _worker(tmp_path: Path, **settings: str) -> subprocess.CompletedProcess:
+def _worker(tmp_path: Path, module: str = "worker", **settings: str) -> subprocess.CompletedProcess:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("TEMPORAL_", "WINGSMITH_", "DATABASE_URL"))}
     env.update(WINGSMITH_HOME=str(tmp_path), **settings)
-    return subprocess.run([sys.executable, "-m", "worker"], cwd=ROOT, env=env, capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-m", module], cwd=ROOT, env=env, capture_output=True, text=True,
                           timeout=60)
 
 
-def test_a_bad_setting_stops_the_worker_in_one_line(tmp_path):
-    done = _worker(tmp_path, WINGSMITH_WATCH_STATUS_SECONDS=SECRET, WINGSMITH_GATEWAY=f"{SECRET}-gw",
+# The perf worker (its own process, `up` starts it with the perf extra) reads the same settings.
+@pytest.mark.parametrize(("module", "process"), [("worker", "wingsmith worker"),
+                                                 ("worker.perf", "wingsmith perf-worker")])
+def test_a_bad_setting_stops_the_worker_in_one_line(tmp_path, module: str, process: str):
+    done = _worker(tmp_path, module, WINGSMITH_WATCH_STATUS_SECONDS=SECRET, WINGSMITH_GATEWAY=f"{SECRET}-gw",
                    DATABASE_URL=f"postgresql://plane:{SECRET}@db.internal/wingsmith")
     assert done.returncode == EXIT_MISCONFIGURED, done.stderr
     lines = done.stderr.splitlines()
     assert len(lines) == 1, done.stderr
-    assert lines[0].startswith("wingsmith worker: bad configuration: "), lines[0]
+    assert lines[0].startswith(f"{process}: bad configuration: "), lines[0]
     assert "WINGSMITH_WATCH_STATUS_SECONDS: Input should be a valid number" in lines[0]
     assert "WINGSMITH_GATEWAY: String should match pattern" in lines[0]
     assert SECRET not in done.stderr + done.stdout, "the values set are never printed"

@@ -12,14 +12,19 @@ import shutil
 import subprocess
 import sys
 import sysconfig
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import AsyncIterator, Callable, Iterator
+from contextlib import ExitStack, asynccontextmanager, contextmanager
+from functools import partial
 from pathlib import Path
 
 import pytest
 from temporalio.api.enums.v1 import TaskQueueType
 from temporalio.api.taskqueue.v1 import TaskQueue
 from temporalio.api.workflowservice.v1 import DescribeTaskQueueRequest
+
+from tests.support import running_worker, wait_for_pollers, wait_until
+from wingsmith.config import perf_task_queue
+from wingsmith.perf.cards import system_for
 
 # The issue's own measured case. (gpt-oss-120b, the done-when model, takes about five times the CPU per
 # search: bench/perf.py runs it.)
@@ -66,6 +71,15 @@ def cli_recommend(save_dir: Path, *, model: str, system: str, rate: float, isl: 
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
 
 
+def recommending(save_dir: Path, model: str, card: str, target: dict) -> Callable[[], subprocess.Popen]:
+    """`cli_recommend` for a workload's traffic target on a plane card, ready to start (`perf_worker_running`
+    starts it)."""
+    system = system_for(card)
+    assert system is not None, f"AIConfigurator has no system for {card}"
+    return partial(cli_recommend, save_dir, model=model, system=system, rate=target["requests_per_second"],
+                   isl=target["isl"], osl=target["osl"], ttft=target["ttft_ms"], tpot=target["tpot_ms"])
+
+
 @contextmanager
 def stopped_at_the_end(cli: subprocess.Popen) -> Iterator[subprocess.Popen]:
     """A reference run, stopped when the test ends, also when it fails."""
@@ -98,3 +112,26 @@ def start_perf_worker(address: str, namespace: str, task_queue: str, home: Path,
     with log.open("w") as out:
         return subprocess.Popen([sys.executable, "-m", "worker.perf"], cwd=ROOT, env=env, stdout=out,
                                 stderr=subprocess.STDOUT)
+
+
+@asynccontextmanager
+async def perf_worker_running(temporal_server, temporal_client, deps, home: Path, log: Path, *,
+                              reference: Callable[[], subprocess.Popen] | None = None,
+                              ) -> AsyncIterator[subprocess.Popen | None]:
+    """The plane ready to plan by load for the block: the perf worker as its own process, polling its queue,
+    and the plane's worker polling both of its own. With `reference`, AIConfigurator's own CLI is started
+    first thing too (its search then overlaps the wait) and yielded: read its output inside the block.
+    Whatever was started is stopped when the block ends, also when it fails or the start-up does."""
+    settings = deps.settings
+    perf = start_perf_worker(temporal_server.address, temporal_client.namespace, settings.task_queue, home, log)
+    try:
+        with ExitStack() as stack:
+            cli = stack.enter_context(stopped_at_the_end(reference())) if reference is not None else None
+            await wait_until(lambda: perf_worker_polls(temporal_client, perf_task_queue(settings.task_queue)),
+                             timeout=120, what="the perf worker to poll its queue")
+            async with running_worker(temporal_client, deps):
+                await wait_for_pollers(temporal_client, settings)
+                yield cli
+    finally:
+        perf.kill()
+        perf.wait()

@@ -11,8 +11,8 @@ from pathlib import Path
 import aiconfigurator  # noqa: F401  (the perf extra: missing, this module fails at collection, never skips)
 import pytest
 
-from tests.perf.conftest import best_rows, cli_recommend, perf_worker_polls, start_perf_worker, stopped_at_the_end
-from tests.support import running_worker, wait_for_pollers, wait_until
+from tests.perf.conftest import best_rows, perf_worker_running, recommending
+from tests.support import running_worker, wait_until
 from tests.workloads.conftest import (  # noqa: F401  (the workload test bed's fixtures)
     api,
     approved_kimi,
@@ -23,9 +23,7 @@ from tests.workloads.conftest import (  # noqa: F401  (the workload test bed's f
     settings,
     sims,
 )
-from wingsmith.config import perf_task_queue
 from wingsmith.draft_performance import NOT_INSTALLED
-from wingsmith.perf.cards import system_for
 
 GPT_OSS = "openai/gpt-oss-120b"
 TARGET = {"requests_per_second": 5, "isl": 4000, "osl": 1000, "ttft_ms": 1000, "tpot_ms": 40}
@@ -64,27 +62,15 @@ async def _approved(api, deps, temporal_client, repo: str) -> str:  # noqa: F811
 
 @pytest.mark.slow
 async def test_a_dry_run_with_a_target_returns_aiconfigurator_s_plan_within_it(
-        api, deps, settings, temporal_client, temporal_server, clusters, perf_home: Path, tmp_path: Path):  # noqa: F811
+        api, deps, temporal_client, temporal_server, clusters, perf_home: Path, tmp_path: Path):  # noqa: F811
     artifact = await _approved(api, deps, temporal_client, GPT_OSS)
-    system = system_for("h200")
-    assert system is not None
-    perf = start_perf_worker(temporal_server.address, temporal_client.namespace, settings.task_queue, perf_home,
-                              tmp_path / "perf-worker.log")
-    reference = cli_recommend(tmp_path / "cli", model=GPT_OSS, system=system, rate=TARGET["requests_per_second"],
-                              isl=TARGET["isl"], osl=TARGET["osl"], ttft=TARGET["ttft_ms"], tpot=TARGET["tpot_ms"])
-    try:
-        with stopped_at_the_end(reference) as cli:
-            await wait_until(lambda: perf_worker_polls(temporal_client, perf_task_queue(settings.task_queue)),
-                             timeout=120, what="the perf worker to poll its queue")
-            async with running_worker(temporal_client, deps):
-                await wait_for_pollers(temporal_client, deps.settings)
-                body = {"artifact_id": artifact, "hardware": "h200", "target": TARGET, "dry_run": True,
-                        "name": "gpt-oss-target"}
-                r = await api.post("/v1/workloads", json=body, headers=as_("tok-olga"), timeout=3600)
-            printed, _ = await asyncio.to_thread(cli.communicate, timeout=3600)
-    finally:
-        perf.kill()
-        perf.wait()
+    async with perf_worker_running(temporal_server, temporal_client, deps, perf_home, tmp_path / "perf-worker.log",
+                                   reference=recommending(tmp_path / "cli", GPT_OSS, "h200", TARGET)) as cli:
+        assert cli is not None
+        body = {"artifact_id": artifact, "hardware": "h200", "target": TARGET, "dry_run": True,
+                "name": "gpt-oss-target"}
+        r = await api.post("/v1/workloads", json=body, headers=as_("tok-olga"), timeout=3600)
+        printed, _ = await asyncio.to_thread(cli.communicate, timeout=3600)
     assert r.status_code == 202, r.text
     out = r.json()
     chosen = out["target_plan"]["chosen"]

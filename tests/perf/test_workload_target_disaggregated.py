@@ -12,9 +12,8 @@ import aiconfigurator  # noqa: F401  (the perf extra: missing, this module fails
 import pytest
 
 from tests.dynamo.builders import validate_dgd
-from tests.perf.conftest import best_rows, cli_recommend, perf_worker_polls, start_perf_worker, stopped_at_the_end
+from tests.perf.conftest import best_rows, perf_worker_running, recommending
 from tests.perf.test_workload_target import _approved
-from tests.support import running_worker, wait_for_pollers, wait_until
 from tests.workloads.conftest import (  # noqa: F401  (the workload test bed's fixtures)
     api,
     as_,
@@ -26,9 +25,7 @@ from tests.workloads.conftest import (  # noqa: F401  (the workload test bed's f
     sims,
 )
 from tests.workloads.test_workload_journey import _until_stage
-from wingsmith.config import perf_task_queue
 from wingsmith.dynamo.engine_args import flag_value
-from wingsmith.perf.cards import system_for
 
 MODEL = "Qwen/Qwen3-8B"
 # A long prompt, a short answer and a tight TPOT at a high rate: the case where AIConfigurator finds that
@@ -38,35 +35,22 @@ TARGET = {"requests_per_second": 100, "isl": 8000, "osl": 200, "ttft_ms": 1000, 
 
 @pytest.mark.slow
 async def test_a_dry_run_whose_best_plan_is_disaggregated_renders_prefill_and_decode_workers(
-        api, deps, settings, temporal_client, temporal_server, clusters, perf_home: Path, tmp_path: Path):  # noqa: F811
+        api, deps, temporal_client, temporal_server, clusters, perf_home: Path, tmp_path: Path):  # noqa: F811
     artifact = await _approved(api, deps, temporal_client, MODEL)
-    system = system_for("h200")
-    assert system is not None
-    perf = start_perf_worker(temporal_server.address, temporal_client.namespace, settings.task_queue, perf_home,
-                             tmp_path / "perf-worker.log")
-    reference = cli_recommend(tmp_path / "cli", model=MODEL, system=system, rate=TARGET["requests_per_second"],
-                              isl=TARGET["isl"], osl=TARGET["osl"], ttft=TARGET["ttft_ms"], tpot=TARGET["tpot_ms"])
-    try:
-        with stopped_at_the_end(reference) as cli:
-            await wait_until(lambda: perf_worker_polls(temporal_client, perf_task_queue(settings.task_queue)),
-                             timeout=120, what="the perf worker to poll its queue")
-            async with running_worker(temporal_client, deps):
-                await wait_for_pollers(temporal_client, deps.settings)
-                body = {"artifact_id": artifact, "hardware": "h200", "target": TARGET, "name": "qwen3-8b-disagg"}
-                r = await api.post("/v1/workloads", json={**body, "dry_run": True}, headers=as_("tok-olga"),
-                                   timeout=3600)
-                # Then for real (the perf worker answers the same question from its cache): the clusters run it.
-                created = await api.post("/v1/workloads", json=body, headers=as_("tok-olga"), timeout=600)
-                assert created.status_code == 202, created.text
-                live = await _until_stage(api, "qwen3-8b-disagg", {"serving", "failed"}, timeout=180)
-                applied = dgds(clusters, "qwen3-8b-disagg")
-                gone = await api.delete("/v1/workloads/qwen3-8b-disagg", headers=as_("tok-olga"))
-                assert gone.status_code == 202, gone.text
-                await _until_stage(api, "qwen3-8b-disagg", {"deleted"}, timeout=180)
-            printed, _ = await asyncio.to_thread(cli.communicate, timeout=3600)
-    finally:
-        perf.kill()
-        perf.wait()
+    async with perf_worker_running(temporal_server, temporal_client, deps, perf_home, tmp_path / "perf-worker.log",
+                                   reference=recommending(tmp_path / "cli", MODEL, "h200", TARGET)) as cli:
+        assert cli is not None
+        body = {"artifact_id": artifact, "hardware": "h200", "target": TARGET, "name": "qwen3-8b-disagg"}
+        r = await api.post("/v1/workloads", json={**body, "dry_run": True}, headers=as_("tok-olga"), timeout=3600)
+        # Then for real (the perf worker answers the same question from its cache): the clusters run it.
+        created = await api.post("/v1/workloads", json=body, headers=as_("tok-olga"), timeout=600)
+        assert created.status_code == 202, created.text
+        live = await _until_stage(api, "qwen3-8b-disagg", {"serving", "failed"}, timeout=180)
+        applied = dgds(clusters, "qwen3-8b-disagg")
+        gone = await api.delete("/v1/workloads/qwen3-8b-disagg", headers=as_("tok-olga"))
+        assert gone.status_code == 202, gone.text
+        await _until_stage(api, "qwen3-8b-disagg", {"deleted"}, timeout=180)
+        printed, _ = await asyncio.to_thread(cli.communicate, timeout=3600)
     assert r.status_code == 202, r.text
     assert cli.returncode == 0, printed[-3000:]
     rows = best_rows(tmp_path / "cli")

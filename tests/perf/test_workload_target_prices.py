@@ -14,9 +14,8 @@ from pathlib import Path
 import aiconfigurator  # noqa: F401  (the perf extra: missing, this module fails at collection, never skips)
 import pytest
 
-from tests.perf.conftest import perf_worker_polls, start_perf_worker
+from tests.perf.conftest import perf_worker_running
 from tests.perf.test_workload_target import _approved
-from tests.support import running_worker, wait_for_pollers, wait_until
 from tests.workloads.conftest import (  # noqa: F401  (the workload test bed's fixtures)
     api,
     as_,
@@ -25,7 +24,6 @@ from tests.workloads.conftest import (  # noqa: F401  (the workload test bed's f
     settings,
     sims,
 )
-from wingsmith.config import perf_task_queue
 from wingsmith.inventory import ManualInventory, ManualPool
 from wingsmith.store.clusters import ClusterSpec, create_cluster, set_cost
 
@@ -36,7 +34,7 @@ TARGET = {"requests_per_second": 2, "isl": 4000, "osl": 1000, "ttft_ms": 2000, "
 
 @pytest.mark.slow
 async def test_a_priced_fleet_takes_the_cheapest_feasible_card_and_says_why_the_dearer_lost(
-        api, deps, settings, temporal_client, temporal_server, pg_pool, sims, perf_home: Path,  # noqa: F811
+        api, deps, temporal_client, temporal_server, pg_pool, sims, perf_home: Path,  # noqa: F811
         tmp_path: Path):
     artifact = await _approved(api, deps, temporal_client, QWEN)  # before the perf worker: no draft estimates
     for name, card in CARDS.items():  # declared by hand: the cards a target is planned on, with their prices
@@ -44,38 +42,29 @@ async def test_a_priced_fleet_takes_the_cheapest_feasible_card_and_says_why_the_
             name=name, kubeconfig=str(sims.kubeconfig_path), kube_context=sims.context("sim-east"),
             manual_inventory=ManualInventory(pools=[ManualPool(hardware=card, nodes=2)])))
     body = {"artifact_id": artifact, "hardware": "h200", "target": TARGET, "dry_run": True, "name": "qwen-priced"}
-    perf = start_perf_worker(temporal_server.address, temporal_client.namespace, settings.task_queue, perf_home,
-                             tmp_path / "perf-worker.log")
-    try:
-        await wait_until(lambda: perf_worker_polls(temporal_client, perf_task_queue(settings.task_queue)),
-                         timeout=120, what="the perf worker to poll its queue")
-        async with running_worker(temporal_client, deps):
-            await wait_for_pollers(temporal_client, deps.settings)
-            unpriced = await api.post("/v1/workloads", json=body, headers=as_("tok-olga"), timeout=3600)
-            assert unpriced.status_code == 202, unpriced.text
-            first = unpriced.json()["target_plan"]
-            # Each card's cheapest plan by GPUs (of either mode): a loose target, so both cards have one.
-            best: dict[str, dict] = {}
-            for c in first["candidates"]:
-                plan = c["plan"]
-                if plan["meets_target"] and (plan["card"] not in best or plan["gpus"] < best[plan["card"]]["gpus"]):
-                    best[plan["card"]] = plan
-            assert set(best) == set(CARDS.values()), first
-            fewest = first["chosen"]
-            assert fewest["gpus"] == min(p["gpus"] for p in best.values())
-            assert all(c["cost_per_hour"] is None for c in first["candidates"])
+    async with perf_worker_running(temporal_server, temporal_client, deps, perf_home, tmp_path / "perf-worker.log"):
+        unpriced = await api.post("/v1/workloads", json=body, headers=as_("tok-olga"), timeout=3600)
+        assert unpriced.status_code == 202, unpriced.text
+        first = unpriced.json()["target_plan"]
+        # Each card's cheapest plan by GPUs (of either mode): a loose target, so both cards have one.
+        best: dict[str, dict] = {}
+        for c in first["candidates"]:
+            plan = c["plan"]
+            if plan["meets_target"] and (plan["card"] not in best or plan["gpus"] < best[plan["card"]]["gpus"]):
+                best[plan["card"]] = plan
+        assert set(best) == set(CARDS.values()), first
+        fewest = first["chosen"]
+        assert fewest["gpus"] == min(p["gpus"] for p in best.values())
+        assert all(c["cost_per_hour"] is None for c in first["candidates"])
 
-            # Price the other card so that every plan on the first one costs more per hour than its best, from
-            # the plans' own GPU counts.
-            other = next(p for card, p in best.items() if card != fewest["card"])
-            prices = {other["card"]: 1.0, fewest["card"]: 2.0 * other["gpus"] / fewest["gpus"]}
-            for name, card in CARDS.items():
-                record = await set_cost(pg_pool, name, prices[card])
-                assert record is not None and record.cost_per_gpu_hour == prices[card]
-            priced = await api.post("/v1/workloads", json=body, headers=as_("tok-olga"), timeout=3600)
-    finally:
-        perf.kill()
-        perf.wait()
+        # Price the other card so that every plan on the first one costs more per hour than its best, from
+        # the plans' own GPU counts.
+        other = next(p for card, p in best.items() if card != fewest["card"])
+        prices = {other["card"]: 1.0, fewest["card"]: 2.0 * other["gpus"] / fewest["gpus"]}
+        for name, card in CARDS.items():
+            record = await set_cost(pg_pool, name, prices[card])
+            assert record is not None and record.cost_per_gpu_hour == prices[card]
+        priced = await api.post("/v1/workloads", json=body, headers=as_("tok-olga"), timeout=3600)
     assert priced.status_code == 202, priced.text
     answer = priced.json()
     chosen, candidates = answer["target_plan"]["chosen"], answer["target_plan"]["candidates"]

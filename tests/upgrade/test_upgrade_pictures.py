@@ -3,6 +3,7 @@ plane (Temporal dev server, Postgres, offline Hub, simulated clusters, the local
 workload under client traffic while the plane's sampler stores the gateway's counters. Held after its
 first step, the page draws the weights so far, the judge's figures and both versions' traffic; after the
 upgrade, the weights reach 100 % and the decisions table lists every judgment the registry recorded.
+Then the fleet, endpoint, draft, model index and model pages of the same plane, each chart drawn with data.
 Each view passes axe-core and the CSP; screenshots are kept under test-output/screenshots/upgrade/."""
 
 from __future__ import annotations
@@ -14,10 +15,11 @@ from api.app import create_app
 from api.auth import TokenTable
 from tests.console.accessibility import serious_violations
 from tests.console.browser import chromium, served, signed_in_page
+from tests.console.test_browser_pictures import _drawn_bars
 from tests.console.test_browser_traffic import _lines_with_data
 from tests.support import running_worker, wait_until
 from tests.upgrade.test_upgrade_journey import MODEL, WORKLOAD, _new_commit, client_loops, two_cluster_workload
-from tests.watch.test_watch import WATCH, _approve
+from tests.watch.test_watch import REPO, WATCH, _approve
 from tests.workloads.conftest import as_
 from wingsmith.gateway.traffic_sampler import TrafficSampler
 
@@ -108,6 +110,26 @@ async def test_the_workload_page_during_and_after_an_upgrade(api, deps, temporal
                 tops = await weights.locator("polyline:not([stroke-dasharray])").evaluate_all(
                     "ls => ls.map(l => l.getAttribute('points').trim().split(' ').pop().split(',')[1])")
                 assert tops and len(set(tops)) == 1, tops
+
+                # The rest of the console, of this same plane after it served traffic: each chart drawn
+                # with data, each page clean for axe.
+                for name, path, chart in (("fleet", "/console/clusters", "#gpus"),
+                                          ("endpoint", f"/console/endpoints/{MODEL}", "#traffic"),
+                                          ("draft", f"/console/artifacts/{new_id}", "#memory"),
+                                          ("models", "/console/models", None),
+                                          ("model", f"/console/models/{REPO}", "#faq")):
+                    await page.goto(base + path)
+                    await expect(page.locator("main h1")).to_be_visible()
+                    if chart == "#traffic":
+                        assert await _lines_with_data(page, chart) >= 2, f"the traffic on {path} is not drawn"
+                    elif chart == "#faq":  # no chart without estimates (the perf extra): the questions answered
+                        await expect(page.locator("#faq-serve")).to_contain_text("Yes")
+                    elif chart:
+                        assert await _drawn_bars(page, chart) > 0, f"the chart on {path} is empty"
+                    found = await serious_violations(page)
+                    if found:
+                        problems[name] = found
+                    await page.screenshot(path=str(SCREENSHOTS / f"{name}.png"), full_page=True)
                 assert refused_by_csp == [], refused_by_csp
             assert traffic.errors == [], traffic.errors[:5]
     finally:

@@ -222,14 +222,27 @@ def _create(args) -> int:
     elif target:  # a create answers with the plan only: the candidates are the dry-run's
         print(f"\nsized by traffic: {target_text(target)} (--dry-run shows every card's plan)")
     if args.dry_run:
-        print(f"\nplacement: {data['placement']['summary']}")
-        for cluster, manifest in data["manifests"].items():
-            print(f"  {cluster}: DynamoGraphDeployment {manifest['metadata']['name']}")
+        print("\n" + placement_text(data["placement"], data["manifests"]))
         return 0
     if args.wait:
         live = wait_for_stage(args, plan["workload_id"], {"serving", "failed"}, prog=prog)
         return 0 if live and live["stage"] == "serving" else 1
     return 0
+
+
+def placement_text(placement: dict, manifests: dict) -> str:
+    """A dry run's placement: the summary, each cluster's DGD, then (a fleet past 1,000 clusters, whose
+    decision explains only the clusters taking replicas) why the others took none, bounded."""
+    from wingsmith.placement import RuledOut
+    from wingsmith.placement.left_out import left_out
+    lines = [f"placement: {placement['summary']}"]
+    lines += [f"  {cluster}: DynamoGraphDeployment {m['metadata']['name']}" for cluster, m in manifests.items()]
+    others = left_out([RuledOut.model_validate(g) for g in placement.get("ruled_out") or ()],
+                      placement.get("passed_over") or [])
+    if others:
+        lines.append(f"the other {others.clusters} cluster(s):")
+        lines += [f"  {line}" for line in others.lines()]
+    return "\n".join(lines)
 
 
 def _list(args) -> int:

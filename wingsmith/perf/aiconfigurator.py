@@ -27,8 +27,6 @@ from typing import Any
 from wingsmith.perf.cache import CacheKey, EstimateCache
 from wingsmith.perf.cards import gpus_for_layout, no_system_reason, system_for
 from wingsmith.perf.estimates import (
-    DEFAULT_TPOT_MS,
-    DEFAULT_TTFT_MS,
     MODES,
     NOT_INSTALLED,
     Configuration,
@@ -157,9 +155,17 @@ def _rows(frame: Any) -> list[dict]:
     return [dict(r) for r in frame.to_dict(orient="records")]
 
 
-def _frontier(frame: Any) -> list[FrontierPoint]:
+def _latency(row: dict, name: str) -> float | None:
+    value = row.get(name)
+    return float(value) if isinstance(value, int | float) and math.isfinite(value) else None
+
+
+def frontier_of(frame: Any) -> list[FrontierPoint]:
+    """The tool's pareto frontier (its rows keep every column, so each point keeps its TTFT and TPOT)."""
     return thin_frontier([FrontierPoint(tokens_per_second_per_user=float(r["tokens/s/user"]),
-                                        tokens_per_second_per_gpu=float(r["tokens/s/gpu"])) for r in _rows(frame)])
+                                        tokens_per_second_per_gpu=float(r["tokens/s/gpu"]),
+                                        ttft_ms=_latency(r, "ttft"), tpot_ms=_latency(r, "tpot"))
+                          for r in _rows(frame)])
 
 
 class Estimator:
@@ -252,8 +258,7 @@ class Estimator:
                 raise SearchNoLongerWanted(f"{request.model} on {request.card} {request.layout}")
             from aiconfigurator.cli.api import cli_default
             from aiconfigurator.sdk.errors import NoFeasibleConfigError
-            ttft = request.ttft_ms or DEFAULT_TTFT_MS
-            tpot = request.tpot_ms or DEFAULT_TPOT_MS
+            ttft, tpot = request.latency_targets
             try:
                 why_not, supported = self._unsupported(request, system, source)
                 if why_not is not None:
@@ -280,7 +285,7 @@ class Estimator:
                 reason = f"{TOOL} {source.version} does not support {mode} serving of {request.model} on {system}"
             elif rows:
                 entries.append(PerformanceEntry(**base, configuration=configuration_from_row(mode, rows[0], gpus),
-                                                frontier=_frontier(fronts.get(mode))))
+                                                frontier=frontier_of(fronts.get(mode))))
                 continue
             elif mode in errors:
                 reason = f"no {mode} configuration within {gpus} GPUs: {_reason(errors[mode])}"

@@ -59,6 +59,11 @@ class EstimateRequest(BaseModel, frozen=True):
             raise ValueError(f"unknown backend {self.backend!r}; known: {', '.join(BACKENDS)}")
         return self
 
+    @property
+    def latency_targets(self) -> tuple[float, float]:
+        """The TTFT and TPOT targets (ms) the tool is asked to meet: the request's, else the tool's defaults."""
+        return self.ttft_ms or DEFAULT_TTFT_MS, self.tpot_ms or DEFAULT_TPOT_MS
+
     def config_digest(self) -> str | None:
         if self.config is None:
             return None
@@ -123,6 +128,9 @@ class Configuration(BaseModel, frozen=True):
 class FrontierPoint(BaseModel, frozen=True):
     tokens_per_second_per_user: float
     tokens_per_second_per_gpu: float
+    # The configuration's latencies as the tool reported them; None in estimates cached before they were kept.
+    ttft_ms: float | None = None
+    tpot_ms: float | None = None
 
 
 class EstimatedFor(BaseModel, frozen=True):
