@@ -21,6 +21,7 @@ from contracts.workload import (
 )
 from wingsmith.placement import place
 from wingsmith.placement.models import PlacementDecision
+from wingsmith.placement.place import EXPLAIN_IN_WORKFLOWS_UP_TO
 from wingsmith.store import clusters as cluster_store
 from wingsmith.store import workloads as store
 
@@ -44,7 +45,8 @@ class WorkloadActivities:
     def place(self, params: PlaceInput) -> PlacementDecision:
         # An activity, not workflow code: the decision is recorded in history, so improving the
         # placement function never changes what a running workflow replays.
-        return place(params.plan, params.inventories, params.clusters)
+        small = len(params.inventories) <= EXPLAIN_IN_WORKFLOWS_UP_TO
+        return place(params.plan, params.inventories, params.clusters, explain=small)
 
     @activity.defn(name=contract.ACTIVITY_RECORD)
     async def record_workload(self, r: WorkloadRecord) -> None:

@@ -162,7 +162,10 @@ async def test_a_new_commit_opens_a_draft_with_a_diff(
         # Pause and resume.
         r = await api.post(f"/v1/watches/{REPO}@main/pause", headers=as_("tok-olga"))
         assert r.status_code == 200 and r.json()["paused"] is True and "olga" in r.json()["note"], r.text
-        assert (await watched())["paused"] is True
+        # The list is Temporal's schedule listing, which follows the pause a moment later (visibility).
+        async def listed_paused():
+            return (await watched())["paused"] is True
+        await wait_until(listed_paused, timeout=30, what="the listing to show the pause")
         r = await api.post(f"/v1/watches/{REPO}@main/resume", headers=as_("tok-olga"))
         assert r.status_code == 200 and r.json()["paused"] is False, r.text
         r = await api.post("/v1/watches/nobody/nothing@main/trigger", headers=as_("tok-olga"))

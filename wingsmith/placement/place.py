@@ -68,8 +68,11 @@ from wingsmith.placement.models import (
 )
 
 # A dry run over a fleet up to this size explains every cluster (api/routes/clusters.py); the decisions
-# the workflows record explain only the clusters that receive replicas, whatever the fleet's size.
+# the workflows record explain only the clusters that receive replicas on larger fleets.
 EXPLAIN_EVERY_CLUSTER_UP_TO = 1_000
+# The decisions the workflows record explain every cluster of a fleet this small, so a failure, the events
+# and `workloads show` give each cluster's own reason ("no b300 nodes (has: h200)"); a few kB of history.
+EXPLAIN_IN_WORKFLOWS_UP_TO = 64
 WEIGHTS = {"whole_free_nodes": 1.0, "fragmentation": 1.0, "labels": 1.0}
 # Larger than the other weights together, so the spread term decides before any other.
 SPREAD_WEIGHT = 10.0 * (1 + sum(WEIGHTS.values()))
