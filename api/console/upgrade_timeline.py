@@ -182,15 +182,14 @@ def _draw(u: UpgradeTimeline) -> None:
     said = " ".join(f"{d.at:%H:%M:%S} {d.cluster} at {d.percent} %: new error rate {d.figures.get('new_error_rate')}, "
                     f"old {d.figures.get('old_error_rate')}, new p99 {d.figures.get('new_p99_seconds')} s, old "
                     f"{d.figures.get('old_p99_seconds')} s; {d.verdict}." for d in judged)
-    u.error_chart = time_lines(
-        f"Upgrade {u.number}: error rate the judge compared", [
-            TimeLine(label="new version", colour=5, points=figure("new_error_rate", 100)),
-            TimeLine(label="old version", colour=5, dashed=True, points=figure("old_error_rate", 100))],
-        start, end, "% of requests failed", marks=marks, height=100, description="At each decision: " + said,
-    ) if judged else Markup("")
-    u.latency_chart = time_lines(
-        f"Upgrade {u.number}: p99 latency the judge compared", [
-            TimeLine(label="new version", colour=0, points=figure("new_p99_seconds", 1000)),
-            TimeLine(label="old version", colour=0, dashed=True, points=figure("old_p99_seconds", 1000))],
-        start, end, "ms", marks=marks, height=100, description="At each decision: " + said,
-    ) if judged else Markup("")
+    def compared(what: str, figure_name: str, scale: float, colour: int, unit: str) -> Markup:
+        """The new and the old version's figure at each decision, as the judge compared them."""
+        if not judged:
+            return Markup("")
+        return time_lines(
+            f"Upgrade {u.number}: {what} the judge compared", [
+                TimeLine(label="new version", colour=colour, points=figure(f"new_{figure_name}", scale)),
+                TimeLine(label="old version", colour=colour, dashed=True, points=figure(f"old_{figure_name}", scale))],
+            start, end, unit, marks=marks, height=100, description="At each decision: " + said)
+    u.error_chart = compared("error rate", "error_rate", 100, 5, "% of requests failed")
+    u.latency_chart = compared("p99 latency", "p99_seconds", 1000, 0, "ms")
