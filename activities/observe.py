@@ -55,6 +55,12 @@ HEARTBEAT_SECONDS = 2.0
 
 
 Reader = Callable[[KubeconfigRef, str], dict[str, dict[str, Any]]]
+# One deployment by name: its object, or None when there is none.
+OneReader = Callable[[KubeconfigRef, str, str], dict[str, Any] | None]
+
+# At most this many looks of one cluster read their own deployment at once; past that, looks asked to
+# answer at once share a fresh LIST instead (a plane restarting starts thousands of looks together).
+_OWN_READS_AT_ONCE = 8
 
 
 def _list_dgds(ref: KubeconfigRef, namespace: str) -> dict[str, dict[str, Any]]:
@@ -64,13 +70,27 @@ def _list_dgds(ref: KubeconfigRef, namespace: str) -> dict[str, dict[str, Any]]:
         return kube.by_name(namespace)
 
 
+def _get_dgd(ref: KubeconfigRef, namespace: str, name: str) -> dict[str, Any] | None:
+    with DgdClient(shared_api_client(ref), owns_api=False, attempts=_ATTEMPTS,
+                   request_timeout=_REQUEST_TIMEOUT) as kube:
+        return kube.get(name, namespace)
+
+
 class SharedReads:
     """The DGDs of one cluster and namespace as last read, shared by every observation of the process:
     an observation that wants them no older than `max_age` gets the last read, waits for the one in flight, or
-    starts one. One LIST per cluster per status period, however many deployments are observed."""
+    starts one. One LIST per cluster per status period, however many deployments are observed.
 
-    def __init__(self, read: Reader = _list_dgds):
+    A look asked to answer at once (a new deployment, or just changed) reads its own deployment with one
+    GET instead (`fresh`): a LIST started after it would cost as much as the namespace is large, and
+    workloads placed one after another made one such LIST each."""
+
+    def __init__(self, read: Reader = _list_dgds, read_one: OneReader | None = None):
         self._read = read
+        # A custom LIST (tests) without its own GET reads one deployment out of the LIST.
+        self._read_one: OneReader = read_one or (_get_dgd if read is _list_dgds
+                                                 else lambda ref, namespace, name: read(ref, namespace).get(name))
+        self._own_reads: dict[tuple[KubeconfigRef, str], int] = {}
         self._last: dict[tuple[KubeconfigRef, str], tuple[float, datetime, dict[str, dict[str, Any]] | KubeError]] = {}
         self._inflight: dict[tuple[KubeconfigRef, str], asyncio.Future[None]] = {}
 
@@ -109,6 +129,25 @@ class SharedReads:
                 del self._inflight[key]
                 done.set_result(None)
 
+    async def fresh(self, ref: KubeconfigRef, namespace: str, name: str
+                    ) -> tuple[float, datetime, dict[str, dict[str, Any]] | KubeError]:
+        """A read started now that holds deployment `name` if it exists: its own GET, or a fresh shared
+        LIST when many looks of the cluster ask at once."""
+        key = (ref, namespace)
+        started = time.monotonic()
+        if self._own_reads.get(key, 0) >= _OWN_READS_AT_ONCE:
+            return await self.read(ref, namespace, float("inf"), started)
+        self._own_reads[key] = self._own_reads.get(key, 0) + 1
+        try:
+            at = datetime.now(UTC)
+            try:
+                obj = await asyncio.to_thread(self._read_one, ref, namespace, name)
+            except KubeError as err:
+                return started, at, err
+            return started, at, {} if obj is None else {name: obj}
+        finally:
+            self._own_reads[key] -= 1
+
 
 class ObserveActivities:
     def __init__(self, reads: SharedReads | None = None,
@@ -140,15 +179,18 @@ class ObserveActivities:
 
     async def _observe(self, input: ObserveDeploymentInput, heard: dict[str, str]) -> Observation:
         answer_by = _answer_by(input.report_seconds)
-        # Asked to answer at once (the workflow knows nothing, or just changed something): no read
-        # taken before this observation started will do.
-        not_before = time.monotonic() if input.known is None else float("-inf")
+        not_before = float("-inf")
         frontend: FrontendCheck | None = None
         probed_at = float("-inf")
         judged: tuple[object, FrontendCheck | None, Observation, str] | None = None  # what the last read showed
         while True:
-            started, at, dgds = await self._reads.read(input.kubeconfig, input.namespace, input.status_seconds,
-                                                      not_before)
+            if input.known is None:
+                # Asked to answer at once (the workflow knows nothing, or just changed something): no read
+                # taken before this observation started will do, and any read answers.
+                started, at, dgds = await self._reads.fresh(input.kubeconfig, input.namespace, input.name)
+            else:
+                started, at, dgds = await self._reads.read(input.kubeconfig, input.namespace, input.status_seconds,
+                                                          not_before)
             if isinstance(dgds, KubeError):
                 seen, judged = Observation(cluster=input.cluster, at=at, reachable=False, error=str(dgds)), None
                 key = seen.news_key()

@@ -153,3 +153,29 @@ def test_a_worker_shutting_down_fails_its_looks_so_they_start_again_elsewhere() 
     with pytest.raises(ApplicationError) as err:
         asyncio.run(scenario())
     assert err.value.type == "WorkerShutdown" and not err.value.non_retryable
+
+
+def test_a_new_deployment_reads_itself_not_the_whole_namespace() -> None:
+    """Workloads placed one after another each started a look asked to answer at once, and each such look
+    made a LIST of the whole namespace (thousands of DGDs at scale). It reads its own DGD instead; looks
+    arriving together past a few at once share one fresh LIST, as a restarting plane's looks do."""
+    cluster = Cluster([f"w{i}" for i in range(40)])
+    gets: list[str] = []
+
+    def get(ref: KubeconfigRef, namespace: str, name: str) -> dict[str, Any] | None:
+        gets.append(name)
+        time.sleep(0.05)
+        return cluster.dgds.get(name)
+    looks = ObserveActivities(reads=SharedReads(cluster.read, get))
+
+    one = asyncio.run(ActivityEnvironment().run(looks.observe, _params("w1", None)))
+    gone = asyncio.run(ActivityEnvironment().run(looks.observe, _params("absent", None)))
+    assert one.exists and one.ready and not gone.exists
+    assert gets == ["w1", "absent"] and cluster.reads == []
+
+    async def together() -> list[Observation]:
+        return await asyncio.gather(*(ActivityEnvironment().run(looks.observe, _params(f"w{i}", None))
+                                      for i in range(40)))
+    seen = asyncio.run(together())
+    assert all(s.exists and s.ready for s in seen)
+    assert len(gets) - 2 <= 8 and 1 <= len(cluster.reads) <= 2, (len(gets), len(cluster.reads))
