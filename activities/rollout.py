@@ -104,7 +104,7 @@ class RolloutActivities:
         try:
             manifest = render_dgd(input.spec)
         except (RenderError, ValidationError, ValueError) as exc:
-            raise ApplicationError(str(exc), type="InvalidRollout", non_retryable=True) from None
+            raise ApplicationError(str(exc), type=contract.ERROR_INVALID_ROLLOUT, non_retryable=True) from None
         with self._client(input.kubeconfig) as kube:
             try:
                 applied = kube.apply(manifest)
@@ -126,12 +126,13 @@ class RolloutActivities:
             try:
                 obj = kube.get(input.name, input.namespace)
                 if obj is None:
-                    raise ApplicationError(f"{where} does not exist", type="DeploymentMissing", non_retryable=True)
+                    raise ApplicationError(f"{where} does not exist", type=contract.ERROR_DEPLOYMENT_MISSING,
+                                           non_retryable=True)
                 current = int(obj.get("metadata", {}).get("generation") or 0)
                 if current > input.generation:
                     raise ApplicationError(
                         f"{where} moved to generation {current} while waiting for "
-                        f"{input.generation}", type="DeploymentSuperseded", non_retryable=True)
+                        f"{input.generation}", type=contract.ERROR_DEPLOYMENT_SUPERSEDED, non_retryable=True)
                 verdict = evaluate_readiness(obj, input.generation)
                 pods = kube.pods(input.name, input.namespace)
                 ready_pods, total_pods = pods_ready(pods)
@@ -148,7 +149,7 @@ class RolloutActivities:
             if verdict.failed:
                 raise ApplicationError(
                     f"{where} failed to reconcile: {verdict.condition_message or verdict.describe()}",
-                    type="DeploymentFailed", non_retryable=True)
+                    type=contract.ERROR_DEPLOYMENT_FAILED, non_retryable=True)
             failure = find_pod_failure(pods)
             if failure is not None:
                 raise ApplicationError(f"{where} will not become ready: {failure.describe()}",
@@ -162,14 +163,14 @@ class RolloutActivities:
                     # places these replicas elsewhere rather than waiting hours for them.
                     raise ApplicationError(
                         f"{where} cannot be scheduled: pod {pod} found no node for {now - since:.0f}s: "
-                        f"{stuck[pod]}", type="Unschedulable", non_retryable=True)
+                        f"{stuck[pod]}", type=contract.ERROR_UNSCHEDULABLE, non_retryable=True)
             return None, {"polls": polls, "deadline_seconds": deadline, "status": verdict.describe(),
                           "pods": f"{ready_pods}/{total_pods} ready"}
 
         def timed_out(waited: float, progress: dict[str, Any]) -> ApplicationError:
             return ApplicationError(f"{where} not ready after {waited:.0f}s (deadline {deadline:.0f}s): "
                                     f"{progress['status']}; {progress['pods']}",
-                                    type="ReadyDeadlineExceeded", non_retryable=True)
+                                    type=contract.ERROR_READY_DEADLINE_EXCEEDED, non_retryable=True)
 
         with self._client(input.kubeconfig) as kube:
             return _poll_until(lambda polls, waited: check(kube, polls, waited), timeout_seconds=deadline,
@@ -181,7 +182,7 @@ class RolloutActivities:
         if base is None:
             if input.kubeconfig is None or input.name is None:
                 raise ApplicationError("probe_frontend needs a url, or a kubeconfig and deployment name",
-                                       type="InvalidInput", non_retryable=True)
+                                       type=contract.ERROR_INVALID_INPUT, non_retryable=True)
             with self._client(input.kubeconfig) as kube:
                 try:
                     base = kube.frontend_url(input.name, input.namespace)
@@ -206,7 +207,7 @@ class RolloutActivities:
         def timed_out(_waited: float, progress: dict[str, Any]) -> ApplicationError:
             return ApplicationError(f"{url} did not list {input.served_model_name!r} within "
                                     f"{input.timeout_seconds:.0f}s; last answer: {progress['last']}",
-                                    type="FrontendNotServing", non_retryable=True)
+                                    type=contract.ERROR_FRONTEND_NOT_SERVING, non_retryable=True)
 
         with self._http() as http:
             return _poll_until(lambda attempts, waited: check(http, attempts, waited),

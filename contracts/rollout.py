@@ -22,10 +22,34 @@ ACTIVITY_PROBE_FRONTEND = "rollout.probe_frontend"  # ProbeFrontendInput -> Prob
 ACTIVITY_DELETE = "rollout.delete"  # DeleteInput -> DeleteOutput
 ACTIVITY_RECORD_DEPLOYMENT = "workload.record_deployment"  # DeploymentRecord -> None
 
+# The ApplicationError types of its activities' failures (recorded in histories, shown in events and
+# counted by the metrics: never rename one). Raised by activities/rollout.py itself:
+ERROR_INVALID_ROLLOUT = "InvalidRollout"  # the spec does not render into a DynamoGraphDeployment
+ERROR_INVALID_INPUT = "InvalidInput"  # a probe given neither a URL nor a deployment to find one
+ERROR_DEPLOYMENT_MISSING = "DeploymentMissing"  # (also by wingsmith/kube/dgd.py: no DGD, no frontend URL)
+ERROR_DEPLOYMENT_SUPERSEDED = "DeploymentSuperseded"  # another apply moved the generation on while waiting
+ERROR_DEPLOYMENT_FAILED = "DeploymentFailed"  # the operator reports that reconciling it failed
+ERROR_UNSCHEDULABLE = "Unschedulable"  # a pod found no node for the grace period
+ERROR_READY_DEADLINE_EXCEEDED = "ReadyDeadlineExceeded"
+ERROR_FRONTEND_NOT_SERVING = "FrontendNotServing"  # the frontend did not list the model in time
+# ... and passed on as the adapters and the readiness rules name them: the Kubernetes API's refusals
+# (wingsmith/kube/errors.py), a kubeconfig that cannot be read (wingsmith/kube/kubeconfig.py), and pods
+# that will never become ready (wingsmith/dynamo/readiness.py).
+ERROR_SCHEMA_REJECTED = "SchemaRejected"
+ERROR_FORBIDDEN = "Forbidden"
+ERROR_UNAUTHORIZED = "Unauthorized"
+ERROR_BAD_REQUEST = "BadRequest"
+ERROR_KUBECONFIG_MISSING = "KubeconfigMissing"
+ERROR_KUBECONFIG_INVALID = "KubeconfigInvalid"
+ERROR_POD_CRASH_LOOPING = "PodCrashLooping"
+ERROR_IMAGE_PULL_FAILED = "ImagePullFailed"
+ERROR_OUT_OF_MEMORY = "OutOfMemory"
+
 # Failures no retry can fix; everything else retries with backoff.
-FINAL_ERRORS = ["InvalidRollout", "SchemaRejected", "Forbidden", "Unauthorized", "BadRequest", "PodCrashLooping",
-                "ImagePullFailed", "OutOfMemory", "DeploymentFailed", "DeploymentSuperseded", "DeploymentMissing",
-                "ReadyDeadlineExceeded", "Unschedulable", "KubeconfigMissing", "KubeconfigInvalid"]
+FINAL_ERRORS = [ERROR_INVALID_ROLLOUT, ERROR_SCHEMA_REJECTED, ERROR_FORBIDDEN, ERROR_UNAUTHORIZED, ERROR_BAD_REQUEST,
+                ERROR_POD_CRASH_LOOPING, ERROR_IMAGE_PULL_FAILED, ERROR_OUT_OF_MEMORY, ERROR_DEPLOYMENT_FAILED,
+                ERROR_DEPLOYMENT_SUPERSEDED, ERROR_DEPLOYMENT_MISSING, ERROR_READY_DEADLINE_EXCEEDED,
+                ERROR_UNSCHEDULABLE, ERROR_KUBECONFIG_MISSING, ERROR_KUBECONFIG_INVALID]
 
 
 class ClusterRolloutInput(BaseModel):

@@ -55,11 +55,6 @@ def test_the_readme_links_every_page_of_docs():
     assert len(readme.splitlines()) < 300, "the README is the short path; details belong in docs/"
 
 
-# The API reads the local token table from the `up` supervisor's package: an adapter in an entry point's
-# package, to be moved beside the other adapters. Only shrinks.
-UPWARD_NOT_YET_MOVED: set[str] = set()
-
-
 def _layer_of(module: str) -> str | None:
     """The node of the import-layer diagram a module belongs to (None: not the product's)."""
     from wingsmith.domain import DOMAIN, NOT_DOMAIN
@@ -103,8 +98,7 @@ def test_the_layer_diagram_draws_every_import_the_code_makes():
             here = _layer_of(".".join(path.relative_to(ROOT).with_suffix("").parts).removesuffix(".__init__"))
             for _, module in imported_modules(path):
                 there = _layer_of(module)
-                if here and there and here != there and there not in _reachable(drawn, here) \
-                        and module not in UPWARD_NOT_YET_MOVED:
+                if here and there and here != there and there not in _reachable(drawn, here):
                     undrawn.add((here, there, str(path.relative_to(ROOT))))
     assert sorted(undrawn) == []
     node_package = {"domain": "wingsmith", "adapters": "wingsmith", "entry": "wingsmith"}

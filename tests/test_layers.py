@@ -1,4 +1,4 @@
-"""Dependencies point one way (DESIGN.md, issue #32), and this test is what keeps them so:
+"""Dependencies point one way (docs/architecture.md, issue #32), and this test is what keeps them so:
 
     domain (pure: wingsmith/domain.py)  <-  adapters (the rest of wingsmith/)  <-  activities
     contracts (one module per workflow)  <-  workflows  <-  worker
@@ -9,7 +9,8 @@ The domain and the contracts import no I/O library; workflows import only contra
 contracts/), and what they load, at any depth, holds no activity, adapter or I/O library; activities
 never import workflows; the API never imports a workflow or an activity, and its process loads no
 `kubernetes` client; the stand-ins in sim/ import nothing of the product. Every import counts, also
-those inside functions."""
+those inside functions. Of the workflow modules, only workflows/policies.py sets activity timeouts and
+retry policies."""
 
 from __future__ import annotations
 
@@ -38,6 +39,8 @@ FORBIDDEN: dict[str, tuple[str, ...]] = {
     "api": ("workflows", "activities", "worker", "sim", "tests", "bench"),
     "sim": (*PRODUCT, "tests", "bench"),
 }
+
+
 def imported_modules(path: Path, root: Path = ROOT) -> list[tuple[int, str]]:
     """Every module a file imports, at any depth (functions, `if TYPE_CHECKING`, passed-through blocks)."""
     tree = ast.parse(path.read_text(), filename=str(path))
@@ -126,6 +129,52 @@ def test_a_workflow_imports_no_other_workflow() -> None:
             if _under(module, ("workflows",)) and not _under(module, allowed):
                 bad.append(f"{path.relative_to(ROOT)}:{line} imports {module}")
     assert bad == []
+
+
+# What makes an activity's timeouts and retries: only workflows/policies.py (each with why it is so) builds them.
+_ACTIVITY_TIMEOUTS = ("start_to_close_timeout", "schedule_to_close_timeout", "schedule_to_start_timeout",
+                      "heartbeat_timeout")
+
+
+def own_policies(root: Path = ROOT) -> list[str]:
+    """Where a workflow module other than workflows/policies.py builds a `RetryPolicy(...)` or an activity
+    config: a keyword argument, a dict key or an item named after an activity timeout."""
+    bad: list[tuple[str, int, str]] = []
+    for path in sorted((root / "workflows").rglob("*.py")):
+        where = str(path.relative_to(root))
+        if where == "workflows/policies.py":
+            continue
+        for node in ast.walk(ast.parse(path.read_text(), filename=where)):
+            if isinstance(node, ast.Call) and getattr(node.func, "id", getattr(node.func, "attr", None)) == \
+                    "RetryPolicy":
+                bad.append((where, node.lineno, "RetryPolicy("))
+            elif isinstance(node, ast.keyword) and node.arg in _ACTIVITY_TIMEOUTS:
+                bad.append((where, node.value.lineno, f"{node.arg}="))
+            elif isinstance(node, ast.Constant) and node.value in _ACTIVITY_TIMEOUTS:
+                bad.append((where, node.lineno, repr(node.value)))
+    return [f"{where}:{line} {what}" for where, line, what in sorted(bad)]
+
+
+def test_only_the_policies_module_sets_activity_timeouts_and_retries() -> None:
+    assert own_policies() == []
+
+
+def test_the_policy_rule_sees_a_workflow_s_own_config(tmp_path: Path) -> None:
+    (tmp_path / "workflows").mkdir()
+    (tmp_path / "workflows" / "policies.py").write_text(
+        "X = ActivityConfig(start_to_close_timeout=1, retry_policy=RetryPolicy())\n")
+    (tmp_path / "workflows" / "probe.py").write_text(
+        "from temporalio import common, workflow\n"
+        "A = workflow.ActivityConfig(task_queue='q', schedule_to_close_timeout=T,\n"
+        "                            retry_policy=common.RetryPolicy(maximum_attempts=2))\n"
+        "B = {'start_to_close_timeout': T}\n"
+        "A['heartbeat_timeout'] = T\n"
+        "async def f():\n    await workflow.execute_activity('x', schedule_to_start_timeout=T)\n")
+    assert own_policies(tmp_path) == ["workflows/probe.py:2 schedule_to_close_timeout=",
+                                      "workflows/probe.py:3 RetryPolicy(",
+                                      "workflows/probe.py:4 'start_to_close_timeout'",
+                                      "workflows/probe.py:5 'heartbeat_timeout'",
+                                      "workflows/probe.py:7 schedule_to_start_timeout="]
 
 
 def _loaded_by(modules: list[str], tmp_path: Path) -> list[str]:

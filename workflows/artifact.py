@@ -12,7 +12,6 @@ import asyncio
 from datetime import datetime, timedelta
 
 from temporalio import workflow
-from temporalio.common import RetryPolicy
 from temporalio.exceptions import ActivityError, ApplicationError, FailureError, WorkflowAlreadyStartedError
 from temporalio.workflow import ParentClosePolicy
 
@@ -267,13 +266,6 @@ class ArtifactWorkflow:
         raise ApplicationError(self.failure, type=kind, non_retryable=True)
 
 
-# Before the draft: a registered cluster's nodes, read on the kube queue. Bounded from scheduling on, so a
-# plane whose kube worker is down delays a draft by seconds, not for ever; unread clusters add no card.
-def _fleet_read(task_queue: str) -> workflow.ActivityConfig:
-    return workflow.ActivityConfig(task_queue=task_queue, schedule_to_close_timeout=timedelta(seconds=20),
-                                   retry_policy=RetryPolicy(maximum_attempts=2))
-
-
 async def _fleet_cards(kube_task_queue: str | None) -> list[str] | None:
     """The cards the registered clusters have (None: no cluster is registered): from a manual inventory,
     else from a live read on the kube queue when one is named."""
@@ -290,7 +282,7 @@ async def _fleet_cards(kube_task_queue: str | None) -> list[str] | None:
         try:
             return await workflow.execute_activity(
                 ACTIVITY_READ_INVENTORY, ReadInventoryInput(cluster=target.info.name, kubeconfig=target.kubeconfig),
-                result_type=ClusterInventory, **_fleet_read(kube_task_queue))
+                result_type=ClusterInventory, **policies.fleet_inventory_read(kube_task_queue))
         except ActivityError:
             return None
     found = await asyncio.gather(*(inventory(t) for t in targets.clusters if not t.info.cordoned))

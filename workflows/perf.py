@@ -7,16 +7,16 @@ comes, so the first figures show while the rest are searched.
 Without a perf worker it does not give up: the ask stays queued on the perf queue, which costs nothing while
 it waits (no timer, no polling, no history), and a perf worker that starts later, even days later, takes it
 at once. Meanwhile the draft says why there are no figures and until when they may follow; the wait is
-bounded (WAIT_FOR_A_PERF_WORKER), and its end is said too. Whether anybody polls is asked of Temporal first,
-so a plane without the extra says so at once.
+bounded (policies.WAIT_FOR_A_PERF_WORKER), and its end is said too. Whether anybody polls is asked of
+Temporal first, so a plane without the extra says so at once. Its timeouts and retries are in
+workflows/policies.py, with every workflow's.
 """
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta
+from datetime import datetime
 
 from temporalio import workflow
-from temporalio.common import RetryPolicy
 from temporalio.exceptions import ActivityError, ApplicationError, FailureError, TimeoutError, TimeoutType
 
 from contracts import draft_performance as contract
@@ -42,43 +42,11 @@ from wingsmith.draft_performance import (
 from wingsmith.perf.estimates import MODES, EstimateRequest
 from workflows import policies
 
-# A cold search holds the CPU for tens of seconds to minutes, and searches take turns on the perf worker:
-# generous for one, but bounded. Its ticker heartbeats every 5 s, so a dead worker is noticed within the
-# heartbeat timeout.
-_ONE_SEARCH = timedelta(hours=2)
-_HEARTBEAT = timedelta(minutes=2)
-_RETRY = RetryPolicy(maximum_attempts=3, non_retryable_error_types=[ERROR_NOT_INSTALLED])
-# How long a draft's estimates stay queued for a perf worker that is not there: two review deadlines.
-WAIT_FOR_A_PERF_WORKER = timedelta(days=14)
-# While a perf worker polls, an ask it has not taken within this long finds it gone or busy: the draft says which.
-_TAKEN_WITHIN = timedelta(minutes=5)
-
-
-def _estimate(task_queue: str) -> workflow.ActivityConfig:
-    return workflow.ActivityConfig(task_queue=task_queue, schedule_to_close_timeout=_ONE_SEARCH,
-                                   heartbeat_timeout=_HEARTBEAT, retry_policy=_RETRY)
-
-
-def _draft_estimate(task_queue: str, *, queued: bool) -> workflow.ActivityConfig:
-    """A draft's ask: `queued` waits on the queue for a perf worker (bounded); otherwise one that polls is
-    expected to take it within minutes, and a schedule-to-start timeout says it did not."""
-    config = workflow.ActivityConfig(task_queue=task_queue, start_to_close_timeout=_ONE_SEARCH,
-                                     heartbeat_timeout=_HEARTBEAT, retry_policy=_RETRY)
-    if queued:
-        config["schedule_to_close_timeout"] = WAIT_FOR_A_PERF_WORKER + _ONE_SEARCH
-    else:
-        config["schedule_to_start_timeout"] = _TAKEN_WITHIN
-    return config
-
-
-_POLLED = workflow.ActivityConfig(start_to_close_timeout=timedelta(seconds=30),
-                                  retry_policy=RetryPolicy(maximum_attempts=5))
-
 
 async def _perf_worker_polls(queue: str) -> bool:
     """Asked first, so a plane without the extra answers at once instead of waiting on an unpolled queue."""
     return await workflow.execute_activity(contract.ACTIVITY_PERF_POLLED, PerfPollingInput(task_queue=queue),
-                                           result_type=bool, **_POLLED)
+                                           result_type=bool, **policies.PERF_POLLED)
 
 
 def _gave_no_answer(err: ActivityError) -> str | None:
@@ -117,7 +85,7 @@ class DraftPerformanceWorkflow:
         try:
             answer = await workflow.execute_activity(
                 ACTIVITY_ESTIMATE, EstimateInput(requests=[request]), result_type=EstimateOutput,
-                **_draft_estimate(queue, queued=queued))
+                **policies.draft_estimate(queue, queued=queued))
             return rows_of(answer.estimates)
         except ActivityError as err:
             if _timed_out(err, TimeoutType.SCHEDULE_TO_START):
@@ -126,7 +94,7 @@ class DraftPerformanceWorkflow:
                 await self._save(params, waiting_for_a_perf_worker(polled, queue, self._until()))
                 return await self._ask(params, request, queued=True)
             if queued and _timed_out(err, TimeoutType.SCHEDULE_TO_CLOSE):
-                return gave_up_waiting(queue, WAIT_FOR_A_PERF_WORKER)
+                return gave_up_waiting(queue, policies.WAIT_FOR_A_PERF_WORKER)
             why = _gave_no_answer(err)
             if why is None:
                 return DraftPerformance(status="unavailable", reason=NOT_INSTALLED)
@@ -134,7 +102,7 @@ class DraftPerformanceWorkflow:
 
     @staticmethod
     def _until() -> datetime:
-        return workflow.now() + WAIT_FOR_A_PERF_WORKER
+        return workflow.now() + policies.WAIT_FOR_A_PERF_WORKER
 
     async def _save(self, params: DraftPerformanceInput, performance: DraftPerformance,
                     rows: list[PerformanceRow] | None = None) -> DraftPerformance:
@@ -159,7 +127,7 @@ class TrafficPlanWorkflow:
             return TrafficPlanResult(unavailable=NOT_INSTALLED)
         try:
             answer = await workflow.execute_activity(ACTIVITY_PLAN_TARGET, params.ask, result_type=TargetOutput,
-                                                     **_estimate(params.perf_task_queue))
+                                                     **policies.perf_search(params.perf_task_queue))
         except ActivityError as err:
             return TrafficPlanResult(unavailable=_gave_no_answer(err) or NOT_INSTALLED)
         return TrafficPlanResult(plans=answer.plans)

@@ -14,6 +14,7 @@ from temporalio import workflow
 from temporalio.common import RetryPolicy
 
 from contracts.artifact import HUB_FINAL, HUB_MISSING
+from contracts.perf import ERROR_NOT_INSTALLED
 from contracts.rollout import FINAL_ERRORS
 
 # Registry writes take milliseconds: a worker that dies mid-write is written off after 10 s, and while
@@ -43,7 +44,7 @@ def inventory_read(task_queue: str) -> workflow.ActivityConfig:
 # (at least 6 s), the period after which the plane says it has not heard from a cluster: a look lost with
 # its worker (killed, OOM) costs the workflow at most that, and the new attempt carries on. It used to
 # be 6 s for every look, so every waiting look heartbeated every 4.8 s: at 1,000 watched workloads
-# those heartbeats were most of the Temporal server's work (bench/watching.py; README, Figures). A
+# those heartbeats were most of the Temporal server's work (bench/watching.py; docs/figures.md). A
 # worker that shuts down fails its looks at once (activities/observe.py), so they start again elsewhere
 # without waiting for this.
 # Only one still unanswered `watch.silence_seconds` past its report period (no observe worker, a hung
@@ -93,6 +94,51 @@ FOLLOW = workflow.ActivityConfig(
     start_to_close_timeout=timedelta(minutes=2),
     retry_policy=RetryPolicy(initial_interval=timedelta(seconds=2), maximum_interval=timedelta(minutes=1),
                              maximum_attempts=10))
+
+
+
+# Before the draft: a registered cluster's nodes, read on the kube queue. Bounded from scheduling on, so a
+# plane whose kube worker is down delays a draft by seconds, not for ever; unread clusters add no card.
+def fleet_inventory_read(task_queue: str) -> workflow.ActivityConfig:
+    return workflow.ActivityConfig(task_queue=task_queue, schedule_to_close_timeout=timedelta(seconds=20),
+                                   retry_policy=RetryPolicy(maximum_attempts=2))
+
+
+# --- the perf queue (a draft's performance, a workload's traffic plan) ----------------------------------
+
+# A cold search holds the CPU for tens of seconds to minutes, and searches take turns on the perf worker:
+# generous for one, but bounded. Its ticker heartbeats every 5 s, so a dead worker is noticed within the
+# heartbeat timeout. A perf worker without AIConfigurator answers that at once, and no retry changes it.
+PERF_ONE_SEARCH = timedelta(hours=2)
+PERF_HEARTBEAT_TIMEOUT = timedelta(minutes=2)
+PERF_RETRY = RetryPolicy(maximum_attempts=3, non_retryable_error_types=[ERROR_NOT_INSTALLED])
+# How long a draft's estimates stay queued for a perf worker that is not there: two review deadlines.
+WAIT_FOR_A_PERF_WORKER = timedelta(days=14)
+# While a perf worker polls, an ask it has not taken within this long finds it gone or busy: the draft says which.
+PERF_TAKEN_WITHIN = timedelta(minutes=5)
+
+
+def perf_search(task_queue: str) -> workflow.ActivityConfig:
+    """One search that a caller waits for (a traffic plan): bounded from scheduling on."""
+    return workflow.ActivityConfig(task_queue=task_queue, schedule_to_close_timeout=PERF_ONE_SEARCH,
+                                   heartbeat_timeout=PERF_HEARTBEAT_TIMEOUT, retry_policy=PERF_RETRY)
+
+
+def draft_estimate(task_queue: str, *, queued: bool) -> workflow.ActivityConfig:
+    """A draft's ask: `queued` waits on the queue for a perf worker (bounded); otherwise one that polls is
+    expected to take it within minutes, and a schedule-to-start timeout says it did not."""
+    config = workflow.ActivityConfig(task_queue=task_queue, start_to_close_timeout=PERF_ONE_SEARCH,
+                                     heartbeat_timeout=PERF_HEARTBEAT_TIMEOUT, retry_policy=PERF_RETRY)
+    if queued:
+        config["schedule_to_close_timeout"] = WAIT_FOR_A_PERF_WORKER + PERF_ONE_SEARCH
+    else:
+        config["schedule_to_start_timeout"] = PERF_TAKEN_WITHIN
+    return config
+
+
+# Whether any perf worker polls its queue: one question to Temporal, retried a few times.
+PERF_POLLED = workflow.ActivityConfig(start_to_close_timeout=timedelta(seconds=30),
+                                      retry_policy=RetryPolicy(maximum_attempts=5))
 
 # --- the watch ------------------------------------------------------------------------------------------
 

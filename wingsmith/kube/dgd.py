@@ -12,6 +12,7 @@ from typing import Any, cast
 from kubernetes import client as k8s
 from pydantic import BaseModel
 
+from contracts.rollout import ERROR_DEPLOYMENT_MISSING
 from wingsmith.dynamo.names import DYNAMO_GRAPH_LABEL
 from wingsmith.dynamo.render import GROUP, PLURAL, VERSION
 from wingsmith.kube.client import raw_json
@@ -113,7 +114,7 @@ class DgdClient:
         `DeploymentMissing`, so a probe fails at once instead of polling an invented host."""
         obj = self.get(name, namespace)
         if obj is None:
-            raise KubeError("DeploymentMissing", f"{namespace}/{name}: deployment missing", retryable=False)
+            raise KubeError(ERROR_DEPLOYMENT_MISSING, f"{namespace}/{name}: deployment missing", retryable=False)
         return frontend_url_of(obj)
 
     def pods(self, name: str, namespace: str) -> list[dict[str, Any]]:
