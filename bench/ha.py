@@ -40,7 +40,7 @@ import httpx
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from tests.deploy.render import KUSTOMIZE, processes, render  # noqa: E402
+from tests.deploy.render import KUSTOMIZE, by_kind, processes, render  # noqa: E402
 from tests.gateway.conftest import MODEL, ScriptedBackend  # noqa: E402
 from wingsmith.local.postgres import LocalPostgres, free_port  # noqa: E402
 from wingsmith.local.temporal_server import TemporalDevServer, stop_process, wait_for_port  # noqa: E402
@@ -87,14 +87,18 @@ class Tally:
     retry_hints: int = 0  # 503 with Retry-After: an answer the client knows what to do with
 
 
-def main() -> None:
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seconds", type=float, default=40.0, help="length of the traffic")
     parser.add_argument("--kill-after", type=float, default=12.0)
     parser.add_argument("--down-for", type=float, default=5.0)
     parser.add_argument("--workflow-grace", type=float, default=60.0)
     parser.add_argument("--json", type=Path)
-    args = parser.parse_args()
+    return parser.parse_args(argv)
+
+
+def main() -> None:
+    args = parse_args()
     with tempfile.TemporaryDirectory(prefix="wingsmith-ha-") as tmp:
         figures = asyncio.run(run(args, Path(tmp)))
     print(json.dumps(figures, indent=2))
@@ -103,7 +107,11 @@ def main() -> None:
     os._exit(0)  # PITFALLS: a process that used a Temporal client may abort at exit
 
 
-async def run(args: argparse.Namespace, tmp: Path) -> dict:
+async def run(args: argparse.Namespace, tmp: Path, seen: dict | None = None) -> dict:
+    """The figures; every process it starts is stopped when it returns or raises. `seen` (a test's) gets
+    what the plane was started from: "secrets" (the values given to the rendering), "objects" (the
+    production overlay, rendered), "rendered" (its processes) and "replicas" (what was started)."""
+    seen = {} if seen is None else seen
     pg = LocalPostgres(tmp / "pg", free_port(), durable=False, log_file=tmp / "postgres.log").start()
     temporal = TemporalDevServer(port=free_port(), ui_port=None, db_file=None, log_file=tmp / "temporal.log").start()
     backend = ScriptedBackend("stub")
@@ -120,10 +128,13 @@ async def run(args: argparse.Namespace, tmp: Path) -> dict:
             ("wingsmith-hf-token", "token"): "hf_bench",
             ("wingsmith-payload-key", "key"): payload_key,
         }
-        rendered = processes(render(KUSTOMIZE / "overlays" / "production"), secret_values)
+        objects = render(KUSTOMIZE / "overlays" / "production")
+        rendered = processes(objects, secret_values)
+        seen.update(secrets=secret_values, objects=objects, rendered=rendered)
         namespace = rendered["wingsmith-api"].env.get("TEMPORAL_NAMESPACE", "default")
         await _register_namespace(temporal.address, namespace)
         replicas = _replicas(rendered, tmp, temporal.address, gateway_token)
+        seen["replicas"] = replicas
         # The migration step the overlay renders, once, before anything serves.
         migrate = rendered["wingsmith-api"].init[0]
         await asyncio.to_thread(subprocess.run, _local(migrate.command), check=True, cwd=ROOT, capture_output=True,
@@ -190,7 +201,9 @@ async def run(args: argparse.Namespace, tmp: Path) -> dict:
             t.join(15)
 
         unfinished = await _unfinished(client, workflow_ids, args.workflow_grace)
-        back = {r.name: _alive(r) for r in killed}
+        # Back: running and answering the readiness probe its Deployment renders (given time to start).
+        probes = _readiness_paths(objects)
+        back = {r.name: await _ready(r, probes[r.deployment], 30) for r in killed}
         dead = {r.name: r.log.read_text(errors="replace").splitlines()[-4:] for r in replicas if not _alive(r)}
         return {
             "boot_seconds": round(boot, 1),
@@ -204,6 +217,9 @@ async def run(args: argparse.Namespace, tmp: Path) -> dict:
             "dead_at_the_end": dead, "load_average": os.getloadavg()[0], "cpus": os.cpu_count(),
         }
     finally:
+        for r in replicas:  # all at once: each worker takes seconds to shut down
+            if r.proc is not None and r.proc.poll() is None:
+                r.proc.terminate()
         for r in replicas:
             stop_process(r.proc, 10)
         backend.stop()
@@ -227,7 +243,7 @@ def _replicas(rendered: dict, tmp: Path, temporal_address: str, gateway_token: s
             # The plane pushes to one replica: the gateway Service's stand-in.
             env["WINGSMITH_GATEWAY_URL"] = f"http://127.0.0.1:{gateway_ports[0]}"
             cmd = _local(p.command)
-            port = api_ports[i] if name == "wingsmith-api" else 0
+            port = api_ports[i] if name == "wingsmith-api" else int(env["WINGSMITH_WORKER_METRICS_PORT"])
             if name == "wingsmith-gateway":
                 port = gateway_ports[i]
                 cmd = _replace_arg(_replace_arg(_replace_arg(cmd, "--port", str(port)), "--host", "127.0.0.1"),
@@ -267,6 +283,29 @@ def _models(gateway: str) -> list[str]:
 
 def _alive(r: Replica) -> bool:
     return r.proc is not None and r.proc.poll() is None
+
+
+def _readiness_paths(objects: list[dict]) -> dict[str, str]:
+    """Deployment → the path of its (first) container's readiness probe, as rendered (if it has one)."""
+    containers = {d["metadata"]["name"]: d["spec"]["template"]["spec"]["containers"][0]
+                  for d in by_kind(objects, "Deployment")}
+    return {name: c["readinessProbe"]["httpGet"]["path"] for name, c in containers.items() if "readinessProbe" in c}
+
+
+async def _ready(r: Replica, path: str, within: float) -> bool:
+    def answers() -> bool:
+        try:
+            return httpx.get(f"{r.url}{path}", timeout=3).status_code == 200
+        except httpx.HTTPError:
+            return False
+    deadline = time.monotonic() + within
+    while _alive(r):
+        if await asyncio.to_thread(answers):
+            return True
+        if time.monotonic() > deadline:
+            return False
+        await asyncio.sleep(0.5)
+    return False
 
 
 def _chat(gateways: list[Replica], tally: Tally, stop: threading.Event) -> None:
