@@ -9,14 +9,18 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
+from wingsmith.hardware import HARDWARE
 from wingsmith.hub.proposal import ArtifactProposal
 from wingsmith.recipes import Evidence
-from wingsmith.recipes.evidence import HardwareEvidence
+from wingsmith.recipes.evidence import HardwareEvidence, TestedShape
 from wingsmith.review import DraftFacts
 from wingsmith.sizing import SizingError, SizingReport, WeightBytes, size_model, variant_weight_bytes
 
-# Where the plane sizes a model when the recipe names no placeable hardware: a common 8-GPU node.
+# Where the plane sizes a model when the recipe names no placeable hardware and tests no shape on one that
+# holds the variant's floor: a common 8-GPU node.
 _FALLBACK_TARGET = ("h200", "single_node_tp", 8)
+_FALLBACK_GPU_GB = HARDWARE["h200"].memory_gb_per_gpu
+_FALLBACK_WORDS = "sized for one 8-GPU H200 node"
 
 
 class SizingTarget(BaseModel):
@@ -56,7 +60,11 @@ def sizing_target(evidence: Evidence | None, variant: str | None = None,
 
     The card: with `fleet_cards` (the cards the registered clusters have), first a card the recipe
     verifies that the fleet has, then another card the fleet has, and only then a verified card the fleet
-    lacks, saying so; without it (the fleet unknown), the recipe's verified cards, its default first."""
+    lacks, saying so; without it (the fleet unknown), the recipe's verified cards, its default first.
+
+    When none of those has a shape for the variant: one 8 × H200 node, unless that node is below the
+    variant's floor; then the variant's first tested shape on a placeable card whose node(s) hold it, or
+    the H200 node saying that it is below the floor."""
     if evidence is not None:
         variant = variant or evidence.default_variant
         shapes = {s.hardware: s for s in evidence.tested_shapes if s.variant == variant}
@@ -75,12 +83,66 @@ def sizing_target(evidence: Evidence | None, variant: str | None = None,
                                        f"{shape.nodes} node(s) {how}")
     hw, layout_name, gpus = _FALLBACK_TARGET
     if evidence is None:
-        why = "no recipe"
-    elif evidence.default_layout is None:
+        return SizingTarget(hardware=hw, layout=layout_name, gpus=gpus, reason=f"no recipe; {_FALLBACK_WORDS}")
+    variant = variant or evidence.default_variant
+    if evidence.default_layout is None:
         why = "the recipe has no layout (vLLM-Omni)" if evidence.omni else "the recipe has no layout"
     else:
         why = _below_floor(evidence) or f"variant {variant} runs on no verified placeable card of the recipe"
-    return SizingTarget(hardware=hw, layout=layout_name, gpus=gpus, reason=f"{why}; sized for one 8-GPU H200 node")
+    floor = next((v.vram_minimum_gb for v in evidence.variants if v.name == variant), None)
+    fallback_gb = _FALLBACK_GPU_GB * gpus
+    below = floor is not None and fallback_gb < floor
+    holding = _first_shape_holding(evidence, variant, floor) if below else None
+    if holding is not None:
+        shape, card = holding
+        return SizingTarget(hardware=card.id, layout=shape.layout, gpus=shape.gpus,
+                            reason=f"{why}; sized on the recipe's first tested shape that holds the variant's floor: "
+                                   f"{shape.gpus} × {card.display_name} on {shape.nodes} node(s) "
+                                   f"({card.status.replace('_', ' ')} by the recipe), "
+                                   f"{_gb(_shape_gb(card, shape.gpus))} GB against {_gb(floor)} GB"
+                                   f"{_fleet_words(card, fleet_cards)}")
+    reason = f"{why}; {_FALLBACK_WORDS}"
+    if below:
+        reason += (f", whose {_gb(fallback_gb)} GB is below variant {variant}'s floor of {_gb(floor)} GB: "
+                   "the recipe tests no shape on a placeable card that holds it")
+    return SizingTarget(hardware=hw, layout=layout_name, gpus=gpus, reason=reason)
+
+
+def _gb(value: float | None) -> str:
+    return f"{value:,.0f}" if value is not None else "?"
+
+
+def _shape_gb(card: HardwareEvidence, gpus: int) -> float | None:
+    """Device memory of `gpus` GPUs of the card (per node as the taxonomy states it, else per GPU)."""
+    if card.memory_gb_per_node is not None and card.gpus_per_node:
+        return card.memory_gb_per_node / card.gpus_per_node * gpus
+    return card.memory_gb_per_gpu * gpus if card.memory_gb_per_gpu is not None else None
+
+
+def _first_shape_holding(evidence: Evidence, variant: str,
+                         floor: float | None) -> tuple[TestedShape, HardwareEvidence] | None:
+    """The variant's first tested shape, in the recipe's order, on a placeable card whose node(s) hold the
+    variant's floor: the recipe's own shape stands in for the fixed fallback (Ring-2.6-1T states no card,
+    and one 8 × H200 node holds 1,128 GB against its 1,200 GB floor)."""
+    cards = {h.id: h for h in evidence.hardware if h.placeable and h.status != "unsupported"}
+    for shape in evidence.tested_shapes:
+        card = cards.get(shape.hardware)
+        if shape.variant != variant or card is None:
+            continue
+        memory = _shape_gb(card, shape.gpus)
+        if floor is None or (memory is not None and memory >= floor):
+            return shape, card
+    return None
+
+
+def _fleet_words(card: HardwareEvidence, fleet_cards: list[str] | None) -> str:
+    if fleet_cards is None:
+        return ""
+    fleet = sorted({c.lower() for c in fleet_cards})
+    if card.id in fleet:
+        return f"; the registered clusters have {card.display_name}"
+    return (f"; no registered cluster has {card.display_name} (they have {', '.join(fleet)})" if fleet
+            else "; no cluster is registered")
 
 
 def _below_floor(evidence: Evidence) -> str | None:

@@ -6,6 +6,8 @@ import math
 import re
 from html import unescape
 
+import yaml
+
 from wingsmith.recipes import InvalidChoice, load_catalog, max_num_seqs_default, serve_command
 from wingsmith.workloads import max_num_seqs_for
 
@@ -238,3 +240,19 @@ async def test_kimi_k3_page_lists_every_kimi_k3_dynamo_entry_with_its_workers(an
         assert roles == ({"aggregated"} if e.mode == "aggregated" else {"prefill", "decode"}), e.source_path
         assert all(f"{role}:" in shown[e.source_path] for role in roles)
         assert e.model_name in shown[e.source_path]
+
+
+async def test_kimi_k3_page_lists_exactly_the_snapshots_kimi_k3_graphs(anon):
+    """The page's entries are the snapshot's own Kimi-K3 DynamoGraphDeployment files, read here without
+    the importer: a graph the catalog lost, or one it put on the wrong page, shows."""
+    from tests.upstream import require_upstream
+
+    dynamo = require_upstream("dynamo")
+    folder = dynamo / "recipes" / "kimi-k3"
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    graphs = {p.relative_to(dynamo).as_posix() for p in folder.rglob("*.yaml")
+              if any(isinstance(d, dict) and d.get("kind") == "DynamoGraphDeployment"
+                     for d in yaml.load_all(p.read_text(), Loader=loader))}
+    assert len(graphs) >= 4  # agg and disagg on GB200 and GB300 in this snapshot
+    html = (await anon.get("/console/models/moonshotai/Kimi-K3")).text
+    assert set(re.findall(r'data-entry="([^"]+)"', html)) == graphs

@@ -8,7 +8,7 @@ import pytest
 import yaml
 
 from tests.recipes.conftest import FIXTURES
-from wingsmith.recipes import build_catalog, evidence_for
+from wingsmith.recipes import build_catalog, evidence_for, load_catalog
 from wingsmith.recipes.known_fields import unknown_fields
 
 
@@ -46,8 +46,41 @@ def test_an_unknown_field_is_reported_once_per_file(built_fixtures):
     for field in unknown_fields(doc):
         assert field in mine[0].reason
     # Fields the importer knows (read, or prose left out on purpose) are not reported.
-    assert not [p for p in report.problems if "not read by the importer" in p.reason
-                and not p.file.endswith("Carried-Fields-30B.yaml")]
+    assert {p.file.rsplit("/", 1)[-1] for p in report.problems if "not read by the importer" in p.reason} == {
+        "Carried-Fields-30B.yaml", "Omni-Video-20B.yaml"}
+
+
+def test_an_unknown_field_inside_an_omni_task_is_reported_once_and_the_prose_beside_it_is_not(built_fixtures):
+    _, report = built_fixtures
+    doc = _source("Omni-Video-20B")
+    mine = [p for p in report.problems if p.file.endswith("Omni-Video-20B.yaml")]
+    # `sample_seconds` is the one field of the second task the importer does not know; the tasks'
+    # description and curl (prose for upstream's web page), `task_axes` and the rest are known.
+    assert unknown_fields(doc) == ["omni.tasks[1].sample_seconds"]
+    assert [(p.scope, p.field) for p in mine] == [("warning", "(fields)")]
+    assert "omni.tasks[1].sample_seconds" in mine[0].reason
+
+
+@pytest.mark.parametrize(("where", "path"), [
+    (lambda d: d["omni"]["tasks"][0], "omni.tasks[0].stage_hint"),
+    (lambda d: d["omni"]["tasks"][0]["hardware_overrides"]["rtx_4090_2x"],
+     "omni.tasks[0].hardware_overrides.rtx_4090_2x.stage_hint"),
+])
+def test_nested_omni_blocks_are_checked(where, path):
+    doc = _source("Omni-Video-20B")
+    where(doc)["stage_hint"] = "x"
+    assert path in unknown_fields(doc)
+
+
+def test_nested_override_dependency_and_install_blocks_are_checked():
+    doc = _source("Carried-Fields-30B")
+    doc["dependencies"][0]["checksum"] = "abc"
+    doc["model"]["install"]["docker"]["digest"] = "sha256:0"
+    doc["variants"]["default"]["hardware_overrides"] = {"amd": {"extra_args": ["--x"], "rocm_only": True}}
+    doc["hardware_overrides"] = {"nvidia": {"extra_env": {"A": "1"}, "cuda_graphs": "off"}}
+    assert unknown_fields(doc) == [
+        "benchmark_table", "model.quantum_flux", "model.install.docker.digest", "hardware_overrides.nvidia.cuda_graphs",
+        "variants.default.hardware_overrides.amd.rocm_only", "dependencies[0].checksum"]
 
 
 def test_the_shipped_snapshot_has_no_field_the_importer_does_not_know(built):
@@ -59,14 +92,91 @@ def test_omni_tasks_keep_their_per_card_floors(built_fixtures):
     catalog, _ = built_fixtures
     doc = _source("Omni-Video-20B")
     evidence = evidence_for(catalog.recipes["fixture-lab/Omni-Video-20B"], catalog)
-    tasks = {t.id: t for t in evidence.omni_tasks}
+    tasks = {t.key or t.id: t for t in evidence.omni_tasks}
     raw = doc["omni"]["tasks"][0]
-    t2v = tasks[raw["id"]]
+    t2v = tasks[raw["key"]]
     assert (t2v.vram_minimum_gb, t2v.endpoint) == (raw["vram_minimum_gb"], raw["endpoint"])
     card = raw["hardware_overrides"]["rtx_4090_2x"]
     assert t2v.hardware_overrides["rtx_4090_2x"].vram_minimum_gb == card["vram_minimum_gb"]
     assert t2v.hardware_overrides["rtx_4090_2x"].args == card["extra_args"]
     assert tasks["i2v"].vram_minimum_gb is None  # a bare task id: the variant's floor applies
+
+
+def test_omni_tasks_keep_their_key_label_checkpoint_and_axes(built_fixtures):
+    catalog, _ = built_fixtures
+    doc = _source("Omni-Video-20B")
+    tasks = evidence_for(catalog.recipes["fixture-lab/Omni-Video-20B"], catalog).omni_tasks
+    raw = [t for t in doc["omni"]["tasks"] if isinstance(t, dict)]
+    carried = [(t.id, t.key, t.label, t.model_id, t.axes) for t in tasks if t.key]
+    assert carried == [(t["id"], t["key"], t["label"], t["model_id"], t["axes"]) for t in raw]
+    assert len({t.id for t in tasks if t.key}) == 1  # two entries of one task id, told apart by key
+    bare = tasks[-1]
+    assert (bare.id, bare.key, bare.label, bare.model_id, bare.axes) == ("i2v", None, None, None, {})
+
+
+@pytest.fixture
+def page_for(built_fixtures, monkeypatch):
+    """The public model page of a recipe of the fixtures' catalog (served offline, no token)."""
+    import json
+
+    import httpx
+
+    from api.app import create_app
+    from api.auth import TokenTable
+    from wingsmith.config import Settings
+
+    def page(catalog, path: str) -> str:
+        # The fixture trees have no SOURCE.md: stamp them as the shipped catalog is (the page names its sources).
+        shipped = load_catalog()
+        catalog = catalog.model_copy(update={"vllm_source": shipped.vllm_source,
+                                             "dynamo_source": shipped.dynamo_source})
+        monkeypatch.setattr("api.console.models.load_catalog", lambda: catalog)
+        settings = Settings(auth_tokens=json.dumps({}), log_format="json", hf_endpoint="http://127.0.0.1:9")
+        app = create_app(settings, tokens=TokenTable.from_json(settings.auth_tokens))
+        app.state.hub_quiet_until = float("inf")  # no Hub here: the page shows the recipe's facts alone
+
+        async def get() -> httpx.Response:
+            async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://plane") as c:
+                return await c.get(f"/console/models/{path}")
+
+        import asyncio
+        response = asyncio.run(get())
+        assert response.status_code == 200, response.text[:300]
+        return response.text
+    return page
+
+
+def _task_rows(html: str) -> list[str]:
+    import re
+    from html import unescape
+    return [" ".join(unescape(re.sub(r"<[^>]+>", " ", m)).split())
+            for m in re.findall(r'<tr data-task="[^"]*"[^>]*>(.*?)</tr>', html, re.S)]
+
+
+def test_the_model_page_shows_each_tasks_label_checkpoint_and_axes(built_fixtures, page_for):
+    catalog, _ = built_fixtures
+    recipe = catalog.recipes["fixture-lab/Omni-Video-20B"]
+    html = page_for(catalog, recipe.path)
+    full, distilled, bare = _task_rows(html)
+    assert "Text to video" in full and "weights: full" in full
+    # The checkpoint is shown only where it is not the recipe's own model.
+    assert recipe.model_id not in full and "fixture-lab/Omni-Video-20B-Distilled" in distilled
+    assert "Text → video (distilled)" in distilled and "weights: distilled" in distilled
+    assert 'data-task-key="full_t2v"' in html and 'data-task-key="distilled_t2v"' in html
+    assert bare.startswith("i2v")
+
+
+def test_the_model_page_shows_upstreams_task_words_as_text(built_fixtures, page_for):
+    catalog, _ = built_fixtures
+    recipe = catalog.recipes["fixture-lab/Omni-Video-20B"]
+    hostile = "<script>alert(1)</script>"
+    task = recipe.omni_tasks[1].model_copy(update={"label": hostile, "model_id": hostile, "key": '"><b>k',
+                                                   "axes": {hostile: hostile}})
+    tasks = [recipe.omni_tasks[0], task, *recipe.omni_tasks[2:]]
+    bad = recipe.model_copy(update={"omni_tasks": tasks})
+    html = page_for(catalog.model_copy(update={"recipes": {**catalog.recipes, recipe.path: bad}}), recipe.path)
+    assert hostile not in html and '"><b>k' not in html
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html
 
 
 def test_a_dynamo_entry_serves_its_served_model_name_and_keeps_the_loaded_checkpoint(built_fixtures):

@@ -90,6 +90,46 @@ def test_without_a_multi_node_layout_the_draft_says_the_shape_is_below_its_floor
     assert "single_node_tp shape on verified h200 is below its floor" in target.reason
 
 
+def test_a_recipe_that_states_no_card_is_sized_on_its_first_tested_shape_that_holds_the_floor(fixtures_catalog):
+    """Ring-2.6-1T: no `meta.hardware`, so no verified card; the draft took one 8 × H200 node (1,128 GB
+    against a 1,200 GB floor) without a word, with no fleet or a fleet of MI355X only."""
+    recipe = fixtures_catalog.recipes["fixture-lab/Floor-Unstated-1T"]
+    cards = fixtures_catalog.hardware
+    floor = recipe.variants["default"].vram_minimum_gb
+    assert recipe.hardware == {} and shape_gb(cards["h200"], 8) < floor
+    evidence = evidence_for(recipe, fixtures_catalog)
+    holding = [s for s in evidence.tested_shapes
+               if s.variant == "default" and shape_gb(cards[s.hardware], s.gpus) >= floor]
+    first = holding[0]
+    assert (first.hardware, first.layout, first.gpus, first.nodes) == ("b200", "single_node_tp", 8, 1)
+    for fleet in (None, [], ["mi355x"]):
+        target = sizing_target(evidence, fleet_cards=fleet)
+        assert (target.hardware, target.layout, target.gpus) == (first.hardware, first.layout, first.gpus), fleet
+        assert shape_gb(cards[target.hardware], target.gpus) >= floor
+        assert "first tested shape that holds the variant's floor" in target.reason
+        assert "1,440 GB against 1,200 GB" in target.reason
+    assert "no registered cluster has B200 (they have mi355x)" in sizing_target(
+        evidence, fleet_cards=["mi355x"]).reason
+    # A card the fleet has and the recipe runs the variant on still comes first (the multi-node H200 shape).
+    fleet = sizing_target(evidence, fleet_cards=["h200"])
+    assert (fleet.hardware, fleet.layout, fleet.gpus) == ("h200", "multi_node_tp", 16)
+
+
+def test_with_no_tested_shape_that_holds_the_floor_the_fallback_says_it_is_below_it(fixtures_catalog):
+    recipe = fixtures_catalog.recipes["fixture-lab/Floor-Unstated-1T"]
+    evidence = evidence_for(recipe, fixtures_catalog)
+    # The `rocm` variant runs only on MI355X, which the plane does not place: no shape to size on.
+    assert not [s for s in evidence.tested_shapes if s.variant == "rocm"]
+    for fleet in (None, ["mi355x"]):
+        target = sizing_target(evidence, "rocm", fleet_cards=fleet)
+        assert (target.hardware, target.layout, target.gpus) == ("h200", "single_node_tp", 8)
+        assert ("sized for one 8-GPU H200 node, whose 1,128 GB is below variant rocm's floor of 1,200 GB"
+                in target.reason)
+    # Where the fallback holds the floor, nothing is said about it.
+    omni = evidence_for(fixtures_catalog.recipes["fixture-lab/Omni-Voice-7B"], fixtures_catalog)
+    assert "below" not in sizing_target(omni).reason
+
+
 # never offer a variant's shape below its floor (Step-3.7-Flash on dgx_station_gb300)
 
 def test_a_pin_for_every_card_runs_a_smaller_node_whole_and_no_shape_is_below_its_floor(fixtures_catalog):

@@ -1,6 +1,9 @@
 from __future__ import annotations
 
+import fnmatch
 import json
+import re
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -89,6 +92,52 @@ def test_shipped_catalog_is_the_build_of_shared_upstream(built):
     catalog, _ = built
     assert load_catalog().version == catalog.version
     assert load_catalog() == catalog
+
+
+RECIPES_PACKAGE = SHIPPED_CATALOG.parent
+PYPROJECT = Path(__file__).resolve().parents[2] / "pyproject.toml"
+
+
+def test_source_note_names_the_repositories_and_commits_the_shipped_catalog_is_stamped_with(catalog):
+    note = (RECIPES_PACKAGE / "SOURCE.md").read_text()
+    for stamp in (catalog.vllm_source, catalog.dynamo_source):
+        assert stamp.repository and stamp.commit
+        assert stamp.repository in note and f"`{stamp.commit}`" in note
+    assert "wingsmith recipes import --vllm ../shared/upstream/vllm-recipes --dynamo ../shared/upstream/dynamo" in note
+    assert "LICENSE-upstream" in note
+
+
+def test_the_upstream_licence_ships_beside_the_catalog():
+    licence = (RECIPES_PACKAGE / "LICENSE-upstream").read_text()
+    assert "Apache License" in licence and "Version 2.0, January 2004" in licence
+    assert "END OF TERMS AND CONDITIONS" in licence  # the whole text, not a pointer to it
+
+
+def test_the_licence_is_upstreams_own_and_covers_both_snapshots(vllm_dir, dynamo_dir):
+    assert (RECIPES_PACKAGE / "LICENSE-upstream").read_bytes() == (vllm_dir / "LICENSE").read_bytes()
+    # The Dynamo snapshot has no LICENSE file of its own; each file says its licence, and it is the same one.
+    files = [p for p in dynamo_dir.rglob("*.yaml")]
+    licences = {m for p in files for m in re.findall(r"SPDX-License-Identifier:\s*(\S+)", p.read_text())}
+    assert files and licences == {"Apache-2.0"}
+    unlabelled = [p for p in files if "SPDX-License-Identifier" not in p.read_text()]
+    assert unlabelled == []
+
+
+def _package_data_patterns(package: str) -> list[str]:
+    """The globs setuptools applies to `package` (its own key, and "" or "*" for every package)."""
+    config = tomllib.loads(PYPROJECT.read_text())["tool"]["setuptools"]
+    includes = config["packages"]["find"]["include"]
+    assert any(fnmatch.fnmatchcase(package, pattern) for pattern in includes), (package, includes)
+    data = config.get("package-data", {})
+    return [g for key in ("", "*", package) for g in data.get(key, [])]
+
+
+@pytest.mark.parametrize("name", ["catalog.json", "SOURCE.md", "LICENSE-upstream"])
+def test_the_catalog_its_source_note_and_licence_are_package_data(name):
+    assert (RECIPES_PACKAGE / name).is_file()
+    patterns = _package_data_patterns("wingsmith.recipes")
+    assert any(fnmatch.fnmatchcase(name, g) for g in patterns), (
+        f"{name} is not in wingsmith.recipes' package data ({patterns}): an installed plane would lack it")
 
 
 def test_catalog_holds_facts_not_prose(catalog):

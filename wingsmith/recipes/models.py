@@ -138,6 +138,12 @@ class OmniTask(_Fact):
     """A vLLM-Omni task (t2v, tts ...): its own floor, and a smaller one on some cards (a task-type flag
     that loads part of the pipeline, e.g. MiniMax-H3's t2va at 48 GB on 2 × RTX 4090)."""
     id: str
+    # Upstream's name for this entry where several share a task id (MiniMax-H3 has two `i2v` entries).
+    key: str | None = None
+    label: str | None = None
+    model_id: str | None = None  # the checkpoint this task loads, where upstream names one
+    # The option this entry takes on each of the recipe's choice axes (LTX-2.5: stage, weights, x2v).
+    axes: dict[str, str] = {}
     endpoint: str | None = None
     vram_minimum_gb: float | None = None
     args: list[str] = []

@@ -284,7 +284,8 @@ def _floor_gb(value: Any, field: str) -> float | None:
 
 
 def _omni_tasks(value: Any, field: str) -> list[OmniTask]:
-    """`omni.tasks`: a task id, or a task with its own floor and per-card floors and args."""
+    """`omni.tasks`: a task id, or a task with its own floor and per-card floors and args, its label, the
+    checkpoint it loads and its place on the recipe's choice axes."""
     tasks = []
     for i, item in enumerate(items(value, field)):
         if isinstance(item, str):
@@ -300,7 +301,10 @@ def _omni_tasks(value: Any, field: str) -> list[OmniTask]:
             cards[str(card)] = OmniTaskOverride(vram_minimum_gb=_floor_gb(o.get("vram_minimum_gb"),
                                                                           f"{where}.vram_minimum_gb"),
                                                 args=str_list(o.get("extra_args"), f"{where}.extra_args"))
-        tasks.append(OmniTask(id=str(block["id"]), endpoint=_text(block.get("endpoint")),
+        tasks.append(OmniTask(id=str(block["id"]), key=_text(block.get("key")), label=_text(block.get("label")),
+                              model_id=_text(block.get("model_id")),
+                              axes=str_map(block.get("axes"), f"{field}[{i}].axes"),
+                              endpoint=_text(block.get("endpoint")),
                               vram_minimum_gb=_floor_gb(block.get("vram_minimum_gb"), f"{field}[{i}].vram_minimum_gb"),
                               args=str_list(block.get("extra_args"), f"{field}[{i}].extra_args"),
                               hardware_overrides=cards))
