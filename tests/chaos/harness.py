@@ -123,6 +123,10 @@ class ChaosReport(BaseModel):
     out_of_band: dict[str, int] = Field(default_factory=dict, description="faults outside the plane, by kind")
     overlap_requests: tuple[int, int] = Field((0, 0), description="chat requests sent, failed during the "
                                                                  "edit-then-delete")
+    overlap_delete_during_reapply: bool | None = Field(None, description="the edit-then-delete's delete landed "
+                                                                         "while the plane's re-apply waited for "
+                                                                         "readiness (None: not run)")
+    overlap_delete_after_edit_seconds: float | None = Field(None, description="seconds from the edit to the delete")
     heal_seconds: dict[str, list[float]] = Field(default_factory=dict,
                                                  description="fault kind → seconds from the fault to serving again")
     lost: list[str] = Field(default_factory=list)
@@ -149,7 +153,11 @@ class ChaosReport(BaseModel):
             f"api while db down   {dict(sorted(self.api_answers_while_db_down.items())) or 'not probed'}",
             f"api raised (500s)   {self.api_raised or 'never'}",
             f"out of band         {self.out_of_band or 'none'}",
-            f"edit then delete    {self.overlap_requests[1]} of {self.overlap_requests[0]} chat requests failed",
+            f"edit then delete    {self.overlap_requests[1]} of {self.overlap_requests[0]} chat requests failed"
+            + ("" if self.overlap_delete_during_reapply is None else
+               f"; deleted {self.overlap_delete_after_edit_seconds or 0:.1f} s after the edit, "
+               + ("while the plane re-applied it" if self.overlap_delete_during_reapply
+                  else "NOT while the plane re-applied it")),
             *(f"time to heal        {kind}: p50 {pct(v, 50):.1f} s, p99 {pct(v, 99):.1f} s, max {max(v):.1f} s "
               f"({len(v)})" for kind, v in sorted(self.heal_seconds.items()) if v),
             f"lost                {len(self.lost)}",
@@ -974,8 +982,12 @@ async def _out_of_band_edits(bed: _Bed, chaos: _Chaos, report: ChaosReport, serv
 async def _edit_then_delete(bed: _Bed, chaos: _Chaos, report: ChaosReport, serving: list[str],
                             endpoints: dict[str, list[str]]) -> list[str]:
     """Overlapping faults under steady chat load (issue 34): one workload's DGD is edited by hand and
-    deleted 2 s later, while the plane re-applies it. The endpoint's other backends must keep answering:
-    not one client request may fail while the plane heals."""
+    deleted once the plane re-applies it (in the report, 2 s after the edit): when the plane's rollout of
+    that cluster, a new run started after the edit, waits for readiness, as in
+    tests/upgrade/test_overlapping_faults.py. Whether the delete landed during that wait is recorded. The
+    endpoint's other backends must keep answering: not one client request may fail while the plane heals."""
+    from contracts.ids import cluster_rollout_workflow_id
+    from wingsmith.dynamo.names import ANNOTATION_REVISION
     c = bed.config
     shared = [(ep, [n for n in group if n in serving]) for ep, group in sorted(endpoints.items())]
     shared = [(ep, group) for ep, group in shared if len(group) > 1]  # another backend serves meanwhile
@@ -986,7 +998,11 @@ async def _edit_then_delete(bed: _Bed, chaos: _Chaos, report: ChaosReport, servi
     live = _live_dgds(bed)
     pair = next(k for k in live if k[0] == victim)
     old_uid, dgd = live[pair]["metadata"]["uid"], live[pair]["metadata"]["name"]
-    _say(c, f"editing {victim}'s DGD on {pair[1]} and deleting it 2 s later, under chat load on {endpoint}")
+    revision = int((live[pair]["metadata"].get("annotations") or {}).get(ANNOTATION_REVISION) or 0)
+    rollout = bed.client.get_workflow_handle(cluster_rollout_workflow_id(victim, pair[1], revision))
+    before_edit = await _rollout_run(rollout)
+    _say(c, f"editing {victim}'s DGD on {pair[1]} and deleting it while the plane re-applies it, under chat load "
+            f"on {endpoint}")
     sent, failed, stop = [0], [], asyncio.Event()
 
     async def client(http: httpx.AsyncClient) -> None:
@@ -1005,8 +1021,14 @@ async def _edit_then_delete(bed: _Bed, chaos: _Chaos, report: ChaosReport, servi
             await asyncio.sleep(1.0)
             since = time.monotonic()
             await asyncio.to_thread(_edit_by_hand, bed, pair[1], dgd)
-            await asyncio.sleep(2.0)
+            reapply = await _reapplying(bed, rollout, before_edit, within=30.0)
             await asyncio.to_thread(_delete_by_hand, bed, pair[1], dgd)
+            report.overlap_delete_after_edit_seconds = time.monotonic() - since
+            # The same run, asked after the delete: still waiting (or failed while waiting, on the delete).
+            report.overlap_delete_during_reapply = reapply is not None and await _step_of(
+                bed.client.get_workflow_handle(rollout.id, run_id=reapply)) == WAITING_UNTIL_READY
+            _say(c, f"deleted {report.overlap_delete_after_edit_seconds:.1f} s after the edit, "
+                    f"{'during' if report.overlap_delete_during_reapply else 'NOT during'} the re-apply")
             times, lost = await _time_to_heal(bed, since, {victim: lambda st, live: any(
                 k[0] == victim and d["metadata"]["uid"] != old_uid for k, d in live.items())})
             await asyncio.sleep(1.0)
@@ -1018,6 +1040,45 @@ async def _edit_then_delete(bed: _Bed, chaos: _Chaos, report: ChaosReport, servi
     report.overlap_requests = (sent[0], len(failed))
     return lost + [f"endpoint {endpoint}: {len(failed)} of {sent[0]} chat requests failed while {victim} healed "
                    f"(first: {failed[0]})"] if failed else lost
+
+
+WAITING_UNTIL_READY = "waiting until ready"  # the cluster rollout's step (workflows/rollout.py) as it waits
+
+
+async def _rollout_run(handle: Any) -> str | None:
+    """The newest run of a cluster rollout workflow, None when there is none or it cannot be told."""
+    try:
+        return (await handle.describe()).run_id
+    except Exception:  # noqa: BLE001 - not started yet, or the server is busy: no run to compare
+        return None
+
+
+async def _step_of(handle: Any) -> str | None:
+    """Where a cluster rollout is (its progress query); None when it does not answer (e.g. the worker was
+    just killed)."""
+    from contracts import rollout as rollout_contract
+    try:
+        return await asyncio.wait_for(handle.query(rollout_contract.QUERY_PROGRESS), timeout=5)
+    except Exception:  # noqa: BLE001 - no answer is an answer here
+        return None
+
+
+async def _reapplying(bed: _Bed, handle: Any, before: str | None, within: float) -> str | None:
+    """The run id of the plane's re-apply once it waits for readiness: a run newer than `before`, still
+    running, whose step is "waiting until ready". None if none did within `within` seconds."""
+    from temporalio.client import WorkflowExecutionStatus
+    deadline = time.monotonic() + within
+    while time.monotonic() < deadline:
+        try:
+            desc = await handle.describe()
+        except Exception:  # noqa: BLE001 - not there yet
+            desc = None
+        if desc is not None and desc.run_id != before and desc.status == WorkflowExecutionStatus.RUNNING:
+            run = bed.client.get_workflow_handle(handle.id, run_id=desc.run_id)
+            if await _step_of(run) == WAITING_UNTIL_READY:
+                return desc.run_id
+        await asyncio.sleep(0.05)
+    return None
 
 
 async def _partition(bed: _Bed, report: ChaosReport, serving: list[str]) -> list[str]:

@@ -1,7 +1,7 @@
 """The chaos run, small: the same code and checks as bench/chaos.py, with four workloads, one
 worker SIGKILL early in the rollouts, one Postgres restart, Hub 429s and cluster 500s/409s/latency;
-then a DGD deleted and one edited by hand, one edited and deleted 2 s later under chat load (no client
-request may fail), sim-east unreachable for longer than a (short) grace, so
+then a DGD deleted and one edited by hand, one edited and deleted while the plane re-applies it, under
+chat load (no client request may fail), sim-east unreachable for longer than a (short) grace, so
 its workloads move and their old DGDs go when it answers, and a restart of the whole plane.
 Starts its own Postgres, Temporal, Hub, clusters and gateway (it restarts Postgres, so it cannot
 share the session's)."""
@@ -35,4 +35,6 @@ def test_a_small_chaos_run_loses_nothing(tmp_path):
     assert report.out_of_band["dgd edited then deleted"] == 1
     sent, failed = report.overlap_requests
     assert sent > 0 and failed == 0, report.overlap_requests
+    # ... and the delete really overlapped: it landed while the plane's re-apply waited for readiness.
+    assert report.overlap_delete_during_reapply is True, report.overlap_delete_after_edit_seconds
     assert len(report.heal_seconds["plane restart (to serving)"]) == 4

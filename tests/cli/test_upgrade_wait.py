@@ -3,8 +3,13 @@ before the upgrade are not replayed, including when the API's window of last eve
 
 from __future__ import annotations
 
+from datetime import UTC
+
+import wingsmith.cli.api_client as api_client
 import wingsmith.cli.workloads as workloads
+from contracts.upgrade import UpgradeClusterProgress
 from wingsmith.cli.main import build_parser
+from workflows.workload.conditions import _collecting
 
 BEFORE = [f"old event {i}" for i in range(5)]
 UPGRADE = {"upgrade_id": "u1", "state": "running", "from_artifact_id": "org/m@a", "to_artifact_id": "org/m@b",
@@ -32,3 +37,33 @@ def test_wait_prints_only_what_happens_after_the_upgrade_starts(monkeypatch, cap
     printed = [line.strip() for line in out.splitlines() if line.startswith("  ") and "event" not in line]
     assert [p for p in printed if p in ("upgrade u1 started", "10% new", "done")] == \
         ["upgrade u1 started", "10% new", "done"]
+
+
+def test_a_step_collecting_traffic_says_when_it_decides_in_the_consoles_words(monkeypatch, capsys):
+    # The API's JSON (a pydantic datetime), in another zone than UTC to show it is converted.
+    collecting: dict = {**UPGRADE, "clusters": [
+        {"cluster": "sim-east", "phase": "step 1 of 2", "new_weight_percent": 10,
+         "decides_by": "2026-12-02T08:41:07+02:00",
+         "verdict": {"healthy": True, "enough_traffic": False, "figures": {"new_requests": 7, "old_requests": 60}}},
+        {"cluster": "sim-west", "phase": "waiting", "new_weight_percent": 0, "decides_by": None}]}
+    text = workloads.upgrade_text(collecting)
+    [east] = [line for line in text.splitlines() if "sim-east" in line]
+    assert "new 7 req" in east and east.endswith("; deciding by 06:41:07 UTC at the latest"), text
+    assert "deciding by" not in next(line for line in text.splitlines() if "sim-west" in line)
+    # The same words as the workload's UpgradeInProgress condition (what the console's conditions table
+    # shows; the workflow's clock is UTC).
+    east_row: dict = collecting["clusters"][0]
+    progress = UpgradeClusterProgress.model_validate(east_row)
+    assert progress.decides_by is not None
+    assert _collecting(progress.model_copy(update={"decides_by": progress.decides_by.astimezone(UTC)})).endswith(
+        "deciding by 06:41:07 UTC at the latest")
+    # A naive time is UTC already.
+    naive = workloads.upgrade_text({**UPGRADE, "clusters": [{**east_row, "decides_by": "2026-12-02T06:41:07"}]})
+    assert naive.count("deciding by 06:41:07 UTC at the latest") == 1, naive
+
+    # `pause-upgrade` (and the others) print it through the same text.
+    monkeypatch.setattr(api_client, "request", lambda *a, **kw: (0, collecting))
+    args = build_parser().parse_args(["workloads", "pause-upgrade", "w1"])
+    assert args.func(args) == 0
+    out = capsys.readouterr().out
+    assert "deciding by 06:41:07 UTC at the latest" in out, out

@@ -143,27 +143,36 @@ async def _pause_and_resume_in_the_console(api) -> None:  # noqa: F811
     api.cookies.clear()
 
 
+async def routed(gateway, ids: set[str]):
+    """The endpoint's route when exactly `ids` take traffic."""
+    route = gateway.client.get_route(MODEL)
+    return route if route and {b.id for b in route.backends if b.weight > 0} == ids else None
+
+
+async def served_on_both_then_a_new_approved_commit(api, temporal_client, gateway, hub, monkeypatch, capsys,
+                                                    workload: str, change: str) -> tuple[str, dict, set[str]]:
+    """`workload` on both clusters behind the endpoint `MODEL`, both routed; then upstream moves (`change`
+    to the config), the watch opens a draft, and a person approves it. The new artifact's id, its draft,
+    and the watch runs seen so far (for the next `_new_commit`)."""
+    await two_cluster_workload(api, workload)
+    r = await api.post("/v1/endpoints", headers=as_("tok-olga"), json={"name": MODEL, "workloads": [workload]})
+    assert r.status_code == 202, r.text
+    await wait_until(lambda: routed(gateway, {f"{c}/{workload}" for c in CLUSTERS}), timeout=30,
+                     what="both routed")
+    seen = {a.action.first_execution_run_id
+            for a in (await temporal_client.get_schedule_handle(WATCH).describe()).info.recent_actions}
+    new_id = await _new_commit(api, temporal_client, hub, monkeypatch, capsys, seen, change)
+    return new_id, await _approve(api, new_id), seen
+
+
 async def test_upgrade_then_a_bad_version_rolls_back(api, deps, temporal_client, clusters, gateway, hub,
                                                      pg_pool, monkeypatch, capsys):  # noqa: F811
     sims = clusters
     began = time.monotonic()
     async with running_worker(temporal_client, deps):
-        await two_cluster_workload(api, WORKLOAD)
+        new_id, draft, seen = await served_on_both_then_a_new_approved_commit(
+            api, temporal_client, gateway, hub, monkeypatch, capsys, WORKLOAD, "max_position_embeddings=65536")
         assert {c: dgds_on(sims, c) for c in CLUSTERS} == {c: [dgd_name(WORKLOAD, c)] for c in CLUSTERS}
-        r = await api.post("/v1/endpoints", headers=as_("tok-olga"), json={"name": MODEL, "workloads": [WORKLOAD]})
-        assert r.status_code == 202, r.text
-
-        async def routed(ids: set[str]):
-            route = gateway.client.get_route(MODEL)
-            return route if route and {b.id for b in route.backends if b.weight > 0} == ids else None
-        await wait_until(lambda: routed({f"{c}/{WORKLOAD}" for c in CLUSTERS}), timeout=30, what="both routed")
-
-        # Upstream moves; the watch opens a draft whose diff names the key; a person approves it.
-        seen = {a.action.first_execution_run_id
-                for a in (await temporal_client.get_schedule_handle(WATCH).describe()).info.recent_actions}
-        new_id = await _new_commit(api, temporal_client, hub, monkeypatch, capsys, seen,
-                                   "max_position_embeddings=65536")
-        draft = await _approve(api, new_id)
         assert draft["diff"]["changed"] == ["config.max_position_embeddings"], draft["diff"]
 
         # 1. The upgrade, under client traffic: no client error, one DGD per cluster, the new one.
@@ -181,7 +190,7 @@ async def test_upgrade_then_a_bad_version_rolls_back(api, deps, temporal_client,
         assert {(e["detail"]["cluster"], e["detail"]["percent"]) for e in steps} >= {
             (c, p) for c in CLUSTERS for p in (10, 50, 100)}, steps
         assert all(e["detail"]["healthy"] for e in steps)
-        await wait_until(lambda: routed({f"{c}/{WORKLOAD}/r1" for c in CLUSTERS}), timeout=30,
+        await wait_until(lambda: routed(gateway, {f"{c}/{WORKLOAD}/r1" for c in CLUSTERS}), timeout=30,
                          what="the new version routed alone")
 
         # Refusals, in the one error shape: about the request 422, about the workload now 409.

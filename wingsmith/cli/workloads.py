@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import sys
 import time
+from datetime import UTC, datetime
 
 from wingsmith.cli.api_client import add_common, call, pairs, request, table
 
@@ -283,6 +284,19 @@ def _scale(args) -> int:
                 lambda s: f"{args.id}: {s['replicas']} replica(s), {s['stage']}", prog="wingsmith workloads scale")
 
 
+def _deciding_by(when: str | None) -> str:
+    """While a step collects traffic: when it decides at the latest, in the console's words (its
+    UpgradeInProgress condition)."""
+    if not when:
+        return ""
+    try:
+        at = datetime.fromisoformat(when)
+    except ValueError:
+        return f"; deciding by {when} at the latest"
+    at = at.replace(tzinfo=UTC) if at.tzinfo is None else at.astimezone(UTC)
+    return f"; deciding by {at:%H:%M:%S} UTC at the latest"
+
+
 def upgrade_text(u: dict) -> str:
     rows = [("upgrade", u["upgrade_id"]), ("state", u["state"] + (f" ({u['paused_reason']})" if u.get("paused_reason")
                                                                   else "")),
@@ -292,7 +306,8 @@ def upgrade_text(u: dict) -> str:
         seen = (f"; new {figures.get('new_requests')} req, errors {figures.get('new_error_rate')}, old "
                 f"{figures.get('old_requests')} req, errors {figures.get('old_error_rate')}" if figures else "")
         rows.append((f"cluster {c['cluster']}", f"{c['phase']}, {c['new_weight_percent']}% new"
-                                                + (" (surge)" if c.get("surge") else "") + seen))
+                                                + (" (surge)" if c.get("surge") else "") + seen
+                                                + _deciding_by(c.get("decides_by"))))
     rows += [("failure", f) for f in u.get("failures", [])]
     return pairs(rows)
 
