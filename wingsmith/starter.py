@@ -6,6 +6,7 @@ contracts/, never by importing their classes: the API process loads no workflow,
 
 from __future__ import annotations
 
+from datetime import timedelta
 from typing import Any
 
 from pydantic import BaseModel
@@ -84,8 +85,11 @@ def artifact_handle(client: Client, artifact: str) -> WorkflowHandle[Any, Artifa
     return client.get_workflow_handle(artifact_workflow_id_of(artifact), result_type=ArtifactOutcome)
 
 
-async def artifact_status(client: Client, artifact: str) -> ArtifactStatus:
-    return await artifact_handle(client, artifact).query(artifact_contract.QUERY_STATUS, result_type=ArtifactStatus)
+async def artifact_status(client: Client, artifact: str, wait: timedelta | None = None) -> ArtifactStatus:
+    """The artifact workflow's own status; `wait` bounds how long a query no worker answers is held (the
+    server holds it until its own deadline, tens of seconds)."""
+    return await artifact_handle(client, artifact).query(artifact_contract.QUERY_STATUS, result_type=ArtifactStatus,
+                                                         rpc_timeout=wait)
 
 
 DRAIN_ANSWER_MARGIN_SECONDS = 60

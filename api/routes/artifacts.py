@@ -243,12 +243,17 @@ def _artifact_id(org: str, name_at_sha: str) -> str:
     return f"{org}/{name}@{sha}"
 
 
+# A page or answer that adds the workflow's live status waits this long for it, then shows the registry's
+# row: with no worker running, the server held the query for about 30 s and the draft page with it.
+LIVE_STATUS_WAIT = timedelta(seconds=3)
+
+
 async def _live_status(request: Request, artifact: str) -> ArtifactStatus | None:
     temporal = getattr(request.app.state, "temporal", None)
     if temporal is None:
         return None
     try:
-        return await artifact_status(temporal, artifact)
+        return await artifact_status(temporal, artifact, LIVE_STATUS_WAIT)
     except RPCError:
         return None
     except Exception:  # noqa: BLE001 - a status we cannot read must not break the page
