@@ -67,3 +67,25 @@ def test_a_step_collecting_traffic_says_when_it_decides_in_the_consoles_words(mo
     assert args.func(args) == 0
     out = capsys.readouterr().out
     assert "deciding by 06:41:07 UTC at the latest" in out, out
+
+
+def test_wait_says_once_per_step_when_it_decides(monkeypatch, capsys):
+    step = {"cluster": "sim-east", "phase": "step 1 of 2", "new_weight_percent": 10,
+            "decides_by": "2026-12-02T06:41:07Z"}
+    later = {**step, "phase": "step 2 of 2", "new_weight_percent": 100, "decides_by": "2026-12-02T06:45:00Z"}
+    ups = [{**UPGRADE, "clusters": [step]}, {**UPGRADE, "clusters": [step]}, {**UPGRADE, "clusters": [later]},
+           {**UPGRADE, "state": "succeeded", "finished_at": "2026-12-02T06:46:00Z", "clusters": [later]}]
+    answers = iter(ups)
+
+    def request(args, method, path, body=None, **_kw):
+        if method == "POST":
+            return 0, {"upgrade": UPGRADE, "workflow_url": "http://ui"}
+        return 0, {"live": {"events": []}, "upgrade": next(answers, ups[-1])}
+
+    monkeypatch.setattr(workloads, "request", request)
+    monkeypatch.setattr(workloads.time, "sleep", lambda _s: None)
+    args = build_parser().parse_args(["workloads", "upgrade", "w1", "org/m@b", "--wait"])
+    assert args.func(args) == 0
+    lines = [line.strip() for line in capsys.readouterr().out.splitlines() if line.startswith("  sim-east")]
+    assert lines == ["sim-east: 10% new; deciding by 06:41:07 UTC at the latest",
+                     "sim-east: 100% new; deciding by 06:45:00 UTC at the latest"], lines

@@ -333,6 +333,7 @@ def _upgrade(args) -> int:
     if not args.wait:
         return 0
     deadline = time.monotonic() + 24 * 3600
+    deciding: dict[str, str] = {}  # by cluster: the step's deadline last printed
     while time.monotonic() < deadline:
         code, w = request(args, "GET", f"/v1/workloads/{args.id}", prog=prog)
         if code:
@@ -342,9 +343,17 @@ def _upgrade(args) -> int:
             print(f"  {event}", flush=True)
         seen = events or seen
         u = (w or {}).get("upgrade") or {}
-        if u.get("upgrade_id") == data["upgrade"]["upgrade_id"] and u.get("finished_at"):
+        if u.get("upgrade_id") != data["upgrade"]["upgrade_id"]:
+            time.sleep(1)
+            continue
+        if u.get("finished_at"):
             print(upgrade_text(u))
             return 0 if u["state"] == "succeeded" else 1
+        # A step collecting light traffic says once when it will decide at the latest.
+        for c in u.get("clusters", []):
+            if c.get("decides_by") and deciding.get(c["cluster"]) != c["decides_by"]:
+                deciding[c["cluster"]] = c["decides_by"]
+                print(f"  {c['cluster']}: {c['new_weight_percent']}% new{_deciding_by(c['decides_by'])}", flush=True)
         time.sleep(1)
     return 1
 
