@@ -28,3 +28,13 @@ def test_show_without_a_diff_has_no_changed_line(monkeypatch, capsys) -> None:
     args = build_parser().parse_args(["artifacts", "show", "org/m@bbb"])
     assert args.func(args) == 0
     assert "changed" not in capsys.readouterr().out
+
+
+def test_show_says_what_the_draft_is_sized_on_and_why(monkeypatch, capsys) -> None:
+    reason = "verified by the recipe, which the registered clusters have"
+    sized = DRAFT | {"diff": None, "draft": DRAFT["draft"] | {"sizing": {"target": {
+        "hardware": "h200", "layout": "single_node_tp", "gpus": 8, "reason": reason}, "sizing": []}}}
+    monkeypatch.setattr(api_client, "request", lambda *a, **k: (0, sized))
+    args = build_parser().parse_args(["artifacts", "show", "org/m@bbb"])
+    assert args.func(args) == 0
+    assert f"sized on      8 × h200 single_node_tp: {reason}" in capsys.readouterr().out

@@ -81,6 +81,8 @@ def _show(args) -> int:
         for v in (draft.get("evidence") or {}).get("variants", []):
             rows.append((f"variant {v['name']}", f"{v['precision']}, published floor {v['vram_minimum_gb']} GB"
                                                  + (" (estimate)" if v["is_estimate"] else "")))
+        if target := (draft.get("sizing") or {}).get("target"):  # the card and shape the fit check is for
+            rows.append(("sized on", f"{target['gpus']} × {target['hardware']} {target['layout']}: {target['reason']}"))
         for s in (draft.get("sizing") or {}).get("sizing", []):
             if s.get("report"):
                 f = s["report"]["floor"]
