@@ -71,7 +71,8 @@ class WorkloadActivities:
         await store.record_heal(self._pool(), workload_id=r.workload_id, workflow_id=r.workflow_id, step=r.step,
                                 cluster=r.cluster, action=r.action, problem=r.problem, cause=r.cause,
                                 seconds=r.seconds, outcome=r.outcome,
-                                times=r.model_dump(mode="json", include={"fault_at", "seen_at", "served_at"}))
+                                times=r.model_dump(mode="json",
+                                                   include={"fault_at", "fault_after", "seen_at", "served_at"}))
 
     def all(self) -> list:
         return [self.list_clusters, self.place, self.record_workload, self.record_placement, self.record_deployment,

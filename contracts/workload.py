@@ -67,6 +67,11 @@ class ClusterState(BaseModel):
     unhealthy_since: datetime | None = Field(default=None, description="first look that found it wrong")
     fault_at: datetime | None = Field(default=None, description="when the cluster says the fault happened "
                                       "(deletionTimestamp, the edit's time); None when it cannot say (gone)")
+    last_ok_at: datetime | None = Field(default=None, description="the last look (or rollout) that found it "
+                                        "serving as applied")
+    fault_after: datetime | None = Field(default=None, description="when the cluster cannot say when the fault "
+                                         "happened: after this (the last look that found it well, `last_ok_at`), "
+                                         "before `unhealthy_since`")
     drift: str | None = Field(default=None, description="an edit outside the plane, left in place (drift: report)")
 
 
@@ -217,9 +222,10 @@ class HealRecord(BaseModel):
     cause: str
     seconds: float
     outcome: str
-    # When the cluster says the fault happened (None: it cannot say, e.g. the object is gone), when the
-    # plane saw it, when it served again.
+    # When the cluster says the fault happened (None: it cannot say, e.g. the object is gone), else the
+    # last look that found it well (the fault came after it), when the plane saw it, when it served again.
     fault_at: datetime | None = None
+    fault_after: datetime | None = None
     seen_at: datetime | None = None
     served_at: datetime | None = None
 

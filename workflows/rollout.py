@@ -85,7 +85,10 @@ class ClusterRolloutWorkflow:
                 **policies.rollout_probe(params.kube_task_queue))
         except ActivityError as err:
             kind, message = _kind_and_message(err)
-            await self._record(params, name, "failed", replicas, {"cause": f"{kind}: {message}"})
+            # A serving deployment that only scaled still serves its old count: its row stays `serving`
+            # (a row that leaves it takes the endpoints' route away); its workload says what failed.
+            if not params.keep_routed:
+                await self._record(params, name, "failed", replicas, {"cause": f"{kind}: {message}"})
             raise ApplicationError(f"{params.cluster}: {kind}: {message}", type=kind, non_retryable=True) from None
         self.step = "serving"
         await self._record(params, name, "serving", replicas, {"generation": applied.generation}, probe.url)

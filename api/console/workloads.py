@@ -174,7 +174,22 @@ def _event_words(kind: str, detail: dict[str, Any]) -> str:
         facts.append(str(detail["summary"]))
     if detail.get("cause"):
         facts.append(str(detail["cause"]))
+    if kind == "workload_healed":
+        facts.extend(heal_times(detail))
     return words + (": " + ", ".join(facts) if facts else "")
+
+
+def heal_times(detail: dict[str, Any]) -> list[str]:
+    """A heal's times as the registry keeps them (issue 34): from when the plane saw the fault, and from the
+    fault itself, exactly when the cluster stamped it, else at most (since the last look that found it well)."""
+    said = [f"{detail['seconds']} s from when it was seen"] if detail.get("seconds") is not None else []
+    served = _when(detail.get("served_at"))
+    fault, after = _when(detail.get("fault_at")), _when(detail.get("fault_after"))
+    if served and fault:
+        said.append(f"{(served - fault).total_seconds():.1f} s from the fault")
+    elif served and after:
+        said.append(f"from the fault at most {(served - after).total_seconds():.1f} s")
+    return said
 
 
 def _when(value: Any) -> datetime | None:

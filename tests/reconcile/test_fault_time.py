@@ -39,3 +39,28 @@ def test_the_fault_time_is_the_clusters_own(meta, want):
 
 def test_a_missing_object_has_no_fault_time():
     assert read_observation("sim-east", AT, None).changed_at is None
+
+
+# How a heal says its time from the fault (workflows/workload/heal.py): exact when the cluster stamped the
+# fault, "at most" the time since the last look that found the DGD well when it could not (a DGD gone).
+LAST_OK = datetime(2026, 12, 2, 6, 59, 50, tzinfo=UTC)
+SERVED = datetime(2026, 12, 2, 7, 0, 9, tzinfo=UTC)
+
+
+def test_a_stamped_fault_counts_from_its_own_time():
+    from workflows.workload.heal import _from_fault
+    words = _from_fault(SERVED, AT, datetime(2026, 12, 2, 6, 59, 58, tzinfo=UTC), None)
+    assert words.startswith("11.0 s from the fault (06:59:58 UTC"), words
+
+
+def test_a_dgd_gone_counts_at_most_from_the_last_look_that_found_it_well():
+    from workflows.workload.heal import _from_fault, _not_after
+    fault_after = _not_after(LAST_OK, AT)
+    assert fault_after == LAST_OK <= AT <= SERVED
+    words = _from_fault(SERVED, AT, None, fault_after)
+    assert words.startswith("from the fault at most 19.0 s (it happened between 06:59:50 UTC"), words
+    assert "and 07:00:00 UTC" in words
+    # Two clocks (the look's, the workflow's) never put the last good look after the one that saw the fault.
+    assert _not_after(datetime(2026, 12, 2, 7, 0, 1, tzinfo=UTC), AT) == AT
+    assert _not_after(None, AT) is None
+    assert "unknown" in _from_fault(SERVED, AT, None, None)

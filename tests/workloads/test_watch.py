@@ -5,12 +5,13 @@ clusters; the watch looks every half second so the test takes seconds, not minut
 from __future__ import annotations
 
 import time
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any, cast
 
 import pytest
 from kubernetes import client
 
+from api.console.workloads import heal_times
 from contracts import conditions as reason
 from tests.support import record_history_if_asked, running_worker, wait_until
 from tests.workloads.conftest import as_, dgds
@@ -61,6 +62,7 @@ async def test_a_dgd_deleted_out_of_band_comes_back_and_not_serving_shows_meanwh
 
         clusters.cluster(cluster).operator.delay = 2.0  # a heal that takes a moment, so "meanwhile" is seen
         try:
+            delete_called = datetime.now(UTC)
             _custom(clusters, cluster).delete_namespaced_custom_object(GROUP, VERSION, "default", PLURAL,
                                                                        dgd["metadata"]["name"])
             deleted_at = time.monotonic()
@@ -85,6 +87,21 @@ async def test_a_dgd_deleted_out_of_band_comes_back_and_not_serving_shows_meanwh
         seen = [e["detail"] for e in live["timeline"] if e["reason"] == reason.CLUSTER_DEGRADED_EVENT]
         assert seen and {d["problem"] for d in seen} <= MISSING_DGD_PROBLEMS, seen
         assert seen[-1]["problem"] == "DeploymentMissing", seen
+        # Issue 34: the heal counts from the fault. A DGD seen only once gone (or through its silent frontend)
+        # carries no time of its own: it vanished between the last look that found it well and the look
+        # that saw it, and the heal says "at most" that long; one first seen being deleted has its own stamp.
+        [healed] = [e for e in live["timeline"] if e["reason"] == reason.HEALED]
+        times = {k: datetime.fromisoformat(healed["detail"][k]) if healed["detail"].get(k) else None
+                 for k in ("fault_at", "fault_after", "seen_at", "served_at")}
+        assert times["seen_at"] and times["served_at"] and times["seen_at"] <= times["served_at"], healed
+        if seen[0]["problem"] == "DeploymentDeleting":
+            assert times["fault_after"] is None and times["fault_at"], healed
+            assert delete_called <= times["fault_at"] <= times["seen_at"], healed
+        else:
+            assert times["fault_at"] is None and times["fault_after"], healed
+            assert times["fault_after"] <= delete_called and times["fault_after"] <= times["seen_at"], healed
+            assert healed["detail"]["seconds_from_fault_at_most"] >= healed["detail"]["seconds"] >= 0, healed
+            assert "from the fault at most" in healed["message"], healed
         # The registry's audit trail: the workload and its deployment were recorded degraded, with the
         # cause, before they were recorded serving again.
         kinds = [(e["kind"], e["detail"].get("cause") or e["detail"].get("clusters"))
@@ -100,6 +117,12 @@ async def test_a_dgd_deleted_out_of_band_comes_back_and_not_serving_shows_meanwh
                                       "and kind = 'workload_healed'")
         assert heal is not None and heal["detail"]["cause"] == "deployment missing"
         assert heal["detail"]["cluster"] == cluster and 0 < heal["detail"]["seconds"] < 60
+        recorded = {k: datetime.fromisoformat(heal["detail"][k].replace("Z", "+00:00")) if heal["detail"].get(k)
+                    else None for k in times}
+        assert recorded == times, (recorded, times)  # the registry keeps the same times
+        words = heal_times(heal["detail"])  # as the console shows the registry's row
+        assert words[0] == f"{heal['detail']['seconds']} s from when it was seen", words
+        assert "from the fault" in words[1], words
         assert await pg_pool.fetchval("select state from workloads where id = 'watch-delete'") == "serving"
         assert await pg_pool.fetchval("select state from deployments where workload_id = 'watch-delete'") \
             == "serving"

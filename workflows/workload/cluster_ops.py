@@ -44,6 +44,9 @@ class ClusterOps:
         self.drained_backends: set[tuple[str, BackendRef]] = set()
         # Why a cluster's last rollout failed: its state may be gone (the failed deployment removed).
         self.failures: dict[str, str] = {}
+        # Clusters whose scaling failed while their old deployment kept serving: placing again does not
+        # ask them at once (see Converger); the next heal or placement may.
+        self.unscaled: set[str] = set()
 
     # --- the clusters ------------------------------------------------------------------------------
 
@@ -74,10 +77,13 @@ class ClusterOps:
         # A serving deployment of this version that only scales stays routed meanwhile: it may be the
         # endpoint's last backend while another cluster heals.
         scaling = state.state == "serving" and state.revision == wl.plan.revision and state.dgd_name is not None
+        keep_routed = scaling and mode == "apply"
         state.state = "deleting" if mode == "delete" else "rolling_out"
         try:
-            result = await self.rollout(target, replicas, mode, keep_routed=scaling and mode == "apply")
+            result = await self.rollout(target, replicas, mode, keep_routed=keep_routed)
         except ChildWorkflowError as err:
+            if keep_routed:
+                return await self._scaling_failed(target, state, replicas, cause_of(err))
             state.state, state.error = "failed", cause_of(err)
             self.failures[name] = state.error
             if name not in wl.state.excluded:
@@ -90,14 +96,43 @@ class ClusterOps:
             del wl.state.clusters[name]
             wl.event(reason.CLUSTER_REMOVED, f"{name} removed", cluster=name)
             return name, 0
-        state.state, state.replicas, state.error = "serving", replicas, None
-        state.dgd_name, state.frontend_url, state.revision = result.dgd_name, result.frontend_url, wl.plan.revision
-        state.generation, state.spec_hash, state.unhealthy_since, state.drift = (
-            result.generation, result.spec_hash, None, None)
+        self._serving(state, replicas, result)
+        self.unscaled.discard(name)
         wl.event(reason.CLUSTER_SERVING, f"{name} serving {replicas} replica(s) at {result.frontend_url}",
                  cluster=name, replicas=replicas, frontend_url=result.frontend_url)
         await self.notify_subscribers()
         return name, 0
+
+    def _serving(self, state: ClusterState, replicas: int, result: ClusterRolloutResult) -> None:
+        """What a rollout that serves leaves: the cluster serves `replicas` as applied, seen well now."""
+        state.state, state.replicas, state.error = "serving", replicas, None
+        state.dgd_name, state.frontend_url = result.dgd_name, result.frontend_url
+        state.revision = self.workload.plan.revision
+        state.generation, state.spec_hash, state.unhealthy_since, state.drift = (
+            result.generation, result.spec_hash, None, None)
+        state.last_ok_at, state.fault_at, state.fault_after = workflow.now(), None, None
+
+    async def _scaling_failed(self, target: ClusterTarget, state: ClusterState, wanted: int,
+                              cause: str) -> tuple[str, int]:
+        """A serving deployment could not be scaled: it is never taken away for that (it may be the
+        endpoint's last backend). It stays serving, and routed, at its old count; what the failed apply may
+        have left (a spec asking for `wanted`) is put back to that count, still routed. The replicas it
+        could not take are the caller's to place again, later. Returns (cluster, replicas not as asked)."""
+        wl, name, old = self.workload, target.info.name, state.replicas
+        try:
+            result = await self.rollout(target, old, "apply", keep_routed=True)
+        except ChildWorkflowError as err:
+            # Still serving as far as anyone can tell: the watch's next look says otherwise if it is not.
+            state.state = "serving"
+            put_back = f"its deployment could not be put back to that count yet: {cause_of(err)}"
+        else:
+            self._serving(state, old, result)
+            put_back = "its deployment put back to that count"
+        self.unscaled.add(name)
+        wl.event(reason.SCALE_INCOMPLETE, f"{name}: scaling to {wanted} replica(s) failed ({cause}); it keeps "
+                 f"serving {old} replica(s) ({put_back}), and the plane tries again later", cluster=name,
+                 replicas=old, wanted=wanted, cause=cause)
+        return name, abs(wanted - old)
 
     async def rollout(self, target: ClusterTarget, replicas: int, mode: Mode,
                       plan: WorkloadPlan | None = None, *, keep_routed: bool = False) -> ClusterRolloutResult:

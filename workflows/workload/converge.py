@@ -26,6 +26,7 @@ class Converger:
     async def converge(self, target: int, *, initial: bool) -> None:
         """Place or remove replicas until `target` serve, re-placing what a failed cluster held."""
         wl = self.workload
+        self.ops.unscaled.clear()  # a scaling that failed before is asked again
         current = wl.held()
         if target < current:
             desired = self._shrink(target)
@@ -59,7 +60,9 @@ class Converger:
         targets = await self.ops.targets()
         inventories = await asyncio.gather(*(self.ops.inventory(t) for t in targets.values()))
         c = wl.plan.placement.constraints
-        denied = sorted(set(c.denied_clusters) | set(wl.state.excluded))
+        # A cluster whose scaling just failed still serves, but takes no more replicas this time: asked at
+        # once again it would fail again (a heal places them later, backing off).
+        denied = sorted(set(c.denied_clusters) | set(wl.state.excluded) | self.ops.unscaled)
         constraints = c.model_copy(update={"denied_clusters": denied})
         plan = wl.plan.placement.model_copy(update={"replicas": replicas, "constraints": constraints})
         decision = await workflow.execute_local_activity(

@@ -49,7 +49,7 @@ class Healer:
         verdict = judge(applied, seen, unhealthy_since=state.unhealthy_since, policy=wl.plan.drift,
                         grace=timedelta(seconds=wl.params.watch.grace_seconds))
         if verdict.action in ("ok", "report"):
-            await self._healthy(state, drift=verdict.cause if verdict.action == "report" else None)
+            await self._healthy(state, seen.at, drift=verdict.cause if verdict.action == "report" else None)
         else:
             await self._degrade(state, verdict, seen)
             if verdict.action == "reapply":
@@ -114,9 +114,11 @@ class Healer:
 
     # --- what a verdict asks for ------------------------------------------------------------------------
 
-    async def _healthy(self, state: ClusterState, *, drift: str | None = None) -> None:
-        """Serving; under `drift: report` possibly with an edit left in place, said once, not every time."""
+    async def _healthy(self, state: ClusterState, at: datetime, *, drift: str | None = None) -> None:
+        """Serving (a look at `at` found it so); under `drift: report` possibly with an edit left in place,
+        said once, not every time."""
         wl = self.workload
+        state.last_ok_at = at if state.last_ok_at is None else max(state.last_ok_at, at)
         if state.drift != drift:
             if drift:
                 wl.event(reason.DRIFT_LEFT_IN_PLACE, f"{state.cluster}: {drift} (left in place: drift policy is "
@@ -126,13 +128,17 @@ class Healer:
                          cluster=state.cluster)
             state.drift = drift
         if state.state == "degraded":
-            took = _seconds(workflow.now() - (state.unhealthy_since or workflow.now()))
-            wl.event(reason.RECOVERED, f"{state.cluster} serving again by itself after {took} s (was: {state.error})",
-                     cluster=state.cluster, seconds=took, was=state.error)
+            now = workflow.now()
+            since = state.unhealthy_since or now
+            took = _seconds(now - since)
+            wl.event(reason.RECOVERED, f"{state.cluster} serving again by itself after {took} s (was: {state.error}); "
+                     f"{_from_fault(now, since, state.fault_at, state.fault_after)}", cluster=state.cluster,
+                     seconds=took, was=state.error, fault_at=state.fault_at.isoformat() if state.fault_at else None,
+                     fault_after=state.fault_after.isoformat() if state.fault_after else None)
             state.state, state.error = "serving", None
             await self._record_deployment(state, "serving")
             await self.ops.notify_subscribers()
-        state.unhealthy_since = state.fault_at = None
+        state.unhealthy_since = state.fault_at = state.fault_after = None
 
     async def _degrade(self, state: ClusterState, verdict: Verdict, seen: Observation) -> None:
         """Not serving is shown at once: the registry, the stage and the endpoints (which stop routing
@@ -141,6 +147,9 @@ class Healer:
             # Only a delete or an edit is stamped by the cluster; a vanished object says nothing.
             stamped = seen.exists and verdict.problem in ("DeploymentDeleting", "SpecEdited")
             state.fault_at = seen.changed_at if stamped else None
+            # Unstamped (the object gone, the frontend silent): it happened between the last look that
+            # found it well and this one.
+            state.fault_after = None if state.fault_at else _not_after(state.last_ok_at, verdict.unhealthy_since)
         state.unhealthy_since = verdict.unhealthy_since
         if state.state == "degraded" and state.error == verdict.cause:
             return
@@ -156,16 +165,18 @@ class Healer:
     async def _reapply(self, target: ClusterTarget, state: ClusterState, verdict: Verdict) -> None:
         """A missing or edited deployment is rolled out again, as applied, through a rollout child."""
         wl = self.workload
-        name, since, fault_at = state.cluster, verdict.unhealthy_since or workflow.now(), state.fault_at
+        name, since = state.cluster, verdict.unhealthy_since or workflow.now()
+        fault = (state.fault_at, state.fault_after)
         wl.state.heals += 1
         _, lost = await self.ops.roll_out(target, state.replicas)
         if not lost:
-            await self._healed(name, "reapply", verdict, since, "serving again", fault_at)
+            await self._healed(name, "reapply", verdict, since, "serving again", *fault)
             return
         failed = self.ops.failures.get(name)
-        await self._place_again(f"{name} could not be healed in place")
-        await self._healed(name, "reapply", verdict, since,
-                           f"could not be applied again ({failed}); its replicas were placed elsewhere", fault_at)
+        placed = await self._place_again(f"{name} could not be healed in place")
+        elsewhere = "its replicas were placed elsewhere" if placed else "its replicas could not be placed elsewhere yet"
+        await self._healed(name, "reapply", verdict, since, f"could not be applied again ({failed}); {elsewhere}",
+                           *fault)
 
     async def _replace(self, target: ClusterTarget, state: ClusterState, verdict: Verdict) -> None:
         """Past the grace: endpoints stop routing there, its replicas go elsewhere, and its deployment is
@@ -182,7 +193,7 @@ class Healer:
         await self.ops.backend_gone(self.ops.backend(name))
         placed = await self._place_again(f"{name} given up on")
         outcome = "its replicas serve elsewhere" if placed else "its replicas could not be placed elsewhere yet"
-        await self._healed(name, "replace", verdict, since, outcome, state.fault_at)
+        await self._healed(name, "replace", verdict, since, outcome, state.fault_at, state.fault_after)
 
     async def _place_again(self, why: str) -> bool:
         """Place what is missing of the target replica count; on failure retry later, backing off."""
@@ -213,21 +224,24 @@ class Healer:
         self.placing_due = True
 
     async def _healed(self, cluster: str, action: str, verdict: Verdict, since: datetime, outcome: str,
-                      fault_at: datetime | None = None) -> None:
-        """`since`: when the plane saw the fault; `fault_at`: when the cluster says it happened, if it can."""
+                      fault_at: datetime | None = None, fault_after: datetime | None = None) -> None:
+        """`since`: when the plane saw the fault; `fault_at`: when the cluster says it happened, if it can;
+        else `fault_after`: the last look that found it well, so the fault came between that and `since`."""
         wl = self.workload
         now = workflow.now()
         took = _seconds(now - since)
-        from_fault = f", {_seconds(now - fault_at)} s after the fault ({fault_at:%H:%M:%S} UTC)" if fault_at else ""
-        wl.event(reason.HEALED, f"healed {cluster} ({action}: {verdict.cause}): {outcome} after {took} s from when "
-                 f"the plane saw it{from_fault}", cluster=cluster, action=action, cause=verdict.cause, outcome=outcome,
-                 seconds=took, fault_at=fault_at.isoformat() if fault_at else None, seen_at=since.isoformat(),
-                 served_at=now.isoformat(), seconds_from_fault=_seconds(now - fault_at) if fault_at else None)
+        wl.event(reason.HEALED, f"healed {cluster} ({action}: {verdict.cause}): {outcome} {took} s from when it was "
+                 f"seen; {_from_fault(now, since, fault_at, fault_after)}", cluster=cluster, action=action,
+                 cause=verdict.cause, outcome=outcome, seconds=took,
+                 fault_at=fault_at.isoformat() if fault_at else None,
+                 fault_after=fault_after.isoformat() if fault_after else None, seen_at=since.isoformat(),
+                 served_at=now.isoformat(), seconds_from_fault=_seconds(now - fault_at) if fault_at else None,
+                 seconds_from_fault_at_most=_seconds(now - fault_after) if fault_after else None)
         info = workflow.info()
         await workflow.execute_activity(ACTIVITY_RECORD_HEAL, HealRecord(
             workload_id=wl.plan.workload_id, workflow_id=info.workflow_id, step=f"heal:{wl.state.heals}",
             cluster=cluster, action=action, problem=verdict.problem or "other", cause=verdict.cause or "",
-            seconds=took, outcome=outcome, fault_at=fault_at, seen_at=since, served_at=now),
+            seconds=took, outcome=outcome, fault_at=fault_at, fault_after=fault_after, seen_at=since, served_at=now),
             **policies.REGISTRY_SCHEDULED)
 
     async def _record_deployment(self, state: ClusterState, phase: str, detail: dict[str, Any] | None = None) -> None:
@@ -245,3 +259,19 @@ class Healer:
 
 def _seconds(delta: timedelta) -> float:
     return round(delta.total_seconds(), 1)
+
+
+def _not_after(last_ok: datetime | None, seen: datetime | None) -> datetime | None:
+    """The last look that found a cluster well, no later than the one that saw it wrong (two clocks)."""
+    return min(last_ok, seen) if last_ok and seen else last_ok
+
+
+def _from_fault(now: datetime, seen: datetime, fault_at: datetime | None, fault_after: datetime | None) -> str:
+    """A heal's time from the fault itself: exact when the cluster stamped it, at most the time since the
+    last look that found it well when it did not (a DGD that vanished leaves no trace of when)."""
+    if fault_at:
+        return f"{_seconds(now - fault_at)} s from the fault ({fault_at:%H:%M:%S} UTC, the cluster's own time for it)"
+    if fault_after:
+        return (f"from the fault at most {_seconds(now - fault_after)} s (it happened between {fault_after:%H:%M:%S} "
+                f"UTC, the last look that found it well, and {seen:%H:%M:%S} UTC)")
+    return "the fault's own time is unknown (no look had found it well)"
