@@ -34,8 +34,8 @@ from wingsmith.drafts import DraftContent, build_draft_content
 from wingsmith.hub.errors import HubError, HubRateLimited
 from wingsmith.hub.proposal import ArtifactProposal
 from wingsmith.logs import get_logger
-from wingsmith.recipes import evidence_for, load_catalog_version
-from wingsmith.recipes.catalog import catalog_in_force
+from wingsmith.recipes import evidence_for
+from wingsmith.recipes.files import catalog_in_force, load_catalog_version
 from wingsmith.secrets import SecretUnavailable, read_secret_ref
 from wingsmith.store import artifacts as store
 

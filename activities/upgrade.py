@@ -17,7 +17,7 @@ from contracts import upgrade as contract
 from wingsmith.config import Settings
 from wingsmith.gateway.traffic import BackendCounters, parse_counters
 from wingsmith.gateway.traffic_reader import metrics_headers
-from wingsmith.recipes.catalog import catalog_of_draft
+from wingsmith.recipes.files import catalog_of_draft
 from wingsmith.store import workloads as store
 from wingsmith.upgrade import same_repository
 from wingsmith.workloads import (

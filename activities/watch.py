@@ -32,8 +32,8 @@ from contracts import watch as watch_contract
 from contracts.artifact import artifact_id
 from contracts.watch import EnsureWatchInput, UpstreamCheck, WatchInput, WatchNotice, watch_memo, watch_schedule_id
 from wingsmith.hub.errors import HubError
-from wingsmith.recipes import Catalog, load_catalog_version
-from wingsmith.recipes.catalog import catalog_in_force
+from wingsmith.recipes import Catalog
+from wingsmith.recipes.files import catalog_in_force, load_catalog_version
 from wingsmith.secrets import SecretUnavailable, read_secret_ref
 from wingsmith.store import artifacts as store
 from wingsmith.watch import evidence_moved

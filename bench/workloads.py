@@ -56,7 +56,7 @@ async def main() -> None:
 
 
 async def run(root, pg, temporal, hub, sims) -> None:
-    from wingsmith.recipes import load_catalog
+    from wingsmith.recipes.files import load_catalog
     from wingsmith.review import ReviewRequest
     from wingsmith.starter import artifact_handle, create_workload, register_artifact
     from wingsmith.store.workloads import approved_artifact

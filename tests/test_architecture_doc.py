@@ -105,3 +105,14 @@ def test_the_layer_diagram_draws_every_import_the_code_makes():
     allowed_wrongly = [(a, b) for a, b in drawn
                        if node_package.get(b, b) in FORBIDDEN.get(node_package.get(a, a), ())]
     assert allowed_wrongly == []
+
+
+def test_the_adapters_inside_domain_packages_are_drawn_as_adapters():
+    """wingsmith/domain.py's NOT_DOMAIN (an adapter inside a domain package, e.g. the catalog on disk) is named
+    in the adapters node of the import-layer diagram, so nobody reads it as domain there."""
+    from wingsmith.domain import NOT_DOMAIN
+    layers = diagrams().split("flowchart")[-1]
+    node = re.search(r'adapters\["([^"]*)"\]', layers)
+    assert node, "the import-layer diagram has an adapters node"
+    missing = [m for m in NOT_DOMAIN if not _named(m.removeprefix("wingsmith."), node.group(1))]
+    assert not missing, f"adapters inside domain packages the adapters node does not name: {missing}"

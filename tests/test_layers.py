@@ -4,7 +4,9 @@
     contracts (one module per workflow)  <-  workflows  <-  worker
     API -> contracts, domain, adapters;  entry points (wingsmith.cli, wingsmith.local) on top
 
-The domain and the contracts import no I/O library; workflows import only contracts, the domain,
+The domain and the contracts import no I/O library, and the domain, the contracts and the workflows
+make no file or process call of their own (`open`, `Path.read_text`, `os.replace`, `shutil`, `subprocess`:
+read from the calls, since `os` and `pathlib` also have pure uses); workflows import only contracts, the domain,
 `temporalio` and their own package's modules (they call activities and other workflows by the names in
 contracts/), and what they load, at any depth, holds no activity, adapter or I/O library; activities
 never import workflows; the API never imports a workflow or an activity, and its process loads no
@@ -107,6 +109,87 @@ def test_imports_point_one_way(package: str) -> None:
 
 def test_the_domain_imports_no_io_and_no_adapter() -> None:
     assert impurities(domain_modules(), DOMAIN) == []
+
+
+# File and process I/O a module can do without importing an I/O library: calls of these, however the module
+# spells them (`import os as o`, `from os import replace`), and any call of a method named below, on whatever
+# receiver (Path and friends; no pure type has such a method). `os.environ`/`os.getenv` are not I/O here:
+# settings are read from the environment.
+IO_CALLS = ("open", "os.open", "os.fdopen", "os.replace", "os.rename", "os.renames", "os.remove",
+            "os.unlink", "os.mkdir", "os.makedirs", "os.rmdir", "os.removedirs", "os.listdir", "os.scandir",
+            "os.walk", "os.fwalk", "os.stat", "os.lstat", "os.chmod", "os.chown", "os.link", "os.symlink",
+            "os.readlink", "os.truncate", "os.utime", "os.mkfifo", "os.read", "os.write", "os.pipe", "os.system",
+            "os.popen", "os.fork", "os.kill", "os.killpg", "os.path.exists", "os.path.lexists", "os.path.isfile",
+            "os.path.isdir", "os.path.islink", "os.path.getsize", "os.path.getmtime", "os.path.getatime",
+            "os.path.getctime", "os.path.realpath", "os.path.samefile")
+IO_CALL_PREFIXES = ("os.exec", "os.spawn", "os.posix_spawn", "shutil.", "subprocess.", "tempfile.", "glob.",
+                    "fileinput.", "socket.", "io.open", "codecs.open")
+IO_METHODS = ("read_text", "read_bytes", "write_text", "write_bytes", "open", "mkdir", "rmdir", "unlink", "touch",
+              "iterdir", "glob", "rglob", "exists", "is_file", "is_dir", "is_symlink", "stat", "lstat", "chmod",
+              "symlink_to", "hardlink_to", "samefile", "readlink")
+
+
+def _dotted(node: ast.expr) -> str | None:
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Attribute):
+        base = _dotted(node.value)
+        return f"{base}.{node.attr}" if base else None
+    return None
+
+
+def io_calls(paths: list[Path], root: Path = ROOT) -> list[str]:
+    """Where a module reads or writes a file or starts a process itself: a call in IO_CALLS (names resolved
+    through the module's own imports), or of a method in IO_METHODS (`Path(p).read_text()`, `p.mkdir()`)."""
+    bad: list[tuple[str, int, str]] = []
+    for path in paths:
+        tree = ast.parse(path.read_text(), filename=str(path))
+        alias: dict[str, str] = {}
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                alias |= {(a.asname or a.name.split(".")[0]): (a.name if a.asname else a.name.split(".")[0])
+                          for a in node.names}
+            elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+                alias |= {(a.asname or a.name): f"{node.module}.{a.name}" for a in node.names}
+        for node in ast.walk(tree):
+            if not isinstance(node, ast.Call):
+                continue
+            name = _dotted(node.func)
+            if name:
+                head, _, rest = name.partition(".")
+                name = ".".join(filter(None, (alias.get(head, head), rest)))
+            method = node.func.attr if isinstance(node.func, ast.Attribute) else None
+            if name and (name in IO_CALLS or name.startswith(IO_CALL_PREFIXES)):
+                bad.append((str(path.relative_to(root)), node.lineno, name))
+            elif method in IO_METHODS:
+                bad.append((str(path.relative_to(root)), node.lineno, f".{method}()"))
+    return [f"{where}:{line} calls {what}" for where, line, what in sorted(bad)]
+
+
+def test_the_domain_contracts_and_workflows_read_no_file_and_start_no_process() -> None:
+    assert io_calls(domain_modules()) == []
+    assert io_calls(sorted((ROOT / "contracts").rglob("*.py")) + sorted((ROOT / "workflows").rglob("*.py"))) == []
+
+
+def test_the_io_rule_sees_file_and_process_calls(tmp_path: Path) -> None:
+    """The scanner itself: file and process calls however spelled are found; pure look-alikes are not."""
+    (tmp_path / "wingsmith").mkdir()
+    (tmp_path / "wingsmith" / "probe.py").write_text(
+        "import os\nimport os.path as osp\nimport subprocess as sp\nfrom os import replace as swap\n"
+        "from pathlib import Path, PurePosixPath\n"
+        "def f(p):\n"
+        "    text = Path(p).read_text()\n"
+        "    with open(p) as fh:\n        fh.read()\n"
+        "    os.replace(p, p + '.old')\n"
+        "    swap(p, p)\n"
+        "    if osp.exists(p):\n        sp.run(['ls'])\n"
+        "    for q in Path(p).parent.glob('*.yaml'):\n        q.write_bytes(b'')\n"
+        "    return text.replace('a', 'b'), PurePosixPath(p).stem, os.environ.get('X'), os.path.join(p, 'x')\n")
+    assert io_calls([tmp_path / "wingsmith" / "probe.py"], tmp_path) == [
+        "wingsmith/probe.py:7 calls .read_text()", "wingsmith/probe.py:8 calls open",
+        "wingsmith/probe.py:10 calls os.replace", "wingsmith/probe.py:11 calls os.replace",
+        "wingsmith/probe.py:12 calls os.path.exists", "wingsmith/probe.py:13 calls subprocess.run",
+        "wingsmith/probe.py:14 calls .glob()", "wingsmith/probe.py:15 calls .write_bytes()"]
 
 
 def test_contracts_import_only_the_domain() -> None:

@@ -3,8 +3,9 @@
 may import these and nothing else of wingsmith/; the worker shares them with every workflow run
 instead of re-importing them in each sandbox (worker/sandbox.py). The rest of wingsmith/ is adapters
 (store, kube, hub, gateway clients, secrets, codec, tracing, the Temporal connection) and entry points
-(cli, local). tests/test_layers.py checks both sides: a domain module that imports an I/O library, or
-an adapter, fails it."""
+(cli, local). tests/test_layers.py checks both sides: a domain module that imports an I/O library or
+an adapter, or reads or writes a file or starts a process itself (`open`, `Path.read_text`, `os.replace`,
+...), fails it."""
 
 from __future__ import annotations
 
@@ -30,7 +31,9 @@ DOMAIN: tuple[str, ...] = (
     "wingsmith.perf.estimates",
     "wingsmith.perf.traffic",
     "wingsmith.placement",
-    "wingsmith.recipes",  # the catalog of upstream recipes shipped with the plane, and the commands they give
+    # The catalog of upstream recipes: parsing snapshots (texts in, models out), evidence and the commands
+    # recipes give. Reading it from disk and fetching upstream are the adapters below.
+    "wingsmith.recipes",
     "wingsmith.reconcile",  # the watch's verdicts on what it observed
     "wingsmith.review",
     "wingsmith.roles",
@@ -42,5 +45,6 @@ DOMAIN: tuple[str, ...] = (
     "wingsmith.workloads",  # planning a workload against its approved draft
 )
 
-# Inside a domain package, but adapters: fetching the recipes from upstream (online).
-NOT_DOMAIN: tuple[str, ...] = ("wingsmith.recipes.refresh",)
+# Inside a domain package, but adapters: the catalog on disk (upstream trees read, the shipped catalog
+# and stored versions loaded, new ones written), and fetching the recipes from upstream (online).
+NOT_DOMAIN: tuple[str, ...] = ("wingsmith.recipes.files", "wingsmith.recipes.refresh")

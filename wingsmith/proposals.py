@@ -9,7 +9,8 @@ from collections import OrderedDict
 
 from wingsmith.drafts import build_draft_content
 from wingsmith.hub.proposal import ArtifactProposal
-from wingsmith.recipes import evidence_for, load_catalog
+from wingsmith.recipes import evidence_for
+from wingsmith.recipes.files import load_catalog
 
 _MEMO: OrderedDict[tuple[str, str, str], ArtifactProposal] = OrderedDict()
 _LOCK = threading.Lock()

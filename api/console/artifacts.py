@@ -28,8 +28,9 @@ from api.errors import ApiError
 from api.routes import artifacts as artifacts_api
 from contracts.artifact import Stage
 from wingsmith.drafts import SizingTarget, VariantSizing
-from wingsmith.recipes import Catalog, load_catalog, load_catalog_version
+from wingsmith.recipes import Catalog
 from wingsmith.recipes.evidence import Evidence
+from wingsmith.recipes.files import load_catalog, load_catalog_version
 from wingsmith.review import ReviewDecision, Selections
 from wingsmith.store import artifacts as store
 

@@ -37,7 +37,8 @@ from api.routes.artifacts import estimates_asked, with_performance
 from api.routes.resolve import resolver_for
 from wingsmith.hardware import HARDWARE
 from wingsmith.hub import ArtifactProposal, HubError, HubRateLimited, HubUnavailable, parse_source
-from wingsmith.recipes import Catalog, DynamoEntry, dynamo_entries, evidence_for, load_catalog
+from wingsmith.recipes import Catalog, DynamoEntry, dynamo_entries, evidence_for
+from wingsmith.recipes.files import load_catalog
 from wingsmith.store import artifacts as artifact_store
 
 router = APIRouter(route_class=ConsoleRoute)

@@ -32,8 +32,8 @@ from api.routes import workloads as workloads_api
 from wingsmith.config import Settings
 from wingsmith.placement import PlacementDecision
 from wingsmith.placement.left_out import LeftOut, left_out
-from wingsmith.recipes import load_catalog
 from wingsmith.recipes.evidence import Evidence
+from wingsmith.recipes.files import load_catalog
 from wingsmith.store import artifacts as artifact_store
 from wingsmith.store import workloads as workload_store
 from wingsmith.target_plan import TargetChoice

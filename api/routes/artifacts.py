@@ -28,7 +28,8 @@ from contracts.ids import artifact_workflow_id_of
 from wingsmith.config import Settings, perf_task_queue
 from wingsmith.draft_performance import NOT_ASKED, PENDING, DraftPerformance, stored_draft_requests
 from wingsmith.hub import HubError, InvalidSource, parse_source
-from wingsmith.recipes import Catalog, load_catalog_version
+from wingsmith.recipes import Catalog
+from wingsmith.recipes.files import load_catalog_version
 from wingsmith.review import HTTP_STATUS, ReviewDecision, ReviewRequest
 from wingsmith.starter import artifact_handle, artifact_status, register_artifact, review_policy
 from wingsmith.store import artifacts as store

@@ -30,7 +30,7 @@ from wingsmith.hub import (
     parse_source,
 )
 from wingsmith.proposals import with_evidence_and_sizing
-from wingsmith.recipes import load_catalog
+from wingsmith.recipes.files import load_catalog
 
 router = APIRouter(prefix="/v1/artifacts", tags=["artifacts"])
 _resolver_lock = threading.Lock()

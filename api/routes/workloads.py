@@ -36,7 +36,7 @@ from contracts.workload import DeleteRequest, ScaleRequest, WorkloadStatus
 from wingsmith.config import Settings, perf_task_queue
 from wingsmith.dynamo import render_dgd
 from wingsmith.hardware import get_hardware
-from wingsmith.recipes.catalog import catalog_of_draft
+from wingsmith.recipes.files import catalog_of_draft
 from wingsmith.starter import create_workload, workload_handle, workload_status
 from wingsmith.store import clusters as cluster_store
 from wingsmith.store import workloads as store

@@ -18,7 +18,8 @@ from tests.artifacts.conftest import TOKENS, as_
 from tests.console.conftest import sign_in
 from tests.support import running_worker, wait_until
 from wingsmith.drafts import sizing_target
-from wingsmith.recipes import evidence_for, load_catalog
+from wingsmith.recipes import evidence_for
+from wingsmith.recipes.files import load_catalog
 
 MODEL = "deepseek-ai/DeepSeek-V3"
 FLEET: dict[str, dict[str, Any]] = {"fleet-h200": {"hardware": "h200", "nodes": 2},

@@ -27,7 +27,7 @@ from tests.workloads.conftest import (  # noqa: F401
     sims,
 )
 from tests.workloads.test_workload_journey import _until_stage
-from wingsmith.recipes import load_catalog
+from wingsmith.recipes.files import load_catalog
 
 GPT_OSS = "openai/gpt-oss-120b"
 

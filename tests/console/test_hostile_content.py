@@ -22,7 +22,7 @@ from sim.hub import load_snapshot, start_hub_server
 from tests.console.browser import chromium, csp_violations, served
 from tests.console.conftest import TOKENS, sign_in
 from wingsmith.config import Settings
-from wingsmith.recipes import load_catalog
+from wingsmith.recipes.files import load_catalog
 
 JS_LINK = "javascript:alert(document.domain)"
 DATA_LINK = "data:text/html,<script>alert(document.domain)</script>"

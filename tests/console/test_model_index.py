@@ -10,7 +10,8 @@ from html import unescape
 import pytest
 
 from api.console.model_index import size_bucket
-from wingsmith.recipes import evidence_for, load_catalog
+from wingsmith.recipes import evidence_for
+from wingsmith.recipes.files import load_catalog
 
 
 def listed(html: str) -> set[str]:

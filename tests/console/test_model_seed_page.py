@@ -9,7 +9,8 @@ import re
 from html import unescape
 
 from api.console.run_locally import README, readme_section
-from wingsmith.recipes import dynamo_entries, evidence_for, load_catalog
+from wingsmith.recipes import dynamo_entries, evidence_for
+from wingsmith.recipes.files import load_catalog
 
 KIMI = "moonshotai/Kimi-K3"
 

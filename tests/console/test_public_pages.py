@@ -8,7 +8,8 @@ from html import unescape
 
 import yaml
 
-from wingsmith.recipes import InvalidChoice, load_catalog, max_num_seqs_default, serve_command
+from wingsmith.recipes import InvalidChoice, max_num_seqs_default, serve_command
+from wingsmith.recipes.files import load_catalog
 from wingsmith.workloads import max_num_seqs_for
 
 KIMI_LAYOUTS = ["single_node_tp", "multi_node_tp", "multi_node_tep", "multi_node_tp_pp", "multi_node_dep",
@@ -179,7 +180,8 @@ def test_a_floor_warning_is_highlighted_on_the_draft():
     from api.console.views import variant_rows
     from tests.upstream import snapshot_config
     from wingsmith.drafts import VariantSizing
-    from wingsmith.recipes import evidence_for, load_catalog
+    from wingsmith.recipes import evidence_for
+    from wingsmith.recipes.files import load_catalog
     from wingsmith.sizing import size_model
 
     catalog = load_catalog()

@@ -330,8 +330,9 @@ def test_trtllm_with_an_engine_config_file_renders():
     ("b200", "multi_node_tp_pp"), ("b200", "multi_node_dep"), ("h200", "multi_node_tp_dp"),
     ("gb200", "multi_node_tp_dp"), ("b300", "pd_cluster")])
 def test_serve_commands_from_the_recipe_catalog_render_valid_graphs(hardware, layout):
-    from wingsmith.recipes.catalog import find_recipe, load_catalog
+    from wingsmith.recipes.catalog import find_recipe
     from wingsmith.recipes.command import serve_command
+    from wingsmith.recipes.files import load_catalog
 
     catalog = load_catalog()
     cmd = serve_command(find_recipe(catalog, "moonshotai/Kimi-K3"), "default", hardware, layout, catalog=catalog)

@@ -20,7 +20,8 @@ from wingsmith.perf.estimates import MODES, Pool, Source
 from wingsmith.perf.traffic import CardPlan, TrafficTarget, plan_card
 from wingsmith.placement import place
 from wingsmith.placement.models import ClusterInfo, ClusterInventory, NodePool
-from wingsmith.recipes import evidence_for, load_catalog
+from wingsmith.recipes import evidence_for
+from wingsmith.recipes.files import load_catalog
 from wingsmith.target_plan import choose_card
 from wingsmith.workloads import (
     ApprovedArtifact,

@@ -19,7 +19,8 @@ from wingsmith.drafts import sizing_target
 from wingsmith.hardware import get_hardware
 from wingsmith.hub.proposal import ArtifactProposal
 from wingsmith.perf.estimates import DEFAULT_ISL, DEFAULT_OSL
-from wingsmith.recipes import evidence_for, load_catalog
+from wingsmith.recipes import evidence_for
+from wingsmith.recipes.files import load_catalog
 
 ROOT = Path(__file__).resolve().parents[2]
 GPT_OSS = "openai/gpt-oss-120b"

@@ -17,7 +17,8 @@ from tests.artifacts.conftest import api, as_, deps, hub, settings  # noqa: F401
 from tests.support import running_worker, wait_until
 from tests.upstream import snapshot_config
 from wingsmith.draft_performance import NOT_ASKED, NOT_INSTALLED, PENDING
-from wingsmith.recipes import evidence_for, load_catalog
+from wingsmith.recipes import evidence_for
+from wingsmith.recipes.files import load_catalog
 from wingsmith.store import artifacts as store
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")

@@ -15,7 +15,8 @@ from tests.upstream import snapshot_config, snapshot_meta
 from wingsmith.dynamo.engine_args import flag_value
 from wingsmith.perf.aiconfigurator import configuration_from_row
 from wingsmith.perf.traffic import CardPlan, plan_card
-from wingsmith.recipes import evidence_for, load_catalog
+from wingsmith.recipes import evidence_for
+from wingsmith.recipes.files import load_catalog
 from wingsmith.target_plan import choose_card
 from wingsmith.target_workload import plan_first_runnable
 from wingsmith.workloads import (

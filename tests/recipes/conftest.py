@@ -6,8 +6,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from wingsmith.recipes import Catalog, build_catalog, read_catalog
-from wingsmith.recipes.catalog import SHIPPED_CATALOG
+from wingsmith.recipes import Catalog
+from wingsmith.recipes.files import SHIPPED_CATALOG, build_catalog, read_catalog
 from wingsmith.recipes.models import Override, PdRole, Strategy
 
 

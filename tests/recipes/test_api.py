@@ -8,7 +8,7 @@ from fastapi.testclient import TestClient
 from api.app import create_app
 from api.auth import TokenTable
 from wingsmith.config import Settings
-from wingsmith.recipes import load_catalog
+from wingsmith.recipes.files import load_catalog
 
 TOKENS = {"view-token": {"name": "vera", "roles": ["viewer"]}}
 AUTH = {"Authorization": "Bearer view-token"}

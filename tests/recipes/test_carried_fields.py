@@ -8,7 +8,8 @@ import pytest
 import yaml
 
 from tests.recipes.conftest import FIXTURES
-from wingsmith.recipes import build_catalog, evidence_for, load_catalog
+from wingsmith.recipes import evidence_for
+from wingsmith.recipes.files import build_catalog, load_catalog
 from wingsmith.recipes.known_fields import unknown_fields
 
 

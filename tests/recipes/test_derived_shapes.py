@@ -11,7 +11,8 @@ import pytest
 
 from wingsmith.cli.main import build_parser
 from wingsmith.drafts import sizing_target
-from wingsmith.recipes import build_catalog, evidence_for, offered_command, serve_command, write_catalog
+from wingsmith.recipes import evidence_for, offered_command, serve_command
+from wingsmith.recipes.files import build_catalog, write_catalog
 from wingsmith.recipes.models import Catalog
 from wingsmith.recipes.rules import BelowFloor, shape_gb
 

@@ -12,7 +12,8 @@ from tests.upstream import snapshot_config_text
 from wingsmith.cli.main import build_parser
 from wingsmith.hub import Resolver
 from wingsmith.proposals import with_evidence_and_sizing
-from wingsmith.recipes import load_catalog, serve_command
+from wingsmith.recipes import serve_command
+from wingsmith.recipes.files import load_catalog
 
 
 @pytest.fixture(scope="module")

@@ -40,14 +40,14 @@ def test_disaggregated_entry_lists_prefill_and_decode(catalog):
 
 
 def test_card_from_directory_name_when_no_selector(tmp_path):
-    from wingsmith.recipes.dynamo_import import read_deploy
+    from wingsmith.recipes.dynamo_import import parse_deploy
     # A deploy file without a node selector (the project's fixture in upstream's format).
     src = (FIXTURES / "dynamo/recipes/fixture-moe/vllm/agg-folded/deploy.yaml").read_text()
     assert "nodeSelector" not in src
     target = tmp_path / "recipes/fixture-moe/vllm/agg-b200-test/deploy.yaml"
     target.parent.mkdir(parents=True)
     target.write_text(src)
-    [entry] = read_deploy(target, tmp_path)
+    [entry] = parse_deploy(target.read_text(), target.relative_to(tmp_path).as_posix())
     assert (entry.card, entry.card_source, entry.card_label) == ("b200", "directory name", None)
 
 

@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 from wingsmith.drafts import sizing_target
-from wingsmith.recipes import InvalidChoice, build_catalog, evidence_for, serve_command
+from wingsmith.recipes import InvalidChoice, evidence_for, serve_command
+from wingsmith.recipes.files import build_catalog
 from wingsmith.recipes.models import Catalog, DynamoEntry
 
 
@@ -208,7 +209,7 @@ def test_strategy_min_gpus_per_card_per_layout_and_as_a_bare_number(fixtures_cat
 
 
 def test_upstream_order_of_variants_and_features_survives_the_catalog_file(fixtures_catalog, tmp_path):
-    from wingsmith.recipes.catalog import read_catalog, write_catalog
+    from wingsmith.recipes.files import read_catalog, write_catalog
     path = tmp_path / "catalog.json"
     write_catalog(fixtures_catalog, path)
     recipe = read_catalog(path).recipes["fixture-lab/Card-Sized-70B"]

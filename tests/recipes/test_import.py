@@ -10,8 +10,15 @@ import pytest
 import yaml
 
 from wingsmith.cli.main import build_parser
-from wingsmith.recipes import build_catalog, load_catalog, read_catalog, store_catalog_version, write_catalog
-from wingsmith.recipes.catalog import SHIPPED_CATALOG, CatalogVersionExists
+from wingsmith.recipes.files import (
+    SHIPPED_CATALOG,
+    CatalogVersionExists,
+    build_catalog,
+    load_catalog,
+    read_catalog,
+    store_catalog_version,
+    write_catalog,
+)
 from wingsmith.recipes.problems import ImportProblem
 
 

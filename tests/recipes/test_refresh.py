@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from wingsmith.cli.main import build_parser
-from wingsmith.recipes import build_catalog, read_catalog
+from wingsmith.recipes.files import build_catalog, read_catalog
 from wingsmith.recipes.refresh import RefreshFailed, refresh_catalog
 
 VLLM_SHA = "1" * 40

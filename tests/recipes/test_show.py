@@ -5,8 +5,7 @@ from __future__ import annotations
 import json
 
 from wingsmith.cli.main import build_parser
-from wingsmith.recipes import build_catalog
-from wingsmith.recipes.catalog import write_catalog
+from wingsmith.recipes.files import build_catalog, write_catalog
 
 
 def _run(capsys, *argv: str) -> tuple[int, str, str]:

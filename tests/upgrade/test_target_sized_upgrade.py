@@ -17,7 +17,7 @@ from contracts.upgrade import ARTIFACT_NOT_UPGRADABLE, INVALID_UPGRADE, PlanUpgr
 from tests.perf.test_disaggregated_plan import CARD, MODEL
 from tests.perf.test_target_sized_plan import NEW, OLD, artifact, sized_plan, tool_flags
 from wingsmith.config import Settings
-from wingsmith.recipes import load_catalog
+from wingsmith.recipes.files import load_catalog
 from wingsmith.review import RecordedDecision
 from wingsmith.store.artifacts import record_decision, save_draft
 from wingsmith.workloads import ApprovedArtifact

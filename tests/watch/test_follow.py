@@ -26,7 +26,7 @@ from tests.support import history_json, running_worker, save_history, wait_until
 from tests.watch.test_watch import _approve, _register_and_approve
 from wingsmith.cli.main import build_parser
 from wingsmith.config import Settings, get_settings
-from wingsmith.recipes import load_catalog
+from wingsmith.recipes.files import load_catalog
 from wingsmith.store import workloads as workloads_store
 from wingsmith.workloads import WorkloadRequest, approved_artifact_from_row, plan_workload
 

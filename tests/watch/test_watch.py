@@ -21,7 +21,7 @@ from tests.console.conftest import sign_in
 from tests.support import history_json, running_worker, save_history, wait_until
 from wingsmith.cli.main import build_parser
 from wingsmith.config import Settings, get_settings
-from wingsmith.recipes import load_catalog
+from wingsmith.recipes.files import load_catalog
 
 REPO = "openai/gpt-oss-20b"
 WATCH = f"watch/{REPO}@main"

@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from tests.upstream import snapshot_config
-from wingsmith.recipes import evidence_for, load_catalog
+from wingsmith.recipes import evidence_for
+from wingsmith.recipes.files import load_catalog
 from wingsmith.workloads import ApprovedArtifact, InvalidWorkload, WorkloadRequest, plan_workload
 
 SHA = "a" * 40

@@ -10,8 +10,8 @@ import shlex
 import sys
 from pathlib import Path
 
-from wingsmith.recipes.catalog import SHIPPED_CATALOG, build_catalog, load_catalog, write_catalog
 from wingsmith.recipes.command import ServeCommand
+from wingsmith.recipes.files import SHIPPED_CATALOG, build_catalog, load_catalog, write_catalog
 from wingsmith.recipes.models import Catalog
 
 
@@ -113,7 +113,8 @@ def _catalogs_dir(args: argparse.Namespace) -> Path:
 
 def _edit(args: argparse.Namespace) -> int:
     from wingsmith.cli.hub import parse_change
-    from wingsmith.recipes.catalog import RecipeEditRefused, catalog_in_force, edit_recipe, put_in_force
+    from wingsmith.recipes.catalog import RecipeEditRefused, edit_recipe
+    from wingsmith.recipes.files import catalog_in_force, put_in_force
     try:
         changes = dict(parse_change(c) for c in args.changes)
     except argparse.ArgumentTypeError as exc:
@@ -133,7 +134,7 @@ def _edit(args: argparse.Namespace) -> int:
 
 
 def _use(args: argparse.Namespace) -> int:
-    from wingsmith.recipes.catalog import load_catalog_version, put_in_force
+    from wingsmith.recipes.files import load_catalog_version, put_in_force
     directory = _catalogs_dir(args)
     try:
         catalog = load_catalog() if args.version == "shipped" else load_catalog_version(args.version, directory)
@@ -146,7 +147,7 @@ def _use(args: argparse.Namespace) -> int:
 
 
 def _catalog(path: Path | None) -> Catalog:
-    from wingsmith.recipes.catalog import read_catalog
+    from wingsmith.recipes.files import read_catalog
     return load_catalog() if path is None else read_catalog(path)
 
 

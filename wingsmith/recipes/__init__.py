@@ -1,17 +1,12 @@
 """Recipe evidence: the plane's own catalog of upstream vLLM and NVIDIA Dynamo recipes, how a
 Hugging Face id finds its recipe, the evidence a draft carries, the tested `vllm serve` command for
-a choice, and the `--max-num-seqs` default from Dynamo's aggregated recipes."""
+a choice, and the `--max-num-seqs` default from Dynamo's aggregated recipes.
 
-from wingsmith.recipes.catalog import (
-                                       CatalogVersionExists,
-                                       ImportReport,
-                                       build_catalog,
-                                       load_catalog,
-                                       load_catalog_version,
-                                       read_catalog,
-                                       store_catalog_version,
-                                       write_catalog,
-)
+The package is the pure domain; the catalog on disk (the shipped one, stored versions, the one in
+force, reading upstream trees) is `wingsmith.recipes.files`, and fetching upstream is
+`wingsmith.recipes.refresh`: both adapters, never imported from here."""
+
+from wingsmith.recipes.catalog import ImportReport, catalog_from_snapshots, parse_catalog
 from wingsmith.recipes.command import NodeCommand, ServeCommand, offered_command, serve_command
 from wingsmith.recipes.concurrency import MaxNumSeqsDefault, dynamo_entries, max_num_seqs_default
 from wingsmith.recipes.evidence import Evidence, evidence_for
@@ -20,9 +15,7 @@ from wingsmith.recipes.problems import ImportProblem
 from wingsmith.recipes.rules import InvalidChoice
 
 __all__ = [
-    "Catalog", "CatalogVersionExists", "DynamoEntry", "Evidence", "ImportProblem", "ImportReport", "InvalidChoice",
-    "MaxNumSeqsDefault", "NodeCommand", "Recipe", "RecipeMatch", "ServeCommand", "build_catalog", "dynamo_entries",
-    "evidence_for", "load_catalog", "load_catalog_version", "max_num_seqs_default", "offered_command", "read_catalog",
-    "serve_command",
-    "store_catalog_version", "write_catalog",
+    "Catalog", "DynamoEntry", "Evidence", "ImportProblem", "ImportReport", "InvalidChoice", "MaxNumSeqsDefault",
+    "NodeCommand", "Recipe", "RecipeMatch", "ServeCommand", "catalog_from_snapshots", "dynamo_entries",
+    "evidence_for", "max_num_seqs_default", "offered_command", "parse_catalog", "serve_command",
 ]

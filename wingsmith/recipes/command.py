@@ -276,16 +276,13 @@ class _Parts:
 
 def serve_command(recipe: Recipe | RecipeMatch, variant: str, hardware: str, layout: str,
                   features: list[str] | tuple[str, ...] = (), *, gpus: int | None = None,
-                  catalog: Catalog | None = None) -> ServeCommand:
+                  catalog: Catalog) -> ServeCommand:
     """`features` names features to enable (`name` or `name:mode`); `-name` turns off one that is on
     by default. `gpus` defaults to the shape the recipe tests: the TP size it pins for the layout,
     variant or card, else one whole node (upstream sets TP to the node's GPU count), else the
     layout's node minimum."""
     if isinstance(recipe, RecipeMatch):
         recipe = recipe.recipe
-    if catalog is None:
-        from wingsmith.recipes.catalog import load_catalog
-        catalog = load_catalog()
     var = recipe.variants.get(variant)
     if var is None:
         raise InvalidChoice(f"{recipe.path} has no variant {variant!r}; variants: {', '.join(recipe.variants)}")
@@ -316,15 +313,12 @@ def serve_command(recipe: Recipe | RecipeMatch, variant: str, hardware: str, lay
 
 
 def offered_command(recipe: Recipe | RecipeMatch, variant: str, hardware: str, layout: str,
-                    features: list[str] | tuple[str, ...] = (), *, catalog: Catalog | None = None) -> ServeCommand:
+                    features: list[str] | tuple[str, ...] = (), *, catalog: Catalog) -> ServeCommand:
     """`serve_command` at the recipe's own shape, as the plane offers it (evidence, drafts, model pages):
     refused with BelowFloor when a one-node shape's GPUs hold less than the variant's published floor for
     one replica. A count asked for explicitly is left to the plane's fit check instead."""
     if isinstance(recipe, RecipeMatch):
         recipe = recipe.recipe
-    if catalog is None:
-        from wingsmith.recipes.catalog import load_catalog
-        catalog = load_catalog()
     command = serve_command(recipe, variant, hardware, layout, features, catalog=catalog)
     if command.nodes == 1 and command.layout != "pd_cluster":
         floor_gb = recipe.variants[variant].vram_minimum_gb

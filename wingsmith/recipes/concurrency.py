@@ -29,13 +29,6 @@ class MaxNumSeqsDefault(BaseModel, frozen=True):
         return self.value is None
 
 
-def _catalog(catalog: Catalog | None) -> Catalog:
-    if catalog is not None:
-        return catalog
-    from wingsmith.recipes.catalog import load_catalog
-    return load_catalog()
-
-
 def _model_ids(hf_id: str, catalog: Catalog) -> tuple[set[str], set[str]]:
     """The id itself, and the ids of its recipe family (the recipe's path, id and variants)."""
     exact = {hf_id.strip().lower()}
@@ -48,9 +41,8 @@ def _model_ids(hf_id: str, catalog: Catalog) -> tuple[set[str], set[str]]:
     return exact, family
 
 
-def dynamo_entries(model_or_hf_id: str, catalog: Catalog | None = None) -> list[DynamoEntry]:
+def dynamo_entries(model_or_hf_id: str, catalog: Catalog) -> list[DynamoEntry]:
     """Dynamo recipes that serve this model or another checkpoint of its vLLM recipe."""
-    catalog = _catalog(catalog)
     _, family = _model_ids(model_or_hf_id, catalog)
     names = {i.rsplit("/", 1)[-1] for i in family}
     return [e for e in catalog.dynamo
@@ -65,8 +57,7 @@ def _card_id(card: str) -> str:
     return hw.id
 
 
-def max_num_seqs_default(hf_id: str, card: str, catalog: Catalog | None = None) -> MaxNumSeqsDefault:
-    catalog = _catalog(catalog)
+def max_num_seqs_default(hf_id: str, card: str, catalog: Catalog) -> MaxNumSeqsDefault:
     card_id = _card_id(card)
     exact, _ = _model_ids(hf_id, catalog)
     candidates = [e for e in dynamo_entries(hf_id, catalog)
@@ -97,11 +88,10 @@ def max_num_seqs_default(hf_id: str, card: str, catalog: Catalog | None = None) 
         alternatives=[{"source_path": e.source_path, "value": e.max_concurrency.value} for e in ranked[1:]])
 
 
-def max_num_seqs_applied(command: ServeCommand, hf_id: str, catalog: Catalog | None = None) -> MaxNumSeqsDefault:
+def max_num_seqs_applied(command: ServeCommand, hf_id: str, catalog: Catalog) -> MaxNumSeqsDefault:
     """The `--max-num-seqs` a workload built from `command` runs with: the tested vLLM command's own
     value when it sets one (Kimi-K3's Hopper block sets 5), else Dynamo's aggregated recipe for the card.
     One answer for the workload, the draft and the model page."""
-    catalog = _catalog(catalog)
     args = command.commands[0].args if command.commands else command.args
     if "--max-num-seqs" in args:
         value = int(args[args.index("--max-num-seqs") + 1])

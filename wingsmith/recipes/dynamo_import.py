@@ -1,5 +1,6 @@
-"""Read NVIDIA Dynamo recipes (every `recipes/**/*.yaml` that holds a DynamoGraphDeployment) into
-catalog entries.
+"""Parse NVIDIA Dynamo recipes (every `recipes/**/*.yaml` that holds a DynamoGraphDeployment) into
+catalog entries. Pure: the snapshot comes in as texts (problems.Snapshot), read by
+wingsmith/recipes/files.py or fetched by wingsmith/recipes/refresh.py.
 
 A manifest may hold several YAML documents (ConfigMaps, ComputeDomains) before or after the
 DynamoGraphDeployment; both the v1alpha1 (`services` map, `envs`) and v1beta1 (`components` list,
@@ -13,16 +14,20 @@ from __future__ import annotations
 
 import re
 import shlex
-from pathlib import Path
+from pathlib import PurePosixPath
 from typing import Any
 
 import yaml
 
 from wingsmith.hardware import HARDWARE, hardware_for_product_label
 from wingsmith.recipes.models import DynamoEntry, DynamoWorker, MaxConcurrency
-from wingsmith.recipes.problems import BadField, ImportProblem, PartProblems
+from wingsmith.recipes.problems import BadField, ImportProblem, PartProblems, Snapshot, Unreadable, path_order
 from wingsmith.recipes.vllm_import import SAFE_LOADER
 
+# The files of a snapshot the importer reads: every YAML under recipes/ (DGDs also live in
+# deploy-16gpu.yaml, deploy_hopper_16gpu.yaml and kustomize bases, not only in deploy.yaml).
+FILES = re.compile(r"recipes/.+\.yaml")
+GLOBS = ("recipes/**/*.yaml",)  # the same files, for reading a directory
 _BACKENDS = {"vllm": "vllm", "sglang": "sglang", "trtllm": "trtllm", "tensorrtllm": "trtllm", "tensorrt_llm": "trtllm"}
 # The engine setting that caps concurrent sequences, per backend.
 CONCURRENCY_SETTING = {"vllm": "--max-num-seqs", "sglang": "--max-running-requests", "trtllm": "max_batch_size"}
@@ -198,7 +203,8 @@ def _config_file(path: str | None, comp: _Component, config_maps: dict[str, dict
             if text is not None:
                 break
         if text is None:
-            text = next((d[Path(path).name] for d in config_maps.values() if Path(path).name in d), None)
+            name = PurePosixPath(path).name
+            text = next((d[name] for d in config_maps.values() if name in d), None)
     if not isinstance(text, str):
         return {}
     try:
@@ -289,12 +295,12 @@ def _card_from_dirs(parts: tuple[str, ...]) -> str | None:
     return None
 
 
-def read_deploy(path: Path, root: Path, parts: PartProblems | None = None,
-                docs: list[Any] | None = None) -> list[DynamoEntry]:
-    """The entries of one manifest (`docs`: its documents, when the caller has parsed them already)."""
-    rel = path.relative_to(root).as_posix()
+def parse_deploy(text: str, rel: str, parts: PartProblems | None = None,
+                 docs: list[Any] | None = None) -> list[DynamoEntry]:
+    """The entries of one manifest (`rel`: its path relative to the snapshot's root, `recipes/...`;
+    `docs`: its documents, when the caller has parsed them already)."""
     parts = parts or PartProblems(rel)
-    docs = _documents(path) if docs is None else docs
+    docs = _documents(text) if docs is None else docs
     config_maps: dict[str, dict[str, str]] = {}
     for doc in docs:
         if isinstance(doc, dict) and doc.get("kind") == "ConfigMap":
@@ -303,7 +309,8 @@ def read_deploy(path: Path, root: Path, parts: PartProblems | None = None,
     dgds = [d for d in docs if isinstance(d, dict) and d.get("kind") == "DynamoGraphDeployment"]
     if not dgds:
         raise BadField("kind", "no DynamoGraphDeployment document in the file")
-    dirs = path.relative_to(root / "recipes").parts[:-1]
+    path = PurePosixPath(rel)
+    dirs = path.relative_to("recipes").parts[:-1]
     backend_dir = next((p for p in dirs if p in _BACKENDS), None)
     folder = "/".join(dirs[:dirs.index(backend_dir)]) if backend_dir else (dirs[0] if dirs else path.stem)
     entries = []
@@ -371,9 +378,9 @@ def read_deploy(path: Path, root: Path, parts: PartProblems | None = None,
     return entries
 
 
-def _documents(path: Path) -> list[Any]:
+def _documents(text: str) -> list[Any]:
     try:
-        return [d for d in yaml.load_all(path.read_text(), Loader=SAFE_LOADER) if d is not None]
+        return [d for d in yaml.load_all(text, Loader=SAFE_LOADER) if d is not None]
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         raise BadField(f"line {mark.line + 1}" if mark else "(document)", "not valid YAML") from None
@@ -397,28 +404,26 @@ def _is_patch(dgd: dict) -> bool:
     try:
         comps = _components(dgd)
     except BadField:
-        return False  # not a graph at all: read_deploy says why
+        return False  # not a graph at all: parse_deploy says why
     return not any(c.role and (c.container.get("args") or c.container.get("command") or c.gpus) for c in comps)
 
 
-def import_dynamo(root: Path) -> tuple[list[DynamoEntry], list[ImportProblem], int]:
+def import_dynamo(files: Snapshot) -> tuple[list[DynamoEntry], list[ImportProblem], int]:
     """Entries from every manifest under recipes/ that holds a DynamoGraphDeployment, the problems
     (files and parts), and how many such manifests were read."""
     entries: list[DynamoEntry] = []
     problems: list[ImportProblem] = []
     manifests = 0
-    for path in sorted((root / "recipes").rglob("*.yaml")):
-        rel = path.relative_to(root).as_posix()
-        try:
-            text = path.read_text()
-        except OSError as exc:
-            problems.append(ImportProblem(file=rel, field="(file)", reason=exc.strerror or str(exc)))
+    for rel in sorted((p for p in files if FILES.fullmatch(p)), key=path_order):
+        text = files[rel]
+        if isinstance(text, Unreadable):
+            problems.append(ImportProblem(file=rel, field="(file)", reason=text.reason))
             continue
         if "DynamoGraphDeployment" not in text:
             continue  # perf jobs, model caches, routes: not deployments
         parts = PartProblems(rel)
         try:
-            docs = _documents(path)
+            docs = _documents(text)
             dgds = [d for d in docs if isinstance(d, dict) and d.get("kind") == "DynamoGraphDeployment"]
             if not dgds:
                 continue  # the name appears only in a comment or a script
@@ -427,7 +432,7 @@ def import_dynamo(root: Path) -> tuple[list[DynamoEntry], list[ImportProblem], i
                            scope="warning")
             else:
                 manifests += 1
-                entries.extend(read_deploy(path, root, parts, docs))
+                entries.extend(parse_deploy(text, rel, parts, docs))
         except BadField as exc:
             problems.append(ImportProblem(file=rel, field=exc.field, reason=exc.reason))
         except (AttributeError, TypeError) as exc:

@@ -153,10 +153,7 @@ def _hardware(catalog: Catalog, recipe: Recipe) -> list[HardwareEvidence]:
     return out
 
 
-def evidence_for(match_or_recipe: RecipeMatch | Recipe, catalog: Catalog | None = None) -> Evidence:
-    if catalog is None:
-        from wingsmith.recipes.catalog import load_catalog
-        catalog = load_catalog()
+def evidence_for(match_or_recipe: RecipeMatch | Recipe, catalog: Catalog) -> Evidence:
     if isinstance(match_or_recipe, RecipeMatch):
         recipe, matched, matched_by = match_or_recipe.recipe, match_or_recipe.variant, match_or_recipe.matched_by
     else:

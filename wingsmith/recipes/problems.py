@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any, Literal, TypeVar
+from collections.abc import Callable, Mapping
+from typing import Any, Literal, NamedTuple, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
@@ -20,6 +20,22 @@ class ImportProblem(BaseModel, frozen=True):
 
     def __str__(self) -> str:
         return f"{self.file}: {self.field}: {self.reason}"
+
+
+class Unreadable(NamedTuple):
+    """A file of a snapshot that could not be read (the reader's reason, e.g. "Permission denied")."""
+    reason: str
+
+
+# An upstream snapshot as the importers take it: each file's path (POSIX, relative to the repository's
+# root) and its text, or why it could not be read. Reading it from a directory is the adapter's part
+# (wingsmith/recipes/files.py); the importers only parse.
+Snapshot = Mapping[str, str | Unreadable]
+
+
+def path_order(path: str) -> list[str]:
+    """The order pathlib sorts paths in (by their parts), so problems and entries keep upstream's order."""
+    return path.split("/")
 
 
 class PartProblems:

@@ -13,13 +13,9 @@ from pathlib import Path
 import httpx
 from pydantic import BaseModel
 
-from wingsmith.recipes.catalog import (
-    CatalogVersionExists,
-    ImportReport,
-    build_catalog,
-    read_catalog,
-    store_catalog_version,
-)
+from wingsmith.recipes import dynamo_import, vllm_import
+from wingsmith.recipes.catalog import ImportReport
+from wingsmith.recipes.files import CatalogVersionExists, build_catalog, read_catalog, store_catalog_version
 from wingsmith.recipes.models import Catalog, SourceStamp
 
 GITHUB_API = "https://api.github.com"
@@ -28,10 +24,9 @@ VLLM_REPO = "vllm-project/recipes"
 DYNAMO_REPO = "ai-dynamo/dynamo"
 _SHA = re.compile(r"^[0-9a-f]{40}$")
 
-VLLM_FILES = re.compile(r"models/[^/]+/[^/]+\.yaml|strategies/[^/]+\.yaml|taxonomy\.yaml")
-# Every YAML under recipes/, as the importer reads them: DGDs also live in deploy-16gpu.yaml,
-# deploy_hopper_16gpu.yaml and kustomize bases, not only in deploy.yaml.
-DYNAMO_FILES = re.compile(r"recipes/.+\.yaml")
+# The files each importer reads (it says which).
+VLLM_FILES = vllm_import.FILES
+DYNAMO_FILES = dynamo_import.FILES
 
 
 class RefreshFailed(Exception):

@@ -1,10 +1,12 @@
-"""Read a vLLM recipes snapshot (`models/<org>/<repo>.yaml`, `strategies/*.yaml`, `taxonomy.yaml`)
+"""Parse a vLLM recipes snapshot (`models/<org>/<repo>.yaml`, `strategies/*.yaml`, `taxonomy.yaml`)
 into catalog facts. Descriptions, guides and notes are dropped: only flags, env, numbers and ids
-carry over."""
+carry over. Pure: the snapshot comes in as texts (problems.Snapshot); wingsmith/recipes/files.py reads
+it from a directory and wingsmith/recipes/refresh.py fetches it."""
 
 from __future__ import annotations
 
-from pathlib import Path
+import re
+from pathlib import PurePosixPath
 from typing import Any
 
 import yaml
@@ -30,9 +32,12 @@ from wingsmith.recipes.problems import (
     BadField,
     ImportProblem,
     PartProblems,
+    Snapshot,
+    Unreadable,
     from_validation_error,
     items,
     mapping,
+    path_order,
     str_list,
     str_map,
 )
@@ -41,6 +46,13 @@ from wingsmith.recipes.rules import HARDWARE_STATUSES
 # libyaml's parser when PyYAML has it (same documents, ~10x faster than the pure-Python one: upstream
 # has well over a hundred recipe files, and the importer should stay quick).
 SAFE_LOADER: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+# The files of a snapshot the importer reads (paths relative to the repository's root).
+RECIPE_FILES = re.compile(r"models/[^/]+/[^/]+\.yaml")
+STRATEGY_FILES = re.compile(r"strategies/[^/]+\.yaml")
+TAXONOMY = "taxonomy.yaml"
+FILES = re.compile(rf"{RECIPE_FILES.pattern}|{STRATEGY_FILES.pattern}|{re.escape(TAXONOMY)}")
+GLOBS = (TAXONOMY, "strategies/*.yaml", "models/*/*.yaml")  # the same files, for reading a directory
 
 
 def parse_yaml(text: str) -> tuple[Any, yaml.Node | None]:
@@ -58,8 +70,8 @@ def parse_yaml(text: str) -> tuple[Any, yaml.Node | None]:
         loader.dispose()
 
 
-def _load_yaml(path: Path) -> Any:
-    return parse_yaml(path.read_text())[0]
+def _load_yaml(text: str) -> Any:
+    return parse_yaml(text)[0]
 
 
 def _override(value: Any, field: str) -> Override:
@@ -316,19 +328,18 @@ def _is_omni(doc: dict[str, Any], meta: dict[str, Any]) -> bool:
     return "omni" in doc or (isinstance(tasks, list) and "omni" in tasks)
 
 
-def read_recipe(path: Path, root: Path, parts: PartProblems | None = None) -> Recipe:
-    """One `models/<org>/<repo>.yaml`. A bad field drops that part (noted in `parts` with its field
-    path) and keeps the rest; only a file that is not a YAML mapping, or has no usable variant,
-    raises BadField."""
-    parts = parts or PartProblems(path.relative_to(root).as_posix())
-    text = path.read_text()
+def parse_recipe(text: str, path: str, parts: PartProblems | None = None) -> Recipe:
+    """One `models/<org>/<repo>.yaml` (`path`, relative to the snapshot's root). A bad field drops that
+    part (noted in `parts` with its field path) and keeps the rest; only a file that is not a YAML
+    mapping, or has no usable variant, raises BadField."""
+    parts = parts or PartProblems(path)
     data, root_node = parse_yaml(text)
     doc = mapping(data, "(document)", required=True)
     empty: dict[str, Any] = {}
     no_names: list[str] = []
     meta = parts.keep(lambda: mapping(doc.get("meta"), "meta", required=True), empty)
     model = parts.keep(lambda: mapping(doc.get("model"), "model", required=True), empty)
-    rel = path.relative_to(root / "models").with_suffix("").as_posix()
+    rel = PurePosixPath(path).relative_to("models").with_suffix("").as_posix()
     model_id = model.get("model_id")
     if not isinstance(model_id, str) or "/" not in model_id:
         parts.note("model.model_id", f"missing or not an org/name id; using the recipe path {rel}")
@@ -392,7 +403,7 @@ def read_recipe(path: Path, root: Path, parts: PartProblems | None = None) -> Re
                                                          "model.flashinfer_autotune"), None),
             install=parts.keep(lambda: _install(model.get("install"), "model.install"), dict[str, InstallPath]()),
             dependencies=parts.keep(lambda: _dependencies(doc.get("dependencies"), "dependencies"), list[Dependency]()),
-            source_path=path.relative_to(root).as_posix())
+            source_path=path)
     except ValidationError as exc:
         raise from_validation_error(exc) from None
 
@@ -409,26 +420,27 @@ def _opt_str(value: Any) -> str | None:
     return None if value is None else str(value)
 
 
-def read_strategy(path: Path, root: Path) -> Strategy:
-    doc = mapping(_load_yaml(path), "(document)", required=True)
+def parse_strategy(text: str, path: str) -> Strategy:
+    """One `strategies/<name>.yaml` (`path`, relative to the snapshot's root)."""
+    doc = mapping(_load_yaml(text), "(document)", required=True)
     match = mapping(doc.get("hardware_match"), "hardware_match")
     if not doc.get("parallel_flag"):
         raise BadField("parallel_flag", "missing")
     try:
-        return Strategy(name=doc.get("name") or path.stem, deploy_type=doc.get("deploy_type"),
+        return Strategy(name=doc.get("name") or PurePosixPath(path).stem, deploy_type=doc.get("deploy_type"),
                         args=str_list(doc.get("vllm_args"), "vllm_args"), env=str_map(doc.get("env"), "env"),
                         parallel_flag=doc["parallel_flag"], parallelism=doc.get("parallelism"),
                         min_gpus=match.get("min_gpus", 1), max_gpus=match.get("max_gpus"),
                         multi_node=bool(match.get("multi_node", False)),
                         moe_only=match.get("architecture") == "moe",
                         prefill=_pd_role(doc.get("prefill"), "prefill"), decode=_pd_role(doc.get("decode"), "decode"),
-                        source_path=path.relative_to(root).as_posix())
+                        source_path=path)
     except ValidationError as exc:
         raise from_validation_error(exc) from None
 
 
-def read_taxonomy(path: Path) -> dict[str, HardwareProfile]:
-    doc = mapping(_load_yaml(path), "(document)", required=True)
+def parse_taxonomy(text: str) -> dict[str, HardwareProfile]:
+    doc = mapping(_load_yaml(text), "(document)", required=True)
     out = {}
     for key, value in mapping(doc.get("hardware_profiles"), "hardware_profiles", required=True).items():
         block = mapping(value, f"hardware_profiles.{key}", required=True)
@@ -443,37 +455,37 @@ def read_taxonomy(path: Path) -> dict[str, HardwareProfile]:
     return out
 
 
-def import_vllm(root: Path) -> tuple[dict[str, Recipe], dict[str, Strategy], dict[str, HardwareProfile],
-                                     list[ImportProblem]]:
+def import_vllm(files: Snapshot) -> tuple[dict[str, Recipe], dict[str, Strategy], dict[str, HardwareProfile],
+                                         list[ImportProblem]]:
     """Everything usable in a vLLM recipes snapshot, plus one problem per file or part that was not."""
     problems: list[ImportProblem] = []
 
-    def attempt(path: Path, read):
+    def attempt(path: str, parse):
+        text = files[path]
+        if isinstance(text, Unreadable):
+            problems.append(ImportProblem(file=path, field="(file)", reason=text.reason))
+            return None
         try:
-            return read(path)
+            return parse(text)
         except BadField as exc:
-            problems.append(ImportProblem(file=path.relative_to(root).as_posix(), field=exc.field, reason=exc.reason))
-        except OSError as exc:
-            problems.append(ImportProblem(file=path.relative_to(root).as_posix(), field="(file)",
-                                          reason=exc.strerror or str(exc)))
+            problems.append(ImportProblem(file=path, field=exc.field, reason=exc.reason))
         return None
 
     hardware: dict[str, HardwareProfile] = {}
-    taxonomy = root / "taxonomy.yaml"
-    if taxonomy.exists():
-        hardware = attempt(taxonomy, read_taxonomy) or {}
+    if TAXONOMY in files:
+        hardware = attempt(TAXONOMY, parse_taxonomy) or {}
     else:
-        problems.append(ImportProblem(file="taxonomy.yaml", field="(file)", reason="missing"))
+        problems.append(ImportProblem(file=TAXONOMY, field="(file)", reason="missing"))
     strategies = {}
-    for path in sorted((root / "strategies").glob("*.yaml")):
-        strategy = attempt(path, lambda p: read_strategy(p, root))
+    for path in sorted((p for p in files if STRATEGY_FILES.fullmatch(p)), key=path_order):
+        strategy = attempt(path, lambda text, path=path: parse_strategy(text, path))
         if strategy:
             strategies[strategy.name] = strategy
     recipes = {}
-    for path in sorted((root / "models").glob("*/*.yaml")):
-        parts = PartProblems(path.relative_to(root).as_posix())
-        recipe = attempt(path, lambda p, parts=parts: _checked(read_recipe(p, root, parts), strategies, hardware,
-                                                               parts))
+    for path in sorted((p for p in files if RECIPE_FILES.fullmatch(p)), key=path_order):
+        parts = PartProblems(path)
+        recipe = attempt(path, lambda text, path=path, parts=parts: _checked(parse_recipe(text, path, parts),
+                                                                             strategies, hardware, parts))
         problems.extend(parts.problems)
         if recipe:
             recipes[recipe.path] = recipe
