@@ -20,15 +20,19 @@ Explaining a cluster never changes the replicas.
 
 How it stays cheap on a large fleet (the cost is mostly reading the inputs: the models lie far apart
 in memory, and every visit to one costs cache misses, more than the work done with what it holds):
-- a `FleetIndex` reads what every cluster needs in C (`attrgetter` over whole lists); each card's
-  pools become one flat table of (GPUs per node, free GPUs, nodes) rows, with each cluster's span in
-  it, and every pool model is read once for its card and, for the plan's card only, once for its
-  numbers; the clusters whose free nodes can hold a replica come from C-level passes over the table;
+- a `FleetIndex` reads what every cluster needs in C (`attrgetter` over whole lists, one visit per
+  model, the columns by transposing); the pools of the clusters that pass the plan's static filters
+  become one flat table of (GPUs per node, free GPUs, nodes) rows of the plan's card, with each
+  cluster's span in it: every pool is read once for its card and, for the plan's card only, once for
+  its numbers (a pool is a slotted dataclass, models.py: one object per visit, not three);
 - the static filters depend on a few facts most clusters share: they are decided once per distinct
   combination, and the clusters that fail them are grouped without building anything per cluster;
-- only the clusters that pass them and can hold a replica are scored, by counts (equal counts share
-  their score terms); only the best `replicas` of them can receive one (spread deals the first round
-  to the best clusters in order, pack fills the best first), so only those go through distribution;
+- whether a cluster passes the node filters (the replicas its free nodes hold) and its entirely free
+  nodes are sums over its span of columns of the table, C-level passes; only the best `replicas` of
+  the clusters that pass can receive one (spread deals the first round to the best clusters in
+  order, pack fills the best first), so a cluster is scored (`_evaluate`) only if the most its
+  counts and labels allow (`_Bound`) could still put it among the best scored so far; the others
+  are passed over by name, which is all a decision says of them (the bound never changes a decision);
 - full verdicts are built only for the clusters explained, and without validating again (`_built`).
 
 Node rules:
@@ -46,9 +50,11 @@ from __future__ import annotations
 import contextlib
 import gc
 import heapq
+from collections import defaultdict
 from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
-from itertools import accumulate, chain, compress, islice, repeat
-from operator import and_, attrgetter, eq, ge, is_, itemgetter, lt, not_
+from itertools import accumulate, chain, compress, filterfalse, islice, repeat
+from math import inf
+from operator import and_, attrgetter, eq, floordiv, ge, gt, is_not, itemgetter, lt, mul, not_, sub
 from typing import Any, TypeVar
 
 from pydantic import BaseModel
@@ -106,7 +112,7 @@ _INFO_FACTS = attrgetter("name", "cordoned", "region", "labels")
 _INVENTORY_FACTS = attrgetter("cluster", "error", "pools")
 _INVENTORY = attrgetter("cluster", "error", "source", "unlabelled_gpu_nodes", "pools")
 _CARD, _NUMBERS = attrgetter("hardware_id"), attrgetter("gpus_per_node", "free_gpus", "nodes")
-_FIRST, _SECOND, _THIRD, _FOURTH = itemgetter(0), itemgetter(1), itemgetter(2), itemgetter(3)
+_SECOND = itemgetter(1)
 
 
 class PlacementInputError(ValueError):
@@ -143,38 +149,63 @@ def _no_cyclic_gc() -> Iterator[None]:
 class _Shelf:
     """The pools of the plan's card, of the clusters that pass the static filters, as one flat table of
     rows (GPUs per node, free GPUs, nodes), each cluster's rows adjacent, and where they start and end.
-    Finding the clusters that can hold a replica is then a few C-level passes over the table."""
+    What the node filters and the score count per cluster (nodes with room, entirely free nodes) are
+    then sums over each cluster's span of a column, a few C-level passes over the table."""
 
-    __slots__ = ("rows", "given", "names", "positions", "starts", "ends", "has", "_caps", "_frees", "_whole")
+    __slots__ = ("rows", "given", "names", "positions", "starts", "ends", "has", "_caps", "_frees", "_counts")
 
-    def __init__(self, card_id: str, names: list[str], pool_lists: list[list[NodePool]], positions: Iterable[int]):
+    def __init__(self, card_id: str, names: Sequence[str], pool_lists: list[list[NodePool]], positions: Iterable[int]):
+        sizes = list(accumulate(map(len, pool_lists)))  # where each cluster's pools end among them all
         # Every pool model is read for its card; only the card's pools for their numbers (the pools are
         # chained twice rather than listed once: listing them would touch every pool model again).
         mine = list(map(eq, map(_CARD, chain.from_iterable(pool_lists)), repeat(card_id)))
         self.rows: list[Pool] = list(map(_NUMBERS, compress(chain.from_iterable(pool_lists), mine)))
         # Each cluster's rows: from the count of the card's pools before its pools to the count up to their end.
         before = [0, *accumulate(mine)]
-        ends = list(map(before.__getitem__, accumulate(map(len, pool_lists))))
+        ends = list(map(before.__getitem__, sizes))
         starts = [0, *ends][:-1]
-        self.given = list(names)
+        self.given = names
         self.has = list(map(lt, starts, ends))  # by cluster given: it has pools of the card
         self.names = list(compress(names, self.has))
         self.positions = list(compress(positions, self.has))  # among the registrations
         self.starts, self.ends = list(compress(starts, self.has)), list(compress(ends, self.has))
-        self._caps = list(map(_FIRST, self.rows))
-        self._frees = list(map(_SECOND, self.rows))
-        self._whole = list(map(eq, self._frees, self._caps))
+        self._caps, self._frees, self._counts = _columns(self.rows, 3)
 
     def holding(self, g: int, n: int) -> list[bool]:
         """By cluster of the shelf: it has a node with `g` free GPUs (n == 1) or an entirely free node of
-        `g`+ GPUs (n > 1); only those clusters' free nodes can hold a replica."""
+        `g`+ GPUs (n > 1)."""
         if n == 1:
             room: Iterable[bool] = map(ge, self._frees, repeat(g))
         else:
-            room = map(and_, self._whole, map(ge, self._caps, repeat(g)))
+            room = map(and_, map(eq, self._frees, self._caps), map(ge, self._caps, repeat(g)))
         before = [0, *accumulate(room)]  # rows with room before each row: a cluster holds if its span adds some
         at = before.__getitem__
         return list(map(lt, map(at, self.starts), map(at, self.ends)))
+
+    def fits(self, g: int, n: int) -> tuple[list[int], list[int]]:
+        """By cluster of the shelf: the replicas its free nodes hold and its entirely free nodes of `g`+
+        GPUs, as `_node_counts` counts them."""
+        caps, frees, counts = self._caps, self._frees, self._counts
+        wholes = self._sums(map(mul, counts, map(and_, map(eq, frees, caps), map(ge, caps, repeat(g)))))
+        if n > 1:
+            return list(map(floordiv, wholes, repeat(n))), wholes
+        # a node with `free` free GPUs holds free // g replicas (none when it is smaller than g)
+        return self._sums(map(mul, counts, map(floordiv, frees, repeat(g)))), wholes
+
+    def biggest_with_room(self, g: int) -> int:
+        """The most GPUs of a node with `g` free GPUs (0: none)."""
+        return max(compress(self._caps, map(ge, self._frees, repeat(g))), default=0)
+
+    def _sums(self, values: Iterable[int]) -> list[int]:
+        """By cluster of the shelf: the sum of `values` (one per row) over its rows."""
+        before = [0, *accumulate(values)]
+        at = before.__getitem__
+        return list(map(sub, map(at, self.ends), map(at, self.starts)))
+
+
+def _columns(rows: Sequence[tuple[Any, ...]], width: int) -> tuple[tuple[Any, ...], ...]:
+    """The columns of equal-width rows (one pass over the rows: cheaper than one per column)."""
+    return tuple(zip(*rows, strict=True)) if rows else ((),) * width
 
 
 # Clusters that fail a filter, by the first one they fail: that filter's result and their names.
@@ -194,33 +225,33 @@ class FleetIndex:
 
     def __init__(self, inventories: list[ClusterInventory], clusters: list[ClusterInfo]):
         # One visit to each model, all the fields needed at once, into a fresh tuple; the columns are
-        # then taken from the tuples, which lie together in memory.
-        self._facts = list(map(_INFO_FACTS, clusters))
-        self._names = list(map(_FIRST, self._facts))
+        # then the tuples transposed (one pass over them, not one per column).
+        names, self._cordoned, self._regions, self._labels = _columns(list(map(_INFO_FACTS, clusters)), 4)
+        self._names: tuple[str, ...] = names
         self._clusters = clusters
         self._infos_by_name: dict[str, ClusterInfo] | None = None
         # Names in strictly increasing order are unique (the registry lists clusters by name); else count them.
-        if not all(map(lt, self._names, islice(self._names, 1, None))) and len(self._infos()) != len(clusters):
+        self._in_order = all(map(lt, names, islice(names, 1, None)))  # then every part of it is in order too
+        if not self._in_order and len(self._infos()) != len(clusters):
             _refuse_repeats(clusters, "clusters", _NAME)
-        inv_rows = list(map(_INVENTORY_FACTS, inventories))
-        inv_names = list(map(_FIRST, inv_rows))
-        errors = list(map(_SECOND, inv_rows))
-        self._read_failed: dict[str, str] = dict(compress(zip(inv_names, errors, strict=True), errors))
+        inv_names, errors, inv_pools = _columns(list(map(_INVENTORY_FACTS, inventories)), 3)
+        self._read_failed: dict[str, str] = (dict(compress(zip(inv_names, errors, strict=True), errors))
+                                             if any(errors) else {})
         self._inventories, self._inv_names = inventories, inv_names
         self._pools_by_name: dict[str, list[NodePool]] | None = None
         self._invs: dict[str, ClusterInventory] | None = None  # built when a decision explains a cluster
-        self._aligned = inv_names == self._names
+        self._aligned = inv_names == names
         if self._aligned:
             # One inventory per registration, in the same order (as the workflows gather them): no lookups.
-            self._info_pools: list[list[NodePool] | None] = list(map(_THIRD, inv_rows)) if not self._read_failed else [
-                None if error else pools for error, pools in zip(errors, map(_THIRD, inv_rows), strict=True)]
+            self._info_pools: Sequence[list[NodePool] | None] = inv_pools if not self._read_failed else [
+                None if error else pools for error, pools in zip(errors, inv_pools, strict=True)]
             self._unregistered: list[str] = []
         else:
             pools = self._pools()
             if len(pools) + len(self._read_failed) != len(inventories):
                 _refuse_repeats(inventories, "inventories", _CLUSTER)
             # By registration: the pools read (None: no inventory read without error).
-            self._info_pools = list(map(pools.get, self._names))
+            self._info_pools = list(map(pools.get, names))
             self._unregistered = sorted((pools.keys() | self._read_failed.keys()) - self._infos().keys())
         self._cards_notes: dict[str, str] = {}  # what a cluster has instead of the card asked for
 
@@ -255,10 +286,10 @@ class FleetIndex:
         return name in self._infos() or name in self._pools() or name in self._read_failed
 
     def candidate_count(self, plan: PlacementPlan) -> int:
-        """How many clusters a plan scores: they pass its static filters and their free nodes can hold a replica."""
+        """How many clusters pass a plan's static filters and have a node with room for one of its replicas
+        (a free node of `gpus_per_node` GPUs, entirely free when a replica takes several nodes)."""
         ctx = _Context(plan, get_hardware(plan.hardware))
-        shelf, _labels = self._shelf(ctx, [])
-        return sum(shelf.holding(ctx.g, ctx.n))
+        return sum(self._shelf(ctx, []).holding(ctx.g, ctx.n))
 
     def place(self, plan: PlacementPlan, *, explain: bool | Collection[str] = False) -> PlacementDecision:
         with _no_cyclic_gc():
@@ -269,8 +300,8 @@ class FleetIndex:
         limit = min(plan.constraints.max_replicas_per_cluster or plan.replicas, plan.replicas)
         ctx = _Context(plan, card)
         failed: Failed = []
-        shelf, labels = self._shelf(ctx, failed)
-        ranked = self._rank(shelf, labels, failed, ctx)
+        shelf = self._shelf(ctx, failed)
+        ranked, eligible = self._rank(shelf, failed, ctx)
 
         # Only the best `replicas` can receive one: spread deals its first round to them in this
         # order, and pack fills them in this order.
@@ -292,114 +323,144 @@ class FleetIndex:
             matching, position = found.get(name, (None, None))
             verdicts.append(_verdict(self._explained(name, matching, position, replicas.get(name, 0), ctx), ctx,
                                      limit, unplaced))
+        # Every list below is in the order given (each part of `failed` too), which is by name when the
+        # registrations are: then it needs no sorting.
         ruled_out = []
-        for (f, reason), members in sorted(_merged(failed).items()):
-            members = sorted(members) if not asked else sorted(name for name in members if name not in asked)
+        for (f, reason), parts in sorted(_merged(failed).items()):
+            members = parts[0] if len(parts) == 1 else list(chain.from_iterable(parts))
+            if asked:
+                members = list(filterfalse(asked.__contains__, members))
             if members:
+                members = members if self._in_order and len(parts) == 1 else sorted(members)
                 ruled_out.append(_built(RuledOut, {"filter": f, "reason": reason, "clusters": members}))
-        passed_over = sorted(name for _score, name, _fits, _start, _end, _position in ranked
-                             if name not in replicas and name not in asked)
+        left: Iterable[str] = filterfalse(replicas.__contains__, eligible)
+        if asked:
+            left = filterfalse(asked.__contains__, left)
+        passed_over = list(left) if self._in_order else sorted(left)
         return _built(PlacementDecision, {
             "plan": plan, "replicas": replicas, "placed": placed, "unplaced": unplaced,
             "summary": _summary(ctx, replicas, placed, unplaced, verdicts, ruled_out), "clusters": verdicts,
             "ruled_out": ruled_out, "passed_over": passed_over})
 
-    def _shelf(self, ctx: _Context, failed: Failed) -> tuple[_Shelf, list[dict[str, str]] | None]:
-        """The shelf of the clusters that pass every static filter (and their labels, when the plan
-        prefers some); the others go to `failed`, by the first one they fail.
+    def _shelf(self, ctx: _Context, failed: Failed) -> _Shelf:
+        """The shelf of the clusters that pass every static filter; the others go to `failed`, by the
+        first one they fail.
 
         Who fails which filter is worked out by C-level passes over the clusters, in the filters' order;
         what each filter says comes from `_static_filters` for one cluster of each group (so their words
         live in one place), and clusters whose reasons differ (an inventory's error, a region, the labels
         they lack) are grouped by the fact the reason names."""
-        names, facts = self._names, self._facts
+        names = self._names
 
-        def rule_out(members: list[str], facts_named: list[Any] | None = None,
-                     at: Iterable[int | None] = repeat(None), registered: bool = True) -> None:
-            parts: dict[Any, list[str]] = {}
-            firsts: dict[Any, int | None] = {}
-            for name, fact, position in zip(members, facts_named or repeat(None), at, strict=False):
-                part = parts.get(fact)
-                if part is None:
-                    part = parts[fact] = []
-                    firsts[fact] = position
-                part.append(name)
-            for fact, part in parts.items():
-                first, position = part[0], firsts[fact]
-                info = self._info(first, position) if registered else None
-                inv = self._inventory(first, position)
-                failed.append((_first_failed(_static(first, info, inv, ctx)), part))
+        def rule_out(part: list[str], position: int | None = None, registered: bool = True) -> None:
+            """Rule out clusters that fail the same filter for the same reason as `part[0]` (`position`:
+            its place among the registrations)."""
+            first = part[0]
+            info = self._info(first, position) if registered else None
+            failed.append((_first_failed(_static(first, info, self._inventory(first, position), ctx)), part))
 
-        rule_out(self._unregistered, registered=False)
-        if self._aligned and not self._read_failed:  # every registered cluster's inventory was read
-            alive = [True] * len(names)
-        else:
-            unread = list(map(is_, self._info_pools, repeat(None)))
-            unread_names = list(compress(names, unread))
-            rule_out(unread_names, list(map(self._read_failed.get, unread_names)),
-                     compress(range(len(unread)), unread))
-            alive = list(map(not_, unread))
+        if self._unregistered:
+            rule_out(self._unregistered, registered=False)
+        alive: list[bool] | None = None  # by registration: it passes the filters so far (None: all do)
 
-        def cut(fails: Iterable[Any], fact: Iterable[Any] | None = None) -> None:
+        def keep(passing: Sequence[bool] | None = None, failing: Sequence[bool] | None = None,
+                 facts: Sequence[Any] | None = None) -> None:
+            """Rule out the clusters still in that are not `passing` (or that are `failing`), by
+            registration, grouped by their `facts` when given."""
             nonlocal alive
-            fails = list(fails)
-            out = list(map(and_, alive, map(bool, fails)))
-            if any(out):
-                rule_out(list(compress(names, out)), list(compress(fact, out)) if fact is not None else None,
-                         compress(range(len(out)), out))
-                alive = list(map(and_, alive, map(not_, fails)))
+            if passing is not None:
+                out = list(map(not_, passing)) if alive is None else list(map(gt, alive, passing))
+            else:
+                out = list(failing or ()) if alive is None else list(map(and_, alive, failing or ()))
+            if not any(out):
+                return
+            if facts is None:
+                rule_out(list(compress(names, out)), out.index(True))
+            else:
+                parts: dict[Any, list[int]] = defaultdict(list)
+                for position, fact in zip(compress(range(len(out)), out), compress(facts, out), strict=True):
+                    parts[fact].append(position)
+                for part in parts.values():
+                    rule_out(list(map(names.__getitem__, part)), part[0])
+            if passing is not None:
+                alive = list(passing) if alive is None else list(map(and_, alive, passing))
+            else:
+                alive = list(map(not_, failing or ())) if alive is None else list(map(gt, alive, failing or ()))
 
-        cut(map(_SECOND, facts))  # cordoned
+        if not self._aligned or self._read_failed:  # some registered clusters have no inventory read
+            keep(passing=list(map(is_not, self._info_pools, repeat(None))),
+                 facts=list(map(self._read_failed.get, names)))
+        if any(self._cordoned):
+            keep(failing=self._cordoned)
         if ctx.allowed:
-            cut(map(not_, map(ctx.allowed.__contains__, names)))
+            keep(passing=list(map(ctx.allowed.__contains__, names)))
         if ctx.denied:
-            cut(map(ctx.denied.__contains__, names))
+            keep(failing=list(map(ctx.denied.__contains__, names)))
         if ctx.regions:
-            regions = list(map(_THIRD, facts))
-            cut(map(not_, map(ctx.regions.__contains__, regions)), regions)
+            keep(passing=list(map(ctx.regions.__contains__, self._regions)), facts=self._regions)
         if ctx.required:
             required = sorted(ctx.required.items())
-            lacking = [tuple(f"{k}={v}" for k, v in required if labels.get(k) != v) for labels in map(_FOURTH, facts)]
-            cut(lacking, lacking)
-        read: list[list[NodePool]] = list(compress(self._info_pools, alive))  # type: ignore[arg-type]  # alive: not None
-        shelf = _Shelf(ctx.card.id, list(compress(names, alive)), read, compress(range(len(alive)), alive))
-        labels = list(map(_FOURTH, map(facts.__getitem__, shelf.positions))) if ctx.preferred else None
-        return shelf, labels
+            lacking = [tuple(f"{k}={v}" for k, v in required if labels.get(k) != v) for labels in self._labels]
+            keep(failing=list(map(bool, lacking)), facts=lacking)
+        pools: Iterable[list[NodePool]]  # alive: inventories read without error only
+        if alive is None:
+            return _Shelf(ctx.card.id, names, self._info_pools, range(len(names)))  # type: ignore[arg-type]
+        pools = compress(self._info_pools, alive)  # type: ignore[arg-type]
+        return _Shelf(ctx.card.id, list(compress(names, alive)), list(pools), compress(range(len(alive)), alive))
 
-    def _rank(self, shelf: _Shelf, labels: list[dict[str, str]] | None, failed: Failed,
-              ctx: _Context) -> list[Ranked]:
-        """The clusters that pass every filter, scored; the ones that fail a node filter go to `failed`."""
+    def _rank(self, shelf: _Shelf, failed: Failed, ctx: _Context) -> tuple[list[Ranked], list[str]]:
+        """The clusters that pass every filter: by name, and scored, at least the best `replicas` of them
+        (only those can receive one); the ones that fail a node filter go to `failed`.
+
+        What decides whether a cluster passes the node filters, and most of its score, are counts summed
+        over its rows (`_Shelf.fits`); its score is at most the score its counts give with the best
+        fragmentation, so a cluster whose bound cannot reach the best `replicas` found so far is not scored
+        (it takes no replica whatever its score: it only goes to `passed_over`, by name)."""
         if not ctx.card.placeable:  # every cluster fails hardware, for the same reason
             if shelf.given:
-                failed.append((_without_card("", [], "", ctx).filters[0], shelf.given))
-            return []
+                failed.append((_without_card("", [], "", ctx).filters[0], list(shelf.given)))
+            return [], []
         cardless = list(compress(shelf.given, map(not_, shelf.has)))
         if cardless:  # what each has instead is one cluster's story, not the fleet's
             failed.append((_without_card("", [], "", ctx).filters[0], cardless))
+        rows, g, n = shelf.rows, ctx.g, ctx.n
+        fits, wholes = shelf.fits(g, n)
+        fitting = list(map(bool, fits))
         no_room: dict[int, tuple[FilterResult, list[str]]] = {}
-
-        def rule_out(results: list[FilterResult], name: str) -> None:
-            first = _first_failed(results)
+        for name, start, end in compress(zip(shelf.names, shelf.starts, shelf.ends, strict=True),
+                                         map(not_, fitting)):  # nodes of the card, too few with room
+            first = _first_failed(_node_results(ctx, _node_counts(rows[start:end], g, n)[0]))
             group = no_room.get(id(first))
             if group is None:
                 group = no_room[id(first)] = (first, [])
             group[1].append(name)
-
-        rows, g, n = shelf.rows, ctx.g, ctx.n
-        holding = shelf.holding(g, n)
-        spans = list(zip(shelf.names, shelf.starts, shelf.ends, shelf.positions, strict=True))
-        for name, start, end, _position in compress(spans, map(not_, holding)):  # nodes of the card, none with room
-            rule_out(_node_results(ctx, _node_counts(rows[start:end], g, n)[0]), name)
-        ranked: list[Ranked] = []
-        for (name, start, end, position), cluster_labels in compress(zip(spans, labels or repeat(None), strict=False),
-                                                                     holding):
-            entry = _evaluate(name, rows[start:end], cluster_labels, ctx)
-            if isinstance(entry, list):
-                rule_out(entry, name)
-            else:
-                ranked.append((*entry, start, end, position))
         failed += no_room.values()
-        return ranked
+
+        names = list(compress(shelf.names, fitting))
+        wholes = list(compress(wholes, fitting))
+        bound, items, labels_of = _Bound(ctx, shelf.biggest_with_room(g)), ctx.preferred_items, self._labels.__getitem__
+        at_most = {whole: bound(whole, len(items)) for whole in set(wholes)}  # carrying every preferred label
+        replicas = ctx.plan.replicas
+        ranked: list[Ranked] = []
+        cut: Ranked | None = None  # the worst of the best `replicas` scored so far, once that many are
+        for best, whole, name, start, end, position in zip(
+                map(at_most.__getitem__, wholes), wholes, names, compress(shelf.starts, fitting),
+                compress(shelf.ends, fitting), compress(shelf.positions, fitting), strict=True):
+            if cut is not None:  # skip it if `replicas` clusters scored rank before it whatever its score
+                if best > cut[0] or (best == cut[0] and name > cut[1]):
+                    continue
+                if items:  # with the preferred labels it carries
+                    labels = labels_of(position)
+                    best = bound(whole, sum(labels.get(k) == v for k, v in items))
+                    if best > cut[0] or (best == cut[0] and name > cut[1]):
+                        continue
+            entry = _evaluate(name, rows[start:end], labels_of(position) if items else None, ctx)
+            assert not isinstance(entry, list), name  # it fits: it passes the node filters
+            ranked.append((*entry, start, end, position))
+            if len(ranked) >= replicas and (cut is None or len(ranked) >= 2 * replicas):
+                ranked = heapq.nsmallest(replicas, ranked)
+                cut = ranked[-1]
+        return ranked, names
 
     def _explained(self, name: str, matching: list[Pool] | None, position: int | None, replicas: int,
                    ctx: _Context) -> _Candidate:
@@ -433,11 +494,11 @@ def _card_pools(pools: list[NodePool] | None, card_id: str) -> list[Pool]:
     return [_NUMBERS(p) for p in pools or () if p.hardware_id == card_id]
 
 
-def _merged(failed: Failed) -> dict[tuple[str, str], list[str]]:
-    """The groups by filter and reason (equal results found apart are one group)."""
-    merged: dict[tuple[str, str], list[str]] = {}
+def _merged(failed: Failed) -> dict[tuple[str, str], list[list[str]]]:
+    """The parts of `failed` by filter and reason (equal results found apart are one group)."""
+    merged: dict[tuple[str, str], list[list[str]]] = {}
     for first, members in failed:
-        merged.setdefault((first.name, first.reason), []).extend(members)
+        merged.setdefault((first.name, first.reason), []).append(members)
     return merged
 
 
@@ -520,6 +581,35 @@ def _evaluate(name: str, matching: Sequence[Pool], labels: dict[str, str] | None
     if not fits:
         return _node_results(ctx, key)
     return -_score(usable, whole, labels or _NO_LABELS, ctx)[1], name, fits
+
+
+class _Bound:
+    """The first part of a rank (-score) that a cluster that fits cannot beat, from the entirely free
+    nodes of the shape it has and the preferred labels it carries, by `_scored`'s arithmetic (so a
+    cluster's rank is never before (its bound, its name)): the whole-free-nodes term as `_scored` has it
+    when a replica takes whole nodes (n > 1), else at most those nodes over the fewest nodes the replicas
+    could need (a node holds at most `biggest` // g of them); fragmentation at most 1; labels as `_scored`."""
+
+    __slots__ = ("_n", "_needed", "_preferred", "_memo")
+
+    def __init__(self, ctx: _Context, biggest: int):
+        self._n, self._preferred = ctx.n, len(ctx.preferred)
+        self._needed = ctx.plan.replicas * ctx.n if ctx.n > 1 else -(-ctx.plan.replicas // max(1, biggest // ctx.g))
+        self._memo: dict[tuple[int, int], float] = {}
+
+    def __call__(self, whole: int, matched: int) -> float:
+        bound = self._memo.get((whole, matched))
+        if bound is None:
+            w = WEIGHTS
+            if min(w.values()) < 0:  # (the terms below assume that no weight lowers a score)
+                bound = -inf
+            else:  # a replica takes n entirely free nodes when n > 1; a single-node one may take none
+                whole_value = min(1.0, (whole - self._n if self._n > 1 else whole) / self._needed)
+                label_value = matched / self._preferred if self._preferred else 1.0
+                bound = -round(whole_value * w["whole_free_nodes"] + 1.0 * w["fragmentation"]
+                               + label_value * w["labels"], 9)
+            self._memo[whole, matched] = bound
+        return bound
 
 
 def _without_card(name: str, static: list[FilterResult], cards_note: str, ctx: _Context) -> _Candidate:
