@@ -9,19 +9,22 @@ DGD (metadata and status) every `status_seconds` and, when asked, probes its fro
 activity every `report_seconds`, not one per status period, and a change is still seen within one.
 
 Reads are shared: every observation of the process on the same cluster and namespace takes its answer from
-one LIST per status period (`SharedReads`), and probes go through one HTTP client, so a worker
-watches thousands of deployments with a few requests a second. Observations keep time by the reads,
-not by themselves: each waits for the read that starts one status period after the one it judged
-(or takes a newer one another observation asked for), so all of a cluster's observations judge
-every read, and a change is seen within one status period of happening. A deployment whose object
-(uid, resourceVersion) and frontend answer did not change since the last read is not judged again.
+one LIST per status period (`SharedReads`), and probes are plain GETs, at most `_PROBES_AT_ONCE` at a time
+(`_get`: httpx's pool was most of a watching worker's CPU), so a worker watches thousands of deployments
+with a few requests a second. Observations keep time by the reads, not by themselves: each waits for the
+read that starts one status period after the one it judged (or takes a newer one another observation asked
+for), so all of a cluster's observations judge every read, and a change is seen within one status period of
+happening. A deployment whose object (uid, resourceVersion) and frontend answer did not change since the
+last read is not judged again.
 
 It changes nothing, so any number of retries or duplicate runs are harmless. A cluster that cannot
 be read is an answer, not a failure: the observation says unreachable and why, and the workflow's
 grace decides what that means. While it waits the observation heartbeats with the time of its last
 read, so a workflow whose observation died with its worker knows when the cluster was last heard from.
-It heartbeats a third of its heartbeat timeout apart (the SDK sends at most one per 0.8 of it): the
-heartbeats of thousands of waiting observations were most of the Temporal server's work (bench/watching.py).
+It heartbeats half its heartbeat timeout apart, a new one first half a timeout after it starts (the
+SDK sends at most one per 0.8 of it, so the server hears one about every 0.8 of it either way; a third
+apart cost the worker half as many calls again): the heartbeats of thousands of waiting observations
+are most of the Temporal server's requests (bench/watching.py).
 
 Async (it mostly waits): it runs on the observe task queue (`wingsmith.config.observe_task_queue`),
 whose worker holds thousands of them at once; the blocking LIST runs in a thread.
@@ -30,11 +33,16 @@ whose worker holds thousands of them at once; the blocking LIST runs in a thread
 from __future__ import annotations
 
 import asyncio
+import json
+import os
+import ssl
 import time
 from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
+from urllib.parse import urlsplit
 
+import certifi
 import httpx
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
@@ -51,12 +59,18 @@ from wingsmith.reconcile import FrontendCheck, Observation, read_observation
 _ATTEMPTS = 5
 _REQUEST_TIMEOUT = (3.0, 5.0)
 # Without a heartbeat timeout (a test's environment), this often.
-HEARTBEAT_SECONDS = 2.0
+HEARTBEAT_SECONDS = 1.0
 
 
 Reader = Callable[[KubeconfigRef, str], dict[str, dict[str, Any]]]
 # One deployment by name: its object, or None when there is none.
 OneReader = Callable[[KubeconfigRef, str, str], dict[str, Any] | None]
+
+# Frontend probes in flight at once, per worker (as many as the HTTP pool used to hold). A probe waits for
+# its turn here, and its `seconds` start when it has it.
+_PROBES_AT_ONCE = 100
+# A /v1/models answer larger than this is no model list.
+_PROBE_MAX_BYTES = 1 << 20
 
 # At most this many looks of one cluster read their own deployment at once; past that, looks asked to
 # answer at once share a fresh LIST instead (a plane restarting starts thousands of looks together).
@@ -151,10 +165,16 @@ class SharedReads:
 
 class ObserveActivities:
     def __init__(self, reads: SharedReads | None = None,
-                 http: Callable[[], httpx.AsyncClient] = lambda: httpx.AsyncClient()):
+                 http: Callable[[], httpx.AsyncClient] | None = None):
+        """`http`: probe through this httpx client instead of the plain one (`_get`); so does a worker
+        whose environment names a proxy (httpx honours it)."""
         self._reads = reads or SharedReads()
+        if http is None and any(os.environ.get(v) for v in _PROXY_VARIABLES):
+            http = httpx.AsyncClient
         self._new_http = http
         self._http: httpx.AsyncClient | None = None
+        self._probing: asyncio.Semaphore | None = None
+        self._tls: ssl.SSLContext | None = None
 
     @activity.defn(name=ACTIVITY_OBSERVE)
     async def observe(self, input: ObserveDeploymentInput) -> Observation:
@@ -221,29 +241,107 @@ class ObserveActivities:
     async def _heartbeat(self, heard: dict[str, str]) -> None:
         """Alive, and when the cluster last answered (an ISO time; empty before the first read)."""
         timeout = activity.info().heartbeat_timeout
-        every = timeout.total_seconds() / 3 if timeout else HEARTBEAT_SECONDS
-        while True:
+        every = timeout.total_seconds() / 2 if timeout else HEARTBEAT_SECONDS
+        # A new look has nothing to say before its first read, and the timeout counts from its start: a
+        # heartbeat at once was one more per look than its period needs (a retried one says at once when
+        # the cluster was last heard from).
+        if heard["at"]:
             activity.heartbeat(heard["at"])
+        while True:
             await asyncio.sleep(every)
+            activity.heartbeat(heard["at"])
 
     async def _probe(self, url: str, seconds: float) -> FrontendCheck:
-        if self._http is None:
-            self._http = self._new_http()  # one client (one TLS context and pool) for every probe
+        if self._probing is None:
+            self._probing = asyncio.Semaphore(_PROBES_AT_ONCE)
         try:
-            # The frontend gets `seconds` to connect and answer; waiting for one of this worker's own
-            # connections is not its time (thousands of looks probing at once timed out in the pool,
-            # and serving frontends were called unreachable).
-            resp = await self._http.get(url.rstrip("/") + "/v1/models", timeout=httpx.Timeout(seconds, pool=None))
-            if resp.status_code != 200:
-                return FrontendCheck(url=url, error=f"HTTP {resp.status_code}")
-            data = resp.json().get("data") or []
+            # The frontend gets `seconds` to connect and answer; waiting for its turn among this worker's
+            # probes is not its time (thousands of looks probing at once timed out in the pool, and
+            # serving frontends were called unreachable).
+            async with self._probing:
+                if self._new_http is not None:
+                    if self._http is None:
+                        self._http = self._new_http()  # one client (one TLS context and pool) for every probe
+                    resp = await self._http.get(url.rstrip("/") + "/v1/models",
+                                                timeout=httpx.Timeout(seconds, pool=None))
+                    status, body = resp.status_code, resp.content
+                else:
+                    status, body = await self._get(url.rstrip("/") + "/v1/models", seconds)
+            if status != 200:
+                return FrontendCheck(url=url, error=f"HTTP {status}")
+            data = json.loads(body).get("data") or []
             return FrontendCheck(url=url, models=[m["id"] for m in data if isinstance(m, dict) and "id" in m])
         except (httpx.HTTPError, ValueError, AttributeError) as exc:
             return FrontendCheck(url=url, error=type(exc).__name__)
 
+    async def _get(self, url: str, seconds: float) -> tuple[int, bytes]:
+        """One GET on its own connection, closed after it: a probe every `probe_seconds` reuses no
+        connection anyway (kept-alive ones expire sooner), and httpx's pool cost ~1.5 ms of CPU per probe,
+        most of a watching worker's CPU (its pool matches every waiting request against every connection
+        on each request's start and end: a cluster's looks, which wake on the same read, probing together
+        made that quadratic, and starved frontends timed out). This costs ~0.3 ms. Failures carry the names
+        httpx gives them (what a look reports: ConnectError, ConnectTimeout, ReadTimeout...)."""
+        parts = urlsplit(url)
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise httpx.UnsupportedProtocol(f"cannot probe {url!r}")
+        tls = None
+        if parts.scheme == "https":
+            if self._tls is None:
+                self._tls = ssl.create_default_context(cafile=certifi.where())  # as httpx verifies
+            tls = self._tls
+        host, port = parts.hostname, parts.port or (443 if tls else 80)
+        target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
+        authority = parts.netloc.rsplit("@", 1)[-1]
+        deadline = asyncio.get_running_loop().time() + seconds
+        try:
+            async with asyncio.timeout_at(deadline):
+                reader, writer = await asyncio.open_connection(host, port, ssl=tls, limit=_PROBE_MAX_BYTES)
+        except TimeoutError:
+            raise httpx.ConnectTimeout(f"connecting to {authority}") from None
+        except OSError as exc:
+            raise httpx.ConnectError(str(exc)) from None
+        try:
+            async with asyncio.timeout_at(deadline):
+                writer.write(f"GET {target} HTTP/1.1\r\nHost: {authority}\r\nAccept: application/json\r\n"
+                             "User-Agent: wingsmith-watch\r\nConnection: close\r\n\r\n".encode("latin-1"))
+                head = await reader.readuntil(b"\r\n\r\n")
+                lines = head.decode("latin-1").split("\r\n")
+                version, _, rest = lines[0].partition(" ")
+                if not version.startswith("HTTP/") or not rest[:3].isdigit():
+                    raise httpx.RemoteProtocolError(f"not an HTTP answer: {lines[0][:80]!r}")
+                headers = {k.strip().lower(): v.strip()
+                           for k, _, v in (line.partition(":") for line in lines[1:] if line)}
+                if "chunked" in headers.get("transfer-encoding", "").lower():
+                    body = bytearray()
+                    while True:
+                        size = int((await reader.readuntil(b"\r\n")).split(b";")[0].strip() or b"0", 16)
+                        if size == 0 or len(body) + size > _PROBE_MAX_BYTES:
+                            break
+                        body += await reader.readexactly(size)
+                        await reader.readexactly(2)
+                    return int(rest[:3]), bytes(body)
+                if "content-length" in headers:
+                    length = min(int(headers["content-length"]), _PROBE_MAX_BYTES)
+                    return int(rest[:3]), await reader.readexactly(length)
+                body = bytearray()  # no length: the body ends with the connection
+                while len(body) < _PROBE_MAX_BYTES and (part := await reader.read(_PROBE_MAX_BYTES - len(body))):
+                    body += part
+                return int(rest[:3]), bytes(body)
+        except TimeoutError:
+            raise httpx.ReadTimeout(f"reading from {authority}") from None
+        except (asyncio.IncompleteReadError, asyncio.LimitOverrunError) as exc:
+            raise httpx.RemoteProtocolError(type(exc).__name__) from None
+        except OSError as exc:
+            raise httpx.ReadError(str(exc)) from None
+        finally:
+            writer.close()
+
     def all(self) -> list[Callable]:
         return [self.observe]
 
+
+# A worker with any of these set probes through httpx, which goes through the proxy they name.
+_PROXY_VARIABLES = ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy")
 
 # A read "newer" than one judged: started after it (monotonic seconds).
 _NEWER = 1e-6

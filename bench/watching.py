@@ -37,7 +37,7 @@ from collections import Counter
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 import httpx
 
@@ -96,7 +96,7 @@ def _with_metrics_port(port: int) -> None:
 
     def command(**kwargs: Any) -> list[str]:
         return [*plain(**kwargs), "--metrics-port", str(port)]
-    temporal_server.dev_server_command = command  # type: ignore[assignment]
+    temporal_server.dev_server_command = command
 
 
 _SERVED = re.compile(r'^service_requests\{(?P<labels>[^}]*)\} (?P<n>\S+)$')
@@ -113,6 +113,27 @@ async def _server_requests(metrics_url: str) -> Counter[str]:
             op = re.search(r'operation="([^"]+)"', m["labels"])
             if op:
                 counts[op[1]] += int(float(m["n"]))
+    return counts
+
+
+_SDK = re.compile(r'^(?P<name>temporal_(?:sticky_cache_miss|sticky_cache_total_forced_eviction|'
+                  r'workflow_task_replay_latency_seconds_count|workflow_task_execution_latency_seconds_count|'
+                  r'activity_execution_latency_seconds_count)\w*)(?:\{[^}]*\})? (?P<n>\S+)$')
+
+
+async def _worker_counts(sdk_url: str) -> Counter[str]:
+    """The worker's SDK counters that say where its workflow CPU goes: workflow tasks, and how many of them
+    replayed a whole history (a workflow evicted from the sticky cache, or its sticky task taken too late)."""
+    counts: Counter[str] = Counter()
+    try:
+        async with httpx.AsyncClient() as http:
+            text = (await http.get(sdk_url, timeout=30)).text
+    except httpx.HTTPError:
+        return counts
+    for line in text.splitlines():
+        m = _SDK.match(line)
+        if m:
+            counts[m["name"].removeprefix("temporal_").removesuffix("_total")] += int(float(m["n"]))
     return counts
 
 
@@ -162,6 +183,9 @@ def _print_figures(args: argparse.Namespace, figures: dict[str, dict[str, Any]])
         print(f"  {name}: dev server requests per workload-hour {total:,.0f}: " + ", ".join(
             f"{op} {n:,.0f} ({100 * n / total:.0f} %)" for op, n in ops[:6]))
         seen = f["fault_seconds"]
+        if f.get("worker_counts"):
+            print(f"  {name}: worker per workload-hour: " + ", ".join(
+                f"{k} {n:,.1f}" for k, n in sorted(f["worker_counts"].items())))
         print(f"  {name}: faults seen {len(seen)} of {f['faults']:.0f}, "
               f"{sum(s <= args.status_seconds for s in seen)} within one status period ({args.status_seconds:g} s)"
               + (f"; fault to seen: median {sorted(seen)[len(seen) // 2]:.1f} s, max {max(seen):.1f} s"
@@ -196,7 +220,9 @@ async def _measure(args: argparse.Namespace, watch: WatchSettings) -> dict[str, 
         env = dict(os.environ, DATABASE_URL=pg.dsn(), TEMPORAL_ADDRESS=temporal.address,
                    WINGSMITH_HOME=str(root / "worker"), WINGSMITH_TASK_QUEUE=settings.task_queue,
                    WINGSMITH_KUBE_TASK_QUEUE=settings.kube_task_queue, WINGSMITH_LOG_LEVEL="WARNING",
-                   WINGSMITH_LOG_FORMAT="json")
+                   WINGSMITH_LOG_FORMAT="json", WINGSMITH_WORKER_METRICS_PORT=str(free_port()),
+                   WINGSMITH_WORKER_SDK_METRICS_PORT=str(sdk_port := free_port()))
+        sdk_url = f"http://127.0.0.1:{sdk_port}/metrics"
         worker = _start_worker(env, root / "worker.log")
         placed = await _place(client, settings, sims, watch, args.workloads)
         ids = list(placed)
@@ -210,15 +236,16 @@ async def _measure(args: argparse.Namespace, watch: WatchSettings) -> dict[str, 
         quiet = [wid for wid in ids if wid not in faulted]
         # The simulated clusters run in this process: their CPU says whether the stand-in kept up.
         sim0 = time.process_time()
-        cpu0, server0, events0, ops0, t0 = (_cpu_seconds(worker.pid), _cpu_seconds(server_pid),
-                                            await _events(client, quiet), await _server_requests(metrics_url),
-                                            time.monotonic())
+        cpu0, server0, events0, ops0, sdk0, t0 = (
+            _cpu_seconds(worker.pid), _cpu_seconds(server_pid), await _events(client, quiet),
+            await _server_requests(metrics_url), await _worker_counts(sdk_url), time.monotonic())
         faults = asyncio.create_task(_inject_faults(sims, {wid: placed[wid] for wid in faulted}, window))
         await asyncio.sleep(window)
         sim_cpu = time.process_time() - sim0
         # The bench's own calls (describes, queries) after the figures are read, so they are not counted.
-        cpu1, server1, ops1, t1 = (_cpu_seconds(worker.pid), _cpu_seconds(server_pid),
-                                   await _server_requests(metrics_url), time.monotonic())
+        cpu1, server1, ops1, sdk1, t1 = (_cpu_seconds(worker.pid), _cpu_seconds(server_pid),
+                                         await _server_requests(metrics_url), await _worker_counts(sdk_url),
+                                         time.monotonic())
         events1 = await _events(client, quiet)
         rss = _rss_mb(worker.pid)
         injected = await faults
@@ -231,7 +258,8 @@ async def _measure(args: argparse.Namespace, watch: WatchSettings) -> dict[str, 
                 "events_per_hour": (events1 - events0) / hours / len(quiet),
                 "server_pct": 100 * (server1 - server0) / seconds, "sim_pct": 100 * sim_cpu / seconds,
                 "worker_rss_mb": rss, "faults": len(injected), "fault_seconds": fault_seconds,
-                "server_ops": {op: (ops1[op] - ops0[op]) / hours / len(ids) for op in ops1 if ops1[op] > ops0[op]}}
+                "server_ops": {op: (ops1[op] - ops0[op]) / hours / len(ids) for op in ops1 if ops1[op] > ops0[op]},
+                "worker_counts": {k: (sdk1[k] - sdk0[k]) / hours / len(ids) for k in sdk1}}
     finally:
         stop_process(worker, 15)
         sims.stop()
@@ -265,7 +293,7 @@ def _edit(api: Any, name: str) -> None:
     """The worker pointed at another image, as a hurried hand-fix would."""
     from kubernetes.client import CustomObjectsApi
     custom = CustomObjectsApi(api)
-    live = custom.get_namespaced_custom_object(GROUP, VERSION, "default", PLURAL, name)
+    live = cast(dict[str, Any], custom.get_namespaced_custom_object(GROUP, VERSION, "default", PLURAL, name))
     components = live["spec"]["components"]
     for component in components:
         for container in component.get("podTemplate", {}).get("spec", {}).get("containers", []):

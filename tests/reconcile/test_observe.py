@@ -168,7 +168,7 @@ def test_a_look_answers_on_news_and_heartbeats_its_last_read(kubeconfig: Kubecon
 
     async def delete_later() -> Observation:
         look = asyncio.ensure_future(env.run(ObserveActivities().observe, params))
-        await asyncio.sleep(4.5)  # heartbeats at 0, 2 and 4 s
+        await asyncio.sleep(4.5)  # heartbeats at 1, 2, 3 and 4 s
         assert not look.done(), "answered without news"
         await asyncio.to_thread(custom.delete_namespaced_custom_object, GROUP, VERSION, applied.namespace, PLURAL,
                                 applied.dgd_name)
@@ -254,5 +254,8 @@ def test_a_look_asked_to_answer_at_once_gets_no_read_older_than_itself() -> None
         fresh, shared_one = await asyncio.gather(shared.get(ref, "default", 10, now), shared.get(ref, "default", 10))
         await first
         again = await shared.get(ref, "default", 10, now)  # the read after `now` is reused
-        return fresh[1]["n"]["read"], shared_one[1]["n"]["read"], again[1]["n"]["read"]
+        answers = [fresh[1], shared_one[1], again[1]]
+        assert all(isinstance(a, dict) for a in answers)
+        a, b, c = (cast(dict[str, dict[str, Any]], x)["n"]["read"] for x in answers)
+        return a, b, c
     assert asyncio.run(scenario()) == (2, 1, 2) and len(reads) == 2
