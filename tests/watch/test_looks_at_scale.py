@@ -207,6 +207,16 @@ def test_a_probe_reads_any_http_answer_and_names_its_failures_as_httpx_did() -> 
             writer.write(bodies[path][5:])
         elif path == b"/missing":
             writer.write(b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n")
+        elif path == b"/short":  # closed before the length it announced
+            writer.write(b"HTTP/1.1 200 OK\r\nContent-Length: 50\r\n\r\n{\"data\": []}")
+        elif path == b"/garbage":
+            writer.write(b"SSH-2.0-OpenSSH_9.6\r\n\r\n")
+        elif path == b"/endless":  # more than a model list, and no end: the probe stops reading
+            writer.write(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n")
+            for _ in range(20):
+                writer.write(b"10000\r\n%s\r\n" % (b" " * 0x10000))
+            await writer.drain()
+            await asyncio.sleep(2)
         else:
             writer.write(b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n%s" % (len(bodies[path]), bodies[path]))
         await writer.drain()
@@ -222,11 +232,14 @@ def test_a_probe_reads_any_http_answer_and_names_its_failures_as_httpx_did() -> 
         await with_closed_port.wait_closed()
         async with server:
             seen = {p: await looks._probe(f"http://127.0.0.1:{port}{p}/", 1.0)
-                    for p in ("/length", "/chunked", "/close", "/missing", "/hang")}
+                    for p in ("/length", "/chunked", "/close", "/missing", "/hang", "/short", "/garbage",
+                              "/endless")}
             seen["refused"] = await looks._probe(f"http://127.0.0.1:{closed}/", 1.0)
             seen["scheme"] = await looks._probe("ftp://127.0.0.1/", 1.0)
             return seen
     seen = asyncio.run(scenario())
     assert [seen[p].models for p in ("/length", "/chunked", "/close")] == [["m"], ["c"], ["z"]]
-    assert {p: seen[p].error for p in ("/missing", "/hang", "refused", "scheme")} == {
-        "/missing": "HTTP 404", "/hang": "ReadTimeout", "refused": "ConnectError", "scheme": "UnsupportedProtocol"}
+    assert {p: seen[p].error for p in ("/missing", "/hang", "refused", "scheme", "/short", "/garbage", "/endless")
+            } == {"/missing": "HTTP 404", "/hang": "ReadTimeout", "refused": "ConnectError",
+                  "scheme": "UnsupportedProtocol", "/short": "RemoteProtocolError", "/garbage": "RemoteProtocolError",
+                  "/endless": "JSONDecodeError"}
