@@ -28,7 +28,8 @@ def test_histories_are_committed():
             "endpoint_scale_down_and_delete", "workload_drained_scale_down", "workload_delete_retried",
             "workload_failed_cluster_removed", "live_inventory", "workload_healed_missing_dgd",
             "endpoint_set_workloads", "watch_opened_draft", "workload_upgraded_then_rolled_back",
-            "watch_opened_catalog_draft", "artifact_approved_with_followers"} <= names
+            "watch_opened_catalog_draft", "artifact_approved_with_followers",
+            "workload_scaling_failed_kept_serving"} <= names
 
 
 def test_no_version_markers_before_the_first_release():

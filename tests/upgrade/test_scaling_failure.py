@@ -14,9 +14,9 @@ from typing import Any
 
 import pytest
 
-from contracts.ids import cluster_rollout_workflow_id
+from contracts.ids import cluster_rollout_workflow_id, workload_workflow_id
 from sim.kube.store import WriteOptions
-from tests.support import running_worker, wait_until
+from tests.support import record_history_if_asked, running_worker, wait_until
 from tests.upgrade.test_overlapping_faults import (
     assert_only_ever_serving_after_serving,
     delete_all,
@@ -138,3 +138,6 @@ async def test_a_scaling_that_fails_leaves_the_last_serving_backend_serving_and_
         # `serving` takes the endpoint's route away), though its scaling failed before it took the replica.
         await assert_only_ever_serving_after_serving(pg_pool, WORKLOAD, scaler)
         await delete_all(api, WORKLOAD)
+        # The path where a scaling fails and is put back, for the replay tests.
+        await record_history_if_asked(temporal_client, workload_workflow_id(WORKLOAD),
+                                      "workload_scaling_failed_kept_serving")
