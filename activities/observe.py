@@ -109,26 +109,30 @@ class SharedReads:
         self._last: dict[tuple[KubeconfigRef, str], tuple[float, datetime, dict[str, dict[str, Any]] | KubeError]] = {}
         self._inflight: dict[tuple[KubeconfigRef, str], asyncio.Future[None]] = {}
 
-    async def get(self, ref: KubeconfigRef, namespace: str, max_age: float, not_before: float = float("-inf")
-                  ) -> tuple[datetime, dict[str, dict[str, Any]] | KubeError]:
-        """A read started less than `max_age` ago, and not before `not_before` (monotonic): an observation
-        asked for what is there now, after a change the plane just made, must not get an older read."""
-        _, at, result = await self.read(ref, namespace, max_age, not_before)
+    async def get(self, ref: KubeconfigRef, namespace: str, max_age: float, not_before: float = float("-inf"),
+                  after: datetime | None = None) -> tuple[datetime, dict[str, dict[str, Any]] | KubeError]:
+        """A read started less than `max_age` ago, and not before `not_before` (monotonic) nor `after` (the
+        clock): an observation asked for what is there now, after a change the plane just made, must not
+        get an older read, nor one older than the read its workflow last acted on."""
+        _, at, result = await self.read(ref, namespace, max_age, not_before, after)
         return at, result
 
-    async def read(self, ref: KubeconfigRef, namespace: str, max_age: float, not_before: float = float("-inf")
-                   ) -> tuple[float, datetime, dict[str, dict[str, Any]] | KubeError]:
+    async def read(self, ref: KubeconfigRef, namespace: str, max_age: float, not_before: float = float("-inf"),
+                   after: datetime | None = None) -> tuple[float, datetime, dict[str, dict[str, Any]] | KubeError]:
         """As `get`, with when the read started (monotonic), which sets when the next one is due."""
         key = (ref, namespace)
+
+        def recent_enough(last: tuple[float, datetime, object] | None) -> bool:
+            return last is not None and last[0] >= not_before and (after is None or last[1] >= after)
         while True:
             last = self._last.get(key)
-            if last is not None and last[0] >= not_before and time.monotonic() - last[0] < max_age:
+            if last is not None and recent_enough(last) and time.monotonic() - last[0] < max_age:
                 return last
             running = self._inflight.get(key)
             if running is not None:
                 await asyncio.shield(running)
                 last = self._last.get(key)
-                if last is not None and last[0] >= not_before:
+                if last is not None and recent_enough(last):
                     return last
                 continue
             done = self._inflight[key] = asyncio.get_running_loop().create_future()
@@ -210,8 +214,11 @@ class ObserveActivities:
                 # taken before this observation started will do, and any read answers.
                 started, at, dgds = await self._reads.fresh(input.kubeconfig, input.namespace, input.name)
             else:
+                # Not a read older than the one the workflow acted on: a LIST shared with other looks may
+                # have started before the workflow's own fresh GET, and say a deployment just applied is
+                # missing (at 5,000 workloads, 365 needless heals).
                 started, at, dgds = await self._reads.read(input.kubeconfig, input.namespace, input.status_seconds,
-                                                          not_before)
+                                                          not_before, input.known_at)
             if isinstance(dgds, KubeError):
                 seen, judged = Observation(cluster=input.cluster, at=at, reachable=False, error=str(dgds)), None
                 key = seen.news_key()
@@ -368,8 +375,10 @@ def _version(obj: dict[str, Any] | None) -> object:
 
 def _answer_by(report_seconds: float) -> float:
     """When an observation with no news answers (monotonic clock): `report_seconds` after its first attempt was
-    scheduled, so an attempt retried after a lost worker keeps the observation's period."""
-    waited = 0.0
-    if activity.in_activity() and activity.info().attempt > 1:
-        waited = max(0.0, time.time() - activity.info().scheduled_time.timestamp())
+    scheduled, as its schedule-to-close timeout counts, so an attempt retried after a lost worker keeps the
+    observation's period, and one a busy worker began late still answers before that timeout (counted from
+    its own start, looks begun a minute late at 5,000 workloads timed out unanswered)."""
+    scheduled = activity.info().scheduled_time.timestamp() if activity.in_activity() else 0.0
+    # 0: not known (a test's activity environment), so it counts from now.
+    waited = max(0.0, time.time() - scheduled) if scheduled > 0 else 0.0
     return time.monotonic() + report_seconds - waited

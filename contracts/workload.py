@@ -239,6 +239,9 @@ class ObserveDeploymentInput(BaseModel):
     probe_timeout_seconds: float = Field(default=3.0, gt=0, le=60)
     known: str | None = Field(default=None, description="the news key the workflow last acted on; None: answer "
                               "after the first read")
+    known_at: datetime | None = Field(default=None, description="when the read behind `known` started: a read "
+                                      "older than that (shared with other looks) predates what the workflow "
+                                      "knows, and is not taken")
     status_seconds: float = Field(default=10, gt=0, le=3600)
     probe_seconds: float = Field(default=30, gt=0, le=3600)
     report_seconds: float = Field(default=300, gt=0, le=86400, description="answer after this long even "

@@ -17,6 +17,7 @@ Live read, from two list calls (nodes, then pods in every namespace):
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 from datetime import UTC, datetime
 from typing import Any
@@ -123,38 +124,10 @@ def _pool_order(item):
     return (hw or "", product, gpus, free)
 
 
-def node_facts(node: Any) -> NodeFacts:
-    """Facts of a `V1Node` from the kubernetes client."""
-    status, spec, meta = node.status, node.spec, node.metadata
-    allocatable = (status.allocatable if status else None) or {}
-    ready = True
-    for cond in (status.conditions if status else None) or []:
-        if cond.type == "Ready":
-            ready = cond.status == "True"
-    return NodeFacts(name=meta.name, product=(meta.labels or {}).get(GPU_PRODUCT_LABEL) or None,
-                     gpus=_quantity(allocatable.get(GPU_RESOURCE)),
-                     schedulable=ready and not (spec is not None and spec.unschedulable))
-
-
-def pod_facts(pod: Any) -> PodFacts | None:
-    """Facts of a `V1Pod`; None for a pod that has finished and holds nothing."""
-    if pod.status is not None and pod.status.phase in _FINISHED_PHASES:
-        return None
-    spec = pod.spec
-    labels = pod.metadata.labels or {}
-    # The scheduler reserves the larger of the running containers' sum and any single init container.
-    running = sum(_container_gpus(c) for c in (spec.containers or []))
-    init = max((_container_gpus(c) for c in (spec.init_containers or [])), default=0)
-    return PodFacts(node=spec.node_name, gpus=max(running, init),
-                    wingsmith=labels.get(LABEL_MANAGED_BY) == MANAGED_BY_VALUE or LABEL_WORKLOAD in labels)
-
-
-def _container_gpus(container: Any) -> int:
-    resources = container.resources
-    if resources is None:
-        return 0
+def _container_gpus(container: dict[str, Any]) -> int:
+    resources = container.get("resources") or {}
     # Extended resources must have requests == limits; a limit alone implies the request.
-    value = (resources.requests or {}).get(GPU_RESOURCE) or (resources.limits or {}).get(GPU_RESOURCE)
+    value = (resources.get("requests") or {}).get(GPU_RESOURCE) or (resources.get("limits") or {}).get(GPU_RESOURCE)
     return _quantity(value)
 
 
@@ -168,15 +141,63 @@ def _quantity(value: Any) -> int:
 def read_inventory(api_client: Any, cluster: str) -> ClusterInventory:
     """The live inventory of one cluster through a `kubernetes.client.ApiClient`.
 
+    The lists are read as the API's JSON, not the client's models: turning every pod of a busy cluster
+    into `V1Pod` objects took seconds of CPU per read (at 5,000 workloads, most of a worker's time), for
+    the four fields read here.
+
     Raises `wingsmith.kube.KubeError` (classified, retryable or not) when the API cannot be read."""
     from kubernetes import client as k8s
 
     from wingsmith.kube import with_retries
 
     core = k8s.CoreV1Api(api_client)
-    nodes = with_retries(lambda: core.list_node(), doing=f"listing nodes of cluster {cluster}")
-    pods = with_retries(lambda: core.list_pod_for_all_namespaces(),
+    nodes = with_retries(lambda: _items(core.list_node(_preload_content=False)),
+                         doing=f"listing nodes of cluster {cluster}")
+    pods = with_retries(lambda: _items(core.list_pod_for_all_namespaces(_preload_content=False)),
                         doing=f"listing pods of cluster {cluster}")
-    facts = [f for f in (pod_facts(p) for p in pods.items or []) if f is not None]
-    return summarize(cluster, [node_facts(n) for n in nodes.items or []], facts,
-                     read_at=datetime.now(UTC))
+    facts = [f for f in (pod_facts(p) for p in pods) if f is not None]
+    return summarize(cluster, [node_facts(n) for n in nodes], facts, read_at=datetime.now(UTC))
+
+
+def _items(response: Any) -> list[dict[str, Any]]:
+    """The items of a list answer (an undecoded `urllib3` response), as JSON objects. An answer that is
+    not a list is the cluster's fault, and asking again will not change it."""
+    from wingsmith.kube import KubeError
+
+    try:
+        body = json.loads(response.data)
+    except (ValueError, RecursionError):
+        body = None
+    finally:
+        response.release_conn()
+    items = body.get("items") if isinstance(body, dict) else None
+    if not isinstance(items, list):
+        raise KubeError("InvalidAnswer", "the cluster's API answered a list call with something that is not "
+                        "a Kubernetes list", retryable=False)
+    return [item for item in items if isinstance(item, dict)]
+
+
+def node_facts(node: dict[str, Any]) -> NodeFacts:
+    """Facts of a Node, as the API serves it (JSON)."""
+    status, spec, meta = node.get("status") or {}, node.get("spec") or {}, node.get("metadata") or {}
+    allocatable = status.get("allocatable") or {}
+    ready = True
+    for cond in status.get("conditions") or []:
+        if cond.get("type") == "Ready":
+            ready = cond.get("status") == "True"
+    return NodeFacts(name=meta.get("name") or "", product=(meta.get("labels") or {}).get(GPU_PRODUCT_LABEL) or None,
+                     gpus=_quantity(allocatable.get(GPU_RESOURCE)),
+                     schedulable=ready and not spec.get("unschedulable"))
+
+
+def pod_facts(pod: dict[str, Any]) -> PodFacts | None:
+    """Facts of a Pod, as the API serves it (JSON); None for a pod that has finished and holds nothing."""
+    if (pod.get("status") or {}).get("phase") in _FINISHED_PHASES:
+        return None
+    spec = pod.get("spec") or {}
+    labels = (pod.get("metadata") or {}).get("labels") or {}
+    # The scheduler reserves the larger of the running containers' sum and any single init container.
+    running = sum(_container_gpus(c) for c in spec.get("containers") or [])
+    init = max((_container_gpus(c) for c in spec.get("initContainers") or []), default=0)
+    return PodFacts(node=spec.get("nodeName"), gpus=max(running, init),
+                    wingsmith=labels.get(LABEL_MANAGED_BY) == MANAGED_BY_VALUE or LABEL_WORKLOAD in labels)

@@ -1,4 +1,5 @@
-"""Inventory from the kubernetes client's own objects (V1Node, V1Pod), and manual inventories."""
+"""Inventory from nodes and pods as the API serves them (built with the kubernetes client's own models, then
+serialised as the API would answer), and manual inventories."""
 
 from __future__ import annotations
 
@@ -18,10 +19,10 @@ def node(name, gpus=None, product=None, *, unschedulable=None, ready="True"):
     allocatable = {"cpu": "128", "memory": "2Ti"}
     if gpus is not None:
         allocatable["nvidia.com/gpu"] = str(gpus)
-    return k8s.V1Node(metadata=k8s.V1ObjectMeta(name=name, labels=labels),
-                      spec=k8s.V1NodeSpec(unschedulable=unschedulable),
-                      status=k8s.V1NodeStatus(allocatable=allocatable,
-                                              conditions=[k8s.V1NodeCondition(type="Ready", status=ready)]))
+    return _json(k8s.V1Node(metadata=k8s.V1ObjectMeta(name=name, labels=labels),
+                            spec=k8s.V1NodeSpec(unschedulable=unschedulable),
+                            status=k8s.V1NodeStatus(allocatable=allocatable,
+                                                    conditions=[k8s.V1NodeCondition(type="Ready", status=ready)])))
 
 
 def pod(name, node_name, gpus, *, labels=None, phase="Running", init_gpus=None, limits_only=False):
@@ -32,11 +33,16 @@ def pod(name, node_name, gpus, *, labels=None, phase="Running", init_gpus=None, 
     if init_gpus:
         init = [k8s.V1Container(name="init", resources=k8s.V1ResourceRequirements(
             requests={"nvidia.com/gpu": str(init_gpus)}))]
-    return k8s.V1Pod(metadata=k8s.V1ObjectMeta(name=name, namespace="ns", labels=labels or {}),
-                     spec=k8s.V1PodSpec(node_name=node_name,
-                                        containers=[k8s.V1Container(name="c", resources=resources)],
-                                        init_containers=init),
-                     status=k8s.V1PodStatus(phase=phase))
+    return _json(k8s.V1Pod(metadata=k8s.V1ObjectMeta(name=name, namespace="ns", labels=labels or {}),
+                           spec=k8s.V1PodSpec(node_name=node_name,
+                                              containers=[k8s.V1Container(name="c", resources=resources)],
+                                              init_containers=init),
+                           status=k8s.V1PodStatus(phase=phase)))
+
+
+def _json(obj):
+    """The object as the API's JSON (camelCase keys, no nulls), which the inventory reads."""
+    return k8s.ApiClient().sanitize_for_serialization(obj)
 
 
 WINGSMITH = {"app.kubernetes.io/managed-by": "wingsmith"}
@@ -80,3 +86,22 @@ def test_manual_inventory_defaults_to_the_cards_node_size_and_all_free():
 def test_manual_inventory_needs_pools():
     with pytest.raises(ValidationError, match="pools"):
         ManualInventory(pools=[])
+
+
+class _Answer:
+    def __init__(self, data: bytes) -> None:
+        self.data, self.released = data, False
+
+    def release_conn(self) -> None:
+        self.released = True
+
+
+@pytest.mark.parametrize("data", [b"not json", b"[]", b'{"items": {}}', b'{"kind": "PodList"}', b"[" * 100_000])
+def test_a_list_answer_that_is_not_a_list_is_a_clear_error_not_a_crash(data):
+    from wingsmith.inventory import _items
+    from wingsmith.kube import KubeError
+
+    answer = _Answer(data)
+    with pytest.raises(KubeError) as err:
+        _items(answer)
+    assert err.value.type == "InvalidAnswer" and not err.value.retryable and answer.released

@@ -243,3 +243,35 @@ def test_a_probe_reads_any_http_answer_and_names_its_failures_as_httpx_did() -> 
             } == {"/missing": "HTTP 404", "/hang": "ReadTimeout", "refused": "ConnectError",
                   "scheme": "UnsupportedProtocol", "/short": "RemoteProtocolError", "/garbage": "RemoteProtocolError",
                   "/endless": "JSONDecodeError"}
+
+
+def test_a_look_takes_no_shared_read_older_than_what_its_workflow_knows() -> None:
+    """A workload placed just after another look's LIST: its first look GETs its new DGD and answers; its
+    next look must not take that older LIST, which says the DGD is missing (at 5,000 workloads the bench
+    saw 365 needless heals). It waits for a read that started after the one its workflow acted on."""
+    cluster = Cluster(["old"])
+    shared = SharedReads(cluster.read, lambda ref, ns, name: cluster.dgds.get(name))
+    looks = ObserveActivities(reads=shared)
+
+    async def scenario() -> tuple[Observation, Observation]:
+        await shared.get(REF, "default", 10)  # another workload's look LISTs the namespace
+        cluster.dgds["new"] = _dgd("new", 1)  # applied right after that LIST started
+        first = await ActivityEnvironment().run(looks.observe, _params("new", None))  # its own GET
+        params = _params("new", first.news_key(), report=0.3).model_copy(update={"known_at": first.at})
+        return first, await ActivityEnvironment().run(looks.observe, params)
+    first, second = asyncio.run(scenario())
+    assert first.exists and second.exists and second.news_key() == first.news_key()
+    assert second.at >= first.at and len(cluster.reads) >= 2
+
+
+def test_a_look_begun_late_still_answers_before_its_schedule_to_close_timeout() -> None:
+    """A busy worker may begin a look well after the server scheduled it: its report period counts from
+    the scheduling, as the server's timeout does, so it answers in time rather than timing out unanswered."""
+    cluster = Cluster(["a"])
+    env = ActivityEnvironment()
+    env.info = dataclasses.replace(env.info, scheduled_time=observe_module.datetime.now(observe_module.UTC)
+                                   - timedelta(seconds=50))
+    started = time.monotonic()
+    seen = asyncio.run(env.run(ObserveActivities(reads=SharedReads(cluster.read)).observe,
+                               _params("a", _known("a"), status=0.1, report=51)))
+    assert seen.exists and time.monotonic() - started < 3

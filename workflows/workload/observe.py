@@ -31,11 +31,11 @@ class Observer:
     def __init__(self, workload: Workload, ops: ClusterOps, healer: Healer) -> None:
         self.workload, self.ops, self.healer = workload, ops, healer
         # Per cluster: its observation in flight, what a finished one saw (None: no answer) with the lock's
-        # change count at its start, the news key last acted on, when the cluster last answered, and the
-        # timer running since its observations stopped answering.
+        # change count at its start, the news key last acted on (and when the read it came from started),
+        # when the cluster last answered, and the timer running since its observations stopped answering.
         self.looking: dict[str, asyncio.Task[None]] = {}
         self.news: dict[str, tuple[int, Observation | None]] = {}
-        self.known: dict[str, str] = {}
+        self.known: dict[str, tuple[str, datetime]] = {}
         self.heard: dict[str, datetime] = {}
         self.silence: dict[str, asyncio.Task[None]] = {}
         self.unregistered: set[str] = set()
@@ -98,7 +98,7 @@ class Observer:
                     self._start_silence(name)  # no answer; the next observation asks again
                     continue
                 self.answers += 1
-                self.known[name] = seen.news_key()
+                self.known[name] = (seen.news_key(), seen.at)
                 target = (self.targets or {}).get(name)
                 if target is None:
                     continue
@@ -137,12 +137,13 @@ class Observer:
         # as applied (or a leftover that still does not answer) only on news.
         settled = state is None or state.unhealthy_since is None
         report = watch.report_seconds if settled else watch.status_seconds
+        known, known_at = self.known.get(name, (None, None))
         try:
             seen = await workflow.execute_activity(
                 ACTIVITY_OBSERVE, ObserveDeploymentInput(
                     cluster=name, kubeconfig=target.kubeconfig, namespace=plan.namespace,
                     name=(state and state.dgd_name) or dgd_name(plan.workload_id, name, plan.revision),
-                    served_model_name=plan.served_model_name if serving else None, known=self.known.get(name),
+                    served_model_name=plan.served_model_name if serving else None, known=known, known_at=known_at,
                     status_seconds=watch.status_seconds, probe_seconds=watch.probe_seconds, report_seconds=report),
                 result_type=Observation,
                 **policies.observe(observe_task_queue(wl.params.kube_task_queue), report, watch.silence_seconds))
