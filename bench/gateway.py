@@ -88,23 +88,104 @@ class FrontendProcess:
         self.proc.wait()
 
 
+def serve_pipe(port: int, backend_port: int) -> None:
+    """A byte pipe to the frontend: every client connection gets its own backend connection and bytes
+    are copied both ways as they come, no HTTP parsed, no routing, no metrics. No proxy does less, so
+    its added latency is the floor of the extra hop on this machine (uvloop, as the gateway runs)."""
+    import socket
+
+    import uvloop
+
+    class Back(asyncio.Protocol):
+        def __init__(self, front: asyncio.Transport) -> None:
+            self.front = front
+
+        def data_received(self, data: bytes) -> None:
+            self.front.write(data)
+
+        def connection_lost(self, exc: Exception | None) -> None:
+            self.front.close()
+
+    class Front(asyncio.Protocol):
+        def connection_made(self, transport: asyncio.BaseTransport) -> None:
+            self.transport: asyncio.Transport = transport  # type: ignore[assignment]
+            self.back: asyncio.Transport | None = None
+            self.early: list[bytes] = []
+            self.connecting = asyncio.ensure_future(self.connect())
+
+        async def connect(self) -> None:
+            back, _ = await asyncio.get_running_loop().create_connection(
+                lambda: Back(self.transport), "127.0.0.1", backend_port)
+            back.get_extra_info("socket").setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            self.back = back
+            for data in self.early:
+                back.write(data)
+
+        def data_received(self, data: bytes) -> None:
+            if self.back is None:
+                self.early.append(data)
+            else:
+                self.back.write(data)
+
+        def connection_lost(self, exc: Exception | None) -> None:
+            if self.back is not None:
+                self.back.close()
+
+    async def serve() -> None:
+        server = await asyncio.get_running_loop().create_server(Front, "127.0.0.1", port)
+        await server.serve_forever()
+    uvloop.run(serve())
+
+
+class PipeProcess:
+    """`serve_pipe` in its own process, in front of one frontend: `url` is the frontend's URL through it."""
+
+    def __init__(self, frontend: FrontendProcess):
+        self.port = free_port()
+        self.proc = subprocess.Popen([sys.executable, __file__, "--pipe", str(self.port), str(frontend.port)])
+        self.url = frontend.url.replace(f":{frontend.port}/", f":{self.port}/", 1)
+        try:
+            wait_http(self.url + "/v1/models")
+        except RuntimeError:
+            self.close()
+            raise
+
+    def close(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            self.proc.wait(10)
+
+    def __enter__(self) -> PipeProcess:
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self.close()
+
+
 # ---- measurements --------------------------------------------------------------------------------
 
 def paired_latency(http: httpx.Client, direct_url: str, via_url: str, n: int,
                    via_headers: dict[str, str] | None = None) -> tuple[list[float], list[float]]:
     """The same request straight to the frontend and through the gateway, alternately, so both series
     see the same machine: (direct, via) latencies in seconds."""
+    direct, via = interleaved_latency(http, [(direct_url, None), (via_url, via_headers)], n)
+    return direct, via
+
+
+def interleaved_latency(http: httpx.Client, targets: list[tuple[str, dict[str, str] | None]], n: int
+                        ) -> list[list[float]]:
+    """The same request to each (base URL, headers) in turn, `n` rounds, so every series sees the same
+    machine: one list of latencies (seconds) per target."""
     for _ in range(50):  # warm the connection pools
-        http.post(direct_url + "/v1/chat/completions", json=BODY)
-        http.post(via_url + "/v1/chat/completions", json=BODY, headers=via_headers)
-    out: tuple[list[float], list[float]] = ([], [])
-    for i in range(2 * n):
-        series = out[i % 2]  # direct first, then via, then direct...
-        url, headers = ((direct_url, None), (via_url, via_headers))[i % 2]
-        t = time.perf_counter()
-        r = http.post(url + "/v1/chat/completions", json=BODY, headers=headers)
-        series.append(time.perf_counter() - t)
-        assert r.status_code == 200, r.text
+        for url, headers in targets:
+            http.post(url + "/v1/chat/completions", json=BODY, headers=headers)
+    out: list[list[float]] = [[] for _ in targets]
+    for _ in range(n):
+        for series, (url, headers) in zip(out, targets, strict=True):
+            t = time.perf_counter()
+            r = http.post(url + "/v1/chat/completions", json=BODY, headers=headers)
+            series.append(time.perf_counter() - t)
+            assert r.status_code == 200, r.text
     return out
 
 
@@ -278,9 +359,13 @@ def main() -> int:
     parser.add_argument("--failover-clients", type=int, default=4)
     parser.add_argument("--probe-interval", type=float, default=0.5)
     parser.add_argument("--frontend", nargs=2, metavar=("PORT", "CLUSTER"), help=argparse.SUPPRESS)
+    parser.add_argument("--pipe", nargs=2, type=int, metavar=("PORT", "BACKEND_PORT"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.frontend:
         serve_frontend(int(args.frontend[0]), args.frontend[1])
+        return 0
+    if args.pipe:
+        serve_pipe(*args.pipe)
         return 0
 
     with GatewayRig(args.probe_interval) as rig:

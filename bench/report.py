@@ -8,11 +8,13 @@ measure several times, the worst run judged against its target and shown beside 
 - resolve_p99_ratio (<= 1.5): cached GET /v1/artifacts/resolve at 8 concurrent callers, against GET /healthz
   at 8 concurrent callers, in 20 alternating blocks;
 - gateway_p99_ratio (<= 1.25): a non-streaming chat completion through the gateway (bench/gateway.py),
-  against the same request straight to the frontend, alternating; sse_first_byte_added_p50_ms (<= 1): time
-  to the first streamed byte through the gateway minus straight to the frontend, at p50; and throughput:
-  requests per second the gateway (one process, one core) answers to 8 connections, p99 under 100 ms,
-  beside the frontend alone and, when `WINGSMITH_BENCH_LITELLM` names the python of a virtualenv
-  holding `litellm[proxy]`, the LiteLLM proxy in front of the same frontend (else "not installed");
+  against the same request straight to the frontend, in turn with the same request through a byte pipe
+  (no HTTP parsed: the floor of any proxy hop on the machine, reported beside it);
+  sse_first_byte_added_p50_ms (<= 1): time to the first streamed byte through the gateway minus straight
+  to the frontend, at p50; and throughput: requests per second the gateway (one process, one core)
+  answers to 8 connections, p99 under 100 ms, beside the frontend alone and, when
+  `WINGSMITH_BENCH_LITELLM` names the python of a virtualenv holding `litellm[proxy]`, the LiteLLM proxy
+  in front of the same frontend (else "not installed");
 - placement_10k_p99_cpu_ms (<= 60) and placement_1k_p99_cpu_ms (<= 8): `place()` over 10,000 and 1,000
   clusters, CPU time of the calling thread (bench/placement.py), with the growth from 100 clusters;
 - perf_cached_estimate_ms (<= 100), the cost of planning by load (bench/perf.py, needs the `perf` extra,
@@ -48,7 +50,16 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))  # the sibling bench mo
 import httpx  # noqa: E402
 import load  # noqa: E402
 import placement  # noqa: E402
-from gateway import GatewayRig, LiteLLMProxy, paired_first_byte, paired_latency, rss_mb, throughput  # noqa: E402
+from gateway import (  # noqa: E402
+    GatewayRig,
+    LiteLLMProxy,
+    PipeProcess,
+    interleaved_latency,
+    paired_first_byte,
+    paired_latency,
+    rss_mb,
+    throughput,
+)
 from stats import summary  # noqa: E402
 
 TARGETS = {"journey_overhead_ratio": 1.3, "resolve_p99_ratio": 1.5, "gateway_p99_ratio": 1.25,
@@ -82,9 +93,9 @@ def measure_gateway(quick: bool) -> dict[str, Any]:
     n = 300 if quick else 2000
     seconds = 1.0 if quick else 3.0
     litellm = os.environ.get(LITELLM_ENV)
-    with GatewayRig() as rig, httpx.Client(timeout=10, trust_env=False) as http:
+    with GatewayRig() as rig, PipeProcess(rig.east) as pipe, httpx.Client(timeout=10, trust_env=False) as http:
         rig.route(rig.east)
-        direct, via = paired_latency(http, rig.east.url, rig.url, n)
+        direct, via, piped = interleaved_latency(http, [(rig.east.url, None), (rig.url, None), (pipe.url, None)], n)
         fb_direct, fb_via = paired_first_byte(http, rig.east.url, rig.url, max(50, n // 10))
         rates = {"direct": throughput(rig.east.url, seconds, THROUGHPUT_CONNECTIONS),
                  "via_gateway": throughput(rig.url, seconds, THROUGHPUT_CONNECTIONS)}
@@ -96,7 +107,7 @@ def measure_gateway(quick: bool) -> dict[str, Any]:
                 rates["via_litellm"] = throughput(proxy.url, seconds, THROUGHPUT_CONNECTIONS, proxy.headers)
                 peer["litellm"] = {"direct": summary(ms(lite_direct)), "via_litellm": summary(ms(lite_via)),
                                    "rss_mb": rss_mb(proxy.proc.pid)}
-    d, v = summary(ms(direct)), summary(ms(via))
+    d, v, b = summary(ms(direct)), summary(ms(via)), summary(ms(piped))
     fd, fv = summary(ms(fb_direct)), summary(ms(fb_via))
     for rate in rates.values():
         rate["p99_under_bound"] = rate["p99_ms"] <= THROUGHPUT_P99_BOUND_MS
@@ -104,8 +115,10 @@ def measure_gateway(quick: bool) -> dict[str, Any]:
             "sse_first_byte_added_p50_ms": round(fv["p50_ms"] - fd["p50_ms"], 3),
             "gateway": {
                 "request": "POST /v1/chat/completions, non-streaming, one keep-alive client, "
-                           "alternating direct/gateway",
+                           "in turn direct/gateway/byte pipe",
                 "direct": d, "via_gateway": v, "p50_ratio": round(v["p50_ms"] / d["p50_ms"], 3),
+                # The floor of any proxy hop here: a byte pipe's p99 against direct, in the same run.
+                "via_byte_pipe": b, "byte_pipe_p99_ratio": round(b["p99_ms"] / d["p99_ms"], 3),
                 "first_streamed_byte": {"direct": fd, "via_gateway": fv},
                 "throughput": {"p99_bound_ms": THROUGHPUT_P99_BOUND_MS, **rates}, **memory, **peer}}
 
@@ -175,6 +188,9 @@ def table(report: dict[str, Any]) -> str:
                      f"{direct['p50_ms']:.2f}/{direct['p99_ms']:.2f} ms; first streamed byte "
                      f"p50 {first['via_gateway']['p50_ms']:.2f} ms, direct "
                      f"{first['direct']['p50_ms']:.2f} ms; gateway RSS {g['gateway_rss_mb']:.0f} MB")
+        pipe = g["via_byte_pipe"]
+        lines.append(f"  the floor, a byte pipe (no HTTP parsed) in the same run: p50/p99 {pipe['p50_ms']:.2f}/"
+                     f"{pipe['p99_ms']:.2f} ms, p99 {g['byte_pipe_p99_ratio']:.2f}× direct")
         t = g["throughput"]
         for name in ("direct", "via_gateway", "via_litellm"):
             if name in t:

@@ -80,7 +80,9 @@ def test_quick_placement_and_gateway_report(tmp_path):
     gateway = report["gateway"]
     assert report["gateway_p99_ratio"] == pytest.approx(gateway["via_gateway"]["p99_ms"] / gateway["direct"]["p99_ms"],
                                                         abs=1e-3)
-    assert gateway["direct"]["n"] == gateway["via_gateway"]["n"] == 300
+    assert gateway["direct"]["n"] == gateway["via_gateway"]["n"] == gateway["via_byte_pipe"]["n"] == 300
+    assert gateway["byte_pipe_p99_ratio"] == pytest.approx(
+        gateway["via_byte_pipe"]["p99_ms"] / gateway["direct"]["p99_ms"], abs=1e-3)
     first = gateway["first_streamed_byte"]
     assert report["sse_first_byte_added_p50_ms"] == pytest.approx(
         first["via_gateway"]["p50_ms"] - first["direct"]["p50_ms"], abs=1e-3)
@@ -91,6 +93,7 @@ def test_quick_placement_and_gateway_report(tmp_path):
     assert set(report["met"]) == set(report["targets"])
     assert "placement, 10,000 clusters" in done.stdout and "chat via gateway" in done.stdout
     assert "LiteLLM proxy: not installed" in done.stdout and "load average" in done.stdout
+    assert "a byte pipe (no HTTP parsed)" in done.stdout
 
 
 def test_the_worst_run_is_judged_and_the_median_shown(monkeypatch):
