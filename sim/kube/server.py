@@ -154,7 +154,8 @@ async def _dispatch(cluster: SimulatedCluster, request: Request) -> Response:
     if method == "GET":
         if name:
             return JSONResponse(store.get(rt, version, namespace, name))
-        return JSONResponse(store.list(rt, version, namespace, query.get("labelSelector"), query.get("fieldSelector")))
+        return JSONResponse(store.list(rt, version, namespace, query.get("labelSelector"), query.get("fieldSelector"),
+                                       to_encode=True))
 
     opts = WriteOptions(
         manager=query.get("fieldManager") or request.headers.get("user-agent", "unknown").split("/")[0] or "unknown",
