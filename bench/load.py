@@ -26,6 +26,7 @@ import asyncio
 import contextlib
 import json
 import os
+import re
 import statistics
 import subprocess
 import sys
@@ -36,6 +37,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from datetime import timedelta
 from pathlib import Path
+from urllib.parse import urlencode, urlsplit
 
 import httpx
 from stats import pct  # bench/stats.py (scripts run with bench/ on the path)
@@ -147,15 +149,46 @@ async def bounded(concurrency: int, jobs) -> list:
     return await asyncio.gather(*(one(j) for j in jobs))
 
 
-async def concurrent_gets(http: httpx.AsyncClient, path: str, params_for, headers: dict[str, str], n: int,
-                          concurrency: int) -> list[float]:
-    """`n` GETs of `path`, `concurrency` at a time; each one's latency in seconds."""
-    async def one(i: int) -> float:
-        t = time.perf_counter()
-        r = await http.get(path, params=params_for(i), headers=headers)
-        r.raise_for_status()
-        return time.perf_counter() - t
-    return await bounded(concurrency, [lambda i=i: one(i) for i in range(n)])
+async def raw_gets(base_url: str, requests: list[bytes], concurrency: int) -> list[float]:
+    """Each of `requests` (whole HTTP/1.1 GETs, built once) sent once, `concurrency` kept-alive connections
+    at a time, each sending its next as soon as it has its answer; every latency in seconds. The client is
+    raw asyncio sockets, as bench/gateway.py's throughput client: with httpx, the client took twice the
+    API's CPU at 8 callers (its pool's per-request checks, reading and unzipping the answer), so the
+    figures measured the client more than the API."""
+    host, port = _host_port(base_url)
+    latencies = [0.0] * len(requests)
+    next_one = iter(range(len(requests)))
+
+    async def connection() -> None:
+        reader, writer = await asyncio.open_connection(host, port)
+        try:
+            for i in next_one:
+                started = time.perf_counter()
+                writer.write(requests[i])
+                head = await reader.readuntil(b"\r\n\r\n")
+                length = re.search(rb"(?i)\r\ncontent-length: *(\d+)", head)
+                if not head.startswith(b"HTTP/1.1 200") or length is None:
+                    raise RuntimeError(f"unexpected answer: {head[:200]!r}")
+                await reader.readexactly(int(length.group(1)))
+                latencies[i] = time.perf_counter() - started
+        finally:
+            writer.close()
+    await asyncio.gather(*(connection() for _ in range(concurrency)))
+    return latencies
+
+
+def _host_port(base_url: str) -> tuple[str, int]:
+    parts = urlsplit(base_url)
+    return parts.hostname or "127.0.0.1", parts.port or 80
+
+
+def get_request(base_url: str, path: str, params: dict[str, str] | None = None,
+                headers: dict[str, str] | None = None) -> bytes:
+    """A GET's bytes as a client sends them (gzip accepted, as httpx and browsers do)."""
+    target = path + ("?" + urlencode(params) if params else "")
+    lines = [f"GET {target} HTTP/1.1", f"Host: {urlsplit(base_url).netloc}", "Accept: */*",
+             "Accept-Encoding: gzip, deflate", *(f"{k}: {v}" for k, v in (headers or {}).items())]
+    return ("\r\n".join(lines) + "\r\n\r\n").encode()
 
 
 async def resolve_and_healthz(plane: Plane, http: httpx.AsyncClient, n: int,
@@ -167,15 +200,17 @@ async def resolve_and_healthz(plane: Plane, http: httpx.AsyncClient, n: int,
     head = plane.headers(OPERATOR)
     for repo in models:  # warm the cache: what follows is the cached path
         (await http.get("/v1/artifacts/resolve", params={"source": f"hf:{repo}"}, headers=head)).raise_for_status()
+    per_block = n // blocks
+    healthz = [get_request(plane.api_url, "/healthz")] * per_block
+    resolve = [get_request(plane.api_url, "/v1/artifacts/resolve", {"source": f"hf:{models[i % len(models)]}"}, head)
+               for i in range(per_block)]
     resolves: list[float] = []
     health: list[float] = []
     wall = 0.0
     for _ in range(blocks):
-        health += await concurrent_gets(http, "/healthz", lambda i: None, {}, n // blocks, concurrency)
+        health += await raw_gets(plane.api_url, healthz, concurrency)
         t0 = time.perf_counter()
-        resolves += await concurrent_gets(http, "/v1/artifacts/resolve",
-                                          lambda i: {"source": f"hf:{models[i % len(models)]}"}, head,
-                                          n // blocks, concurrency)
+        resolves += await raw_gets(plane.api_url, resolve, concurrency)
         wall += time.perf_counter() - t0
     return resolves, health, wall
 
