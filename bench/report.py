@@ -258,7 +258,10 @@ def run_measure(name: str, runs: int, quick: bool, report: dict[str, Any]) -> No
         seconds = time.monotonic() - started
         summary_of_run = {"load_average_at_start": load_before,
                           "load_average_at_end": [round(x, 2) for x in os.getloadavg()], "seconds": round(seconds, 1),
-                          **{k: v for k, v in result.items() if k in TARGETS}}
+                          **{k: v for k, v in result.items() if k in TARGETS},
+                          # The floor beside each run's gateway figure: what a hop doing nothing measured then.
+                          **({"byte_pipe_p99_ratio": result["gateway"]["byte_pipe_p99_ratio"]}
+                             if "byte_pipe_p99_ratio" in result.get("gateway", {}) else {})}
         results.append((result, summary_of_run))
         print(f"  ({name} run {i + 1} of {runs} in {seconds:.0f} s, load {_load(load_before)})", file=sys.stderr,
               flush=True)

@@ -99,7 +99,8 @@ def test_quick_placement_and_gateway_report(tmp_path):
 def test_the_worst_run_is_judged_and_the_median_shown(monkeypatch):
     monkeypatch.syspath_prepend(str(ROOT / "bench"))
     report_module = importlib.import_module("report")
-    figures = iter([{"gateway_p99_ratio": 1.1, "sse_first_byte_added_p50_ms": 0.2, "gateway": {"run": 1}},
+    figures = iter([{"gateway_p99_ratio": 1.1, "sse_first_byte_added_p50_ms": 0.2,
+                     "gateway": {"run": 1, "byte_pipe_p99_ratio": 1.05}},
                     {"gateway_p99_ratio": 1.3, "sse_first_byte_added_p50_ms": 0.1, "gateway": {"run": 2}},
                     {"gateway_p99_ratio": 1.0, "sse_first_byte_added_p50_ms": 0.9, "gateway": {"run": 3}}])
     monkeypatch.setitem(report_module.RUNNERS, "gateway", lambda quick: next(figures))
@@ -108,6 +109,7 @@ def test_the_worst_run_is_judged_and_the_median_shown(monkeypatch):
     assert report["gateway_p99_ratio"] == 1.3 and report["sse_first_byte_added_p50_ms"] == 0.9  # each at its worst
     assert report["median"] == {"gateway_p99_ratio": 1.1, "sse_first_byte_added_p50_ms": 0.2}
     assert report["gateway"] == {"run": 2}  # the details of the run furthest over its targets (1.3 / 1.25)
+    assert [r.get("byte_pipe_p99_ratio") for r in report["runs"]["gateway"]] == [1.05, None, None]
     assert [r["gateway_p99_ratio"] for r in report["runs"]["gateway"]] == [1.1, 1.3, 1.0]
     assert all(len(r["load_average_at_start"]) == 3 for r in report["runs"]["gateway"])
 
