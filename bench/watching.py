@@ -1,7 +1,7 @@
 """What watching costs: worker CPU and Temporal history events per watched workload per hour.
 
 Runs the real pieces on this machine: a Temporal dev server, PostgreSQL, the three simulated
-clusters (in this process) and the worker as its own process (so its CPU is its own). N workloads
+clusters and the worker, each as its own process (so each CPU figure is its own). N workloads
 are put on the clusters as serving (their DGDs applied through the real client, their workflows
 started with that state, so they go straight to watching), then left alone but for a few faults: after a warm-up, the
 worker's and the dev server's CPU time (/proc), every workflow's history length and the server's
