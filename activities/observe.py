@@ -122,8 +122,8 @@ class SharedReads:
         """As `get`, with when the read started (monotonic), which sets when the next one is due."""
         key = (ref, namespace)
 
-        def recent_enough(last: tuple[float, datetime, object] | None) -> bool:
-            return last is not None and last[0] >= not_before and (after is None or last[1] >= after)
+        def recent_enough(last: tuple[float, datetime, object]) -> bool:
+            return last[0] >= not_before and (after is None or last[1] >= after)
         while True:
             last = self._last.get(key)
             if last is not None and recent_enough(last) and time.monotonic() - last[0] < max_age:

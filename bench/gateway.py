@@ -34,6 +34,7 @@ import httpx
 from stats import pct  # bench/stats.py (scripts run with bench/ on the path)
 
 from wingsmith.local.postgres import free_port
+from wingsmith.local.temporal_server import stop_process
 
 MODEL = "kimi-k3"
 BODY = {"model": MODEL, "messages": [{"role": "user", "content": "Say hello"}]}
@@ -111,7 +112,7 @@ def serve_pipe(port: int, backend_port: int) -> None:
             self.transport: asyncio.Transport = transport  # type: ignore[assignment]
             self.back: asyncio.Transport | None = None
             self.early: list[bytes] = []
-            self.connecting = asyncio.ensure_future(self.connect())
+            self.connecting = asyncio.ensure_future(self.connect())  # held: the loop keeps tasks weakly
 
         async def connect(self) -> None:
             back, _ = await asyncio.get_running_loop().create_connection(
@@ -151,9 +152,7 @@ class PipeProcess:
             raise
 
     def close(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            self.proc.wait(10)
+        stop_process(self.proc, 10)
 
     def __enter__(self) -> PipeProcess:
         return self
@@ -261,13 +260,7 @@ class LiteLLMProxy:
             raise
 
     def close(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
+        stop_process(self.proc, 10)
 
     def __enter__(self) -> LiteLLMProxy:
         return self
@@ -322,11 +315,7 @@ async def _throughput(url: str, seconds: float, connections: int, headers: dict[
             while time.perf_counter() < stop_at:
                 started = time.perf_counter()
                 writer.write(request)
-                head = await reader.readuntil(b"\r\n\r\n")
-                length = re.search(rb"(?i)\r\ncontent-length: *(\d+)", head)
-                if not head.startswith(b"HTTP/1.1 200") or length is None:
-                    raise RuntimeError(f"unexpected answer: {head[:200]!r}")
-                await reader.readexactly(int(length.group(1)))
+                await read_answer(reader)
                 latencies.append(time.perf_counter() - started)
         finally:
             writer.close()
@@ -337,6 +326,16 @@ async def _throughput(url: str, seconds: float, connections: int, headers: dict[
     ms = [x * 1000 for x in latencies]
     return {"connections": connections, "seconds": round(elapsed, 3), "requests": len(ms),
             "rps": round(len(ms) / elapsed, 1), "p50_ms": round(pct(ms, 50), 3), "p99_ms": round(pct(ms, 99), 3)}
+
+
+async def read_answer(reader: asyncio.StreamReader) -> bytes:
+    """One HTTP/1.1 answer of known length from a kept-alive connection, its body returned; anything but a
+    200 with a Content-Length is an error (the raw-socket clients of the benches)."""
+    head = await reader.readuntil(b"\r\n\r\n")
+    length = re.search(rb"(?i)\r\ncontent-length: *(\d+)", head)
+    if not head.startswith(b"HTTP/1.1 200") or length is None:
+        raise RuntimeError(f"unexpected answer: {head[:200]!r}")
+    return await reader.readexactly(int(length.group(1)))
 
 
 def rss_mb(pid: int) -> float:

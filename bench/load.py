@@ -26,7 +26,6 @@ import asyncio
 import contextlib
 import json
 import os
-import re
 import statistics
 import subprocess
 import sys
@@ -40,6 +39,7 @@ from pathlib import Path
 from urllib.parse import urlencode, urlsplit
 
 import httpx
+from gateway import read_answer  # bench/gateway.py's raw-socket answer reader
 from stats import pct  # bench/stats.py (scripts run with bench/ on the path)
 
 from sim.hub import shipped_models, start_hub_server
@@ -165,11 +165,7 @@ async def raw_gets(base_url: str, requests: list[bytes], concurrency: int) -> li
             for i in next_one:
                 started = time.perf_counter()
                 writer.write(requests[i])
-                head = await reader.readuntil(b"\r\n\r\n")
-                length = re.search(rb"(?i)\r\ncontent-length: *(\d+)", head)
-                if not head.startswith(b"HTTP/1.1 200") or length is None:
-                    raise RuntimeError(f"unexpected answer: {head[:200]!r}")
-                await reader.readexactly(int(length.group(1)))
+                await read_answer(reader)
                 latencies[i] = time.perf_counter() - started
         finally:
             writer.close()
