@@ -9,10 +9,9 @@ import socket
 import sys
 from pathlib import Path
 
-import uvicorn
-
 from api.gateway.app import create_gateway_app
 from api.gateway.guard import CLIENT_KEYS_ENV, DEFAULT_MAX_BODY_BYTES, MAX_BODY_ENV
+from api.gateway.server import GatewayServer
 from wingsmith.gateway.routes_sync import DEFAULT_INTERVAL, INTERVAL_ENV, SOURCE_ENV, RoutesSync, attach
 from wingsmith.logs import configure_logging
 from wingsmith.tracing import configure_tracing, disabled, exporting
@@ -70,11 +69,9 @@ def main(argv: list[str] | None = None) -> int:
     # What start-up made lives as long as the process: out of the collector's sight, a full collection
     # (which otherwise walks every module and class, milliseconds) no longer lands on a request.
     gc.freeze()
-    # No proxy-headers middleware: the gateway reads no client address, and it ran on every request.
-    # No `server: uvicorn` on every answer: one header less to write, and a public door names no software.
-    config = uvicorn.Config(app, log_level="warning", access_log=False, timeout_keep_alive=120,
-                            proxy_headers=False, server_header=False)
-    uvicorn.Server(config).run(sockets=[listening_socket(args.host, args.port)])
+    # Its own server, not uvicorn: most of what the gateway added to a chat was the server's
+    # per-request work (api/gateway/server.py says what it does and does not serve).
+    GatewayServer(app).run(listening_socket(args.host, args.port))
     return 0
 
 
