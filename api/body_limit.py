@@ -41,6 +41,8 @@ class BodyLimit:
         self.larger = larger or {}
 
     def limit_for(self, path: str) -> int:
+        if not self.larger:  # the gateway's case, on every proxied request
+            return self.limit
         return max([self.limit, *(n for prefix, n in self.larger.items() if path.startswith(prefix))])
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:

@@ -181,12 +181,9 @@ class Proxy:
     async def _relay(self, resp: UpstreamResponse, state: BackendState, body: bytes | None, receive: Receive,
                      send: Send, start: float, out: _Outcome) -> None:
         out.backend, out.code = state.backend.id, resp.status
-        headers = _relayed_headers(resp, state)
+        headers = _relayed_headers(resp, state, None if body is None else len(body))
         if body is not None:
             _release(resp, state)
-            # The backend's headers as they came (bytes, no decoding and re-encoding), but our own length.
-            headers = [(k, v) for k, v in headers if k != b"content-length"]
-            headers.append((b"content-length", str(len(body)).encode()))
             self.metrics.first_byte(out.endpoint, out.backend, start)  # it leaves with the head
             out.started = True
             await send({"type": "http.response.start", "status": resp.status, "headers": headers})
@@ -267,14 +264,18 @@ def _forwarded_headers(raw: list[tuple[bytes, bytes]]) -> list[tuple[bytes, byte
     return list(picked.items())
 
 
-def _relayed_headers(resp: UpstreamResponse, state: BackendState) -> list[tuple[bytes, bytes]]:
-    """The backend's answer headers minus hop-by-hop ones, names lower-cased, plus which backend answered."""
+def _relayed_headers(resp: UpstreamResponse, state: BackendState, length: int | None) -> list[tuple[bytes, bytes]]:
+    """The backend's answer headers minus hop-by-hop ones, names lower-cased, plus which backend answered;
+    with `length` (an answer read whole), that length instead of the backend's. The bytes as they came:
+    no decoding and re-encoding."""
     headers = []
     for name, value in resp.headers:
         lowered = name.lower()
-        if lowered not in _HOP_BY_HOP:
+        if lowered not in _HOP_BY_HOP and (length is None or lowered != b"content-length"):
             headers.append((lowered, value))
     headers.append((_BACKEND_HEADER, state.backend.id.encode()))
+    if length is not None:
+        headers.append((b"content-length", str(length).encode()))
     return headers
 
 

@@ -145,11 +145,13 @@ class _Exchange:
             self.started = True
             head = [_status_line(message["status"])]
             length_known = False
-            for name, value in message.get("headers", ()):
-                # Names and values are the app's or a backend's as httptools parsed them; a line break
-                # in one would let it write headers of its own (response splitting).
-                if b"\n" in value or b"\r" in value or b"\n" in name or b"\r" in name:
-                    raise RuntimeError("a header with a line break")
+            headers = message.get("headers", ())
+            # Names and values are the app's or a backend's as httptools parsed them; a line break in
+            # one would let it write headers of its own (response splitting). One scan over them all.
+            fields = b"".join(b"".join(pair) for pair in headers)
+            if b"\n" in fields or b"\r" in fields:
+                raise RuntimeError("a header with a line break")
+            for name, value in headers:
                 name = name.lower()
                 if name == b"content-length":
                     length_known = True
@@ -214,6 +216,7 @@ class _Connection(asyncio.Protocol):
         self._url = b""
         self._headers: list[tuple[bytes, bytes]] = []
         self._header_bytes = 0
+        self._expect = False  # the request asked for `100 Continue` before it sends its body
         self._base: dict[str, Any] = {}
 
     # ---- asyncio protocol ---------------------------------------------------------------------------
@@ -268,22 +271,22 @@ class _Connection(asyncio.Protocol):
     # ---- httptools callbacks ------------------------------------------------------------------------
 
     def on_message_begin(self) -> None:
-        self._url, self._headers, self._header_bytes = b"", [], 0
+        self._url, self._headers, self._header_bytes, self._expect = b"", [], 0, False
 
     def on_url(self, url: bytes) -> None:
         self._url += url
-        self._count(len(url))
-
-    def on_header(self, name: bytes, value: bytes) -> None:
-        self._headers.append((name.lower(), value))
-        self._count(len(name) + len(value))
-        if len(self._headers) > _MAX_HEADERS:
-            raise _HeadersTooLarge
-
-    def _count(self, n: int) -> None:
-        self._header_bytes += n
+        self._header_bytes += len(url)
         if self._header_bytes > _MAX_HEADER_BYTES:
             raise _HeadersTooLarge
+
+    def on_header(self, name: bytes, value: bytes) -> None:
+        name = name.lower()
+        self._headers.append((name, value))
+        self._header_bytes += len(name) + len(value)
+        if self._header_bytes > _MAX_HEADER_BYTES or len(self._headers) > _MAX_HEADERS:
+            raise _HeadersTooLarge
+        if name == b"expect" and value.lower() == b"100-continue":
+            self._expect = True
 
     def on_headers_complete(self) -> None:
         parser = self.parser
@@ -296,8 +299,7 @@ class _Connection(asyncio.Protocol):
                  "path": path, "raw_path": raw_path, "query_string": url.query or b"", "headers": self._headers}
         if self.server.state is not None:
             scope["state"] = self.server.state.copy()
-        expect = any(k == b"expect" and v.lower() == b"100-continue" for k, v in self._headers)
-        exchange = _Exchange(self, scope, parser.should_keep_alive() and not self.closing, expect)
+        exchange = _Exchange(self, scope, parser.should_keep_alive() and not self.closing, self._expect)
         self.parsing = exchange
         if self.current is None:
             self._start(exchange)

@@ -56,10 +56,12 @@ class _Connection(asyncio.Protocol):
         self.failure: str | None = None  # why this connection can carry nothing more
         self.waiter: asyncio.Future[None] | None = None
         self.paused = False
+        self.parser = httptools.HttpResponseParser(self)
         self._reset()
 
     def _reset(self) -> None:
-        self.parser = httptools.HttpResponseParser(self)
+        # The parser goes on to the next answer by itself: a connection is reused only after its
+        # answer was read to the end (reusable()).
         self.status = 0
         self.headers: list[tuple[bytes, bytes]] = []
         self.body: list[bytes] = []

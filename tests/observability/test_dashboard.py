@@ -22,7 +22,7 @@ _PROMQL_WORDS = {"sum", "by", "rate", "increase", "histogram_quantile", "le"}
 
 
 def _exported() -> set[str]:
-    gateway = GatewayMetrics(RouteTable(None), "x-backend").registry
+    gateway = GatewayMetrics(RouteTable(None)).registry
     names = {m.name for registry in (WORKER_REGISTRY, API_REGISTRY, gateway) for m in registry.collect()}
     return names | SDK_FAMILIES | SDK_FAILURE_FAMILIES | {"wingsmith_worker_sdk_metrics_up", "up"}
 

@@ -48,3 +48,15 @@ def test_bucket_quantile_interpolates_like_promql():
     assert abs(bucket_quantile(0.7, buckets) - 0.55) < 1e-9
     assert bucket_quantile(0.99, [(0.1, 0.0), (float("inf"), 3.0)]) == 0.1  # beyond the last finite bound
     assert bucket_quantile(0.5, [(0.1, 0.0), (float("inf"), 0.0)]) is None
+
+
+
+def test_a_time_on_a_bucket_bound_counts_in_that_bucket_as_prometheus_histograms_do():
+    from api.gateway.metrics import _Timings
+
+    timings = _Timings()
+    for seconds in (0.001, 0.005, 0.3, 1000.0):  # below the first bound, on it, between two, past the last
+        timings.observe(seconds)
+    buckets = dict(timings.cumulative())
+    assert (buckets["0.005"], buckets["0.01"], buckets["0.5"], buckets["600.0"], buckets["+Inf"]) == (2, 2, 3, 3, 4)
+    assert (timings.count, round(timings.sum, 3)) == (4, 1000.306)
