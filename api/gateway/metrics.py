@@ -49,7 +49,8 @@ class _Timings:
         self.count += 1
 
     def cumulative(self) -> list[tuple[str, float]]:
-        out, running = [], 0
+        out: list[tuple[str, float]] = []
+        running = 0
         for bound, n in zip((*(str(float(b)) for b in _LATENCY_BUCKETS), "+Inf"), self.buckets, strict=True):
             running += n
             out.append((bound, running))
@@ -135,8 +136,8 @@ class _Counts(Collector):
                 ("wingsmith_gateway_time_to_first_byte_seconds",
                  "From the request's arrival to the first body byte relayed.", m._first_bytes)):
             family = HistogramMetricFamily(name, doc, labels=["endpoint", "backend"])
-            for key, timings in series.items():
-                family.add_metric(list(key), timings.cumulative(), timings.sum)
+            for (endpoint, backend), timings in series.items():
+                family.add_metric([endpoint, backend], timings.cumulative(), timings.sum)
             out.append(family)
         return out
 
