@@ -259,6 +259,7 @@ def create_gateway_app(*, state_dir: Path | None = None, admin_token_ref: str | 
     app.proxy = BodyLimit(Proxy(table, upstreams, metrics, client_keys, tracer), limit=max_body_bytes,
                           refuse=too_large)
     app.state.table = table
+    app.state.max_body_bytes = max_body_bytes  # its server calls the app early for a body past it (server.py)
     app.state.routes_sync = None  # set by wingsmith.gateway.routes_sync.attach
     app.state.pushed = False
     app.state.metrics = metrics

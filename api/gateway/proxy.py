@@ -183,11 +183,14 @@ class Proxy:
         out.backend, out.code = state.backend.id, resp.status
         headers = _relayed_headers(resp, state, None if body is None else len(body))
         if body is not None:
-            _release(resp, state)
-            self.metrics.first_byte(out.endpoint, out.backend, start)  # it leaves with the head
+            # The answer first, the bookkeeping after: the client is waiting, the pool and metrics are not.
             out.started = True
-            await send({"type": "http.response.start", "status": resp.status, "headers": headers})
-            await send({"type": "http.response.body", "body": body})
+            try:
+                await send({"type": "http.response.start", "status": resp.status, "headers": headers})
+                await send({"type": "http.response.body", "body": body})
+            finally:
+                _release(resp, state)
+            self.metrics.first_byte(out.endpoint, out.backend, start)  # it left with the head
             return
         gone = asyncio.ensure_future(_abort_when_gone(receive, resp))
         try:

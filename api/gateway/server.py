@@ -73,7 +73,7 @@ class _Exchange:
     """One request and its answer: the ASGI `receive` and `send` the app gets for it."""
 
     __slots__ = ("conn", "scope", "body", "body_size", "complete", "waiter", "expect_continue", "keep_alive",
-                 "head", "chunked", "started", "finished", "head_only", "delivered")
+                 "head", "chunked", "started", "finished", "head_only", "delivered", "running")
 
     def __init__(self, conn: _Connection, scope: dict[str, Any], keep_alive: bool, expect_continue: bool):
         self.conn, self.scope = conn, scope
@@ -81,6 +81,7 @@ class _Exchange:
         self.body_size = 0
         self.complete = False  # the whole request body arrived
         self.delivered = False  # ... and was handed to the app
+        self.running = False  # the app was called for it
         self.waiter: asyncio.Future[None] | None = None
         self.expect_continue = expect_continue
         self.keep_alive = keep_alive
@@ -94,6 +95,8 @@ class _Exchange:
     def arrived(self, data: bytes) -> None:
         self.body.append(data)
         self.body_size += len(data)
+        if self.body_size > self.conn.server.start_app_past and not self.running and self.conn.current is self:
+            self.conn._start(self)  # a large body: the app reads it as it comes (and refuses it past its limit)
         if self.body_size > _BODY_BUFFER:
             self.conn.pause_reading()
         self._wake()
@@ -302,7 +305,7 @@ class _Connection(asyncio.Protocol):
         exchange = _Exchange(self, scope, parser.should_keep_alive() and not self.closing, self._expect)
         self.parsing = exchange
         if self.current is None:
-            self._start(exchange)
+            self._next(exchange)
         else:  # pipelined behind the answer in flight: read no further until it is answered
             self.waiting.append(exchange)
             self.pause_reading()
@@ -312,14 +315,27 @@ class _Connection(asyncio.Protocol):
             self.parsing.arrived(body)
 
     def on_message_complete(self) -> None:
-        if self.parsing is not None:
-            self.parsing.ended()
+        exchange = self.parsing
+        if exchange is not None:
+            exchange.ended()
             self.parsing = None
+            if exchange is self.current and not exchange.running:
+                self._start(exchange)
 
     # ---- running the app ----------------------------------------------------------------------------
 
-    def _start(self, exchange: _Exchange) -> None:
+    def _next(self, exchange: _Exchange) -> None:
+        """Make `exchange` the one being answered. The app is called once its body is whole: most
+        clients (httpx, so OpenAI's SDK) send a request's head and body in two writes, and an app
+        started on the head alone would only wait for the rest, a task switch and a wake-up more.
+        It is called at once when the client waits for `100 Continue`, and once a body passes the
+        app's body limit (arrived() then), so the app still refuses a large body as it comes."""
         self.current = exchange
+        if exchange.complete or exchange.expect_continue:
+            self._start(exchange)
+
+    def _start(self, exchange: _Exchange) -> None:
+        exchange.running = True
         task = self.loop.create_task(self._run(exchange))
         self.server.in_flight.add(task)
         task.add_done_callback(self.server.in_flight.discard)
@@ -358,7 +374,7 @@ class _Connection(asyncio.Protocol):
             self.close()
             return
         if self.waiting:
-            self._start(self.waiting.popleft())
+            self._next(self.waiting.popleft())
         if not self.waiting:
             self.resume_reading()
 
@@ -397,7 +413,8 @@ class _Connection(asyncio.Protocol):
             self.transport.resume_reading()
 
     def idle(self) -> bool:
-        return self.current is None and not self.waiting
+        """Nothing is being answered: no request, or only one whose body is still coming."""
+        return (self.current is None or not self.current.running) and not self.waiting
 
     def close(self) -> None:
         if self.transport is not None and not self.transport.is_closing():
@@ -424,6 +441,10 @@ class GatewayServer:
     def __init__(self, app: ASGIApp, *, keep_alive_timeout: float = 120.0):
         self.app = app
         self.keep_alive_timeout = keep_alive_timeout
+        # Past this many bytes of a body the app is called before the body is whole: the gateway's body
+        # limit (its app refuses more), else as much as is buffered before reading pauses.
+        limit = getattr(getattr(app, "state", None), "max_body_bytes", None)
+        self.start_app_past = min(limit, _BODY_BUFFER) if isinstance(limit, int) else _BODY_BUFFER
         self.connections: set[_Connection] = set()
         self.in_flight: set[asyncio.Task[None]] = set()
         self.state: dict[str, Any] | None = None  # what the app's lifespan yielded, copied into each scope

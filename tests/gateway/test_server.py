@@ -222,9 +222,12 @@ def test_an_idle_connection_is_closed_after_the_keep_alive_timeout(tmp_path, tok
         conn = Raw(served.url)
         conn.send(b"GET /healthz HTTP/1.1\r\nhost: gw\r\n\r\n")
         assert conn.answer()[0] == 200
+        stalled = Raw(served.url)  # a body that stops coming holds nothing for longer either
+        stalled.send(post(b"x" * 100).removesuffix(b"x" * 90))
         conn.sock.settimeout(5)
+        stalled.sock.settimeout(5)
         started = time.monotonic()
-        assert conn.closed()
+        assert conn.closed() and stalled.closed()
         assert time.monotonic() - started < 3
     finally:
         served.stop()
