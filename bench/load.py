@@ -395,17 +395,20 @@ async def run(args: argparse.Namespace, plane: Plane) -> None:
               f"Postgres + simulated clusters (operator delay 0) + offline Hub", flush=True)
         for text in await bench_resolve(plane, http, args.resolves, args.concurrency):
             print(text, flush=True)
-        print(await bench_reviews(plane, http, args.review_rounds), flush=True)
-        for text in await bench_journey(plane, http, args.journeys):
-            print(text, flush=True)
+        # Zero rounds or journeys skips that part (there would be no figure to divide by).
+        if args.review_rounds > 0:
+            print(await bench_reviews(plane, http, args.review_rounds), flush=True)
+        if args.journeys > 0:
+            for text in await bench_journey(plane, http, args.journeys):
+                print(text, flush=True)
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--concurrency", type=int, default=8, help="concurrent API callers for cached resolve")
     parser.add_argument("--resolves", type=int, default=2000)
-    parser.add_argument("--review-rounds", type=int, default=4, help="rounds of one draft per shipped model")
-    parser.add_argument("--journeys", type=int, default=12)
+    parser.add_argument("--review-rounds", type=int, default=4, help="rounds of one draft per shipped model (0: skip)")
+    parser.add_argument("--journeys", type=int, default=12, help="0: skip the journey")
     args = parser.parse_args()
     root = Path(tempfile.mkdtemp(prefix="wingsmith-load-"))
     plane = start_plane(root)

@@ -165,3 +165,36 @@ def test_a_client_that_accepts_gzip_gets_the_cached_answer_compressed(client):
     assert plain.headers.get("content-encoding") is None and zipped.headers["content-encoding"] == "gzip"
     assert zipped.json() == plain.json()  # the client decompresses
     assert int(zipped.headers["content-length"]) < int(plain.headers["content-length"]) / 3
+
+
+def _solving_refused(*_args, **_kwargs):
+    raise AssertionError("a cached resolve went through FastAPI's dependency and parameter machinery")
+
+
+def test_a_cached_answer_skips_fastapis_machinery_and_is_the_same_answer(client, monkeypatch):
+    params = {"source": "hf:openai/gpt-oss-20b"}
+    answers = {}
+    for encoding in ("gzip", "identity"):  # the first through the route as declared: it is not cached yet
+        answers[encoding] = client.get("/v1/artifacts/resolve", params=params, headers={"Accept-Encoding": encoding})
+    monkeypatch.setattr("fastapi.routing.solve_dependencies", _solving_refused)
+    for encoding, declared in answers.items():
+        cached = client.get("/v1/artifacts/resolve", params=params, headers={"Accept-Encoding": encoding})
+        assert cached.status_code == declared.status_code == 200
+        assert cached.content == declared.content and cached.headers == declared.headers
+
+
+@pytest.mark.parametrize("authorization", ["", "Bearer not-a-token", f"Basic {VIEWER}"])
+def test_a_cached_answer_is_refused_exactly_as_an_uncached_one(client, monkeypatch, authorization):
+    assert client.get("/v1/artifacts/resolve", params={"source": "openai/gpt-oss-20b"}).status_code == 200
+    refused = {source: client.get("/v1/artifacts/resolve", params={"source": source},
+                                  headers={"Authorization": authorization})
+               for source in ("openai/gpt-oss-20b", "openai/gpt-oss-120b")}  # cached, and not
+    cached, uncached = refused.values()
+    assert cached.status_code == uncached.status_code == 401
+    assert cached.content == uncached.content and cached.headers == uncached.headers
+    assert cached.json()["error"]["code"] == "unauthenticated"
+    # Refused before the cache is looked at, without FastAPI's machinery.
+    monkeypatch.setattr("fastapi.routing.solve_dependencies", _solving_refused)
+    again = client.get("/v1/artifacts/resolve", params={"source": "openai/gpt-oss-20b"},
+                       headers={"Authorization": authorization})
+    assert again.status_code == 401 and again.content == cached.content

@@ -60,3 +60,13 @@ def test_pinned_and_display():
     assert str(parse_source("a/b")) == "hf:a/b"
     assert str(parse_source("hf:a/b@dev")) == "hf:a/b@dev"
     assert isinstance(parse_source("a/b"), ModelSource)
+
+
+def test_a_source_is_parsed_once_and_long_ones_each_time():
+    assert parse_source("hf:openai/gpt-oss-20b") is parse_source("  hf:openai/gpt-oss-20b ")
+    long = "https://huggingface.co/openai" + "/" * 600 + "gpt-oss-20b"  # valid, and past the memo
+    assert parse_source(long) == parse_source(long) and parse_source(long) is not parse_source(long)
+    assert parse_source(long).repo_id == "openai/gpt-oss-20b"
+    for _ in range(2):  # a refusal is not remembered as an answer
+        with pytest.raises(InvalidSource):
+            parse_source("hf:Kimi-K3")

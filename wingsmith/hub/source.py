@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import functools
 import re
 from typing import Literal
 from urllib.parse import unquote, urlsplit
@@ -40,11 +41,26 @@ class ModelSource(BaseModel, frozen=True):
         return f"hf:{self.repo_id}" + (f"@{self.revision}" if self.revision_given else "")
 
 
+# Sources are parsed once per text: the API's cached resolve parses the same few over and over, and
+# building the (immutable) model was a twentieth of its time. Longer texts, which no one types, are
+# parsed each time, so the memo stays small.
+_MEMO_LONGEST = 512
+
+
 def parse_source(text: str) -> ModelSource:
     if not isinstance(text, str) or not text.strip():
         raise InvalidSource("source is empty: expected hf:<org>/<name>[@<revision>], "
                             "https://huggingface.co/<org>/<name>[/tree/<revision>] or <org>/<name>")
     text = text.strip()
+    return _parse_memo(text) if len(text) <= _MEMO_LONGEST else _parse(text)
+
+
+@functools.lru_cache(maxsize=1024)
+def _parse_memo(text: str) -> ModelSource:
+    return _parse(text)  # a refusal raises, and lru_cache keeps no exceptions
+
+
+def _parse(text: str) -> ModelSource:
     if text.startswith(("http://", "https://")):
         return _parse_url(text)
     if text.lower().startswith("hf:"):
