@@ -17,7 +17,8 @@ What it does, as HTTP/1.1 servers do (the gateway's tests run on it: tests/gatew
 - Answers without a length are sent chunked; writing waits while the client's socket is full.
 - A client that sends no valid HTTP gets 400 (431 for headers past `_MAX_HEADER_BYTES`), in the
   gateway's error shape, and its connection is closed.
-- A connection idle for `keep_alive_timeout` seconds is closed (a sweep every second, no timer per request).
+- A connection idle for `keep_alive_timeout` seconds is closed, and every answer carries a `date`: both
+  kept by a sweep every second: no timer per request, no date formatted per answer.
 - SIGTERM or SIGINT: stop accepting, close idle connections, let answers in flight finish (each
   connection closes after its answer), then the app's lifespan ends. A second signal closes everything.
 - No TLS, no HTTP/2, no upgrades (WebSocket: the request is answered as plain HTTP, then closed): in
@@ -32,6 +33,7 @@ import signal
 import socket
 import time
 from collections import deque
+from email.utils import formatdate
 from typing import Any
 from urllib.parse import unquote
 
@@ -158,8 +160,8 @@ class _Exchange:
                 name = name.lower()
                 if name == b"content-length":
                     length_known = True
-                elif name == b"transfer-encoding" or name == b"connection":
-                    continue  # this server frames the answer and says whether the connection stays
+                elif name == b"transfer-encoding" or name == b"connection" or name == b"date":
+                    continue  # this server frames the answer, says whether the connection stays, and dates it
                 head += (name, b": ", value, b"\r\n")
             self.chunked = not length_known and message["status"] not in (204, 304) and not self.head_only
             self.head = head
@@ -181,7 +183,7 @@ class _Exchange:
             if not self.keep_alive or (not more and not self.complete) or self.conn.closing:
                 self.keep_alive = False
                 head.append(b"connection: close\r\n")
-            head.append(b"\r\n")
+            head += (self.conn.server.date, b"\r\n")
             out = head
         if not self.head_only:
             if self.chunked:
@@ -388,7 +390,7 @@ class _Connection(asyncio.Protocol):
         head = [_status_line(status)]
         for name, value in response.raw_headers:
             head += (name, b": ", value, b"\r\n")
-        head += (b"connection: close\r\n\r\n", bytes(response.body))
+        head += (b"connection: close\r\n", self.server.date, b"\r\n", bytes(response.body))
         self.write(b"".join(head))
         self.close()
 
@@ -425,6 +427,10 @@ class _Connection(asyncio.Protocol):
             self.transport.abort()
 
 
+def _date_line() -> bytes:
+    return b"date: " + formatdate(usegmt=True).encode() + b"\r\n"
+
+
 class _HeadersTooLarge(Exception):
     """Stops the parser at a request's headers past the limits (data_received says so)."""
 
@@ -449,6 +455,7 @@ class GatewayServer:
         self.in_flight: set[asyncio.Task[None]] = set()
         self.state: dict[str, Any] | None = None  # what the app's lifespan yielded, copied into each scope
         self.started = False
+        self.date = _date_line()  # every answer's `date` (HTTP wants one from a server with a clock), per second
         self.loop: asyncio.AbstractEventLoop = None  # type: ignore[assignment]  # set by serve()
         self._stop: asyncio.Event | None = None
         self._force = False
@@ -512,6 +519,7 @@ class GatewayServer:
     async def _sweep(self) -> None:
         while True:
             await asyncio.sleep(1.0)
+            self.date = _date_line()
             too_old = time.monotonic() - self.keep_alive_timeout
             for conn in list(self.connections):
                 if conn.idle() and conn.idle_since < too_old:
