@@ -256,8 +256,9 @@ def create_gateway_app(*, state_dir: Path | None = None, admin_token_ref: str | 
         # Before routing, auth and parsing: no route reads more than this from a client.
         middleware=[Middleware(BodyLimit, limit=max_body_bytes, refuse=too_large)])
     # The same body limit, in front of the proxy: no route reads more than it from a client.
-    app.proxy = BodyLimit(Proxy(table, upstreams, metrics, client_keys, tracer), limit=max_body_bytes,
-                          refuse=too_large)
+    proxy = Proxy(table, upstreams, metrics, client_keys, tracer)
+    app.proxy = BodyLimit(proxy, limit=max_body_bytes, refuse=too_large)
+    app.state.proxy = proxy  # its own server calls it directly for a chat whose body is whole (server.py)
     app.state.table = table
     app.state.max_body_bytes = max_body_bytes  # its server calls the app early for a body past it (server.py)
     app.state.routes_sync = None  # set by wingsmith.gateway.routes_sync.attach

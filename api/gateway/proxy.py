@@ -20,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import json
 import time
+from collections.abc import Callable
 from typing import Any
 
 from opentelemetry.trace import Span
@@ -49,6 +50,8 @@ _HOP_BY_HOP = frozenset({b"connection", b"keep-alive", b"proxy-authenticate", b"
                          b"trailer", b"trailers", b"transfer-encoding", b"upgrade", b"date", b"server"})
 _BACKEND_HEADER = BACKEND_HEADER.encode()
 _END = {"type": "http.response.body", "body": b"", "more_body": False}
+# Writes a whole answer (status, headers that carry its length, body) in one piece.
+WriteWhole = Callable[[int, list[tuple[bytes, bytes]], bytes], None]
 
 
 class _Outcome:
@@ -69,11 +72,20 @@ class Proxy:
         self.client_keys, self.tracer = client_keys, tracer
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """ASGI, under any server: the body is read from `receive`."""
+        await self.serve(scope, receive, send)
+
+    async def serve(self, scope: Scope, receive: Receive, send: Send, raw: bytes | None = None,
+                    write_whole: WriteWhole | None = None) -> None:
+        """One request. The gateway's own server (api/gateway/server.py) passes the body it already holds
+        whole (`raw`, checked against the body limit) and `write_whole`, which writes an answer read
+        whole in one piece; the ASGI layers and messages in between were a third of what the gateway
+        added to a chat."""
         start = time.perf_counter()
         span = self.tracer.start(scope["method"], scope["path"], scope["headers"]) if self.tracer else None
         out = _Outcome()
         try:
-            await self._proxy(scope, receive, send, start, span, out)
+            await self._proxy(scope, receive, send, start, span, out, raw, write_whole)
         except Exception:
             if out.started:
                 raise  # the server aborts the client's connection: it sees the break
@@ -88,13 +100,14 @@ class Proxy:
                 RequestTracer.end(span, out.code, out.endpoint, out.backend)
 
     async def _proxy(self, scope: Scope, receive: Receive, send: Send, start: float, span: Span | None,
-                     out: _Outcome) -> None:
-        try:
-            raw = await _body(receive)  # at most the body limit: BodyLimit counts what arrives
-        except RequestTooLarge as exc:
-            return await _answer(too_large(exc.limit), scope, receive, send, out)
+                     out: _Outcome, raw: bytes | None, write_whole: WriteWhole | None) -> None:
         if raw is None:
-            return  # the client went away before its request was whole
+            try:
+                raw = await _body(receive)  # at most the body limit: BodyLimit counts what arrives
+            except RequestTooLarge as exc:
+                return await _answer(too_large(exc.limit), scope, receive, send, out)
+            if raw is None:
+                return  # the client went away before its request was whole
         try:
             body = json.loads(raw)
         except (ValueError, RecursionError):  # not JSON, not text, or nested past the parser's depth
@@ -143,9 +156,9 @@ class Proxy:
                     self.table.failed(state, f"HTTP {resp.status}")
                 held = (resp, state, answer)  # relayed as is if no other backend does better
                 continue
-            return await self._relay(resp, state, answer, receive, send, start, out)
+            return await self._relay(resp, state, answer, receive, send, start, out, write_whole)
         if held is not None:
-            return await self._relay(*held, receive, send, start, out)
+            return await self._relay(*held, receive, send, start, out, write_whole)
         if not tried:
             return await _answer(openai_error(503, f"No backend is taking requests for model {name!r} right now.",
                                               "service_unavailable", "no_backend"), scope, receive, send, out)
@@ -179,15 +192,18 @@ class Proxy:
             return exc.reason
 
     async def _relay(self, resp: UpstreamResponse, state: BackendState, body: bytes | None, receive: Receive,
-                     send: Send, start: float, out: _Outcome) -> None:
+                     send: Send, start: float, out: _Outcome, write_whole: WriteWhole | None) -> None:
         out.backend, out.code = state.backend.id, resp.status
         headers = _relayed_headers(resp, state, None if body is None else len(body))
         if body is not None:
             # The answer first, the bookkeeping after: the client is waiting, the pool and metrics are not.
             out.started = True
             try:
-                await send({"type": "http.response.start", "status": resp.status, "headers": headers})
-                await send({"type": "http.response.body", "body": body})
+                if write_whole is not None:
+                    write_whole(resp.status, headers, body)
+                else:
+                    await send({"type": "http.response.start", "status": resp.status, "headers": headers})
+                    await send({"type": "http.response.body", "body": body})
             finally:
                 _release(resp, state)
             self.metrics.first_byte(out.endpoint, out.backend, start)  # it left with the head

@@ -33,6 +33,7 @@ import signal
 import socket
 import time
 from collections import deque
+from collections.abc import Awaitable
 from email.utils import formatdate
 from typing import Any
 from urllib.parse import unquote
@@ -42,6 +43,7 @@ import structlog
 from starlette.types import ASGIApp, Message
 
 from api.gateway.answers import openai_error
+from api.gateway.proxy import PROXY_PATHS, Proxy
 
 log = structlog.get_logger("wingsmith.gateway.server")
 
@@ -142,27 +144,57 @@ class _Exchange:
 
     # ---- the answer side --------------------------------------------------------------------------
 
+    def _head(self, status: int, headers: Any) -> tuple[list[bytes], bool]:
+        """The answer's status line and headers (without the end of the head), and whether they say its
+        length."""
+        if self.started:
+            raise RuntimeError("the answer's head was already sent")
+        self.started = True
+        head = [_status_line(status)]
+        length_known = False
+        # Names and values are the app's or a backend's as httptools parsed them; a line break in one
+        # would let it write headers of its own (response splitting). One scan over them all.
+        fields = b"".join(b"".join(pair) for pair in headers)
+        if b"\n" in fields or b"\r" in fields:
+            raise RuntimeError("a header with a line break")
+        for name, value in headers:
+            name = name.lower()
+            if name == b"content-length":
+                length_known = True
+            elif name == b"transfer-encoding" or name == b"connection" or name == b"date":
+                continue  # this server frames the answer, says whether the connection stays, and dates it
+            head += (name, b": ", value, b"\r\n")
+        return head, length_known
+
+    def _end_head(self, head: list[bytes], whole: bool) -> None:
+        """Close the head: whether the connection stays (not when the request's body was not read to
+        its end: what follows on the wire is unknown), and the date."""
+        if not self.keep_alive or (whole and not self.complete) or self.conn.closing:
+            self.keep_alive = False
+            head.append(b"connection: close\r\n")
+        head += (self.conn.server.date, b"\r\n")
+
+    def write_whole(self, status: int, headers: list[tuple[bytes, bytes]], body: bytes) -> None:
+        """A whole answer whose headers say its length, in one write, without ASGI messages (the
+        proxy's answers read whole: api/gateway/proxy.py)."""
+        head, length_known = self._head(status, headers)
+        if not length_known:
+            raise RuntimeError("a whole answer without its length")
+        self._end_head(head, True)
+        if not self.head_only:
+            head.append(body)
+        self.conn.write(b"".join(head))
+        self._finish()
+
+    def _finish(self) -> None:
+        self.finished = True
+        self._wake()
+        self.conn.answered(self)
+
     async def send(self, message: Message) -> None:
         kind = message["type"]
         if kind == "http.response.start":
-            if self.started:
-                raise RuntimeError("the answer's head was already sent")
-            self.started = True
-            head = [_status_line(message["status"])]
-            length_known = False
-            headers = message.get("headers", ())
-            # Names and values are the app's or a backend's as httptools parsed them; a line break in
-            # one would let it write headers of its own (response splitting). One scan over them all.
-            fields = b"".join(b"".join(pair) for pair in headers)
-            if b"\n" in fields or b"\r" in fields:
-                raise RuntimeError("a header with a line break")
-            for name, value in headers:
-                name = name.lower()
-                if name == b"content-length":
-                    length_known = True
-                elif name == b"transfer-encoding" or name == b"connection" or name == b"date":
-                    continue  # this server frames the answer, says whether the connection stays, and dates it
-                head += (name, b": ", value, b"\r\n")
+            head, length_known = self._head(message["status"], message.get("headers", ()))
             self.chunked = not length_known and message["status"] not in (204, 304) and not self.head_only
             self.head = head
             return
@@ -180,10 +212,7 @@ class _Exchange:
                 head += (b"content-length: ", str(len(body)).encode(), b"\r\n")
             if self.chunked:
                 head.append(b"transfer-encoding: chunked\r\n")
-            if not self.keep_alive or (not more and not self.complete) or self.conn.closing:
-                self.keep_alive = False
-                head.append(b"connection: close\r\n")
-            head += (self.conn.server.date, b"\r\n")
+            self._end_head(head, not more)
             out = head
         if not self.head_only:
             if self.chunked:
@@ -198,9 +227,7 @@ class _Exchange:
         if more:
             await self.conn.drained()
             return
-        self.finished = True
-        self._wake()
-        self.conn.answered(self)
+        self._finish()
 
 
 class _Connection(asyncio.Protocol):
@@ -338,13 +365,24 @@ class _Connection(asyncio.Protocol):
 
     def _start(self, exchange: _Exchange) -> None:
         exchange.running = True
-        task = self.loop.create_task(self._run(exchange))
+        scope, proxy = exchange.scope, self.server.proxy
+        call: Awaitable[None]
+        if (proxy is not None and exchange.complete and exchange.body_size <= self.server.body_limit
+                and scope["method"] == "POST" and scope["path"] in PROXY_PATHS):
+            # A chat whose whole body is in hand, within the limit: straight to the proxy, its answer
+            # written in one piece. Anything else (a body past the limit among it) goes through the app.
+            raw = exchange.body[0] if len(exchange.body) == 1 else b"".join(exchange.body)
+            exchange.body, exchange.body_size, exchange.delivered = [], 0, True
+            call = proxy.serve(scope, exchange.receive, exchange.send, raw, exchange.write_whole)
+        else:
+            call = self.app(scope, exchange.receive, exchange.send)
+        task = self.loop.create_task(self._run(exchange, call))
         self.server.in_flight.add(task)
         task.add_done_callback(self.server.in_flight.discard)
 
-    async def _run(self, exchange: _Exchange) -> None:
+    async def _run(self, exchange: _Exchange, call: Awaitable[None]) -> None:
         try:
-            await self.app(exchange.scope, exchange.receive, exchange.send)
+            await call
         except Exception:
             if exchange.finished:  # the whole answer went out first: only the log needs to know
                 log.exception("gateway request failed after its answer", path=exchange.scope["path"])
@@ -449,8 +487,12 @@ class GatewayServer:
         self.keep_alive_timeout = keep_alive_timeout
         # Past this many bytes of a body the app is called before the body is whole: the gateway's body
         # limit (its app refuses more), else as much as is buffered before reading pauses.
-        limit = getattr(getattr(app, "state", None), "max_body_bytes", None)
-        self.start_app_past = min(limit, _BODY_BUFFER) if isinstance(limit, int) else _BODY_BUFFER
+        state = getattr(app, "state", None)
+        limit = getattr(state, "max_body_bytes", None)
+        self.body_limit = limit if isinstance(limit, int) else _BODY_BUFFER
+        self.start_app_past = min(self.body_limit, _BODY_BUFFER)
+        # The gateway's proxy (api/gateway/proxy.py), called directly for chats whose body is whole.
+        self.proxy: Proxy | None = getattr(state, "proxy", None)
         self.connections: set[_Connection] = set()
         self.in_flight: set[asyncio.Task[None]] = set()
         self.state: dict[str, Any] | None = None  # what the app's lifespan yielded, copied into each scope
