@@ -10,7 +10,8 @@ measure several times, the worst run judged against its target and shown beside 
   requests under load);
 - gateway_p99_ratio (<= 1.25): a non-streaming chat completion through the gateway (bench/gateway.py),
   against the same request straight to the frontend, in turn with the same request through a byte pipe
-  (no HTTP parsed: the floor of any proxy hop on the machine, reported beside it);
+  (no HTTP parsed: the floor of any proxy hop on the machine, reported beside it), the order rotating
+  each round (bench/gateway.py `rotated`);
   sse_first_byte_added_p50_ms (<= 1): time to the first streamed byte through the gateway minus straight
   to the frontend, at p50; and throughput: requests per second the gateway (one process, one core)
   answers to 8 connections, p99 under 100 ms, beside the frontend alone and, when
@@ -116,7 +117,7 @@ def measure_gateway(quick: bool) -> dict[str, Any]:
             "sse_first_byte_added_p50_ms": round(fv["p50_ms"] - fd["p50_ms"], 3),
             "gateway": {
                 "request": "POST /v1/chat/completions, non-streaming, one keep-alive client, "
-                           "in turn direct/gateway/byte pipe",
+                           "in turn direct/gateway/byte pipe, the order rotating each round",
                 "direct": d, "via_gateway": v, "p50_ratio": round(v["p50_ms"] / d["p50_ms"], 3),
                 # The floor of any proxy hop here: a byte pipe's p99 against direct, in the same run.
                 "via_byte_pipe": b, "byte_pipe_p99_ratio": round(b["p99_ms"] / d["p99_ms"], 3),

@@ -180,10 +180,9 @@ class Proxy:
         resp: UpstreamResponse | None = None
         try:
             pool, prefix = self.upstreams.for_url(backend.url)
-            resp = await pool.request("POST", prefix + path, headers, payload)
-            if _small_and_whole(resp):
-                return resp, await resp.read()
-            return resp, None
+            resp = await pool.request("POST", prefix + path, headers, payload, whole_up_to=_BUFFER_UP_TO)
+            # Small answers come whole (or a stream that was already over); the rest is relayed as it comes.
+            return (resp, await resp.read()) if resp.complete else (resp, None)
         except UpstreamError as exc:
             if resp is not None:
                 resp.release()
@@ -297,16 +296,3 @@ def _relayed_headers(resp: UpstreamResponse, state: BackendState, length: int | 
         headers.append((b"content-length", str(length).encode()))
     return headers
 
-
-def _small_and_whole(resp: UpstreamResponse) -> bool:
-    """A non-streamed answer of known, small size (or one already read to its end)."""
-    if resp.complete:
-        return True
-    length = None
-    for name, value in resp.headers:
-        lowered = name.lower()
-        if lowered == b"content-type" and value.startswith(b"text/event-stream"):
-            return False
-        if lowered == b"content-length":
-            length = int(value) if value.isdigit() else None
-    return length is not None and length <= _BUFFER_UP_TO

@@ -55,6 +55,9 @@ class _Connection(asyncio.Protocol):
         self.received = False  # any byte of the current answer
         self.failure: str | None = None  # why this connection can carry nothing more
         self.waiter: asyncio.Future[None] | None = None
+        # Set by a request that reads an answer whole when it is small and not a stream (`whole_up_to`):
+        # its waiter is not woken for a head whose body is still coming.
+        self.whole_up_to: int | None = None
         self.paused = False
         self.parser = httptools.HttpResponseParser(self)
         self._reset()
@@ -67,6 +70,7 @@ class _Connection(asyncio.Protocol):
         self.body: list[bytes] = []
         self.buffered = 0
         self.headers_done = self.complete = self.keep_alive = self.received = False
+        self.small = False  # the head says: not a stream, and a length up to `whole_up_to`
 
     # ---- asyncio protocol ----------------------------------------------------------------------
 
@@ -85,6 +89,8 @@ class _Connection(asyncio.Protocol):
             self._fail(f"RemoteProtocolError ({type(exc).__name__})")
             self.close()
             return
+        if self.small and not self.complete:
+            return  # the rest of a small answer is still coming: a wake-up now would only wait again
         self._wake()
 
     def eof_received(self) -> bool:
@@ -104,11 +110,14 @@ class _Connection(asyncio.Protocol):
         # Asked here: once the message is complete the parser has moved on and no longer knows.
         self.keep_alive = self.parser.should_keep_alive()
         self.headers_done = True
+        if self.whole_up_to is not None:
+            self.small = _small(self.headers, self.whole_up_to)
 
     def on_body(self, body: bytes) -> None:
         self.body.append(body)
         self.buffered += len(body)
-        if self.buffered > _PAUSE_AT and not self.paused and self.transport is not None:
+        # A small answer is read whole (bounded by `whole_up_to`); a stream the client reads slowly pauses.
+        if self.buffered > _PAUSE_AT and not self.small and not self.paused and self.transport is not None:
             self.paused = True
             self.transport.pause_reading()
 
@@ -162,6 +171,18 @@ class _Connection(asyncio.Protocol):
             self.transport.close()
 
 
+def _small(headers: list[tuple[bytes, bytes]], up_to: int) -> bool:
+    """A non-streamed answer of known length, at most `up_to` bytes."""
+    length = None
+    for name, value in headers:
+        lowered = name.lower()
+        if lowered == b"content-type" and value.startswith(b"text/event-stream"):
+            return False
+        if lowered == b"content-length":
+            length = int(value) if value.isdigit() else None
+    return length is not None and length <= up_to
+
+
 class UpstreamResponse:
     """An answer whose status and headers have arrived; its body is read with `next_chunk()` or
     `chunks()` (as it arrives) or `read()` (whole). `release()` gives the connection back, or closes
@@ -199,9 +220,13 @@ class UpstreamResponse:
 
     async def read(self) -> bytes:
         conn = self._live()
-        while not conn.complete:  # most answers of the hot path arrive whole with their headers
+        parts = []
+        while not conn.complete:
+            if conn.body:  # taken as it comes: a large answer held whole would pause its own socket
+                parts.append(conn.take())
             await conn.wait(self._timeout)
-        return conn.take()
+        parts.append(conn.take())
+        return parts[0] if len(parts) == 1 else b"".join(parts)
 
     def abort(self) -> None:
         """Close the connection now (the client went away): a wait on it ends at once."""
@@ -232,8 +257,9 @@ class Upstream:
         self._closed = False
 
     async def request(self, method: str, target: str, headers: list[tuple[bytes, bytes]], body: bytes = b"",
-                      *, read_timeout: float | None = None) -> UpstreamResponse:
-        """Send one request and wait for its status and headers."""
+                      *, read_timeout: float | None = None, whole_up_to: int | None = None) -> UpstreamResponse:
+        """Send one request and wait for its status and headers; with `whole_up_to`, for the whole answer
+        when it is not a stream and its length is known and at most that (`complete` says which)."""
         timeout = self.read_timeout if read_timeout is None else read_timeout
         head = self._heads.get((method, target))
         if head is None:
@@ -247,10 +273,11 @@ class Upstream:
         while True:
             conn = await self._connection()
             conn.busy = True
+            conn.whole_up_to = whole_up_to
             assert conn.transport is not None
             conn.transport.write(payload)
             try:
-                while not conn.headers_done:
+                while not conn.headers_done or (conn.small and not conn.complete):
                     await conn.wait(timeout)
             except UpstreamError as exc:
                 conn.close()

@@ -117,3 +117,18 @@ def test_the_worst_run_is_judged_and_the_median_shown(monkeypatch):
 def test_an_unknown_measure_is_refused():
     done = run_report("--only", "placement,nonsense")
     assert done.returncode == 2 and "unknown measure(s) nonsense" in done.stderr
+
+
+def test_series_take_turns_in_a_rotating_order(monkeypatch):
+    """Each series follows each other series as often (they share one frontend, still finishing the
+    previous answer when the next request reaches it)."""
+    import collections
+
+    monkeypatch.syspath_prepend(str(ROOT / "bench"))
+    rotated = importlib.import_module("gateway").rotated
+
+    order = rotated(3, 300)
+    assert collections.Counter(order) == {0: 300, 1: 300, 2: 300}
+    follows = collections.Counter(zip(order, order[1:], strict=False))
+    assert all(follows[(a, b)] >= 99 for a in range(3) for b in range(3) if a != b)
+    assert rotated(2, 4) == [0, 1, 1, 0, 0, 1, 1, 0]

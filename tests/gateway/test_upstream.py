@@ -163,3 +163,43 @@ async def test_pools_are_per_origin_and_forgotten_with_their_routes():
     assert upstreams.for_url("http://127.0.0.1:9002")[0] is west
     await upstreams.aclose()
     assert west._closed
+
+
+async def test_a_small_answer_comes_whole_and_a_stream_at_its_head():
+    """With `whole_up_to`, request() returns a small non-streamed answer whole, even one larger than the
+    buffer at which a slow stream stops being read, and an answer sent in pieces; a stream, and an
+    answer past the bound, come back at their head."""
+    big = b"x" * 600_000  # past the 256 KB at which reading pauses for a stream
+
+    async def answer(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, index: int) -> None:
+        while True:
+            request = await read_request(reader)
+            if b"/stream" in request:
+                writer.write(b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncontent-length: 11\r\n\r\n")
+                await writer.drain()
+                await asyncio.sleep(0.3)
+                writer.write(b"data: one\n\n")
+            else:
+                writer.write(b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\n"
+                             b"content-length: %d\r\n\r\n" % len(big))
+                await writer.drain()
+                for i in range(0, len(big), 100_000):  # the body in pieces, after the head
+                    await asyncio.sleep(0.01)
+                    writer.write(big[i:i + 100_000])
+            await writer.drain()
+
+    async with server(answer) as (origin, _):
+        pool = Upstream(origin, read_timeout=5)
+        whole = await pool.request("POST", "/whole", [], b"{}", whole_up_to=1 << 20)
+        assert whole.complete and await whole.read() == big
+        whole.release()
+        bounded = await pool.request("POST", "/whole", [], b"{}", whole_up_to=1000)
+        assert not bounded.complete  # past the bound: at its head, read as it comes
+        assert await bounded.read() == big
+        bounded.release()
+        started = asyncio.get_running_loop().time()
+        stream = await pool.request("POST", "/stream", [], b"{}", whole_up_to=1 << 20)
+        assert not stream.complete and asyncio.get_running_loop().time() - started < 0.25
+        assert await stream.read() == b"data: one\n\n"
+        stream.release()
+        await pool.aclose()
