@@ -6,7 +6,9 @@ proxying: a request object, a task, a keep-alive timer and an event per request,
 per answer header, and the answer's head and body written in two system calls (two TCP segments the
 client wakes for). Here a request is parsed by httptools (C) as its bytes arrive, its scope is built
 once, and an answer's head goes out in the same write as its first body bytes (bench/report.py,
-"gateway": the measure this is judged by).
+"gateway": the measure this is judged by). A chat whose whole body is in hand, within the body limit,
+goes straight to the proxy (`Proxy.serve`), and an answer it read whole is written in one piece without
+ASGI messages; every other request goes through the ASGI app.
 
 What it does, as HTTP/1.1 servers do (the gateway's tests run on it: tests/gateway):
 - Keep-alive, HTTP/1.0 (closed after the answer unless it asked for keep-alive), pipelined requests
