@@ -40,7 +40,7 @@ from api.body_limit import BodyLimit, RequestTooLarge
 from api.gateway.answers import openai_error, refused_by_door, too_large, unauthorized, unknown_model
 from api.gateway.guard import DEFAULT_MAX_BODY_BYTES, ClientKeys, Refusal
 from api.gateway.metrics import GatewayMetrics
-from api.gateway.proxy import PROXY_PATHS, Proxy
+from api.gateway.proxy import Proxy, proxied
 from api.gateway.table import BackendState, RouteTable, log
 from api.gateway.tracing import RequestTracer
 from api.gateway.upstream import UpstreamError, Upstreams
@@ -55,7 +55,7 @@ class GatewayApp(Starlette):
     proxy: ASGIApp
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "http" and scope["path"] in PROXY_PATHS and scope["method"] == "POST":
+        if proxied(scope):
             await self.proxy(scope, receive, send)
         else:
             await super().__call__(scope, receive, send)

@@ -36,6 +36,12 @@ from api.gateway.upstream import UpstreamError, UpstreamResponse, Upstreams
 
 BACKEND_HEADER = "x-wingsmith-backend"
 PROXY_PATHS = frozenset({"/v1/chat/completions", "/v1/completions"})
+
+
+def proxied(scope: Scope) -> bool:
+    """A request the proxy answers: a POST to one of its paths."""
+    return scope["type"] == "http" and scope["path"] in PROXY_PATHS and scope["method"] == "POST"
+
 # Answers that say "this backend cannot serve this request now" rather than "the request is bad".
 # A 404 counts: the route says the backend serves the model, so not finding it is the backend's fault.
 RETRY_STATUSES = frozenset({404, 408, 429, 500, 502, 503, 504})
@@ -79,8 +85,8 @@ class Proxy:
                     write_whole: WriteWhole | None = None) -> None:
         """One request. The gateway's own server (api/gateway/server.py) passes the body it already holds
         whole (`raw`, checked against the body limit) and `write_whole`, which writes an answer read
-        whole in one piece; the ASGI layers and messages in between were a third of what the gateway
-        added to a chat."""
+        whole in one piece: no ASGI layers (the app's dispatch, the body limit, `receive`) and no
+        messages to build and read again between the server and the proxy."""
         start = time.perf_counter()
         span = self.tracer.start(scope["method"], scope["path"], scope["headers"]) if self.tracer else None
         out = _Outcome()

@@ -45,7 +45,7 @@ import structlog
 from starlette.types import ASGIApp, Message
 
 from api.gateway.answers import openai_error
-from api.gateway.proxy import PROXY_PATHS, Proxy
+from api.gateway.proxy import Proxy, proxied
 
 log = structlog.get_logger("wingsmith.gateway.server")
 
@@ -370,7 +370,7 @@ class _Connection(asyncio.Protocol):
         scope, proxy = exchange.scope, self.server.proxy
         call: Awaitable[None]
         if (proxy is not None and exchange.complete and exchange.body_size <= self.server.body_limit
-                and scope["method"] == "POST" and scope["path"] in PROXY_PATHS):
+                and proxied(scope)):
             # A chat whose whole body is in hand, within the limit: straight to the proxy, its answer
             # written in one piece. Anything else (a body past the limit among it) goes through the app.
             raw = exchange.body[0] if len(exchange.body) == 1 else b"".join(exchange.body)
