@@ -11,6 +11,7 @@ from pathlib import Path
 
 from api.gateway.app import create_gateway_app
 from api.gateway.guard import CLIENT_KEYS_ENV, DEFAULT_MAX_BODY_BYTES, MAX_BODY_ENV
+from api.gateway.scheduling import DEFAULT_SLICE_US, SLICE_ENV, ask_for_slice, slice_us
 from api.gateway.server import GatewayServer
 from wingsmith.gateway.routes_sync import DEFAULT_INTERVAL, INTERVAL_ENV, SOURCE_ENV, RoutesSync, attach
 from wingsmith.logs import configure_logging
@@ -26,6 +27,13 @@ def listening_socket(host: str, port: int) -> socket.socket:
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind((host, port))
     return sock
+
+
+def _slice_us(text: str) -> int:
+    try:
+        return slice_us(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -52,9 +60,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--routes-poll-interval", type=float,
                         default=float(os.environ.get(INTERVAL_ENV) or DEFAULT_INTERVAL),
                         help=f"seconds between pulls (default: ${INTERVAL_ENV} or {DEFAULT_INTERVAL:g})")
+    parser.add_argument("--sched-slice-us", type=_slice_us, default=os.environ.get(SLICE_ENV) or DEFAULT_SLICE_US,
+                        help="the scheduler time slice the gateway asks Linux for, in microseconds: short, so "
+                             "it runs soon after it wakes on a busy machine (api/gateway/scheduling.py); "
+                             f"0 keeps the kernel's (default: ${SLICE_ENV} or {DEFAULT_SLICE_US})")
     parser.add_argument("--log-level", default="INFO")
     args = parser.parse_args(argv)
     configure_logging(args.log_level)
+    if args.sched_slice_us and not ask_for_slice(args.sched_slice_us):
+        print("note: the scheduler refused a shorter time slice; the gateway runs on the default one",
+              file=sys.stderr)
     if not args.admin_token_ref:
         print("warning: no --admin-token-ref: the admin API refuses every call", file=sys.stderr)
     # Traced only when the spans leave the process: unlike the plane's other processes, the gateway's
