@@ -50,7 +50,7 @@ def test_the_gateway_runs_on_the_short_slice_by_default(start):
 
 def test_the_slice_is_chosen_by_flag_or_environment_and_zero_keeps_the_kernels(start):
     assert current_slice_us(start("--sched-slice-us", "250").pid) == (250 if REPORTED else None)
-    assert current_slice_us(start(env={SLICE_ENV: "400"}).pid) == (400 if REPORTED else None)
+    assert current_slice_us(start(env={SLICE_ENV: "600"}).pid) == (600 if REPORTED else None)
     assert current_slice_us(start("--sched-slice-us", "0").pid) == INHERITED
 
 
