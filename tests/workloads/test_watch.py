@@ -182,7 +182,7 @@ async def test_an_edited_spec_is_put_back_or_only_reported(api, deps, temporal_c
 
 
 async def test_an_unreachable_cluster_past_the_grace_is_replaced_and_cleaned_when_it_returns(
-        api, deps, temporal_client, clusters, approved_kimi):
+        api, deps, temporal_client, clusters, approved_kimi, pg_pool):
     async with running_worker(temporal_client, deps):
         r = await api.post("/v1/workloads", json=_body(approved_kimi, "watch-lost"), headers=as_("tok-olga"))
         assert r.status_code == 202, r.text
@@ -204,6 +204,13 @@ async def test_an_unreachable_cluster_past_the_grace_is_replaced_and_cleaned_whe
             return live if live.get("stage") == "serving" and serving and lost not in serving else None
         live = await wait_until(moved, timeout=90, what="the replica to move to another cluster")
         assert any(f"healed {lost} (replace" in e for e in live["events"]), live["events"]
+        # Placing again does not read the cluster given up on: it is denied whatever its nodes, and reading
+        # it while unreachable cost the whole retry budget (~20 s) before anything was placed.
+        decision = await pg_pool.fetchval(
+            "select decision from placements where workload_id = 'watch-lost' order by revision desc limit 1")
+        [verdict] = [c for c in decision["clusters"] if c["cluster"] == lost]
+        first_failed = next(f for f in verdict["filters"] if not f["passed"])
+        assert first_failed["name"] == "denied_clusters", verdict["filters"]  # not its inventory read
         # The old deployment is still on the partitioned cluster: two exist until it answers again.
         assert len(dgds(clusters, "watch-lost")) == 2
         clusters.faults(lost).update({"unreachable": False})
