@@ -103,7 +103,13 @@ class Observer:
                 if target is None:
                     continue
                 if name in wl.holding():
+                    heals = wl.state.heals
                     await healer.act_on(target, seen)
+                    if wl.state.heals != heals:
+                        # Healed: what was known of it is from before. The next look answers from a read
+                        # started after the heal; one shared with other looks may have started before its
+                        # apply, still show the fault, and heal it a second time.
+                        self.known.pop(name, None)
                 elif name in wl.state.leftovers:
                     await healer.remove_leftover(target, seen)
             await healer.place_if_short()
