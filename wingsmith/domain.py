@@ -22,6 +22,7 @@ DOMAIN: tuple[str, ...] = (
     # A resolved commit's facts (the artifact workflow carries them) and what parsing them needs; the
     # Hub client itself (wingsmith.hub.resolver) is an adapter, loaded by the package only on use.
     "wingsmith.hub.config_facts",
+    "wingsmith.hub.config_schema",  # the bounded schema every config.json passes first
     "wingsmith.hub.errors",
     "wingsmith.hub.proposal",
     "wingsmith.hub.source",

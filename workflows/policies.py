@@ -1,6 +1,12 @@
 """Activity timeouts and retry policies of every workflow, in one place, each with why it is so.
 Workflows call activities by name (contracts/) with one of these; none defines its own.
 
+Every retry policy is built by `retry` below: it has a maximum number of attempts, and data errors
+(contracts/data_errors.py) are never retried, whatever the activity. tests/workflows/test_retry_bounds.py
+walks every policy and every activity call of every workflow to keep it so. Where an outage of Postgres,
+a gateway or a cluster should be waited out, the maximum is generous (an hour or more), never infinite:
+a workflow that meets it fails with the last error as its reason instead of growing its history for days.
+
 Local activities run inside the workflow task on the worker that holds the workflow, with no round
 trip through the server to dispatch them or to report back (on the dev server each such trip is tens
 of milliseconds); the result is still recorded (a marker), retried and idempotent.
@@ -8,36 +14,48 @@ of milliseconds); the result is still recorded (a marker), retried and idempoten
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import timedelta
 
 from temporalio import workflow
 from temporalio.common import RetryPolicy
 
 from contracts.artifact import HUB_FINAL, HUB_MISSING
+from contracts.data_errors import DATA_ERRORS
 from contracts.perf import ERROR_NOT_INSTALLED
 from contracts.rollout import FINAL_ERRORS
 
+
+def retry(*, attempts: int, initial: timedelta = timedelta(seconds=1), maximum_interval: timedelta | None = None,
+          final: Sequence[str] = ()) -> RetryPolicy:
+    """A retry policy with a maximum: `attempts` in all (the first included); `final` and every data error
+    end it at once."""
+    if attempts < 1:
+        raise ValueError("a retry policy needs a maximum number of attempts")
+    return RetryPolicy(initial_interval=initial, maximum_interval=maximum_interval, maximum_attempts=attempts,
+                       non_retryable_error_types=[*final, *DATA_ERRORS])
+
+
 # Registry writes take milliseconds: a worker that dies mid-write is written off after 10 s, and while
-# Postgres restarts they retry every few seconds (at most 5 s apart), not every half minute, for as long
-# as it takes. (This was defined four times; the artifact workflow's copy allowed 30 s and backed off
-# to 30 s, which only made a review wait longer after a Postgres restart; it now shares these.)
+# Postgres restarts they retry every few seconds (at most 5 s apart), not every half minute, for up to an
+# hour (720 attempts): a restart or a failover is waited out, a database gone for good fails the step.
 REGISTRY_TIMEOUT = timedelta(seconds=10)
-REGISTRY_RETRY = RetryPolicy(initial_interval=timedelta(seconds=1), maximum_interval=timedelta(seconds=5))
+REGISTRY_RETRY = retry(attempts=720, maximum_interval=timedelta(seconds=5))
 REGISTRY = workflow.LocalActivityConfig(start_to_close_timeout=REGISTRY_TIMEOUT, retry_policy=REGISTRY_RETRY)
 # The same writes as scheduled (server-dispatched) activities, where a recorded history has them so:
 # making them local changes the command sequence, so it waits for a re-recording of histories.
 REGISTRY_SCHEDULED = workflow.ActivityConfig(start_to_close_timeout=REGISTRY_TIMEOUT, retry_policy=REGISTRY_RETRY)
 
 # Placement is a pure computation over inventories the workflow already read: local, like the registry
-# writes, with the default retry policy (it fails only on a bug, which a new worker version fixes).
-PLACE = workflow.LocalActivityConfig(start_to_close_timeout=timedelta(seconds=10))
+# writes. It fails only on a bug, which a few tries do not fix: the workflow fails with the bug's words.
+PLACE = workflow.LocalActivityConfig(start_to_close_timeout=timedelta(seconds=10), retry_policy=retry(attempts=3))
 
 
 def inventory_read(task_queue: str) -> workflow.ActivityConfig:
     """A cluster's nodes and GPUs, read on the kube task queue: a few quick tries; a cluster that stays
     unreadable takes no replicas this time (the caller turns the error into an empty inventory)."""
     return workflow.ActivityConfig(task_queue=task_queue, start_to_close_timeout=timedelta(seconds=15),
-                                   retry_policy=RetryPolicy(maximum_attempts=5, initial_interval=timedelta(seconds=1)))
+                                   retry_policy=retry(attempts=5))
 
 
 # An observation is started again on another worker when its heartbeats stop for `watch.silence_seconds`
@@ -48,52 +66,50 @@ def inventory_read(task_queue: str) -> workflow.ActivityConfig:
 # worker that shuts down fails its looks at once (activities/observe.py), so they start again elsewhere
 # without waiting for this.
 # Only one still unanswered `watch.silence_seconds` past its report period (no observe worker, a hung
-# API) is given up.
+# API) is given up. Within that window a look is tried again every few seconds: the attempts cover the
+# window at the policy's longest interval, so the window, not the count, is what ends it.
 OBSERVE_HEARTBEAT_TIMEOUT_MIN = timedelta(seconds=6)
-OBSERVE_RETRY = RetryPolicy(initial_interval=timedelta(seconds=1), maximum_interval=timedelta(seconds=5),
-                            maximum_attempts=0)
+OBSERVE_RETRY_INTERVAL = timedelta(seconds=5)
 
 
 def observe(task_queue: str, report_seconds: float, silence_seconds: float) -> workflow.ActivityConfig:
+    window = report_seconds + silence_seconds
+    attempts = int(window / OBSERVE_RETRY_INTERVAL.total_seconds()) + 4
     return workflow.ActivityConfig(
-        task_queue=task_queue, schedule_to_close_timeout=timedelta(seconds=report_seconds + silence_seconds),
+        task_queue=task_queue, schedule_to_close_timeout=timedelta(seconds=window),
         heartbeat_timeout=max(OBSERVE_HEARTBEAT_TIMEOUT_MIN, timedelta(seconds=silence_seconds)),
-        retry_policy=OBSERVE_RETRY)
+        retry_policy=retry(attempts=attempts, maximum_interval=OBSERVE_RETRY_INTERVAL))
 
 
 # A person waits on an upgrade's plan (the update's answer): a registry that stays down refuses, it does
 # not hang.
-UPGRADE_PLAN = workflow.ActivityConfig(
-    start_to_close_timeout=timedelta(seconds=30),
-    retry_policy=RetryPolicy(initial_interval=timedelta(seconds=1), maximum_attempts=3))
+UPGRADE_PLAN = workflow.ActivityConfig(start_to_close_timeout=timedelta(seconds=30), retry_policy=retry(attempts=3))
 # The gateway's counters for one upgrade window: a gateway that cannot be read pauses the upgrade for a
 # person rather than retrying forever.
-GATEWAY_COUNTERS = workflow.ActivityConfig(
-    start_to_close_timeout=timedelta(seconds=15),
-    retry_policy=RetryPolicy(initial_interval=timedelta(seconds=1), maximum_attempts=3))
+GATEWAY_COUNTERS = workflow.ActivityConfig(start_to_close_timeout=timedelta(seconds=15),
+                                           retry_policy=retry(attempts=3))
 
 
 # --- the artifact workflow ----------------------------------------------------------------------------
 
-# Resolving a commit asks the Hub: retried with backoff, except answers no retry changes (missing,
-# gated, no token, not a model).
+# Resolving a commit asks the Hub: retried with backoff for about ten minutes (the resolver itself tries
+# each call three times), except answers no retry changes (missing, gated, no token, not a model, a config
+# outside the schema).
 HUB_RESOLVE = workflow.ActivityConfig(
     start_to_close_timeout=timedelta(minutes=2),
-    retry_policy=RetryPolicy(initial_interval=timedelta(seconds=1), maximum_interval=timedelta(minutes=1),
-                             non_retryable_error_types=HUB_FINAL))
+    retry_policy=retry(attempts=12, maximum_interval=timedelta(minutes=1), final=HUB_FINAL))
 # The evidence and sizing steps over the shipped catalog (sizing may resolve another checkpoint on the
-# Hub): local, with the resolve's limits.
+# Hub): local, a few tries. A config the sizing cannot read is drafted as not sized, not retried (it was a
+# retry without end: issue 46).
 DRAFT_COMPUTE = workflow.LocalActivityConfig(
     start_to_close_timeout=timedelta(minutes=2),
-    retry_policy=RetryPolicy(initial_interval=timedelta(seconds=1), maximum_interval=timedelta(minutes=1),
-                             non_retryable_error_types=HUB_FINAL))
+    retry_policy=retry(attempts=5, maximum_interval=timedelta(minutes=1), final=HUB_FINAL))
 # Telling the followers sends updates through the Temporal client: retried while Temporal does not
 # answer, a bounded number of times (a refusal is an answer, recorded and not retried).
 FOLLOW = workflow.ActivityConfig(
     summary="follow: upgrade the branch's follow: auto workloads, tell the manual ones",
     start_to_close_timeout=timedelta(minutes=2),
-    retry_policy=RetryPolicy(initial_interval=timedelta(seconds=2), maximum_interval=timedelta(minutes=1),
-                             maximum_attempts=10))
+    retry_policy=retry(attempts=10, initial=timedelta(seconds=2), maximum_interval=timedelta(minutes=1)))
 
 
 
@@ -101,7 +117,7 @@ FOLLOW = workflow.ActivityConfig(
 # plane whose kube worker is down delays a draft by seconds, not for ever; unread clusters add no card.
 def fleet_inventory_read(task_queue: str) -> workflow.ActivityConfig:
     return workflow.ActivityConfig(task_queue=task_queue, schedule_to_close_timeout=timedelta(seconds=20),
-                                   retry_policy=RetryPolicy(maximum_attempts=2))
+                                   retry_policy=retry(attempts=2))
 
 
 # --- the perf queue (a draft's performance, a workload's traffic plan) ----------------------------------
@@ -111,7 +127,7 @@ def fleet_inventory_read(task_queue: str) -> workflow.ActivityConfig:
 # heartbeat timeout. A perf worker without AIConfigurator answers that at once, and no retry changes it.
 PERF_ONE_SEARCH = timedelta(hours=2)
 PERF_HEARTBEAT_TIMEOUT = timedelta(minutes=2)
-PERF_RETRY = RetryPolicy(maximum_attempts=3, non_retryable_error_types=[ERROR_NOT_INSTALLED])
+PERF_RETRY = retry(attempts=3, final=[ERROR_NOT_INSTALLED])
 # How long a draft's estimates stay queued for a perf worker that is not there: two review deadlines.
 WAIT_FOR_A_PERF_WORKER = timedelta(days=14)
 # While a perf worker polls, an ask it has not taken within this long finds it gone or busy: the draft says which.
@@ -137,8 +153,7 @@ def draft_estimate(task_queue: str, *, queued: bool) -> workflow.ActivityConfig:
 
 
 # Whether any perf worker polls its queue: one question to Temporal, retried a few times.
-PERF_POLLED = workflow.ActivityConfig(start_to_close_timeout=timedelta(seconds=30),
-                                      retry_policy=RetryPolicy(maximum_attempts=5))
+PERF_POLLED = workflow.ActivityConfig(start_to_close_timeout=timedelta(seconds=30), retry_policy=retry(attempts=5))
 
 # --- the watch ------------------------------------------------------------------------------------------
 
@@ -146,17 +161,18 @@ PERF_POLLED = workflow.ActivityConfig(start_to_close_timeout=timedelta(seconds=3
 # runs it again), a repository gone or gated ends it at once.
 WATCH_CHECK = workflow.ActivityConfig(
     start_to_close_timeout=timedelta(minutes=2),
-    retry_policy=RetryPolicy(initial_interval=timedelta(seconds=5), maximum_interval=timedelta(minutes=5),
-                             maximum_attempts=10, non_retryable_error_types=HUB_MISSING))
+    retry_policy=retry(attempts=10, initial=timedelta(seconds=5), maximum_interval=timedelta(minutes=5),
+                       final=HUB_MISSING))
 # The notice's webhook: a few tries; the draft is open whether or not anyone heard.
 WATCH_NOTIFY = workflow.ActivityConfig(
     start_to_close_timeout=timedelta(seconds=30),
-    retry_policy=RetryPolicy(initial_interval=timedelta(seconds=5), maximum_attempts=5))
+    retry_policy=retry(attempts=5, initial=timedelta(seconds=5)))
 
 # --- the cluster rollout --------------------------------------------------------------------------------
 
-KUBE_RETRY = RetryPolicy(initial_interval=timedelta(seconds=1), maximum_interval=timedelta(seconds=30),
-                         non_retryable_error_types=FINAL_ERRORS)
+# A cluster that keeps failing a call for about half an hour (60 attempts, 30 s apart at most) fails the
+# rollout step with its last error; the workload says so and the watch tries again on its next look.
+KUBE_RETRY = retry(attempts=60, maximum_interval=timedelta(seconds=30), final=FINAL_ERRORS)
 # A worker that dies mid-activity is noticed when its heartbeats stop: long waits heartbeat every
 # poll (2 s by default), so a short timeout lets another worker take over within seconds. 15 s made
 # each worker crash cost a rollout (so a scale or a heal) 15 s plus the retry's backoff (chaos run).
@@ -199,29 +215,28 @@ def rollout_delete(task_queue: str) -> workflow.ActivityConfig:
 def live_inventory_read(task_queue: str, timeout_seconds: float) -> workflow.ActivityConfig:
     """A person waits on a dry run: two quick tries, then the cluster is explained as unreadable."""
     return workflow.ActivityConfig(task_queue=task_queue, start_to_close_timeout=timedelta(seconds=timeout_seconds),
-                                   retry_policy=RetryPolicy(maximum_attempts=2,
-                                                            initial_interval=timedelta(milliseconds=200)))
+                                   retry_policy=retry(attempts=2, initial=timedelta(milliseconds=200)))
 
 
 # --- the endpoint --------------------------------------------------------------------------------------
 
 # Each call is a database read, a few probes or one gateway call: short, so a worker that dies
-# mid-call is written off in seconds and the next pass runs elsewhere (60 s held routes stale).
+# mid-call is written off in seconds and the next pass runs elsewhere (60 s held routes stale). An endpoint
+# lives for months: a gateway or database outage is waited out for about three hours (360 attempts).
 ENDPOINT_IO = workflow.ActivityConfig(
     start_to_close_timeout=timedelta(seconds=20),
-    retry_policy=RetryPolicy(initial_interval=timedelta(seconds=1), maximum_interval=timedelta(seconds=30)))
+    retry_policy=retry(attempts=360, maximum_interval=timedelta(seconds=30)))
 # A person waits on the membership check: a registry that stays down fails the update, not the endpoint.
-MEMBERSHIP_CHECK = workflow.ActivityConfig(
-    start_to_close_timeout=timedelta(seconds=10),
-    retry_policy=RetryPolicy(initial_interval=timedelta(seconds=1), maximum_attempts=3))
+MEMBERSHIP_CHECK = workflow.ActivityConfig(start_to_close_timeout=timedelta(seconds=10),
+                                           retry_policy=retry(attempts=3))
 
 
 def drain_wait(grace_seconds: float) -> workflow.ActivityConfig:
     """Waiting for in-flight requests lasts at most the grace period; it heartbeats while it waits."""
     return workflow.ActivityConfig(start_to_close_timeout=timedelta(seconds=grace_seconds + 60),
-                                   heartbeat_timeout=timedelta(seconds=10))
+                                   heartbeat_timeout=timedelta(seconds=10), retry_policy=retry(attempts=3))
 
 
 # --- the ping ----------------------------------------------------------------------------------------------
 
-PING = workflow.ActivityConfig(start_to_close_timeout=timedelta(seconds=30))
+PING = workflow.ActivityConfig(start_to_close_timeout=timedelta(seconds=30), retry_policy=retry(attempts=3))

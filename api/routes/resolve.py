@@ -18,6 +18,7 @@ from api.auth import Viewer
 from api.errors import ApiError
 from wingsmith.hub import (
     ArtifactProposal,
+    ConfigOutOfBounds,
     GatedRepo,
     HubError,
     HubFileTooLarge,
@@ -189,6 +190,8 @@ def hub_error_to_api(exc: HubError) -> ApiError:
         return ApiError(404, exc.message, code=code, details=details)
     if isinstance(exc, GatedRepo):
         return ApiError(403, exc.message, code="gated_repo", details=details)
+    if isinstance(exc, ConfigOutOfBounds):
+        return ApiError(422, exc.message, code="invalid_config", details={**details, "field": exc.field})
     if isinstance(exc, MissingConfig):
         return ApiError(422, exc.message, code="not_a_model", details=details)
     if isinstance(exc, HubFileTooLarge):

@@ -6,7 +6,9 @@ artifact workflow's contract carries, can be imported without an I/O library (te
 from typing import TYPE_CHECKING, Any
 
 from wingsmith.hub.errors import (
+    ConfigOutOfBounds,
     GatedRepo,
+    HubAnswerInvalid,
     HubError,
     HubFileTooLarge,
     HubRateLimited,
@@ -18,7 +20,8 @@ from wingsmith.hub.errors import (
 from wingsmith.hub.proposal import ArtifactProposal
 from wingsmith.hub.source import InvalidSource, ModelSource, parse_source
 
-__all__ = ["ArtifactProposal", "GatedRepo", "HubError", "HubFileTooLarge", "HubRateLimited", "HubTokenUnavailable",
+__all__ = ["ArtifactProposal", "ConfigOutOfBounds", "GatedRepo", "HubAnswerInvalid", "HubError", "HubFileTooLarge",
+           "HubRateLimited", "HubTokenUnavailable",
            "HubUnavailable", "InvalidSource", "MissingConfig", "ModelSource", "RepoNotFound", "Resolver", "RetryPolicy",
            "RevisionNotFound", "parse_source"]
 

@@ -31,6 +31,20 @@ class HubFileTooLarge(HubError):
     model needs one that big, and it would not fit a workflow payload (wingsmith/payloads.py)."""
 
 
+class ConfigOutOfBounds(HubError):
+    """config.json has a field outside the plane's schema (wingsmith/hub/config_schema.py): a wrong type, a
+    number out of range, a document too deep or too big. Named by `field`; no retry changes a commit."""
+
+    def __init__(self, message: str, *, field: str | None = None, **kw):
+        super().__init__(message, **kw)
+        self.field = field
+
+
+class HubAnswerInvalid(HubError):
+    """The Hub's answer (model info, a card's metadata) does not have the shape the Hub documents: a
+    hostile or broken server. Named, never computed on; trying again gets the same answer."""
+
+
 class HubTokenUnavailable(HubError):
     """A token reference is configured but names nothing readable (an unset env var, a missing file)."""
 

@@ -10,6 +10,7 @@ from pydantic import BaseModel, Field
 
 from wingsmith.hub import config_facts, weights
 from wingsmith.hub.config_facts import Quantization
+from wingsmith.hub.config_schema import check_config
 from wingsmith.hub.weights import WeightFigure, WeightSource
 
 
@@ -101,7 +102,12 @@ def license_of(facts: HubFacts) -> License:
         lic = lic[0] if lic else None
     if lic is None:
         lic = next((t.split(":", 1)[1] for t in facts.tags if t.startswith("license:")), None)
-    return License(id=lic, name=card.get("license_name"), link=card.get("license_link"))
+    # The card is the model owner's free text: only strings are names (a licence written as an object is none).
+    return License(id=_text(lic), name=_text(card.get("license_name")), link=_text(card.get("license_link")))
+
+
+def _text(value: Any) -> str | None:
+    return value[:1000] if isinstance(value, str) else None
 
 
 def summarize_files(files: list[HubFile]) -> FilesSummary:
@@ -146,7 +152,7 @@ def weight_figures(facts: HubFacts, config: dict[str, Any], files: FilesSummary,
 
 def build_proposal(facts: HubFacts, config: dict[str, Any], *, revision: str,
                    index_total_size: int | None = None) -> ArtifactProposal:
-    text = config_facts.text_config(config)
+    text = config_facts.text_config(check_config(config))
     wrapped = text is not config
     files = summarize_files(facts.files)
     figures = weight_figures(facts, config, files, index_total_size)

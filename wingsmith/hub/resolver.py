@@ -26,6 +26,7 @@ from huggingface_hub.errors import (
     RevisionNotFoundError,
 )
 from huggingface_hub.utils import parse_ratelimit_headers
+from pydantic import ValidationError
 
 try:  # huggingface_hub 1.x/2.x speak httpx2; keep working if that ever changes back
     import httpx2 as _httpx
@@ -33,8 +34,11 @@ except ImportError:  # pragma: no cover
     import httpx as _httpx  # type: ignore[no-redef]  # the same API under its older name
 
 from wingsmith.hub import token as hub_token
+from wingsmith.hub.config_schema import ConfigRefused, check_config
 from wingsmith.hub.errors import (
+    ConfigOutOfBounds,
     GatedRepo,
+    HubAnswerInvalid,
     HubError,
     HubFileTooLarge,
     HubRateLimited,
@@ -97,12 +101,18 @@ class Resolver:
             return cached
         token = hub_token.read_token(self.token_ref)
         try:
-            facts = self._model_info(src, token)
-            proposal = self._lookup(src.repo_id, facts.sha)
-            if proposal is None:
-                config, index_total = self._config(facts, token)
-                proposal = build_proposal(facts, config, revision=src.revision, index_total_size=index_total)
-                self._store(src.repo_id, facts.sha, proposal)
+            try:
+                facts = self._model_info(src, token)
+                proposal = self._lookup(src.repo_id, facts.sha)
+                if proposal is None:
+                    config, index_total = self._config(facts, token)
+                    proposal = build_proposal(facts, config, revision=src.revision, index_total_size=index_total)
+                    self._store(src.repo_id, facts.sha, proposal)
+            except (ValidationError, RecursionError, TypeError, KeyError, AttributeError) as exc:
+                # The Hub's answer is not shaped as documented (a card's licence as an object, tags as
+                # numbers, metadata nested past the reader's stack): data, so a refusal and no retry.
+                raise HubAnswerInvalid(f"the Hub's answer for {src.repo_id}@{src.revision} is malformed: "
+                                       f"{_first_problem(exc)}", repo_id=src.repo_id, revision=src.revision) from None
         except HubError as exc:
             _redact(exc, token)
             log.info("hub.resolve.failed", repo=src.repo_id, revision=src.revision,
@@ -178,6 +188,9 @@ class Resolver:
         self._within_limit(facts, filename, Path(path).stat().st_size)
         try:
             return json.loads(Path(path).read_text())
+        except RecursionError:  # nesting deeper than the JSON reader's stack: bounded in size, not in depth
+            raise ConfigOutOfBounds(f"{facts.repo_id}@{facts.sha}: {filename} nests too deep to read",
+                                    repo_id=facts.repo_id, revision=facts.sha) from None
         except (OSError, ValueError) as exc:
             raise invalid(f"{facts.repo_id}@{facts.sha}: {filename} is not valid JSON ({exc})",
                           repo_id=facts.repo_id, revision=facts.sha) from None
@@ -203,7 +216,11 @@ class Resolver:
         if not isinstance(config, dict):
             raise InvalidConfig(f"{facts.repo_id}@{facts.sha}: config.json is not a JSON object",
                                 repo_id=facts.repo_id, revision=facts.sha)
-        return config, index_total
+        try:
+            return check_config(config), index_total
+        except ConfigRefused as exc:
+            raise ConfigOutOfBounds(f"{facts.repo_id}@{facts.sha}: {exc.message}", field=exc.field,
+                                    repo_id=facts.repo_id, revision=facts.sha) from None
 
     def _call(self, fn: Callable[[], T], repo_id: str, revision: str, token: str | None,
               filename: str | None = None) -> T:
@@ -275,6 +292,16 @@ def _advertised_wait(headers) -> float | None:
         return float(info.reset_in_seconds)
     value = headers.get("Retry-After", "").strip()
     return float(value) if value.isdigit() else None
+
+
+def _first_problem(exc: Exception) -> str:
+    if isinstance(exc, ValidationError):
+        first = exc.errors(include_url=False)[0]
+        where = ".".join(str(p) for p in first["loc"])
+        return f"{where}: {first['msg']}"[:300]
+    if isinstance(exc, RecursionError):
+        return "nested too deep to read"
+    return f"{type(exc).__name__}: {exc}"[:300]
 
 
 def _redact(exc: HubError, token: str | None) -> None:

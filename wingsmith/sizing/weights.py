@@ -167,9 +167,10 @@ def split_weights(model: TextModel, weight_bytes: int) -> WeightSplit:
     experts = min(round(e.parameters * per), int(weight_bytes * 0.98))
     return WeightSplit(
         total=weight_bytes,
-        experts=figure(experts, "B", "min(experts × moe_layers × 3 × expert_hidden × moe_intermediate"
-                       " × bytes_per_parameter, 98% of weight bytes)",
-                       experts=e.count, moe_layers=e.moe_layers, expert_hidden=e.expert_hidden,
+        experts=figure(experts, "B", "min(experts × (moe_layers + mtp_layers) × matrices × expert_hidden"
+                       " × moe_intermediate × bytes_per_parameter, 98% of weight bytes)",
+                       experts=e.count, moe_layers=e.moe_layers, mtp_layers=e.mtp_layers, matrices=e.matrices,
+                       expert_hidden=e.expert_hidden,
                        moe_intermediate=e.intermediate, bytes_per_parameter=per,
                        scheme=model.quantization),
         dense=figure(weight_bytes - experts, "B", "weight_bytes − expert bytes",
@@ -184,7 +185,7 @@ def estimate_parameters(model: TextModel) -> dict[str, int]:
     copies of the embeddings and output head; a wrapper's vision tower is counted from its config.
     """
     h, n = model.hidden_size, model.num_layers
-    attention_layers = n - model.count("linear")
+    attention_layers = model.attention_layers
     if model.kv_lora_rank is not None:
         q_dim = model.num_attention_heads * ((model.qk_nope_head_dim or 128) + (model.qk_rope_head_dim or 64))
         q = h * model.q_lora_rank + model.q_lora_rank * q_dim if model.q_lora_rank else h * q_dim
@@ -192,36 +193,27 @@ def estimate_parameters(model: TextModel) -> dict[str, int]:
               + model.kv_lora_rank * model.num_attention_heads * ((model.qk_nope_head_dim or 128)
                                                                   + (model.v_head_dim or 128)))
         o = model.num_attention_heads * (model.v_head_dim or 128) * h
-        attention = attention_layers * (q + kv + o)
+        per_layer_attention = q + kv + o
     else:
         qo = 2 * h * model.num_attention_heads * model.head_dim
         kv = 2 * h * model.num_kv_heads * model.head_dim
-        attention = attention_layers * (qo + kv)
-    linear = 0
-    if model.linear:
-        lin = model.linear
-        width = lin.num_heads * lin.value_head_dim
-        # q, k, v, gate and output projections
-        linear = model.count("linear") * (3 * h * width + 2 * h * width)
-    experts = model.experts.parameters if model.experts else 0
+        per_layer_attention = qo + kv
+    attention = attention_layers * per_layer_attention
+    linear = model.count("linear") * model.linear.parameters(h) if model.linear else 0
+    dense_mlp = model.mlp_matrices * h * model.intermediate_size  # one dense MLP block
+    experts = model.experts.parameters if model.experts else 0  # the MTP layers' experts included
     if model.experts:
         e = model.experts
-        mlp = model.first_dense_layers * 3 * h * model.intermediate_size
-        mlp += e.moe_layers * (e.shared * 3 * h * e.intermediate + h * e.count)  # shared experts + router
+        dense_layers = model.first_dense_layers if model.dense_mlp_layers is None else model.dense_mlp_layers
+        mlp = dense_layers * dense_mlp + e.moe_layers * e.shared_parameters(h)
     else:
-        mlp = n * 3 * h * model.intermediate_size
+        mlp = (n if model.dense_mlp_layers is None else model.dense_mlp_layers) * dense_mlp
     embeddings = model.vocab_size * h * (1 if model.tie_word_embeddings else 2)
     if model.mtp_layers:
         # Each MTP layer: one more decoder layer of the last kind (MoE where the model is), the
         # projection joining embedding and hidden state (2h × h), and its own embedding and head.
-        per_layer_attention = attention // max(attention_layers, 1)
         attention += model.mtp_layers * (per_layer_attention + 2 * h * h)
-        if model.experts:
-            e = model.experts
-            experts += model.mtp_layers * e.count * 3 * e.expert_hidden * e.intermediate
-            mlp += model.mtp_layers * (e.shared * 3 * h * e.intermediate + h * e.count)
-        else:
-            mlp += model.mtp_layers * 3 * h * model.intermediate_size
+        mlp += model.mtp_layers * (model.experts.shared_parameters(h) if model.experts else dense_mlp)
         embeddings += model.mtp_layers * 2 * model.vocab_size * h
     return {"attention": attention, "linear_attention": linear, "dense_mlp": mlp,
             "experts": experts, "embeddings": embeddings, "vision": model.vision_parameters}
