@@ -25,6 +25,7 @@ from wingsmith.logs import configure_logging, get_logger
 from wingsmith.oidc import OidcVerifier
 from wingsmith.token_file import local_admin_tokens
 from wingsmith.tracing import configure_tracing, instrument_fastapi
+from wingsmith.version import release
 
 ROUTE_MODULES = ["health", "recipes", "resolve", "artifacts", "clusters", "workloads", "follow", "endpoints",
                  "watches", "console", "codec", "gateway_routes"]
@@ -77,7 +78,7 @@ def create_app(settings: Settings | None = None, *, tokens: TokenTable | None = 
     settings = settings or get_settings()
     configure_logging(settings.log_level, settings.log_format)
     configure_tracing("wingsmith-api")
-    app = FastAPI(title="Wingsmith", version="0.1.0", lifespan=_lifespan,
+    app = FastAPI(title="Wingsmith", version=release(), lifespan=_lifespan,
                   description="Hugging Face model → multi-cluster NVIDIA Dynamo endpoint, "
                               "driven by Temporal, with a person in the loop.")
     app.state.settings = settings

@@ -43,6 +43,11 @@ class Health(BaseModel):
     status: Literal["ok"]
 
 
+class Version(BaseModel):
+    release: str = Field(description="the release, from the installed package (semantic versioning)")
+    build: str = Field(description="the image's build id, or the checkout's commit (`+dirty` with local changes)")
+
+
 class Readiness(BaseModel):
     status: Literal["ready", "not ready"]
     checks: dict[str, str] = Field(description="postgres, temporal (and clusters): 'ok' or what is pending")

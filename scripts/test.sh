@@ -1,18 +1,33 @@
 #!/usr/bin/env bash
-# Install what is missing, then run the gates (ruff, mypy) and the whole test suite.
-# Extra arguments go to pytest.
-# perf: AIConfigurator, so the planning-by-load tests run (and fail, not skip, if it is missing).
+# Install what is missing, then run the gates (ruff, mypy) and the tests. Extra arguments go to pytest.
+#   scripts/test.sh           every tier (CI runs this): unit, integration, journey
+#   scripts/test.sh --fast    the gates and the unit tier (no server), before each commit
+# perf: AIConfigurator, so the planning-by-load tests run (and, in CI, fail rather than skip if it is missing).
+fast=false
+if [ "${1:-}" = "--fast" ]; then
+  fast=true
+  shift
+fi
 WINGSMITH_EXTRAS=test,dev,perf
 source "$(dirname "$0")/_env.sh"
-# Tests drive Debian's Chromium (the console) and HAProxy (TLS in front of Temporal); install what is missing.
-bash scripts/install-debian.sh
-# The accessibility checker the console's browser tests inject (axe-core, pinned, into .cache/npm).
-bash scripts/install-js.sh
+if [ "$fast" = false ]; then
+  # Tests drive Debian's Chromium (the console) and HAProxy (TLS in front of Temporal); install what is missing.
+  bash scripts/install-debian.sh
+  # The accessibility checker the console's browser tests inject (axe-core, pinned, into .cache/npm).
+  bash scripts/install-js.sh
+fi
 set +e
 # Lint and types first: they take seconds, and a failure there fails the run like a failing test.
 ruff check . || { echo "ruff check failed" >&2; exit 1; }
 mypy || { echo "mypy failed" >&2; exit 1; }
-python -m pytest "$@"
+if [ "$fast" = true ]; then
+  # Only the places the unit tier lives in are collected (tests/conftest.py: UNIT_PLACES), so collection
+  # imports no browser, server or AIConfigurator module; -m unit leaves out what there asks for a server.
+  mapfile -t places < <(python -c 'from tests.conftest import UNIT_PLACES; print("\n".join("tests/" + p for p in UNIT_PLACES))')
+  python -m pytest -m unit -q -p no:cacheprovider "${places[@]}" "$@"
+else
+  python -m pytest "$@"
+fi
 rc=$?
 if [ "$rc" -eq 5 ]; then
   echo "pytest collected no tests: that is a failure, not a pass" >&2

@@ -8,6 +8,12 @@
   skipping is global to one server.
 - `upstream_dir`: the full upstream snapshots for the upstream tier (tests/upstream.py).
 
+Every test gets one tier marker (docs/testing.md): `unit` (no server: pure code, the replay of recorded
+histories, documents), `integration` (a real Temporal, Postgres, Hub, cluster or API), `journey` (the whole
+plane, browsers, chaos, benches, the AIConfigurator proofs). `scripts/test.sh --fast` runs the unit tier
+before each commit; CI runs every tier. A test in a unit place that asks for a server fixture is
+integration; a module may also state its tier (`pytestmark = pytest.mark.integration`).
+
 The code under test sees none of the caller's plane settings: `WINGSMITH_*`, `DATABASE_URL` and
 `TEMPORAL_*` exported in the shell (say, for a plane on other ports) are removed before any
 test runs, so every test starts from the defaults it states.
@@ -51,6 +57,34 @@ def _isolate_from_the_shell() -> None:
 
 
 _isolate_from_the_shell()
+
+
+# Places whose tests need no server unless they ask for one (then they are integration).
+UNIT_PLACES = ("sizing/", "dynamo/", "placement/", "recipes/", "reconcile/test_judge.py", "upgrade/test_judge.py",
+               "watch/test_diff.py", "hub/test_config_schema.py", "hub/test_source.py", "hub/test_weights.py",
+               "workflows/test_retry_bounds.py", "test_layers.py", "test_replay.py", "test_doc_links.py",
+               "test_architecture_doc.py", "sim_kube/test_conversion.py", "sim_kube/test_graph.py")
+JOURNEY_PLACES = ("console/", "chaos/", "bench/", "production/", "examples/", "foundation/test_up",
+                  "foundation/test_demo.py", "cli/test_readme_journey.py", "perf/test_draft_performance_proof.py")
+# Fixtures that start a server (at any depth of a test's fixtures).
+SERVER_FIXTURES = {"temporal_server", "pg_server", "time_skipping_env", "hub_server", "hub", "api", "plane",
+                   "cluster", "clusters", "sim_cluster", "gateway", "issuer"}
+TIERS = ("unit", "integration", "journey")
+
+
+def pytest_collection_modifyitems(items) -> None:
+    root = Path(__file__).parent
+    for item in items:
+        if any(item.get_closest_marker(tier) for tier in TIERS):
+            continue
+        where = Path(str(item.fspath)).relative_to(root).as_posix()
+        if where.startswith(JOURNEY_PLACES):
+            tier = "journey"
+        elif where.startswith(UNIT_PLACES) and not SERVER_FIXTURES & set(item.fixturenames):
+            tier = "unit"
+        else:
+            tier = "integration"
+        item.add_marker(getattr(pytest.mark, tier))
 
 
 @pytest.fixture(scope="session", autouse=True)

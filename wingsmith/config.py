@@ -178,6 +178,10 @@ class Settings(BaseSettings):
     # The largest request body the API reads (api/body_limit.py): checked before auth, so an anonymous
     # caller cannot make it hold more. The API's own bodies are small; larger ones get 413.
     max_request_bytes: int = Field(default=1024 * 1024, ge=4096)
+    # Planning by load (wingsmith/traffic_plans.py): traffic plans (a workload's `target`) one team may have
+    # in flight at once; past it the API answers 429 with Retry-After. The perf worker runs one search at a
+    # time, so another team's plan waits behind at most this many of each team's.
+    traffic_plans_per_team: int = Field(default=2, ge=1, le=64)
 
     # Worker Versioning (worker/versioning.py): the Worker Deployment a worker belongs to and its build id
     # (the image tag). Unset: the worker runs unversioned. The names are the Temporal Worker Controller's.

@@ -10,6 +10,12 @@ what to ask of it and what the claims mean to the plane (a name, roles, a team).
 The keys are fetched with httpx and cached (`KeySet`): a token naming an unknown `kid` refetches them
 (the issuer rotated its keys), but never more often than `oidc_jwks_min_refresh_seconds`, and
 concurrent requests share one fetch, so a flood of made-up kids cannot make the plane hammer the issuer.
+A broken or hostile issuer cannot take the good keys away nor stall the plane: one fetch (discovery
+and JWKS together) has a deadline over all of it, not per read, so an issuer that sends a byte just
+often enough holds nobody past it; the document is bounded in size, then in depth and number of keys,
+and parsed off the event loop; each key is checked before it is used, and a malformed one is skipped
+(with a log line) and never replaces the good key of its `kid`; a fetch that yields nothing usable
+keeps the last good keys.
 
 Refusals (`TokenRefused`) say what was wrong and never repeat any part of the token.
 """
@@ -17,7 +23,6 @@ Refusals (`TokenRefused`) say what was wrong and never repeat any part of the to
 from __future__ import annotations
 
 import asyncio
-import json
 import re
 import time
 from collections.abc import Callable
@@ -29,6 +34,7 @@ import jwt
 from pydantic import BaseModel
 
 from wingsmith.config import Settings
+from wingsmith.json_bounds import JsonRefused, loads_bounded
 from wingsmith.logs import get_logger
 from wingsmith.roles import ROLES
 from wingsmith.text import MAX_NAME, unstorable_reason
@@ -41,6 +47,12 @@ ASYMMETRIC = ("RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES256", "ES
 MAX_TOKEN_CHARS = 16 * 1024
 # A JWKS or discovery document is a few KB; a bound keeps a wrong or hostile URL from filling memory.
 MAX_DOCUMENT_BYTES = 256 * 1024
+# Real documents nest four deep (the JWKS, its keys, a key, its x5c); json.loads recurses once per level.
+MAX_JSON_DEPTH = 10
+# Issuers publish a handful (current, next, previous); each key is parsed and checked.
+MAX_KEYS = 100
+# Issuers sign with 2048- to 4096-bit RSA; a far larger modulus only makes each verification slower.
+MAX_RSA_BITS = 8192
 _JWT = re.compile(r"^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]*$")
 _LOOPBACK = {"localhost", "127.0.0.1", "::1"}
 
@@ -197,7 +209,8 @@ def _usable_name(name: str) -> bool:
 # --- the issuer's keys ----------------------------------------------------------------------------
 
 class KeySet:
-    """The issuer's published signing keys, fetched (after discovery, when no JWKS URL is set) and cached."""
+    """The issuer's published signing keys, fetched (after discovery, when no JWKS URL is set) and cached.
+    `timeout` is the deadline of one whole fetch, discovery included."""
 
     def __init__(self, config: OidcConfig, *, timeout: float = 5, min_refresh_seconds: float = 60,
                  cache_seconds: float = 3600, clock: Callable[[], float] = time.monotonic):
@@ -257,31 +270,36 @@ class KeySet:
                 return
             self._tried_at = self._clock()
             try:
-                keys = await self._fetch()
+                keys, malformed = await self._fetch()
             except KeysUnavailable as exc:
                 # Stale keys beat none: a short issuer outage must not sign everyone out.
                 log.warning("oidc keys not refreshed", error=str(exc), cached_keys=len(self._keys))
                 return
-            self._keys, self._prepared, self._fetched_at = keys, {}, self._clock()
-            log.info("oidc keys fetched", url=self._jwks_url, keys=len(keys), fetches=self.fetches)
+            # A kid whose new entry is malformed keeps its last good key: a broken entry never replaces it.
+            fresh = {k.get("kid") for k in keys}
+            kept = [k for k in self._keys if k.get("kid") in malformed and k.get("kid") not in fresh]
+            self._keys, self._prepared, self._fetched_at = keys + kept, {}, self._clock()
+            log.info("oidc keys fetched", url=self._jwks_url, keys=len(keys), kept=len(kept), fetches=self.fetches)
 
-    async def _fetch(self) -> list[dict[str, Any]]:
-        async with httpx.AsyncClient(timeout=self._timeout, follow_redirects=False) as client:
-            if self._jwks_url is None:
-                self._jwks_url = await self._discover(client)
-            self.fetches += 1
-            document = await _get_json(client, self._jwks_url)
-        entries = document.get("keys") if isinstance(document, dict) else None
-        if not isinstance(entries, list):
-            raise KeysUnavailable(f"{self._jwks_url} is not a JWKS document (no keys list)")
-        keys = [k for k in entries if _signing_key(k)]
-        if not keys:
-            raise KeysUnavailable(f"{self._jwks_url} publishes no usable signing key")
-        return keys
+    async def _fetch(self) -> tuple[list[dict[str, Any]], set[str | None]]:
+        """The usable signing keys the issuer publishes, and the kids of the malformed ones."""
+        try:
+            # A deadline over the whole fetch: httpx's timeout is per read, so an issuer that sends a
+            # byte every few seconds would otherwise hold every request waiting on it for minutes.
+            async with asyncio.timeout(self._timeout), \
+                    httpx.AsyncClient(timeout=self._timeout, follow_redirects=False) as client:
+                if self._jwks_url is None:
+                    self._jwks_url = await self._discover(client)
+                self.fetches += 1
+                body = await _get_body(client, self._jwks_url)
+        except TimeoutError:
+            raise KeysUnavailable(f"{self._jwks_url or self._config.issuer} did not answer within "
+                                  f"{self._timeout:g} s (WINGSMITH_OIDC_HTTP_TIMEOUT_SECONDS)") from None
+        return await asyncio.to_thread(_read_jwks, body, self._jwks_url)
 
     async def _discover(self, client: httpx.AsyncClient) -> str:
         url = self._config.issuer.rstrip("/") + "/.well-known/openid-configuration"
-        document = await _get_json(client, url)
+        document = await asyncio.to_thread(_parse, await _get_body(client, url), url)
         if not isinstance(document, dict) or document.get("issuer") != self._config.issuer:
             # OpenID Connect Discovery 1.0 §4.3: the document must name the issuer it was fetched for.
             raise KeysUnavailable(f"{url} does not name the issuer {self._config.issuer}")
@@ -300,7 +318,58 @@ def _signing_key(jwk: Any) -> bool:
             and jwk.get("use") in (None, "sig") and isinstance(jwk.get("kid", ""), str))
 
 
-async def _get_json(client: httpx.AsyncClient, url: str) -> Any:
+def _parse(body: bytes, url: str) -> Any:
+    """A document the issuer sent, already bounded in size, bounded in depth and parsed (CPU work on
+    untrusted data: callers run it in a thread)."""
+    try:
+        return loads_bounded(body, max_depth=MAX_JSON_DEPTH)
+    except JsonRefused as exc:
+        raise KeysUnavailable(f"{url} did not answer usable JSON: {exc}") from None
+
+
+def _read_jwks(body: bytes, url: str) -> tuple[list[dict[str, Any]], set[str | None]]:
+    """The JWKS's usable signing keys, each checked by building it, and the kids of the malformed ones.
+    Runs in a thread."""
+    document = _parse(body, url)
+    entries = document.get("keys") if isinstance(document, dict) else None
+    if not isinstance(entries, list):
+        raise KeysUnavailable(f"{url} is not a JWKS document (no keys list)")
+    if len(entries) > MAX_KEYS:
+        raise KeysUnavailable(f"{url} publishes {len(entries)} keys; at most {MAX_KEYS} are read")
+    keys: list[dict[str, Any]] = []
+    malformed: set[str | None] = set()
+    for jwk in entries:
+        if not _signing_key(jwk):
+            continue
+        problem = _key_problem(jwk)
+        if problem is None:
+            keys.append(jwk)
+        else:
+            kid = jwk.get("kid")
+            malformed.add(kid)
+            # The kid and what is wrong, never the key's material.
+            log.warning("oidc key skipped", url=url, kid=kid if isinstance(kid, str) else None,
+                        kty=jwk.get("kty"), problem=problem)
+    if not keys:
+        raise KeysUnavailable(f"{url} publishes no usable signing key")
+    return keys, malformed
+
+
+def _key_problem(jwk: dict[str, Any]) -> str | None:
+    """Why this published key cannot verify anything (None: it can), found by building it."""
+    alg = jwk.get("alg")
+    if alg is not None and alg not in ASYMMETRIC:
+        return "its alg is not an asymmetric signing algorithm"
+    try:
+        built = jwt.PyJWK(jwk)
+    except (jwt.PyJWTError, ValueError, TypeError, KeyError) as exc:
+        return type(exc).__name__
+    if jwk.get("kty") == "RSA" and getattr(built.key, "key_size", 0) > MAX_RSA_BITS:
+        return f"an RSA key over {MAX_RSA_BITS} bits"
+    return None
+
+
+async def _get_body(client: httpx.AsyncClient, url: str) -> bytes:
     try:
         async with client.stream("GET", url, headers={"Accept": "application/json"}) as response:
             if response.status_code != 200:
@@ -315,10 +384,7 @@ async def _get_json(client: httpx.AsyncClient, url: str) -> Any:
                     raise KeysUnavailable(f"{url} sent more than {MAX_DOCUMENT_BYTES} bytes")
     except httpx.HTTPError as exc:
         raise KeysUnavailable(f"{url} could not be fetched: {type(exc).__name__}") from None
-    try:
-        return json.loads(body)
-    except ValueError:
-        raise KeysUnavailable(f"{url} did not answer JSON") from None
+    return bytes(body)
 
 
 # --- both together ---------------------------------------------------------------------------------

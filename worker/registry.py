@@ -24,13 +24,14 @@ def workflows() -> list[type]:
     from workflows.artifact import ArtifactWorkflow
     from workflows.endpoint import EndpointWorkflow
     from workflows.inventory import LiveInventoryWorkflow
-    from workflows.perf import DraftPerformanceWorkflow, TrafficPlanWorkflow
+    from workflows.perf import DraftPerformanceWorkflow, TrafficPlanSlotWorkflow, TrafficPlanWorkflow
     from workflows.ping import PingWorkflow
     from workflows.rollout import ClusterRolloutWorkflow
     from workflows.watch import WatchWorkflow
     from workflows.workload import WorkloadWorkflow
     return [PingWorkflow, ArtifactWorkflow, WorkloadWorkflow, ClusterRolloutWorkflow, EndpointWorkflow,
-            LiveInventoryWorkflow, WatchWorkflow, DraftPerformanceWorkflow, TrafficPlanWorkflow]
+            LiveInventoryWorkflow, WatchWorkflow, DraftPerformanceWorkflow, TrafficPlanWorkflow,
+            TrafficPlanSlotWorkflow]
 
 
 def main_activities(deps: WorkerDeps) -> list:

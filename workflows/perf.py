@@ -17,7 +17,14 @@ from __future__ import annotations
 from datetime import datetime
 
 from temporalio import workflow
-from temporalio.exceptions import ActivityError, ApplicationError, FailureError, TimeoutError, TimeoutType
+from temporalio.exceptions import (
+    ActivityError,
+    ApplicationError,
+    FailureError,
+    TimeoutError,
+    TimeoutType,
+    WorkflowAlreadyStartedError,
+)
 
 from contracts import draft_performance as contract
 from contracts import traffic_plan as traffic_contract
@@ -30,7 +37,13 @@ from contracts.perf import (
     EstimateOutput,
     TargetOutput,
 )
-from contracts.traffic_plan import TrafficPlanInput, TrafficPlanResult
+from contracts.traffic_plan import (
+    PLAN_TIMEOUT,
+    TrafficPlanInput,
+    TrafficPlanResult,
+    TrafficPlanSlotInput,
+    TrafficPlanTurn,
+)
 from wingsmith.draft_performance import (
     NOT_INSTALLED,
     DraftPerformance,
@@ -131,3 +144,20 @@ class TrafficPlanWorkflow:
         except ActivityError as err:
             return TrafficPlanResult(unavailable=_gave_no_answer(err) or NOT_INSTALLED)
         return TrafficPlanResult(plans=answer.plans)
+
+
+@workflow.defn(name=traffic_contract.SLOT_WORKFLOW)
+class TrafficPlanSlotWorkflow:
+    """One of a team's traffic plans in flight (its id is the slot, contracts/traffic_plan.py): runs the plan
+    as its child under the plan's own id, so the slot is held exactly as long as the plan runs. When an
+    identical plan already runs (another request, maybe another team's, started it first) it says so and
+    ends at once: the caller waits for that plan, and the slot is free again."""
+
+    @workflow.run
+    async def run(self, params: TrafficPlanSlotInput) -> TrafficPlanTurn:
+        try:
+            plan = await workflow.start_child_workflow(TrafficPlanWorkflow.run, params.plan, id=params.plan_id,
+                                                       execution_timeout=PLAN_TIMEOUT)
+        except WorkflowAlreadyStartedError:
+            return TrafficPlanTurn(joined=params.plan_id)
+        return TrafficPlanTurn(result=await plan)

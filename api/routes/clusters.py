@@ -25,6 +25,7 @@ import re
 import time
 import uuid
 from datetime import timedelta
+from pathlib import Path
 
 from fastapi import APIRouter, Request, Response
 from pydantic import BaseModel, ConfigDict, Field, field_validator
@@ -41,7 +42,8 @@ from contracts import inventory as inventory_contract
 from contracts.inventory import InventoryTarget, LiveInventoryInput
 from wingsmith.config import Settings
 from wingsmith.kube import KubeError
-from wingsmith.kube.kubeconfig import KubeconfigPolicy, check_config, check_reference, parse_content, read_source
+from wingsmith.kube.kubeconfig import KubeconfigBeyondLimit, KubeconfigPolicy, check_reference, read_source
+from wingsmith.kube.kubeconfig_check import check_in_child
 from wingsmith.placement import (
     EXPLAIN_EVERY_CLUSTER_UP_TO,
     ClusterInventory,
@@ -60,6 +62,10 @@ router = APIRouter(prefix="/v1", tags=["clusters"])
 LIVE_READ_TIMEOUT_SECONDS = 20.0
 LIVE_CACHE_SECONDS = 5.0
 LIVE_READS_AT_ONCE = 2
+# Parsing a kubeconfig is CPU work, bounded by the loader's limits (~0.2 s to refuse one past them, ~0.7 s
+# for one just within), done in a child process; registrations sent together beyond this many queue, so
+# they cannot take every core of the API's machine.
+KUBECONFIG_CHECKS_AT_ONCE = 2
 
 
 class ClusterList(BaseModel):
@@ -68,8 +74,8 @@ class ClusterList(BaseModel):
 
 @router.post("/clusters", status_code=201, response_model=ClusterRecord)
 async def register_cluster(spec: ClusterSpec, db: DbDep, _who: Admin, response: Response,
-                           settings: SettingsDep) -> ClusterRecord:
-    _check_kubeconfig(spec, settings)
+                           settings: SettingsDep, request: Request) -> ClusterRecord:
+    await check_kubeconfig_off_the_loop(request, spec, settings)
     try:
         record, created = await store.create_cluster(db, spec)
     except ClusterExists as exc:
@@ -306,22 +312,38 @@ async def missing_worker(temporal: Client | None, settings: Settings) -> str | N
     return None
 
 
-def _check_kubeconfig(spec: ClusterSpec, settings: Settings) -> None:
+async def check_kubeconfig_off_the_loop(request: Request, spec: ClusterSpec, settings: Settings) -> None:
     """The reference's syntax and a file's place always; the content too when it is readable here (a
-    file on this machine, a variable in this process). The worker's loader checks everything again
-    before it builds any client: the content may live only where the worker runs."""
+    file on this machine, a variable in this process), read in a thread and parsed and checked in a
+    child process (wingsmith/kube/kubeconfig_check.py), never on the event loop. The worker's loader
+    checks everything again before it builds any client: the content may live only where the worker runs."""
     policy = KubeconfigPolicy.from_settings(settings)
+    state = request.app.state
+    if getattr(state, "kubeconfig_checks", None) is None:
+        state.kubeconfig_checks = asyncio.Semaphore(KUBECONFIG_CHECKS_AT_ONCE)
     try:
         source = check_reference(spec.kubeconfig, policy)
-        here = (source.kind == "file" and source.path is not None and source.path.exists()) or (
+        here = (source.kind == "file" and source.path is not None and _on_this_machine(source.path)) or (
             source.kind == "env" and bool(os.environ.get(source.env)))
-        if here:
-            check_config(parse_content(read_source(source, policy), source), spec.kube_context or None,
-                         policy, source)
+        if not here:
+            return
+        async with state.kubeconfig_checks:
+            content = await asyncio.to_thread(read_source, source, policy)
+            await asyncio.to_thread(check_in_child, content, spec.kube_context or None, policy, source)
     except KubeError as exc:
         # "KubeconfigPathList" -> "kubeconfig_path_list": the code names the reason.
         code = re.sub(r"(?<!^)(?=[A-Z])", "_", exc.type).lower()
-        raise ApiError(422, exc.message, code=code, details={"field": "kubeconfig"}) from None
+        details: dict[str, object] = {"field": "kubeconfig"}
+        if isinstance(exc, KubeconfigBeyondLimit):
+            details |= {"limit": exc.limit, "bound": exc.bound}
+        raise ApiError(422, exc.message, code=code, details=details) from None
+
+
+def _on_this_machine(path: Path) -> bool:
+    try:
+        return path.exists()
+    except OSError:  # a name too long for this file system: the loader names the error (422)
+        return True
 
 
 def _found(name: str, record: ClusterRecord | None) -> ClusterRecord:

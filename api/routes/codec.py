@@ -1,12 +1,18 @@
 """The remote codec for the Temporal UI: with payload encryption on, the UI shows ciphertext until
 it is pointed at `<api>/codec` (`temporal server start-dev --ui-codec-endpoint`, or the UI's own
-codec setting), which decrypts for signed-in users.
+codec setting), which decrypts for signed-in admins.
 
 The wire format is Temporal's: `{"payloads": [{"metadata": {k: base64}, "data": base64}]}` in and
 out, which is exactly the protobuf JSON form of `Payloads`. The UI calls from its own origin, so
 these routes answer CORS for `WINGSMITH_TEMPORAL_UI_URL` only; the UI sends the bearer token when
-its "pass access token" option is on. Decoding needs the viewer role; encoding makes payloads that
-workers act on, so it needs an operator.
+its "pass access token" option is on.
+
+Decoding needs the admin role. Payloads hold every team's workflows (workload specs, endpoint
+members, who asked for what), and neither side names a team: a payload carries none, and the UI's
+call carries only the namespace, not the workflow the payloads came from. So the codec cannot tell
+one team's payloads from another's, and only a principal who may read every team's objects may open
+them; a team's members read their own through the API and the console, which answer by team.
+Encoding makes payloads that workers act on, so it needs an operator.
 """
 
 from __future__ import annotations
@@ -44,13 +50,15 @@ def _cors_headers(request: Request) -> dict[str, str]:
     return {"Access-Control-Allow-Origin": origin, "Access-Control-Allow-Credentials": "true", "Vary": "Origin"}
 
 
-def _with_cors(role: str):
+def _with_cors(role: str, why: str = ""):
     """`require(role)`, with CORS headers on its 401/403 so the UI can show why it was refused
-    instead of a bare network error."""
+    instead of a bare network error; `why` is added to the 403's message."""
     async def dependency(request: Request) -> Principal:  # no I/O: async, so no thread hop
         try:
             return authorize(await authenticate(request), role)
         except ApiError as exc:
+            if exc.status == 403 and why:
+                exc.message = f"{exc.message}: {why}"
             exc.headers = {**(exc.headers or {}), **_cors_headers(request)}
             raise
 
@@ -58,7 +66,8 @@ def _with_cors(role: str):
     return dependency
 
 
-CodecViewer = Annotated[Principal, Depends(_with_cors("viewer"))]
+CodecAdmin = Annotated[Principal, Depends(_with_cors(
+    "admin", "decoding opens every team's payloads (a payload names no team), so only an admin may"))]
 CodecOperator = Annotated[Principal, Depends(_with_cors("operator"))]
 
 
@@ -108,9 +117,9 @@ def _answer(request: Request, payloads) -> JSONResponse:
 
 
 # The answers are built from protobuf JSON (with CORS headers) by hand; the model documents them.
-@router.post("/decode", response_model=PayloadsAnswer, summary="Decrypt payloads for the Temporal UI",
+@router.post("/decode", response_model=PayloadsAnswer, summary="Decrypt payloads for the Temporal UI (admins)",
              openapi_extra=_BODY)
-async def decode(request: Request, settings: SettingsDep, _who: CodecViewer) -> JSONResponse:
+async def decode(request: Request, settings: SettingsDep, _who: CodecAdmin) -> JSONResponse:
     codec = _codec(request, settings)
     payloads = await _payloads(request)
     try:

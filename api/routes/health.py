@@ -1,4 +1,4 @@
-"""Liveness and readiness. /healthz: the process answers. /readyz: Postgres and Temporal answer and
+"""Liveness, readiness and the version. /healthz: the process answers. /readyz: Postgres and Temporal answer and
 the clusters this plane was started with (WINGSMITH_EXPECTED_CLUSTERS, set by `wingsmith up`) are
 registered; the body says which check is still pending."""
 
@@ -9,8 +9,9 @@ import asyncio
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
 
-from api.responses import Health, Readiness
+from api.responses import Health, Readiness, Version
 from wingsmith.store.clusters import list_clusters
+from wingsmith.version import build, release
 
 router = APIRouter(tags=["health"])
 
@@ -18,6 +19,12 @@ router = APIRouter(tags=["health"])
 @router.get("/healthz", response_model=Health)
 async def healthz() -> Health:
     return Health(status="ok")
+
+
+@router.get("/version", response_model=Version)
+async def version() -> Version:
+    """Which code answers: asked by anyone, like /healthz (a release is no secret; the build names a commit)."""
+    return Version(release=release(), build=build())
 
 
 # The answer is a JSONResponse (its status says ready or not), so the models only describe it.

@@ -3,8 +3,6 @@ scale and delete. The workload workflow does the work; these routes start it and
 
 from __future__ import annotations
 
-import uuid
-from datetime import timedelta
 from typing import Any
 
 import asyncpg
@@ -13,6 +11,7 @@ from pydantic import BaseModel, Field
 from temporalio.client import (
     Client,
     RPCTimeoutOrCancelledError,
+    WorkflowFailureError,
     WorkflowUpdateFailedError,
     WorkflowUpdateStage,
 )
@@ -25,12 +24,11 @@ from api.errors import ApiError
 from api.ownership import hide, listing_team, own_workload
 from api.responses import WorkloadDeleting, WorkloadDetail, WorkloadList
 from api.routes.clusters import DryRunRequest, dry_run
-from contracts import traffic_plan as traffic_contract
 from contracts import upgrade as upgrade_contract
 from contracts import workload as workload_contract
 from contracts.ids import workload_workflow_id
 from contracts.perf import TargetInput
-from contracts.traffic_plan import TrafficPlanInput, TrafficPlanResult
+from contracts.traffic_plan import TrafficPlanInput
 from contracts.upgrade import UpgradeControl, UpgradeRequest, UpgradeStatus
 from contracts.workload import DeleteRequest, ScaleRequest, WorkloadStatus
 from wingsmith.config import Settings, perf_task_queue
@@ -44,6 +42,7 @@ from wingsmith.target_plan import TargetChoice, choose_card
 from wingsmith.target_workload import plan_first_runnable
 from wingsmith.temporal import workflow_ui_url
 from wingsmith.text import CommentText, SourceText
+from wingsmith.traffic_plans import TooManyPlans, run_traffic_plan
 from wingsmith.upgrade import steps_problem
 from wingsmith.workloads import (
     ApprovedArtifact,
@@ -109,7 +108,7 @@ async def create(body: WorkloadRequest, principal: Operator, db: DbDep, settings
             raise InvalidWorkload(f"artifact {body.artifact_id} not found; register it first", field="artifact_id")
         # The catalog the approved draft's evidence came from: its flags are what the reviewer saw.
         catalog = catalog_of_draft(artifact.catalog_version, settings.catalogs_dir)
-        choice = await _plan_for_target(body, artifact, db, settings, request) if body.target else None
+        choice = await _plan_for_target(body, artifact, db, settings, request, principal) if body.target else None
         image, namespace, secret = settings.vllm_runtime_image, settings.deploy_namespace, settings.hf_token_secret
         if choice is not None:
             # The first plan, in the choice's order, that the recipe and the fit check can run.
@@ -280,20 +279,30 @@ def _taken(workload_id: str) -> ApiError:
 
 
 async def _plan_for_target(body: WorkloadRequest, artifact: ApprovedArtifact, db: asyncpg.Pool, settings: Settings,
-                           request: Request) -> TargetChoice:
+                           request: Request, principal: Principal) -> TargetChoice:
     """AIConfigurator's plan per candidate card (the one asked for, then the cards the registered clusters
     that are not cordoned declare), through the perf queue; the chosen one (the cheapest per hour when every
-    feasible card has a price, else the fewest GPUs), or a 422 naming the best each card reaches."""
+    feasible card has a price, else the fewest GPUs), or a 422 naming the best each card reaches; a 429 with
+    Retry-After when the caller's team already has its bound of plans in flight (wingsmith/traffic_plans.py)."""
     assert body.target is not None
     offer = cluster_store.fleet_offer(await cluster_store.list_clusters(db))
     cards = list(dict.fromkeys([get_hardware(body.hardware).id, *offer]))
     prices = {card: price for card, price in offer.items() if price is not None}
     ask = TargetInput(model=artifact.repo_id, model_commit=artifact.sha, config=artifact.config, cards=cards[:16],
                       target=body.target)
-    answer: TrafficPlanResult = await _temporal(request).execute_workflow(
-        traffic_contract.WORKFLOW, TrafficPlanInput(ask=ask, perf_task_queue=perf_task_queue(settings.task_queue)),
-        id=f"traffic-plan/{uuid.uuid4().hex}", task_queue=settings.task_queue, result_type=TrafficPlanResult,
-        execution_timeout=timedelta(hours=2))
+    try:
+        # An identical plan in flight is joined; the team's own plans in flight are bounded (fair between teams).
+        answer = await run_traffic_plan(
+            _temporal(request), TrafficPlanInput(ask=ask, perf_task_queue=perf_task_queue(settings.task_queue)),
+            team=principal.team, bound=settings.traffic_plans_per_team, task_queue=settings.task_queue)
+    except TooManyPlans as exc:
+        raise ApiError(429, str(exc), code="too_many_plans", details={"team": exc.team, "bound": exc.bound},
+                       headers={"Retry-After": str(exc.retry_after)}) from None
+    except WorkflowFailureError as exc:
+        raise ApiError(503, f"the traffic plan ended without an answer: {exc.cause or exc}; ask again",
+                       code="perf_unavailable") from None
+    except RPCError as exc:
+        raise ApiError(503, f"Temporal could not take the traffic plan: {exc.message}") from None
     if answer.unavailable:
         raise ApiError(503, answer.unavailable, code="perf_unavailable")
     choice = choose_card(answer.plans, prices)

@@ -42,6 +42,7 @@ ACCESS: dict[tuple[str, str], str] = {
     ("GET", "/redoc"): PUBLIC,
     ("GET", "/healthz"): PUBLIC,
     ("GET", "/readyz"): PUBLIC,
+    ("GET", "/version"): PUBLIC,  # the release and the build, as `wingsmith --version` says them
     ("GET", "/metrics"): PUBLIC,  # Prometheus scrapes carry no token; counts by route template only
     ("GET", "/v1/recipes"): "viewer",
     ("GET", "/v1/recipes/{org}/{name}"): "viewer",
@@ -105,9 +106,9 @@ ACCESS: dict[tuple[str, str], str] = {
     ("GET", "/console/clusters"): "viewer",
     ("GET", "/console/clusters/{name}"): "viewer",
     ("GET", "/console/run-locally"): PUBLIC,
-    # The Temporal UI's remote codec: decoding shows payloads (viewer); encoding makes payloads that
-    # workers act on (operator); the CORS preflight carries no token by design.
-    ("POST", "/codec/decode"): "viewer",
+    # The Temporal UI's remote codec: decoding shows every team's payloads (admin); encoding makes
+    # payloads that workers act on (operator); the CORS preflight carries no token by design.
+    ("POST", "/codec/decode"): "admin",
     ("POST", "/codec/encode"): "operator",
     ("OPTIONS", "/codec/{operation}"): PUBLIC,
     # The published route table, for gateway replicas: their admin token only, no person's.

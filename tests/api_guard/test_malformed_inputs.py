@@ -26,11 +26,15 @@ from tests.api_guard.conftest import TOKENS, as_
 from wingsmith.config import Settings
 
 BASE = "Qwen/Qwen3-8B"
-# (repo, change to the base model's config.json, words the answer must carry)
+# (repo, change to the base model's config.json, words the answer must carry): within the config's schema,
+# but not what sizing needs, so the proposal is made and says why it is not sized.
 WRONG_FIELDS = [
-    ("acme/layers-as-words", {"num_hidden_layers": "thirty-six"}, ["num_hidden_layers", "thirty-six"]),
     ("acme/no-layers", {"num_hidden_layers": None}, ["num_hidden_layers"]),
-    ("acme/negative-layers", {"num_hidden_layers": -3}, ["num_hidden_layers", "positive"]),
+]
+# Outside the schema (wingsmith/hub/config_schema.py): refused, naming the field and the bound (issue 46).
+OUT_OF_SCHEMA = [
+    ("acme/layers-as-words", {"num_hidden_layers": "thirty-six"}, ["num_hidden_layers", "thirty-six", "whole number"]),
+    ("acme/negative-layers", {"num_hidden_layers": -3}, ["num_hidden_layers", "greater than or equal to 1"]),
 ]
 
 # (repo, the whole config.json, words the refusal must carry)
@@ -55,7 +59,7 @@ def broken_hub():
     snapshot = load_snapshot()
     base = snapshot["models"][BASE]
     config = json.loads(next(f for f in base["files"] if f["path"] == "config.json")["content"])
-    for repo, change, _ in WRONG_FIELDS:
+    for repo, change, _ in WRONG_FIELDS + OUT_OF_SCHEMA:
         snapshot["models"][repo] = _with_config(base, repo, json.dumps({**config, **change}))
     for repo, text, _ in BROKEN_FILES:
         snapshot["models"][repo] = _with_config(base, repo, text)
@@ -88,6 +92,15 @@ async def test_config_field_of_the_wrong_kind_is_named_in_the_sizing(resolve_api
     notes = [s["note"] for s in sizing["sizing"] if s["report"] is None]
     assert notes and all(all(w in n for w in words) for n in notes), notes
     assert any(all(w in warning for w in words) for warning in sizing["warnings"])
+
+
+@pytest.mark.parametrize("repo, change, words", OUT_OF_SCHEMA, ids=[w[0] for w in OUT_OF_SCHEMA])
+async def test_config_field_outside_the_schema_is_refused_naming_it(resolve_api, repo, change, words):
+    r = await _resolve(resolve_api, repo)
+    assert r.status_code == 422, r.text
+    error = r.json()["error"]
+    assert error["code"] == "invalid_config" and all(w in error["message"] for w in words), error
+    assert error["details"]["field"] == "num_hidden_layers" and error["details"]["retryable"] is False
 
 
 @pytest.mark.parametrize("repo, text, words", BROKEN_FILES, ids=[b[0] for b in BROKEN_FILES])

@@ -20,6 +20,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tests.hub.conftest import shipped_models, upstream_models
+from tests.perf_extra import require_perf_extra
 from wingsmith.drafts import build_draft_content
 from wingsmith.hub import ConfigOutOfBounds
 from wingsmith.hub.config_schema import MAX_DEPTH, MAX_LAYERS, ConfigRefused, ModelConfig, TextModelConfig, check_config
@@ -35,6 +36,7 @@ REPO = "Qwen/Qwen3-8B"
 def aiconfigurator_configs() -> dict[str, dict]:
     """The Hub configs NVIDIA's AIConfigurator ships (the perf extra, which the test command installs):
     ninety models this repository has no copy of, Nemotron-H and Qwen3.5 hybrids among them."""
+    require_perf_extra()
     folder = resources.files("aiconfigurator_core") / "model_configs"
     return {entry.name.removesuffix("_config.json"): json.loads(entry.read_text())
             for entry in folder.iterdir() if entry.name.endswith("_config.json")}

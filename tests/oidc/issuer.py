@@ -42,7 +42,9 @@ class Issuer:
         self.keys = [SigningKey("RSA"), SigningKey("EC")]
         self.jwks_fetches = 0
         self.jwks_override: bytes | None = None  # serve these bytes instead (a hostile or broken JWKS)
+        self.jwks_drip_seconds: float | None = None  # send the JWKS one byte per this many seconds
         self.down = False
+        self._stopped = threading.Event()
         issuer = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -55,8 +57,11 @@ class Issuer:
                                                ).encode())
                 elif self.path == "/jwks.json":
                     issuer.jwks_fetches += 1
-                    self._send(200, issuer.jwks_override or json.dumps(
-                        {"keys": [k.jwk for k in issuer.keys]}).encode())
+                    body = issuer.jwks_override or json.dumps({"keys": [k.jwk for k in issuer.keys]}).encode()
+                    if issuer.jwks_drip_seconds is None:
+                        self._send(200, body)
+                    else:
+                        self._drip(body, issuer.jwks_drip_seconds)
                 else:
                     self._send(404, b"{}")
 
@@ -67,6 +72,22 @@ class Issuer:
                 self.end_headers()
                 self.wfile.write(body)
 
+            def _drip(self, body: bytes, seconds: float) -> None:
+                """A slow issuer: honest headers, then the body a byte at a time (each read gets
+                something well within any per-read timeout), until the client hangs up."""
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                try:
+                    for i in range(len(body)):
+                        self.wfile.write(body[i:i + 1])
+                        self.wfile.flush()
+                        if issuer._stopped.wait(seconds):
+                            return
+                except OSError:
+                    return  # the client gave up
+
             def log_message(self, *args):
                 pass
 
@@ -76,6 +97,7 @@ class Issuer:
         self._thread.start()
 
     def stop(self) -> None:
+        self._stopped.set()
         self._server.shutdown()
         self._server.server_close()
 

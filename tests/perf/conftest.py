@@ -1,8 +1,9 @@
 """What the perf tests share: the case they ask about and AIConfigurator's own CLI as the reference.
 
-Tests that need the `perf` extra import `aiconfigurator` at the top: scripts/test.sh installs it, and a
-run without it fails at their collection rather than skipping them, so a CI that lost the extra cannot
-pass by running nothing. The pure tests (test_planning.py) run without it."""
+Tests that need the `perf` extra import `tests.needs_perf_extra` at the top: scripts/test.sh installs it;
+in CI a run without it fails at their collection rather than skipping them, so a CI that lost the extra
+cannot pass by running nothing, and a developer's venv without it skips them saying how to get it. The pure
+tests (test_planning.py) run without it."""
 
 from __future__ import annotations
 

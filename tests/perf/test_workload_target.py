@@ -6,13 +6,15 @@ inputs in the same test, is the reference), within the target, and the DGD carri
 from __future__ import annotations
 
 import asyncio
+import os
 from pathlib import Path
 
-import aiconfigurator  # noqa: F401  (the perf extra: missing, this module fails at collection, never skips)
 import pytest
 
+import tests.needs_perf_extra  # noqa: F401  (missing: skipped outside CI with why, fails in CI)
+from contracts.traffic_plan import slot_workflow_id
 from tests.perf.conftest import best_rows, perf_worker_running, recommending
-from tests.support import running_worker, wait_until
+from tests.support import record_history_if_asked, running_worker, wait_until
 from tests.workloads.conftest import (  # noqa: F401  (the workload test bed's fixtures)
     api,
     approved_kimi,
@@ -24,6 +26,7 @@ from tests.workloads.conftest import (  # noqa: F401  (the workload test bed's f
     sims,
 )
 from wingsmith.draft_performance import NOT_INSTALLED
+from wingsmith.teams import DEFAULT_TEAM
 
 GPT_OSS = "openai/gpt-oss-120b"
 TARGET = {"requests_per_second": 5, "isl": 4000, "osl": 1000, "ttft_ms": 1000, "tpot_ms": 40}
@@ -43,6 +46,14 @@ async def test_without_a_perf_worker_a_target_is_answered_with_the_reason(api, d
         r = await asyncio.wait_for(api.post("/v1/workloads", json=body, headers=as_("tok-olga")), 60)
     assert r.status_code == 503, r.text
     assert r.json()["error"]["message"] == NOT_INSTALLED
+    # The replay tests' histories of the two plan workflows (the slot and its plan), when asked to record.
+    slot = slot_workflow_id(DEFAULT_TEAM, 0)
+    await record_history_if_asked(temporal_client, slot, "traffic_plan_slot_unavailable")
+    if os.environ.get("WINGSMITH_RECORD_HISTORIES") == "1":
+        events = (await temporal_client.get_workflow_handle(slot).fetch_history()).events
+        (plan_id,) = [e.child_workflow_execution_started_event_attributes.workflow_execution.workflow_id
+                      for e in events if e.HasField("child_workflow_execution_started_event_attributes")]
+        await record_history_if_asked(temporal_client, plan_id, "traffic_plan_unavailable")
 
 
 async def _approved(api, deps, temporal_client, repo: str) -> str:  # noqa: F811

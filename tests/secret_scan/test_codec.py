@@ -35,7 +35,9 @@ from wingsmith.payloads import PayloadBudgetCodec
 from wingsmith.temporal import connect
 
 KIMI = "moonshotai/Kimi-K3"
-TOKENS = {"tok-vic": {"name": "vic", "roles": ["viewer"]}, "tok-olga": {"name": "olga", "roles": ["operator"]}}
+TOKENS = {"tok-vic": {"name": "vic", "roles": ["viewer"]}, "tok-olga": {"name": "olga", "roles": ["operator"]},
+          "tok-rita": {"name": "rita", "roles": ["operator"], "team": "red"},
+          "tok-root": {"name": "root", "roles": ["admin"], "team": "ops"}}
 UI = "http://localhost:8233"
 
 
@@ -217,13 +219,13 @@ def _bearer(token: str, **more) -> dict[str, str]:
     return {"Authorization": f"Bearer {token}", **more}
 
 
-async def test_codec_endpoint_decodes_history_payloads_for_a_viewer(encrypted_run, temporal_client, codec_api):
+async def test_codec_endpoint_decodes_history_payloads_for_an_admin(encrypted_run, temporal_client, codec_api):
     settings, _client, _result, workflow_id = encrypted_run
     history = json.loads((await temporal_client.get_workflow_handle(workflow_id).fetch_history()).to_json())
     started = next(e for e in history["events"] if "workflowExecutionStartedEventAttributes" in e)
     body = {"payloads": started["workflowExecutionStartedEventAttributes"]["input"]["payloads"]}
     async with codec_api(settings) as api:
-        r = await api.post("/codec/decode", json=body, headers=_bearer("tok-vic", Origin=UI, **{"X-Namespace": "x"}))
+        r = await api.post("/codec/decode", json=body, headers=_bearer("tok-root", Origin=UI, **{"X-Namespace": "x"}))
         assert r.status_code == 200, r.text
         assert r.headers["access-control-allow-origin"] == UI
         [payload] = r.json()["payloads"]
@@ -236,6 +238,24 @@ async def test_codec_endpoint_decodes_history_payloads_for_a_viewer(encrypted_ru
         assert (await api.post("/codec/decode", json=body, headers=_bearer("tok-nobody"))).status_code == 401
 
 
+async def test_only_an_admin_may_decode_any_teams_payloads(encrypted_run, temporal_client, codec_api):
+    """A payload names no team, and the UI's call names no workflow: decoding opens every team's
+    payloads (workload specs, endpoint members, who asked), so only an admin may; a team's members
+    read their own objects through the API and the console, which answer by team."""
+    settings, _client, _result, workflow_id = encrypted_run
+    history = json.loads((await temporal_client.get_workflow_handle(workflow_id).fetch_history()).to_json())
+    started = next(e for e in history["events"] if "workflowExecutionStartedEventAttributes" in e)
+    body = {"payloads": started["workflowExecutionStartedEventAttributes"]["input"]["payloads"]}
+    async with codec_api(settings) as api:
+        for token in ("tok-vic", "tok-olga", "tok-rita"):  # a viewer, an operator, another team's operator
+            r = await api.post("/codec/decode", json=body, headers=_bearer(token, Origin=UI))
+            assert r.status_code == 403, (token, r.text)
+            assert r.json()["error"]["code"] == "forbidden" and "only an admin may" in r.json()["error"]["message"]
+            assert r.headers["access-control-allow-origin"] == UI  # the UI can show why
+            assert KIMI not in r.text
+        assert (await api.post("/codec/decode", json=body, headers=_bearer("tok-root"))).status_code == 200
+
+
 async def test_a_console_sign_in_lets_the_temporal_ui_decode_with_its_cookie(codec_api, key_file):
     # The Temporal UI with "include cross-origin credentials" sends the browser's cookies for /codec.
     from tests.console.conftest import sign_in
@@ -245,7 +265,9 @@ async def test_a_console_sign_in_lets_the_temporal_ui_decode_with_its_cookie(cod
     async with codec_api(settings) as api:
         sealed = (await api.post("/codec/encode", json=plain, headers=_bearer("tok-olga"))).json()
         assert (await api.post("/codec/decode", json=sealed, headers={"Origin": UI})).status_code == 401
-        await sign_in(api, "tok-vic")
+        await sign_in(api, "tok-vic")  # signed in, but not an admin
+        assert (await api.post("/codec/decode", json=sealed, headers={"Origin": UI})).status_code == 403
+        await sign_in(api, "tok-root")
         r = await api.post("/codec/decode", json=sealed, headers={"Origin": UI})
         assert r.status_code == 200 and r.json() == plain
         assert r.headers["access-control-allow-credentials"] == "true"
@@ -261,7 +283,7 @@ async def test_codec_endpoint_encodes_for_operators_only(codec_api, key_file):
         assert r.status_code == 200
         sealed = r.json()
         assert base64.b64decode(sealed["payloads"][0]["metadata"]["encoding"]) == ENCODING
-        back = await api.post("/codec/decode", json=sealed, headers=_bearer("tok-vic"))
+        back = await api.post("/codec/decode", json=sealed, headers=_bearer("tok-root"))
         assert back.json() == plain
 
 
@@ -279,7 +301,7 @@ async def test_cors_preflight_admits_only_the_temporal_ui(codec_api, key_file):
                                                             "Access-Control-Request-Method": "POST"})
         assert other.status_code == 403 and "access-control-allow-origin" not in other.headers
         assert "is not the Temporal UI (http://localhost:8233" in other.json()["error"]["message"]
-        r = await api.post("/codec/decode", json={"payloads": []}, headers=_bearer("tok-vic", Origin="http://evil.example"))
+        r = await api.post("/codec/decode", json={"payloads": []}, headers=_bearer("tok-root", Origin="http://evil.example"))
         assert r.status_code == 200 and "access-control-allow-origin" not in r.headers
 
 
@@ -292,7 +314,7 @@ async def test_cors_preflight_admits_only_the_temporal_ui(codec_api, key_file):
 async def test_bad_codec_requests_say_what_is_wrong(codec_api, key_file, body, problem):
     async with codec_api(Settings(payload_key_ref=f"file:{key_file}")) as api:
         r = await api.post("/codec/decode", content=body,
-                           headers=_bearer("tok-vic", **{"Content-Type": "application/json"}))
+                           headers=_bearer("tok-root", **{"Content-Type": "application/json"}))
         assert r.status_code == 400 and problem in r.json()["error"]["message"]
 
 
@@ -302,13 +324,13 @@ async def test_payloads_under_an_unknown_key_are_refused_by_name(codec_api, key_
     body = {"payloads": [{"metadata": {k: base64.b64encode(v).decode() for k, v in sealed.metadata.items()},
                           "data": base64.b64encode(sealed.data).decode()}]}
     async with codec_api(Settings(payload_key_ref=f"file:{key_file}")) as api:
-        r = await api.post("/codec/decode", json=body, headers=_bearer("tok-vic"))
+        r = await api.post("/codec/decode", json=body, headers=_bearer("tok-root"))
         assert r.status_code == 422 and stranger.key_id in r.json()["error"]["message"]
 
 
 async def test_without_a_payload_key_the_codec_is_not_found(codec_api):
     async with codec_api(Settings()) as api:
-        r = await api.post("/codec/decode", json={"payloads": []}, headers=_bearer("tok-vic"))
+        r = await api.post("/codec/decode", json={"payloads": []}, headers=_bearer("tok-root"))
         assert r.status_code == 404
         assert r.json()["error"]["code"] == "codec_not_configured"
         assert "WINGSMITH_PAYLOAD_KEY_REF" in r.json()["error"]["message"]

@@ -8,6 +8,8 @@ import importlib
 import os
 import sys
 
+from wingsmith.version import describe
+
 COMMAND_MODULES = ["up", "demo", "resolve", "artifacts", "workloads", "follow", "recipes", "size", "clusters", "hub",
                    "watch"]
 
@@ -15,6 +17,8 @@ COMMAND_MODULES = ["up", "demo", "resolve", "artifacts", "workloads", "follow", 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="wingsmith", description=(
         "Wingsmith: Hugging Face model → multi-cluster NVIDIA Dynamo endpoint, with a person in the loop."))
+    parser.add_argument("--version", action="version", version=describe(),
+                        help="the release and the build (the image's build id, or the checkout's commit)")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name in COMMAND_MODULES:
         importlib.import_module(f"wingsmith.cli.{name}").register(sub)

@@ -13,8 +13,12 @@ differ). The references:
 - `secret:<namespace>/<name>[#<key>]`: a Kubernetes Secret read by the worker with its own service
   account (key default `kubeconfig`), for planes that run in a cluster.
 
-The content is read once, bounded, parsed with `yaml.safe_load`, checked, and handed to the client as
-a dict. Refused, never echoing the content: a path list, a relative path or '..', a file outside the
+The content is read once, bounded in bytes, measured in YAML nodes and depth before anything is built
+from it (wingsmith/bounded_yaml.py: 1 MiB of small mappings cost 8-18 s to parse, anchors can stand for
+a billion nodes), parsed by the safe loader, checked, and handed to the client as a dict. It is CPU
+work: the API runs it in a child process (wingsmith/kube/kubeconfig_check.py), never on its event loop;
+the worker in its activity threads.
+Refused, never echoing the content: a path list, a relative path or '..', a file outside the
 directory, a user that runs a program (`exec`, `auth-provider`) unless the operator's own environment
 allows it by name (WINGSMITH_KUBECONFIG_EXEC_ALLOW; nothing a request sends can), and file references
 inside the kubeconfig (`certificate-authority`, `client-certificate`, `client-key`, `tokenFile`)
@@ -32,11 +36,18 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, Protocol
 
-import yaml
-
+from wingsmith.bounded_yaml import YamlLimits, YamlRefused, load
 from wingsmith.kube.kube_error import KubeError
 
 MAX_KUBECONFIG_BYTES = 1 << 20
+# A kubeconfig, even a large fleet's, is small in structure: an entry per cluster, context and user is
+# 30-50 YAML nodes (an exec plugin with its arguments included), so 50,000 nodes hold 1,000+ clusters,
+# more than the byte limit holds once each cluster carries its CA certificate (~450 with a 2 KB one).
+# The deepest real path is 8 levels (users[].user.exec.env[].value); 32 leaves room for extensions.
+# Refusing a document past these costs ~0.2 s of CPU at most (the count stops at the limit); one just
+# within them parses in ~0.7 s. docs/configuration.md ("Security limits") states them.
+MAX_KUBECONFIG_NODES = 50_000
+MAX_KUBECONFIG_DEPTH = 32
 ENV_PREFIX = "KUBECONFIG_"
 DEFAULT_SECRET_KEY = "kubeconfig"
 _ENV_NAME = re.compile(rf"{ENV_PREFIX}[A-Z0-9_]+")
@@ -51,6 +62,16 @@ _SHAPE = "file:<absolute path>, env:KUBECONFIG_<NAME> or secret:<namespace>/<nam
 
 def refused(kind: str, message: str) -> KubeError:
     return KubeError(kind, message, retryable=False)
+
+
+class KubeconfigBeyondLimit(KubeError):
+    """A kubeconfig past one of the loader's limits: `limit` names it (max_bytes, max_nodes, max_depth,
+    max_number_chars, recursive_alias), `bound` is its value."""
+
+    def __init__(self, message: str, *, limit: str, bound: int | None):
+        super().__init__("KubeconfigTooLarge" if limit == "max_bytes" else "KubeconfigTooComplex", message,
+                         retryable=False)
+        self.limit, self.bound = limit, bound
 
 
 @dataclass(frozen=True)
@@ -171,6 +192,8 @@ class KubeconfigPolicy:
     directory: Path
     exec_allow: frozenset[str] = frozenset()
     max_bytes: int = MAX_KUBECONFIG_BYTES
+    max_nodes: int = MAX_KUBECONFIG_NODES
+    max_depth: int = MAX_KUBECONFIG_DEPTH
 
     @classmethod
     def from_settings(cls, settings: Any = None) -> KubeconfigPolicy:
@@ -182,7 +205,10 @@ class KubeconfigPolicy:
     def contained(self, path: Path, what: str) -> Path:
         """`path` with symlinks resolved, refused when that is not inside the directory."""
         root = self.directory.resolve()
-        real = path.resolve()
+        try:
+            real = path.resolve()
+        except (OSError, ValueError):  # a NUL byte in a path a kubeconfig names, a symlink loop
+            raise refused("KubeconfigInvalid", f"{what} is not a usable path") from None
         if not real.is_relative_to(root):
             raise refused("KubeconfigOutsideDirectory", f"{what} {str(path)!r} is outside the kubeconfig directory "
                           f"{str(root)!r} (WINGSMITH_KUBECONFIG_DIR); put it there or use env: or secret:")
@@ -203,11 +229,11 @@ def read_source(source: KubeconfigSource, policy: KubeconfigPolicy, secrets: Sec
     if source.kind == "file":
         assert source.path is not None
         real = policy.contained(source.path, "kubeconfig file")
-        if not real.exists():
-            raise refused("KubeconfigMissing", f"{describe(source)} does not exist")
-        if not real.is_file():  # a FIFO or a device would block or never end
-            raise refused("KubeconfigInvalid", f"{describe(source)} is not a regular file")
         try:
+            if not real.exists():
+                raise refused("KubeconfigMissing", f"{describe(source)} does not exist")
+            if not real.is_file():  # a FIFO or a device would block or never end
+                raise refused("KubeconfigInvalid", f"{describe(source)} is not a regular file")
             with open(real, "rb") as fh:
                 content = fh.read(policy.max_bytes + 1)
         except OSError as exc:
@@ -220,16 +246,24 @@ def read_source(source: KubeconfigSource, policy: KubeconfigPolicy, secrets: Sec
     else:
         content = (secrets or KubeSecrets.in_cluster()).read(source.namespace, source.name, source.key)
     if len(content) > policy.max_bytes:
-        raise refused("KubeconfigTooLarge", f"{describe(source)} is over {policy.max_bytes} bytes")
+        raise KubeconfigBeyondLimit(f"{describe(source)} is over {policy.max_bytes} bytes", limit="max_bytes",
+                                    bound=policy.max_bytes)
     return content
 
 
-def parse_content(content: bytes, source: KubeconfigSource) -> dict[str, Any]:
+def parse_content(content: bytes, source: KubeconfigSource, policy: KubeconfigPolicy) -> dict[str, Any]:
+    """The content as a dict, within the policy's limits. CPU-bound (up to ~0.7 s within the limits):
+    call it from a thread when an event loop is waiting."""
     try:
-        config = yaml.safe_load(content)
-    except (yaml.YAMLError, UnicodeDecodeError) as exc:
-        # The parser's message quotes the text, credentials included: name only the type.
-        raise refused("KubeconfigInvalid", f"{describe(source)} is not YAML ({type(exc).__name__})") from None
+        config = load(content, YamlLimits(max_bytes=policy.max_bytes, max_nodes=policy.max_nodes,
+                                          max_depth=policy.max_depth))
+    except YamlRefused as exc:
+        # Messages name the limit or the parser's error type, never the text (it holds credentials).
+        if exc.limit is not None:
+            raise KubeconfigBeyondLimit(f"{describe(source)} {exc.message}; a kubeconfig holds far less, even a "
+                                        "large fleet's (docs/configuration.md, Security limits)",
+                                        limit=exc.limit, bound=exc.bound) from None
+        raise refused("KubeconfigInvalid", f"{describe(source)} {exc.message}") from None
     if not isinstance(config, dict):
         raise refused("KubeconfigInvalid", f"{describe(source)} is not a kubeconfig (not a mapping)")
     return config
@@ -298,7 +332,7 @@ def load_kubeconfig(ref: str, context: str | None, policy: KubeconfigPolicy,
     """Read, parse and check: the kubeconfig as a dict and the context to use. Nothing here runs or
     opens anything the checks did not allow."""
     source = check_reference(ref, policy)
-    config = parse_content(read_source(source, policy, secrets), source)
+    config = parse_content(read_source(source, policy, secrets), source, policy)
     return config, check_config(config, context, policy, source)
 
 

@@ -16,7 +16,6 @@ import importlib.util
 import json
 import logging
 import math
-import threading
 import time
 import warnings
 from collections.abc import Callable
@@ -24,6 +23,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+from wingsmith.logs import get_logger
 from wingsmith.perf.cache import CacheKey, EstimateCache
 from wingsmith.perf.cards import gpus_for_layout, no_system_reason, system_for
 from wingsmith.perf.estimates import (
@@ -42,11 +42,14 @@ from wingsmith.perf.estimates import (
     unsupported_entries,
 )
 from wingsmith.perf.traffic import CardPlan, TrafficTarget, plan_card
+from wingsmith.perf.turns import Turns
 
 TOOL = "AIConfigurator"
 DISTRIBUTION = "aiconfigurator"
-# The tool keeps process-wide caches and is CPU-bound under the GIL: one search at a time per process.
-_ONE_SEARCH = threading.Lock()
+# The tool keeps process-wide caches and is CPU-bound under the GIL: one search at a time per process, in
+# the order asked (wingsmith/perf/turns.py), so plans in flight are answered in turn.
+_SEARCHES = Turns()
+log = get_logger("wingsmith.perf")
 _REASON_LIMIT = 300
 # Failures of the machine rather than of the question: they propagate (the activity retries) and are not cached.
 _MACHINE_TROUBLE = (MemoryError, OSError)
@@ -174,6 +177,13 @@ class Estimator:
     def __init__(self, home: Path) -> None:
         self.root = Path(home) / "perf-cache"
         self.cache = EstimateCache(self.root / "answers")
+        # Searches this estimator ran (cached answers not counted): each is logged as "perf search".
+        self.searches = 0
+
+    def _searched(self, kind: str, request: EstimateRequest, started: float) -> None:
+        self.searches += 1
+        log.info("perf search", kind=kind, model=request.model, card=request.card,
+                 layout=request.layout if kind == "estimate" else None, seconds=round(time.perf_counter() - started, 3))
 
     # -- what the tool is asked about ------------------------------------------------------------
     def _source(self, card: str, backend: str) -> tuple[str | None, Source | None, str | None]:
@@ -202,7 +212,7 @@ class Estimator:
     def _unsupported(self, request: EstimateRequest, system: str, source: Source) -> tuple[str | None,
                                                                                              dict[Mode, bool]]:
         """Why the tool cannot be asked about this model on this card (None when it can), and the modes
-        its support matrix passes. Called under the search lock: the check loads the tool's tables."""
+        its support matrix passes. Called during a search's turn: the check loads the tool's tables."""
         model_path = self._model_path(request.model, request.config, request.config_digest())
         if model_path is None:
             return (f"{TOOL} {source.version} does not ship {request.model} and no config.json was given "
@@ -245,17 +255,23 @@ class Estimator:
         cached = self.cache.get(key, Estimate)
         if cached is not None:
             return cached.model_copy(update={"cached": True, "seconds": 0.0})
-        started = time.perf_counter()
-        entries = self._search(request, system, gpus, source, wanted)
-        estimate = Estimate(request=request, entries=entries, seconds=round(time.perf_counter() - started, 3))
-        self.cache.put(key, estimate)
-        return estimate
-
-    def _search(self, request: EstimateRequest, system: str, gpus: int, source: Source,
-                wanted: Callable[[], bool] | None = None) -> list[PerformanceEntry]:
-        with _ONE_SEARCH, _ExperimentErrors() as logged:
+        with _SEARCHES.turn():
+            # The same question may have been searched while this one waited its turn: one search, not two.
+            cached = self.cache.get(key, Estimate)
+            if cached is not None:
+                return cached.model_copy(update={"cached": True, "seconds": 0.0})
             if wanted is not None and not wanted():
                 raise SearchNoLongerWanted(f"{request.model} on {request.card} {request.layout}")
+            started = time.perf_counter()
+            entries = self._search(request, system, gpus, source)
+            self._searched("estimate", request, started)
+            estimate = Estimate(request=request, entries=entries, seconds=round(time.perf_counter() - started, 3))
+            self.cache.put(key, estimate)
+        return estimate
+
+    def _search(self, request: EstimateRequest, system: str, gpus: int, source: Source) -> list[PerformanceEntry]:
+        """One search (the caller holds the turn)."""
+        with _ExperimentErrors() as logged:
             from aiconfigurator.cli.api import cli_default
             from aiconfigurator.sdk.errors import NoFeasibleConfigError
             ttft, tpot = request.latency_targets
@@ -310,31 +326,39 @@ class Estimator:
         cached = self.cache.get(key, CardPlan)
         if cached is not None:
             return cached
-        plan = self._recommend(request, system, target, source)
-        self.cache.put(key, plan)
+        with _SEARCHES.turn():
+            # An identical plan searched while this one waited its turn (two plans sharing a card, or the same
+            # plan asked twice at once) answers from the cache: one search, not two.
+            cached = self.cache.get(key, CardPlan)
+            if cached is not None:
+                return cached
+            started = time.perf_counter()
+            plan = self._recommend(request, system, target, source)
+            self._searched("target", request, started)
+            self.cache.put(key, plan)
         return plan
 
     def _recommend(self, request: EstimateRequest, system: str, target: TrafficTarget, source: Source) -> CardPlan:
-        with _ONE_SEARCH:
-            from aiconfigurator.cli.api import cli_recommend
-            from aiconfigurator.sdk.errors import NoFeasibleConfigError
-            try:
-                why_not, supported = self._unsupported(request, system, source)
-                if why_not is not None:
-                    return CardPlan(card=request.card, target=target, source=source, why_not=why_not)
-                model_path = self._model_path(request.model, request.config, request.config_digest())
-                result = cli_recommend(model_path, system, target_request_rate=target.requests_per_second,
-                                       backend=request.backend, isl=target.isl, osl=target.osl,
-                                       ttft=target.ttft_ms, tpot=target.tpot_ms, top_n=5)
-                best = result.best_configs
-            except NoFeasibleConfigError as err:
-                return CardPlan(card=request.card, target=target, source=source,
-                                why_not=f"no configuration on {system} meets the target: {_reason(err)}")
-            except _MACHINE_TROUBLE:
-                raise
-            except Exception as err:
-                return CardPlan(card=request.card, target=target, source=source,
-                                why_not=f"{TOOL} could not plan it: {_reason(err)}")
+        """One search (the caller holds the turn)."""
+        from aiconfigurator.cli.api import cli_recommend
+        from aiconfigurator.sdk.errors import NoFeasibleConfigError
+        try:
+            why_not, supported = self._unsupported(request, system, source)
+            if why_not is not None:
+                return CardPlan(card=request.card, target=target, source=source, why_not=why_not)
+            model_path = self._model_path(request.model, request.config, request.config_digest())
+            result = cli_recommend(model_path, system, target_request_rate=target.requests_per_second,
+                                   backend=request.backend, isl=target.isl, osl=target.osl,
+                                   ttft=target.ttft_ms, tpot=target.tpot_ms, top_n=5)
+            best = result.best_configs
+        except NoFeasibleConfigError as err:
+            return CardPlan(card=request.card, target=target, source=source,
+                            why_not=f"no configuration on {system} meets the target: {_reason(err)}")
+        except _MACHINE_TROUBLE:
+            raise
+        except Exception as err:
+            return CardPlan(card=request.card, target=target, source=source,
+                            why_not=f"{TOOL} could not plan it: {_reason(err)}")
         candidates = [configuration_from_row(mode, row, None)
                       for mode in MODES if supported[mode] for row in _rows(best.get(mode))]
         return plan_card(request.card, target, candidates, source)

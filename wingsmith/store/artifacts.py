@@ -9,13 +9,14 @@ from typing import Any
 import asyncpg
 
 from wingsmith.review import RecordedDecision
+from wingsmith.store import events
 
 
 async def record_event(conn, *, source: str, step: str, subject: str, kind: str, actor: str = "system",
                        detail: dict | None = None, team: str | None = None) -> None:
-    await conn.execute(
-        "insert into events (source, step, subject, kind, actor, detail, team) values ($1, $2, $3, $4, $5, $6, $7) "
-        "on conflict (source, step) do nothing", source, step, subject, kind, actor, detail or {}, team)
+    """An event of the artifact `subject` (other kinds write through wingsmith/store/events.py)."""
+    await events.record_event(conn, subject_kind="artifact", source=source, step=step, subject=subject, kind=kind,
+                              actor=actor, detail=detail, team=team)
 
 
 async def save_draft(pool: asyncpg.Pool, *, workflow_id: str, artifact_id: str, repo_id: str, revision: str,
@@ -120,8 +121,7 @@ async def get_artifact(pool: asyncpg.Pool, artifact_id: str) -> dict[str, Any] |
     out["draft"] = dict(draft) if draft else None
     review = await pool.fetchrow("select * from reviews where artifact_id = $1", artifact_id)
     out["review"] = dict(review) if review else None
-    out["events"] = [dict(r) for r in await pool.fetch(
-        "select step, kind, actor, detail, at from events where subject = $1 order by id", artifact_id)]
+    out["events"] = await events.events_of(pool, "artifact", artifact_id)
     return out
 
 

@@ -8,7 +8,7 @@ from typing import Any
 import asyncpg
 
 from wingsmith.endpoints import ServingDeployment, WorkloadFacts
-from wingsmith.store.artifacts import record_event
+from wingsmith.store import events
 from wingsmith.teams import DEFAULT_TEAM
 
 
@@ -40,9 +40,10 @@ async def upsert_endpoint(pool: asyncpg.Pool, *, name: str, workloads: list[str]
                on conflict (name) do update set workloads = excluded.workloads, state = excluded.state,
                    routes = excluded.routes, updated_at = now()""",
             name, workloads, state, workflow_id, routes, team, requested_by)
-        await record_event(conn, source=workflow_id, step=step, subject=name, kind=event or f"endpoint_{state}",
-                           actor=actor, detail={"backends": [b["id"] for b in routes], "workloads": workloads},
-                           team=team)
+        await events.record_event(conn, subject_kind="endpoint",
+                                  source=workflow_id, step=step, subject=name, kind=event or f"endpoint_{state}",
+                                  actor=actor, detail={"backends": [b["id"] for b in routes], "workloads": workloads},
+                                  team=team)
 
 
 async def list_endpoints(pool: asyncpg.Pool, *, team: str | None = None) -> list[dict[str, Any]]:

@@ -8,7 +8,7 @@ from typing import Any
 
 import asyncpg
 
-from wingsmith.store.artifacts import record_event
+from wingsmith.store import events
 
 FOLLOW_SQL = "coalesce(f.follow, w.spec->>'follow', 'manual')"
 # A workload on its way out, or that never served, is not moved to a newer version.
@@ -27,8 +27,9 @@ async def set_follow(pool: asyncpg.Pool, *, workload_id: str, follow: str, actor
             """insert into follow_policies (workload_id, follow, set_by) values ($1, $2, $3)
                on conflict (workload_id) do update set follow = excluded.follow, set_by = excluded.set_by,
                    set_at = now()""", workload_id, follow, actor)
-        await record_event(conn, source="api", step=step, subject=workload_id, kind="follow_set", actor=actor,
-                           detail={"follow": follow}, team=team)
+        await events.record_event(conn, subject_kind="workload",
+                                  source="api", step=step, subject=workload_id, kind="follow_set", actor=actor,
+                                  detail={"follow": follow}, team=team)
 
 
 async def followers(pool: asyncpg.Pool, newer: str) -> list[dict[str, Any]]:
@@ -49,4 +50,5 @@ async def followers(pool: asyncpg.Pool, newer: str) -> list[dict[str, Any]]:
 async def record_follow_event(pool: asyncpg.Pool, *, source: str, step: str, workload_id: str, kind: str,
                               actor: str, detail: dict) -> None:
     async with pool.acquire() as conn:
-        await record_event(conn, source=source, step=step, subject=workload_id, kind=kind, actor=actor, detail=detail)
+        await events.record_event(conn, subject_kind="workload",
+                                  source=source, step=step, subject=workload_id, kind=kind, actor=actor, detail=detail)

@@ -7,7 +7,7 @@ from typing import Any
 
 import asyncpg
 
-from wingsmith.store.artifacts import record_event
+from wingsmith.store import events
 from wingsmith.store.follow import follow_of
 from wingsmith.teams import DEFAULT_TEAM
 
@@ -23,8 +23,9 @@ async def upsert_workload(pool: asyncpg.Pool, *, workload_id: str, artifact_id: 
                on conflict (id) do update set state = excluded.state, spec = excluded.spec,
                    artifact_id = excluded.artifact_id, updated_at = now()""",
             workload_id, artifact_id, spec, state, workflow_id, requested_by, team)
-        await record_event(conn, source=workflow_id, step=step, subject=workload_id, kind=f"workload_{state}",
-                           actor=requested_by, detail=detail, team=team)
+        await events.record_event(conn, subject_kind="workload",
+                                  source=workflow_id, step=step, subject=workload_id, kind=f"workload_{state}",
+                                  actor=requested_by, detail=detail, team=team)
 
 
 async def save_placement(pool: asyncpg.Pool, *, workload_id: str, revision: int, decision: dict,
@@ -32,9 +33,10 @@ async def save_placement(pool: asyncpg.Pool, *, workload_id: str, revision: int,
     async with pool.acquire() as conn, conn.transaction():
         await conn.execute("insert into placements (workload_id, revision, decision) values ($1, $2, $3) "
                            "on conflict (workload_id, revision) do nothing", workload_id, revision, decision)
-        await record_event(conn, source=workflow_id, step=f"placement:{revision}", subject=workload_id,
-                           kind="placement", detail={"replicas": decision.get("replicas"),
-                                                     "summary": decision.get("summary")})
+        await events.record_event(conn, subject_kind="workload",
+                                  source=workflow_id, step=f"placement:{revision}", subject=workload_id,
+                                  kind="placement", detail={"replicas": decision.get("replicas"),
+                                                            "summary": decision.get("summary")})
 
 
 async def record_deployment(pool: asyncpg.Pool, *, workload_id: str, cluster: str, dgd_name: str, namespace: str,
@@ -56,8 +58,9 @@ async def record_deployment(pool: asyncpg.Pool, *, workload_id: str, cluster: st
                        detail = excluded.detail, updated_at = now()""",
                 workload_id, cluster, revision, dgd_name, namespace, replicas, state, frontend_url, detail)
         extra = {"revision": revision} if revision else {}
-        await record_event(conn, source=source, step=step, subject=workload_id, kind=f"deployment_{state}",
-                           detail={"cluster": cluster, "replicas": replicas, **extra, **detail})
+        await events.record_event(conn, subject_kind="workload",
+                                  source=source, step=step, subject=workload_id, kind=f"deployment_{state}",
+                                  detail={"cluster": cluster, "replicas": replicas, **extra, **detail})
 
 
 async def set_traffic_split(pool: asyncpg.Pool, *, workload_id: str, cluster: str, revision: int,
@@ -76,8 +79,9 @@ async def set_traffic_split(pool: asyncpg.Pool, *, workload_id: str, cluster: st
 async def record_upgrade_event(pool: asyncpg.Pool, *, workload_id: str, source: str, step: str, kind: str,
                                actor: str, detail: dict) -> None:
     async with pool.acquire() as conn:
-        await record_event(conn, source=source, step=step, subject=workload_id, kind=kind, actor=actor,
-                           detail=detail)
+        await events.record_event(conn, subject_kind="workload",
+                                  source=source, step=step, subject=workload_id, kind=kind, actor=actor,
+                                  detail=detail)
 
 
 async def record_heal(pool: asyncpg.Pool, *, workload_id: str, workflow_id: str, step: str, cluster: str,
@@ -86,9 +90,10 @@ async def record_heal(pool: asyncpg.Pool, *, workload_id: str, workflow_id: str,
     """A heal in the audit trail: what the watch saw, what it did, how long until serving again.
     `times`: when the fault happened (as the cluster says), when the plane saw it, when it served again."""
     async with pool.acquire() as conn:
-        await record_event(conn, source=workflow_id, step=step, subject=workload_id, kind="workload_healed",
-                           detail={"cluster": cluster, "action": action, "problem": problem, "cause": cause,
-                                   "seconds": seconds, "summary": outcome, **(times or {})})
+        await events.record_event(conn, subject_kind="workload",
+                                  source=workflow_id, step=step, subject=workload_id, kind="workload_healed",
+                                  detail={"cluster": cluster, "action": action, "problem": problem, "cause": cause,
+                                          "seconds": seconds, "summary": outcome, **(times or {})})
 
 
 async def list_workloads(pool: asyncpg.Pool, *, limit: int = 200, team: str | None = None) -> list[dict[str, Any]]:
@@ -122,8 +127,7 @@ async def get_workload(pool: asyncpg.Pool, workload_id: str) -> dict[str, Any] |
     placement = await pool.fetchrow("select revision, decision from placements where workload_id = $1 "
                                     "order by revision desc limit 1", workload_id)
     out["placement"] = dict(placement) if placement else None
-    out["events"] = [dict(e) for e in await pool.fetch(
-        "select step, kind, actor, detail, at from events where subject = $1 order by id", workload_id)]
+    out["events"] = await events.events_of(pool, "workload", workload_id)
     out["follow"] = await follow_of(pool, workload_id)
     return out
 
@@ -143,6 +147,7 @@ async def failure_causes(pool: asyncpg.Pool, workload_ids: list[str]) -> dict[st
     """The cause each failed workload recorded last (its `failed` event), for lists that show many at once."""
     # record_workload_state names the event workload_<state>.
     rows = await pool.fetch("select distinct on (subject) subject, detail->>'cause' as cause from events "
-                            "where kind = 'workload_failed' and subject = any($1::text[]) "
+                            "where subject_kind = 'workload' and kind = 'workload_failed' "
+                            "and subject = any($1::text[]) "
                             "order by subject, id desc", workload_ids)
     return {r["subject"]: r["cause"] for r in rows if r["cause"]}

@@ -1,0 +1,85 @@
+"""Searches take turns in the order asked (wingsmith/perf/turns.py): a plan that releases the turn and asks
+again for its next card goes behind a plan already waiting, so plans in flight are answered search by search.
+The perf worker's plain lock before it handed itself straight back to the thread that had just released
+it: the same two plans ran a1, a2, a3, b1 with it (19 runs of 20 here), so the first test fails on it."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from contextlib import AbstractContextManager
+
+from wingsmith.perf.turns import Turns
+
+
+def _two_plans(turn: Callable[[], AbstractContextManager], waiting: Callable[[], bool]) -> list[str]:
+    """Plan a (three cards) holds the turn while plan b (one card) asks; a then asks for its next two cards.
+    The order the four searches ran in."""
+    order: list[str] = []
+    b_asked = threading.Event()
+
+    def plan_b() -> None:
+        b_asked.set()
+        with turn():
+            order.append("b1")
+
+    b = threading.Thread(target=plan_b)
+    with turn():
+        order.append("a1")
+        b.start()
+        b_asked.wait(5)
+        deadline = time.monotonic() + 5
+        while not waiting() and time.monotonic() < deadline:
+            time.sleep(0.001)
+        assert waiting(), "plan b never waited for its turn"
+    for card in ("a2", "a3"):
+        with turn():
+            order.append(card)
+    b.join(5)
+    return order
+
+
+def test_a_waiting_plan_gets_the_next_turn():
+    turns = Turns()
+    assert _two_plans(turns.turn, lambda: turns.waiting() == 1) == ["a1", "b1", "a2", "a3"]
+
+
+def test_a_caller_given_up_while_waiting_leaves_the_line():
+    turns = Turns()
+    held = threading.Event()
+    release = threading.Event()
+
+    def holder() -> None:
+        with turns.turn():
+            held.set()
+            release.wait(5)
+
+    t = threading.Thread(target=holder)
+    t.start()
+    held.wait(5)
+
+    class GiveUp(Exception):
+        pass
+
+    def impatient() -> None:
+        original = turns._changed.wait
+
+        def wait_then_give_up(timeout=None):
+            original(0.01)
+            raise GiveUp
+        turns._changed.wait = wait_then_give_up  # type: ignore[method-assign]
+        try:
+            with turns.turn():
+                pass
+        except GiveUp:
+            pass
+        finally:
+            turns._changed.wait = original  # type: ignore[method-assign]
+
+    impatient()
+    assert turns.waiting() == 0
+    release.set()
+    t.join(5)
+    with turns.turn():  # the line is not stuck behind the one that left
+        pass
