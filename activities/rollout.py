@@ -21,6 +21,7 @@ from temporalio import activity
 from temporalio.exceptions import ApplicationError, CancelledError
 
 from contracts import rollout as contract
+from wingsmith.dynamo.ranks import ranks_problem
 from wingsmith.dynamo.readiness import (
     evaluate_readiness,
     find_pod_failure,
@@ -101,6 +102,14 @@ class RolloutActivities:
 
     @activity.defn(name=contract.ACTIVITY_APPLY)
     def apply(self, input: contract.ApplyInput) -> contract.ApplyOutput:
+        # The invariant every rendered shape keeps, checked again before anything reaches the cluster: a plan
+        # recorded before a check existed, or built by another path, must not become a graph that never starts.
+        spec = input.spec
+        for role, pool in (("worker", spec.worker), ("prefill", spec.prefill)):
+            if pool is not None and (problem := ranks_problem(spec.engine, pool.args,
+                                                              gpus_per_node=pool.gpus_per_node, nodes=pool.nodes)):
+                raise ApplicationError(f"{role} pool of {spec.workload_id} on {spec.cluster}: {problem}",
+                                       type=contract.ERROR_RANKS_MISMATCH, non_retryable=True)
         try:
             manifest = render_dgd(input.spec)
         except (RenderError, ValidationError, ValueError) as exc:

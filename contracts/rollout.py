@@ -25,6 +25,9 @@ ACTIVITY_RECORD_DEPLOYMENT = "workload.record_deployment"  # DeploymentRecord ->
 # The ApplicationError types of its activities' failures (recorded in histories, shown in events and
 # counted by the metrics: never rename one). Raised by activities/rollout.py itself:
 ERROR_INVALID_ROLLOUT = "InvalidRollout"  # the spec does not render into a DynamoGraphDeployment
+# A pool's engine command asks for other ranks than the GPUs its pods reserve (wingsmith.dynamo.ranks):
+# the DGD would never start. Raised non-retryable by the apply activity before anything is applied.
+ERROR_RANKS_MISMATCH = "RanksMismatch"
 ERROR_INVALID_INPUT = "InvalidInput"  # a probe given neither a URL nor a deployment to find one
 ERROR_DEPLOYMENT_MISSING = "DeploymentMissing"  # (also by wingsmith/kube/dgd.py: no DGD, no frontend URL)
 ERROR_DEPLOYMENT_SUPERSEDED = "DeploymentSuperseded"  # another apply moved the generation on while waiting

@@ -1,5 +1,6 @@
-# Sourced by scripts/up.sh and scripts/test.sh: make ./.venv hold everything the project needs.
-# Reinstalls only when pyproject.toml changed since the last install.
+# Sourced by scripts/up.sh and scripts/test.sh: make ./.venv hold everything the project needs, installed from
+# the lock files (requirements/, written by scripts/lock.sh) with their hashes: the same versions on every
+# machine. Reinstalls only when pyproject.toml or the lock changed since the last install.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 PYTHON=${PYTHON:-python3}
@@ -7,14 +8,23 @@ if ! "$PYTHON" -c 'import sys; sys.exit(sys.version_info < (3, 11))' 2>/dev/null
   echo "Wingsmith needs Python 3.11 or newer (found: $("$PYTHON" --version 2>&1))" >&2
   exit 1
 fi
-[ -x .venv/bin/python ] || "$PYTHON" -m venv .venv
+VENV=${WINGSMITH_VENV:-.venv}
 extras=${WINGSMITH_EXTRAS:-}
-stamp=".venv/.wingsmith-installed"
-want="$(sha256sum pyproject.toml | cut -c1-16) ${extras}"
+case ",$extras," in
+  *,test,*|*,dev,*) lock=requirements/dev.lock ;;
+  *,perf,*) lock=requirements/plane-perf.lock ;;
+  *) lock=requirements/plane.lock ;;
+esac
+lock=${WINGSMITH_LOCK:-$lock}
+[ -x "$VENV/bin/python" ] || "$PYTHON" -m venv "$VENV"
+stamp="$VENV/.wingsmith-installed"
+want="$(cat pyproject.toml "$lock" | sha256sum | cut -c1-16) ${extras} ${lock}"
 if [ ! -f "$stamp" ] || ! grep -qxF "$want" "$stamp"; then
-  echo "installing Wingsmith into .venv ${extras:+(extras: $extras)}…" >&2
-  .venv/bin/python -m pip install --quiet --upgrade pip
-  .venv/bin/python -m pip install --quiet -e ".${extras:+[$extras]}"
+  echo "installing Wingsmith into $VENV from $lock…" >&2
+  "$VENV/bin/python" -m pip install --quiet --upgrade pip
+  # The lock holds every package with its hashes; the project itself goes in on top, without dependencies.
+  "$VENV/bin/python" -m pip install --quiet --require-hashes --no-deps -r "$lock"
+  "$VENV/bin/python" -m pip install --quiet --no-deps -e .
   echo "$want" > "$stamp"
 fi
-export PATH="$PWD/.venv/bin:$PATH"
+export PATH="$PWD/$VENV/bin:$PATH"

@@ -15,6 +15,8 @@ from wingsmith.recipes import Evidence
 from wingsmith.recipes.evidence import HardwareEvidence, TestedShape
 from wingsmith.review import DraftFacts
 from wingsmith.sizing import SizingError, SizingReport, WeightBytes, size_model, variant_weight_bytes
+from wingsmith.sizing.fit import smallest_fitting_gpus
+from wingsmith.sizing.layouts import SINGLE_NODE
 
 # Where the plane sizes a model when the recipe names no placeable hardware and tests no shape on one that
 # holds the variant's floor: a common 8-GPU node.
@@ -29,6 +31,7 @@ class SizingTarget(BaseModel):
     layout: str
     gpus: int
     reason: str
+    pin: str | None = Field(default=None, description="the recipe's pin that fixes the GPU count, naming it")
 
 
 class VariantSizing(BaseModel):
@@ -78,9 +81,10 @@ def sizing_target(evidence: Evidence | None, variant: str | None = None,
             if shape is None:
                 continue  # the variant does not run on this card
             how = shape.note or "as the recipe runs it"
-            return SizingTarget(hardware=card.id, layout=shape.layout, gpus=shape.gpus,
+            why = f": {shape.reason}" if shape.reason else ""
+            return SizingTarget(hardware=card.id, layout=shape.layout, gpus=shape.gpus, pin=shape.pin,
                                 reason=f"the recipe's default layout on {where}, {shape.gpus} GPU(s) on "
-                                       f"{shape.nodes} node(s) {how}")
+                                       f"{shape.nodes} node(s) {how}{why}")
     hw, layout_name, gpus = _FALLBACK_TARGET
     if evidence is None:
         return SizingTarget(hardware=hw, layout=layout_name, gpus=gpus, reason=f"no recipe; {_FALLBACK_WORDS}")
@@ -197,6 +201,22 @@ def build_draft_content(proposal: ArtifactProposal, evidence: Evidence | None,
                         target=target, sizing=sizing, warnings=warnings)
 
 
+def _smallest_fitting(config: dict, weight_bytes: int, target: SizingTarget) -> SizingTarget:
+    """The target at the smallest one-node GPU count, from the recipe's (the smallest that holds the published
+    floor) up to the whole node, that the model's heads divide and the plane's fit check holds: TP as small as
+    memory allows. A count the recipe pins is kept as it is; so is a multi-node shape."""
+    card = HARDWARE.get(target.hardware)
+    if target.pin or target.layout not in SINGLE_NODE or card is None:
+        return target
+    node = card.gpus_per_node
+    counts = [n for n in range(target.gpus, node + 1) if node % n == 0] or [target.gpus]
+    choice = smallest_fitting_gpus(config, weight_bytes, target.hardware, target.layout, counts)
+    if choice.gpus is None or choice.gpus == target.gpus:
+        return target
+    return target.model_copy(update={"gpus": choice.gpus, "reason": f"{target.reason}; the plane's own check: "
+                                                                    f"{choice.reason}"})
+
+
 def _size(proposal: ArtifactProposal, variant: str, checkpoint: str, floor: float | None, estimate: bool,
           target: SizingTarget, *, own: bool, precision: str | None = None,
           resolved: int | None = None) -> VariantSizing:
@@ -209,9 +229,15 @@ def _size(proposal: ArtifactProposal, variant: str, checkpoint: str, floor: floa
         else:
             weight = variant_weight_bytes(checkpoint, resolved_bytes=resolved,
                                           parameter_count=proposal.parameters.total, scheme=precision)
+        target = _smallest_fitting(proposal.config, weight.bytes, target)
         report = size_model(proposal.config, weight.bytes, weight.source, variant=variant,
                             published_floor_gb=floor, published_is_estimate=estimate, hardware=target.hardware,
                             layout=target.layout, gpus=target.gpus)
         return VariantSizing(variant=variant, checkpoint=checkpoint, target=target, weight=weight, report=report)
     except (SizingError, ValueError) as exc:
         return VariantSizing(variant=variant, checkpoint=checkpoint, target=target, note=str(exc))
+    except (ArithmeticError, TypeError, KeyError, IndexError, AttributeError) as exc:
+        # Past the config's schema this is a case the sizing did not foresee: the draft says "not sized" and
+        # why (an ActivityError here would retry the same data to the same end).
+        return VariantSizing(variant=variant, checkpoint=checkpoint, target=target,
+                             note=f"not sized: the plane could not size this config ({type(exc).__name__}: {exc})")

@@ -12,14 +12,16 @@ from pydantic import BaseModel, Field, field_validator, model_validator
 
 from wingsmith.dynamo import Engine, Layout, RolloutSpec, WorkerPool
 from wingsmith.dynamo import engine_args as ea
+from wingsmith.dynamo.ranks import ranks_problem
 from wingsmith.hardware import UnknownHardware, get_hardware
 from wingsmith.perf.estimates import Configuration, Pool, Source
 from wingsmith.perf.traffic import CardPlan, TrafficTarget
 from wingsmith.placement.models import PlacementConstraints, PlacementPlan
-from wingsmith.recipes import Catalog, InvalidChoice, ServeCommand, serve_command
+from wingsmith.recipes import Catalog, InvalidChoice, Recipe, ServeCommand, serve_command
 from wingsmith.recipes.concurrency import max_num_seqs_applied
 from wingsmith.reconcile import DriftPolicy
 from wingsmith.sizing import SizingError, fit_check
+from wingsmith.sizing.fit import smallest_fitting_gpus
 from wingsmith.text import MAX_LIST, NameText, ServedModelName, SourceText
 
 _NAME = re.compile(r"^[a-z0-9]([-a-z0-9]{0,38}[a-z0-9])?$")
@@ -46,7 +48,8 @@ class WorkloadRequest(BaseModel):
     hardware: NameText = Field(description="h100, h200, b200, b300, gb200, gb300")
     layout: NameText = "single_node_tp"
     replicas: int = Field(default=1, ge=1, le=256)
-    variant: NameText = "default"
+    variant: NameText = Field(default="default", description="the recipe variant to run; when not given, the "
+                              "variant the artifact's checkpoint is (matched by its exact id, then its precision)")
     features: list[NameText] = Field(default_factory=list, max_length=MAX_LIST,
                                      description="opt-in features to enable")
     gpus: int | None = Field(default=None, ge=1, description="GPUs per replica; default: the layout's minimum")
@@ -232,9 +235,15 @@ def plan_workload(request: WorkloadRequest, artifact: ApprovedArtifact, catalog:
     if match is None:
         raise InvalidWorkload(f"no recipe for {artifact.repo_id}: the plane has no tested command to run",
                               field="artifact_id")
+    if "variant" not in request.model_fields_set:
+        # The variant this artifact's checkpoint is (its exact id first, as the approved draft matched it), so a
+        # workload serves the checkpoint that was approved rather than the recipe's default variant's.
+        matched = artifact.evidence.get("matched_variant") or match.variant
+        request = request.model_copy(update={"variant": matched})
     try:
         command = serve_command(match.recipe, request.variant, card.id, request.layout, request.features,
                                 gpus=request.gpus, catalog=catalog)
+        command = _smallest_that_fits(request, artifact, command, match.recipe, catalog)
     except InvalidChoice as exc:
         raise InvalidWorkload(str(exc), field="layout/features") from None
     fit = _fit(request, artifact, command)
@@ -245,7 +254,10 @@ def plan_workload(request: WorkloadRequest, artifact: ApprovedArtifact, catalog:
     variant = next((v for v in artifact.evidence.get("variants", []) if v["name"] == request.variant), None)
     checkpoint = variant["checkpoint"] if variant else artifact.repo_id
     own = checkpoint.lower() == artifact.repo_id.lower()
-    return WorkloadPlan(
+    # One pod per node of a worker; a prefill and a decode pool of one replica share nodes where they fit.
+    gpus_per_node, nodes = (replica_set_nodes([worker.gpus_per_replica, prefill.gpus_per_replica], card.gpus_per_node)
+                            if prefill else (worker.gpus_per_node, worker.nodes))
+    return _checked_ranks(WorkloadPlan(
         workload_id=workload_id or request.name or new_workload_id(artifact.repo_id), artifact_id=artifact.id,
         artifact_sha=artifact.sha, draft_version=artifact.draft_version, hf_model_id=checkpoint,
         hf_revision=artifact.sha if own else None,
@@ -255,10 +267,32 @@ def plan_workload(request: WorkloadRequest, artifact: ApprovedArtifact, catalog:
         worker=worker, prefill=prefill, env=dict(command.env), max_num_seqs=applied, max_num_seqs_source=source,
         image=image, namespace=namespace, hf_token_secret=hf_token_secret,
         weight_bytes=artifact.weights_for(request.variant),
-        placement=PlacementPlan(hardware=card.id, gpus_per_node=max(1, command.gpus // max(1, command.nodes)),
-                                nodes_per_replica=command.nodes, replicas=request.replicas,
-                                constraints=request.constraints),
-        fit=fit, drift=request.drift, follow=request.follow)
+        placement=PlacementPlan(hardware=card.id, gpus_per_node=gpus_per_node, nodes_per_replica=nodes,
+                                replicas=request.replicas, constraints=request.constraints),
+        fit=fit, drift=request.drift, follow=request.follow))
+
+
+def _smallest_that_fits(request: WorkloadRequest, artifact: ApprovedArtifact, command: ServeCommand, recipe: Recipe,
+                        catalog: Catalog) -> ServeCommand:
+    """With no GPU count asked for and none pinned by the recipe, the one-node command at the smallest count, from
+    the recipe's (the fewest that hold its floor) up to the whole node, that the model's heads divide and the
+    plane's fit check holds at the request's context and concurrency: TP as small as memory allows."""
+    weight_bytes = artifact.weights_for(request.variant)
+    if request.gpus is not None or command.pin or command.nodes > 1 or command.layout == "pd_cluster" \
+            or not weight_bytes or not artifact.config:
+        return command
+    node = command.gpus_per_node
+    counts = [n for n in range(command.gpus, node + 1) if node % n == 0]
+    try:
+        choice = smallest_fitting_gpus(artifact.config, weight_bytes, command.hardware, command.layout, counts,
+                                       request.context, request.concurrency)
+    except SizingError:
+        return command  # the fit check below says why
+    if choice.gpus is None or choice.gpus == command.gpus:
+        return command
+    bigger = serve_command(recipe, request.variant, command.hardware, command.layout, request.features,
+                           gpus=choice.gpus, catalog=catalog)
+    return bigger.model_copy(update={"shape_reason": f"{command.shape_reason}; the plane's own check: {choice.reason}"})
 
 
 def _fit(request: WorkloadRequest, artifact: ApprovedArtifact, command: ServeCommand) -> dict[str, Any]:
@@ -282,15 +316,30 @@ def _fit(request: WorkloadRequest, artifact: ApprovedArtifact, command: ServeCom
 
 def _pools(command: ServeCommand) -> tuple[WorkerPool, WorkerPool | None]:
     """One pod per node; a pod asks for the GPUs its share of the replica uses on that node (a
-    single-node replica smaller than the node takes only its GPUs, leaving the rest to others)."""
-    def pool(role_commands, gpus: int) -> WorkerPool:
+    single-node replica or pool smaller than the node takes only its GPUs, leaving the rest to others)."""
+    def pool(role_commands) -> WorkerPool:
         first = role_commands[0]
-        return WorkerPool(args=list(first.args), gpus_per_node=max(1, gpus // len(role_commands)),
-                          nodes=len(role_commands), env=dict(first.env))
+        return WorkerPool(args=list(first.args), gpus_per_node=first.gpus, nodes=len(role_commands),
+                          env=dict(first.env))
     if command.layout == "pd_cluster":
-        return (pool([c for c in command.commands if c.role == "decode"], command.gpus // 2),
-                pool([c for c in command.commands if c.role == "prefill"], command.gpus // 2))
-    return pool(command.commands, command.gpus), None
+        return (pool([c for c in command.commands if c.role == "decode"]),
+                pool([c for c in command.commands if c.role == "prefill"]))
+    return pool(command.commands), None
+
+
+def rank_problem(plan: WorkloadPlan) -> str | None:
+    """Why a plan's engine commands ask for other ranks than its pools reserve (wingsmith.dynamo.ranks), or None."""
+    for role, pool in (("worker", plan.worker), ("prefill", plan.prefill)):
+        if pool is not None and (problem := ranks_problem(plan.engine, pool.args, gpus_per_node=pool.gpus_per_node,
+                                                          nodes=pool.nodes)):
+            return f"the {role} pool: {problem}"
+    return None
+
+
+def _checked_ranks(plan: WorkloadPlan) -> WorkloadPlan:
+    if problem := rank_problem(plan):
+        raise InvalidWorkload(f"this shape cannot start: {problem}", field="layout")
+    return plan
 
 
 def max_num_seqs_for(command: ServeCommand, repo_id: str, card: str, catalog: Catalog) -> tuple[int | None, str]:
@@ -380,7 +429,7 @@ def plan_configuration(request: WorkloadRequest, chosen: CardPlan, artifact: App
         asked = asked.model_copy(update={"replicas": replicas})
     plan = plan_workload(asked, artifact, catalog, image=image, namespace=namespace,
                          hf_token_secret=hf_token_secret, workload_id=workload_id)
-    return with_engine_args(plan, chosen)
+    return _checked_ranks(with_engine_args(plan, chosen))
 
 
 def replan_sized(current: WorkloadPlan, request: WorkloadRequest, artifact: ApprovedArtifact,

@@ -27,10 +27,13 @@ from api.deps import DbDep, SettingsDep, TemporalDep
 from api.errors import ApiError
 from api.routes import artifacts as artifacts_api
 from contracts.artifact import Stage
+from wingsmith.draft_performance import PerformanceRow
 from wingsmith.drafts import SizingTarget, VariantSizing
+from wingsmith.hardware import HARDWARE
 from wingsmith.recipes import Catalog
 from wingsmith.recipes.evidence import Evidence
 from wingsmith.recipes.files import load_catalog, load_catalog_version
+from wingsmith.recipes.layouts_compared import ChosenLayout, layouts_compared
 from wingsmith.review import ReviewDecision, Selections
 from wingsmith.store import artifacts as store
 
@@ -72,6 +75,7 @@ async def _draft_page(request: Request, org: str, name_at_sha: str, principal, d
     live = art.get("live") or {}
     state = live.get("stage") or art.get("state")
     evidence = sizing = target = catalog_note = command = seqs = None
+    compared: list = []
     warnings: list[str] = []
     if draft:
         evidence = Evidence.model_validate(draft["evidence"]) if draft.get("evidence") else None
@@ -89,6 +93,12 @@ async def _draft_page(request: Request, org: str, name_at_sha: str, principal, d
                                        layout=choice.get("layout") or base.layout)
                 command = command_view(recipe, evidence, catalog, picked)
             seqs = max_num_seqs_rows(art.get("repo_id") or evidence.model_id, evidence, catalog)
+            card = HARDWARE.get(target.hardware) if target else None
+            chosen = {card.id: ChosenLayout(layout=target.layout, gpus=target.gpus, reason=target.reason,
+                                            nodes=-(-target.gpus // card.gpus_per_node))} if card and target else {}
+            compared = layouts_compared(art.get("repo_id") or evidence.model_id, evidence, catalog,
+                                        [PerformanceRow.model_validate(r) for r in draft.get("performance") or []],
+                                        chosen)
     memory = memory_rows(evidence, sizing or [])
     decided = request.query_params.get("decided")
     registered = request.query_params.get("registered")
@@ -99,6 +109,7 @@ async def _draft_page(request: Request, org: str, name_at_sha: str, principal, d
         memory_picture=memory_chart(memory), tradeoff=draft_tradeoff(draft) if draft else None,
         layouts=layout_rows(evidence) if evidence else [], hardware=hardware_rows(evidence) if evidence else [],
         features=feature_rows(evidence) if evidence else [], command=command, seqs=seqs, catalog_note=catalog_note,
+        compared=compared,
         can_review=principal.has("approver"), error=error, comment=comment, decided=decided, registered=registered,
         page_path=draft_path(art["id"]))
 

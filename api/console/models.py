@@ -39,6 +39,7 @@ from wingsmith.hardware import HARDWARE
 from wingsmith.hub import ArtifactProposal, HubError, HubRateLimited, HubUnavailable, parse_source
 from wingsmith.recipes import Catalog, DynamoEntry, dynamo_entries, evidence_for
 from wingsmith.recipes.files import load_catalog
+from wingsmith.recipes.layouts_compared import layouts_compared
 from wingsmith.store import artifacts as artifact_store
 
 router = APIRouter(route_class=ConsoleRoute)
@@ -168,4 +169,7 @@ async def model_page(request: Request, org: str, name: str, variant: str | None 
                    performance=await model_performance(db, match.recipe.model_id,
                                                        getattr(request.app.state, "temporal", None))
                    if db is not None and principal is not None else None)
+    performance: ModelPerformance | None = context["performance"]
+    rows = [r for card in performance.view.cards for r in card.rows] if performance and performance.view else []
+    context["compared"] = layouts_compared(hf_id, evidence, catalog, rows)
     return render(request, "model.html", **context)

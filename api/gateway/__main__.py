@@ -5,14 +5,22 @@ from __future__ import annotations
 import argparse
 import gc
 import os
-import socket
 import sys
 from pathlib import Path
 
 from api.gateway.app import create_gateway_app
+from api.gateway.bounds import (
+    BODY_TIMEOUT_ENV,
+    HEAD_TIMEOUT_ENV,
+    KEEP_ALIVE_ENV,
+    MAX_CONNECTIONS_ENV,
+    MAX_HELD_ENV,
+    PER_CLIENT_ENV,
+    Bounds,
+)
 from api.gateway.guard import CLIENT_KEYS_ENV, DEFAULT_MAX_BODY_BYTES, MAX_BODY_ENV
 from api.gateway.scheduling import DEFAULT_SLICE_US, SLICE_ENV, ask_for_slice, slice_us
-from api.gateway.server import GatewayServer
+from api.gateway.serving import gateway_server, listening_socket
 from wingsmith.gateway.routes_sync import DEFAULT_INTERVAL, INTERVAL_ENV, SOURCE_ENV, RoutesSync, attach
 from wingsmith.logs import configure_logging
 from wingsmith.tracing import configure_tracing, disabled, exporting
@@ -20,13 +28,7 @@ from wingsmith.tracing import configure_tracing, disabled, exporting
 TOKEN_REF_ENV = "WINGSMITH_GATEWAY_ADMIN_TOKEN_REF"
 
 
-def listening_socket(host: str, port: int) -> socket.socket:
-    # IPPROTO_TCP explicitly: asyncio sets TCP_NODELAY only on accepted sockets whose proto says TCP;
-    # without it small streamed chunks wait on Nagle and delayed ACKs (~40 ms each).
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind((host, port))
-    return sock
+__all__ = ["listening_socket", "main"]
 
 
 def _slice_us(text: str) -> int:
@@ -64,8 +66,33 @@ def main(argv: list[str] | None = None) -> int:
                         help="the scheduler time slice the gateway asks Linux for, in microseconds: short, so "
                              "it runs soon after it wakes on a busy machine (api/gateway/scheduling.py); "
                              f"0 keeps the kernel's (default: ${SLICE_ENV} or {DEFAULT_SLICE_US})")
+    env = Bounds.from_env()
+    parser.add_argument("--head-timeout", type=float, default=env.head_timeout,
+                        help="seconds a request's head may take to arrive, from its first byte or a new "
+                             f"connection (default: ${HEAD_TIMEOUT_ENV} or {env.head_timeout:g}); then 408")
+    parser.add_argument("--body-timeout", type=float, default=env.body_timeout,
+                        help="seconds a request's body may take to arrive after its head (default: "
+                             f"${BODY_TIMEOUT_ENV} or {env.body_timeout:g}); then 408")
+    parser.add_argument("--max-held-bytes", type=int, default=env.max_held_bytes,
+                        help="request body bytes held across all connections at once; past it 503 "
+                             f"(default: ${MAX_HELD_ENV} or {env.max_held_bytes})")
+    parser.add_argument("--max-connections-per-client", type=int, default=env.max_connections_per_client,
+                        help="open connections from one client address; more are closed as they are "
+                             f"accepted, 0: no cap (default: ${PER_CLIENT_ENV} or {env.max_connections_per_client})")
+    parser.add_argument("--max-connections", type=int, default=env.max_connections,
+                        help="open connections and requests in flight; past it requests get 503 "
+                             f"(default: ${MAX_CONNECTIONS_ENV} or {env.max_connections})")
+    parser.add_argument("--keep-alive-timeout", type=float, default=env.keep_alive_timeout,
+                        help="seconds an idle kept-alive connection stays open (default: "
+                             f"${KEEP_ALIVE_ENV} or {env.keep_alive_timeout:g})")
     parser.add_argument("--log-level", default="INFO")
     args = parser.parse_args(argv)
+    try:
+        bounds = Bounds(head_timeout=args.head_timeout, body_timeout=args.body_timeout,
+                        max_held_bytes=args.max_held_bytes, max_connections_per_client=args.max_connections_per_client,
+                        max_connections=args.max_connections, keep_alive_timeout=args.keep_alive_timeout)
+    except ValueError as exc:
+        parser.error(str(exc))
     configure_logging(args.log_level)
     if args.sched_slice_us and not ask_for_slice(args.sched_slice_us):
         print("note: the scheduler refused a shorter time slice; the gateway runs on the default one",
@@ -77,16 +104,16 @@ def main(argv: list[str] | None = None) -> int:
     tracer_provider = configure_tracing("wingsmith-gateway") if exporting() and not disabled() else None
     app = create_gateway_app(state_dir=args.state_dir, admin_token_ref=args.admin_token_ref,
                              probe_interval=args.probe_interval, max_body_bytes=args.max_body_bytes,
-                             client_keys_ref=args.client_keys_ref, tracer_provider=tracer_provider)
+                             client_keys_ref=args.client_keys_ref, tracer_provider=tracer_provider,
+                             bounds=bounds)
     if args.routes_source:
         attach(app, RoutesSync(app.state.table, args.routes_source, args.admin_token_ref,
                                interval=args.routes_poll_interval, on_change=app.state.forget_unrouted))
     # What start-up made lives as long as the process: out of the collector's sight, a full collection
     # (which otherwise walks every module and class, milliseconds) no longer lands on a request.
     gc.freeze()
-    # Its own server, not uvicorn: most of what the gateway added to a chat was the server's
-    # per-request work (api/gateway/server.py says what it does and does not serve).
-    GatewayServer(app).run(listening_socket(args.host, args.port))
+    # uvicorn with httptools on uvloop, its head bounded (api/gateway/serving.py says what it serves).
+    gateway_server(app, bounds, log_level=args.log_level.lower()).run(sockets=[listening_socket(args.host, args.port)])
     return 0
 
 

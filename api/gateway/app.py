@@ -38,6 +38,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from api.body_limit import BodyLimit, RequestTooLarge
 from api.gateway.answers import openai_error, refused_by_door, too_large, unauthorized, unknown_model
+from api.gateway.bounds import BodyBounds, BodyRefused, Bounds
 from api.gateway.guard import DEFAULT_MAX_BODY_BYTES, ClientKeys, Refusal
 from api.gateway.metrics import GatewayMetrics
 from api.gateway.proxy import Proxy, proxied
@@ -50,11 +51,19 @@ from wingsmith.secrets import SecretUnavailable, read_secret_ref
 
 class GatewayApp(Starlette):
     """Starlette for everything but the proxy routes' POSTs, which go straight to `proxy` (plain
-    ASGI, with its own body limit) without Starlette's middleware, routing and request objects."""
+    ASGI, with its own body limit) without Starlette's middleware, routing and request objects. Every
+    request passes `bounds` first: the body's deadline and the bytes held (api/gateway/bounds.py)."""
 
     proxy: ASGIApp
+    bounds: BodyBounds
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http":
+            await self.bounds(scope, receive, send)
+        else:
+            await super().__call__(scope, receive, send)
+
+    async def dispatch(self, scope: Scope, receive: Receive, send: Send) -> None:
         if proxied(scope):
             await self.proxy(scope, receive, send)
         else:
@@ -66,10 +75,12 @@ def create_gateway_app(*, state_dir: Path | None = None, admin_token_ref: str | 
                        probe_timeout: float = 2.0, connect_timeout: float = 3.0,
                        read_timeout: float = 600.0, max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
                        client_keys_ref: str | None = None,
-                       tracer_provider: TracerProvider | None = None) -> GatewayApp:
+                       tracer_provider: TracerProvider | None = None, bounds: Bounds | None = None) -> GatewayApp:
     """`state_dir` None keeps routes in memory only; `admin_token_ref` None refuses every admin call;
     `client_keys_ref` None leaves every endpoint open (see api/gateway/guard.py); `tracer_provider`
-    None traces nothing (the client's trace context is still forwarded; api/gateway/tracing.py)."""
+    None traces nothing (the client's trace context is still forwarded; api/gateway/tracing.py); `bounds`
+    None takes the defaults (only its body deadline and bytes held apply here; the rest are the server's)."""
+    bounds = bounds or Bounds()
     client_keys = ClientKeys(client_keys_ref)
     table = RouteTable(state_dir, first_probe_after=first_probe_after)
     saved_at_start = bool(table.models())
@@ -222,6 +233,8 @@ def create_gateway_app(*, state_dir: Path | None = None, admin_token_ref: str | 
     async def not_found(request: Request, exc: Exception) -> Response:
         if isinstance(exc, RequestTooLarge):  # a body read by a handler other than the proxy
             return too_large(exc.limit)
+        if isinstance(exc, BodyRefused):  # late, or past the bytes the gateway may hold
+            return exc.answer()
         status = getattr(exc, "status_code", 404)
         message = "Unknown URL." if status == 404 else f"Method {request.method} is not allowed here."
         return openai_error(status, f"{message} ({request.method} {request.url.path})", "invalid_request_error",
@@ -258,9 +271,8 @@ def create_gateway_app(*, state_dir: Path | None = None, admin_token_ref: str | 
     # The same body limit, in front of the proxy: no route reads more than it from a client.
     proxy = Proxy(table, upstreams, metrics, client_keys, tracer)
     app.proxy = BodyLimit(proxy, limit=max_body_bytes, refuse=too_large)
-    app.state.proxy = proxy  # its own server calls it directly for a chat whose body is whole (server.py)
+    app.bounds = BodyBounds(app.dispatch, body_timeout=bounds.body_timeout, max_held_bytes=bounds.max_held_bytes)
     app.state.table = table
-    app.state.max_body_bytes = max_body_bytes  # its server calls the app early for a body past it (server.py)
     app.state.routes_sync = None  # set by wingsmith.gateway.routes_sync.attach
     app.state.pushed = False
     app.state.metrics = metrics

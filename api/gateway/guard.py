@@ -75,6 +75,17 @@ class ClientKeys:
             raise Refusal(401, f"Incorrect API key provided for model {model!r}.", "invalid_request_error",
                           "invalid_api_key")
 
+    def check_caller(self, authorization: str, routed: list[str]) -> None:
+        """Before a request's body is read, when the model it names is not known yet: refuse a caller
+        whose key opens none of the `routed` endpoints, unless one of them is open to all (then the
+        body is needed to tell, and `check` runs once it is read)."""
+        table = self._table()
+        if table is None or (ALL_ENDPOINTS not in table and any(m not in table for m in routed)):
+            return
+        digest = _bearer(authorization, "This gateway's endpoints need an API key")
+        if not _matches(digest, [d for digests in table.values() for d in digests]):
+            raise Refusal(401, "Incorrect API key provided.", "invalid_request_error", "invalid_api_key")
+
     def callable_models(self, authorization: str, models: list[str]) -> list[str]:
         """The routed models this caller may use: with keys on, listing them needs a key that some
         endpoint accepts, and shows the endpoints that key opens plus the open ones."""

@@ -4,8 +4,14 @@ the endpoint's backends, as a plain ASGI app.
 Plain ASGI because this path is all the gateway's traffic and a framework's per-request layers
 (routing, request and response objects, exception middleware, a task group per streamed answer)
 cost more than the proxying: here a request is its body read from `receive`, one JSON parse for the
-model name, a weighted pick, one write to a kept-alive backend connection and two `send`s back.
-Everything else the gateway serves goes through Starlette (api/gateway/app.py).
+model name, a weighted pick, one request on a kept-alive backend connection (aiohttp,
+api/gateway/upstream.py) and two `send`s back. Everything else the gateway serves goes through
+Starlette (api/gateway/app.py).
+
+With client keys on, the caller's key is checked before a byte of the body is read (no `100 Continue`
+is sent to a caller the door turns away): a key that opens no routed endpoint is refused there, unless
+some routed endpoint is open to all (the body names the model, so it is read, and the key checked again
+against that model).
 
 A request that fails before any byte reached the client (connection refused, timeout, a 5xx or
 404 answer) is retried once on another backend, and the failing backend cools down (table.py).
@@ -20,7 +26,6 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-from collections.abc import Callable
 from typing import Any
 
 from opentelemetry.trace import Span
@@ -28,6 +33,7 @@ from starlette.types import Receive, Scope, Send
 
 from api.body_limit import RequestTooLarge
 from api.gateway.answers import openai_error, refused_by_door, too_large, unknown_model
+from api.gateway.bounds import BodyRefused
 from api.gateway.guard import ClientKeys, Refusal
 from api.gateway.metrics import NO_BACKEND, UNROUTED, GatewayMetrics
 from api.gateway.table import BackendState, RouteTable, log
@@ -56,8 +62,6 @@ _HOP_BY_HOP = frozenset({b"connection", b"keep-alive", b"proxy-authenticate", b"
                          b"trailer", b"trailers", b"transfer-encoding", b"upgrade", b"date", b"server"})
 _BACKEND_HEADER = BACKEND_HEADER.encode()
 _END = {"type": "http.response.body", "body": b"", "more_body": False}
-# Writes a whole answer (status, headers that carry its length, body) in one piece.
-WriteWhole = Callable[[int, list[tuple[bytes, bytes]], bytes], None]
 
 
 class _Outcome:
@@ -78,20 +82,12 @@ class Proxy:
         self.client_keys, self.tracer = client_keys, tracer
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        """ASGI, under any server: the body is read from `receive`."""
-        await self.serve(scope, receive, send)
-
-    async def serve(self, scope: Scope, receive: Receive, send: Send, raw: bytes | None = None,
-                    write_whole: WriteWhole | None = None) -> None:
-        """One request. The gateway's own server (api/gateway/server.py) passes the body it already holds
-        whole (`raw`, checked against the body limit) and `write_whole`, which writes an answer read
-        whole in one piece: no ASGI layers (the app's dispatch, the body limit, `receive`) and no
-        messages to build and read again between the server and the proxy."""
+        """One request, ASGI: the body is read from `receive`."""
         start = time.perf_counter()
         span = self.tracer.start(scope["method"], scope["path"], scope["headers"]) if self.tracer else None
         out = _Outcome()
         try:
-            await self._proxy(scope, receive, send, start, span, out, raw, write_whole)
+            await self._proxy(scope, receive, send, start, span, out)
         except Exception:
             if out.started:
                 raise  # the server aborts the client's connection: it sees the break
@@ -106,14 +102,20 @@ class Proxy:
                 RequestTracer.end(span, out.code, out.endpoint, out.backend)
 
     async def _proxy(self, scope: Scope, receive: Receive, send: Send, start: float, span: Span | None,
-                     out: _Outcome, raw: bytes | None, write_whole: WriteWhole | None) -> None:
+                     out: _Outcome) -> None:
+        if self.client_keys.on:
+            try:  # before the body: a caller the door turns away sends none of it
+                self.client_keys.check_caller(_header(scope, b"authorization"), self.table.models())
+            except Refusal as refusal:
+                return await _answer(refused_by_door(refusal), scope, receive, send, out)
+        try:
+            raw = await _body(receive)  # at most the body limit: BodyLimit counts what arrives
+        except RequestTooLarge as exc:
+            return await _answer(too_large(exc.limit), scope, receive, send, out)
+        except BodyRefused as refusal:  # too slow, or past the bytes the gateway may hold
+            return await _answer(refusal.answer(), scope, receive, send, out)
         if raw is None:
-            try:
-                raw = await _body(receive)  # at most the body limit: BodyLimit counts what arrives
-            except RequestTooLarge as exc:
-                return await _answer(too_large(exc.limit), scope, receive, send, out)
-            if raw is None:
-                return  # the client went away before its request was whole
+            return  # the client went away before its request was whole
         try:
             body = json.loads(raw)
         except (ValueError, RecursionError):  # not JSON, not text, or nested past the parser's depth
@@ -162,9 +164,9 @@ class Proxy:
                     self.table.failed(state, f"HTTP {resp.status}")
                 held = (resp, state, answer)  # relayed as is if no other backend does better
                 continue
-            return await self._relay(resp, state, answer, receive, send, start, out, write_whole)
+            return await self._relay(resp, state, answer, receive, send, start, out)
         if held is not None:
-            return await self._relay(*held, receive, send, start, out, write_whole)
+            return await self._relay(*held, receive, send, start, out)
         if not tried:
             return await _answer(openai_error(503, f"No backend is taking requests for model {name!r} right now.",
                                               "service_unavailable", "no_backend"), scope, receive, send, out)
@@ -197,18 +199,15 @@ class Proxy:
             return exc.reason
 
     async def _relay(self, resp: UpstreamResponse, state: BackendState, body: bytes | None, receive: Receive,
-                     send: Send, start: float, out: _Outcome, write_whole: WriteWhole | None) -> None:
+                     send: Send, start: float, out: _Outcome) -> None:
         out.backend, out.code = state.backend.id, resp.status
         headers = _relayed_headers(resp, state, None if body is None else len(body))
         if body is not None:
             # The answer first, the bookkeeping after: the client is waiting, the pool and metrics are not.
             out.started = True
             try:
-                if write_whole is not None:
-                    write_whole(resp.status, headers, body)
-                else:
-                    await send({"type": "http.response.start", "status": resp.status, "headers": headers})
-                    await send({"type": "http.response.body", "body": body})
+                await send({"type": "http.response.start", "status": resp.status, "headers": headers})
+                await send({"type": "http.response.body", "body": body})
             finally:
                 _release(resp, state)
             self.metrics.first_byte(out.endpoint, out.backend, start)  # it left with the head

@@ -58,7 +58,7 @@ def test_nodes_times_gpus_per_node_is_the_layouts_gpu_count(hardware, layout):
 def test_a_pool_whose_arguments_use_other_gpus_than_it_places_is_refused():
     spec = kimi_k3_spec("b200", "multi_node_tp",
                         worker=WorkerPool(args=KIMI_K3_ARGS[("b200", "multi_node_tp")], gpus_per_node=8, nodes=3))
-    with pytest.raises(RenderError, match=r"16 GPUs per replica .* 3 node\(s\) x 8 GPUs = 24"):
+    with pytest.raises(RenderError, match=r"= 16 ranks but its worker reserves 3 node\(s\) × 8 GPUs = 24"):
         render_dgd(spec)
 
 

@@ -20,7 +20,8 @@ from starlette.routing import Route
 
 from api.gateway import create_gateway_app
 from api.gateway.app import GatewayApp
-from api.gateway.server import GatewayServer
+from api.gateway.bounds import Bounds
+from api.gateway.serving import gateway_server
 from sim.kube.clusters import ClusterSpec, SimulatedClusters, default_cluster_specs
 from sim.kube.resources import DEFAULT_CRD_DIR
 from wingsmith.gateway import LocalGatewayClient
@@ -31,23 +32,21 @@ ENVOY_CRDS = DEFAULT_CRD_DIR
 
 class Served:
     """An ASGI app on 127.0.0.1:<free port> in a thread, until stop(). The gateway's app runs on its
-    own server (api/gateway/server.py), as `python -m api.gateway` runs it; `uvicorn=True` puts it
-    on uvicorn instead (the app is plain ASGI too), as every other app here is served."""
+    server (api/gateway/serving.py: uvicorn with the gateway's bounds), as `python -m api.gateway` runs
+    it; every other app here on plain uvicorn."""
 
-    def __init__(self, app, port: int = 0, uvicorn_server: bool = False):
+    def __init__(self, app, port: int = 0, bounds: Bounds | None = None):
         self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
         self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         self.sock.bind(("127.0.0.1", port))
         self.port = self.sock.getsockname()[1]
         self.url = f"http://127.0.0.1:{self.port}"
-        if isinstance(app, GatewayApp) and not uvicorn_server:
-            self.server = GatewayServer(app, keep_alive_timeout=60)
-            self.thread = threading.Thread(target=self.server.run, args=(self.sock,),
-                                           kwargs={"handle_signals": False}, daemon=True)
+        if isinstance(app, GatewayApp):
+            self.server = gateway_server(app, bounds or Bounds(keep_alive_timeout=60))
         else:
             self.server = uvicorn.Server(uvicorn.Config(app, log_level="warning", access_log=False, lifespan="on",
                                                         timeout_keep_alive=60))
-            self.thread = threading.Thread(target=self.server.run, kwargs={"sockets": [self.sock]}, daemon=True)
+        self.thread = threading.Thread(target=self.server.run, kwargs={"sockets": [self.sock]}, daemon=True)
         self.thread.start()
         deadline = time.monotonic() + 10
         while not self.server.started:
@@ -56,10 +55,7 @@ class Served:
             time.sleep(0.01)
 
     def stop(self) -> None:
-        if isinstance(self.server, GatewayServer):
-            self.server.stop()
-        else:
-            self.server.should_exit = True
+        self.server.should_exit = True
         self.thread.join(timeout=10)
         self.sock.close()
 
@@ -129,14 +125,14 @@ class ScriptedBackend:
 
 
 class RunningGateway:
-    def __init__(self, state_dir: Path, token_file: Path, probe_interval: float = 0.1, uvicorn_server: bool = False,
+    def __init__(self, state_dir: Path, token_file: Path, probe_interval: float = 0.1, bounds: Bounds | None = None,
                  **options):
         self.state_dir = state_dir
         self.token_ref = f"file:{token_file}"
         self.token = token_file.read_text().strip()
         self.app = create_gateway_app(state_dir=state_dir, admin_token_ref=self.token_ref,
-                                      probe_interval=probe_interval, first_probe_after=0.1, **options)
-        self.served = Served(self.app, uvicorn_server=uvicorn_server)
+                                      probe_interval=probe_interval, first_probe_after=0.1, bounds=bounds, **options)
+        self.served = Served(self.app, bounds=bounds)
         self.url = self.served.url
         self.client = LocalGatewayClient(self.url, self.token_ref)
 

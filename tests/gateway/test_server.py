@@ -1,7 +1,7 @@
-"""The gateway's own HTTP/1.1 server (api/gateway/server.py), spoken to byte by byte over a socket:
-keep-alive and its end, pipelining, `Expect: 100-continue`, chunked bodies both ways, what it refuses,
-and stopping with an answer in flight. The proxying itself is tested in test_local_gateway.py, which
-runs on this server too."""
+"""The gateway's HTTP/1.1 server (uvicorn with the gateway's bounds, api/gateway/serving.py), spoken to
+byte by byte over a socket: keep-alive and its end, pipelining, `Expect: 100-continue`, chunked bodies
+both ways, what it refuses, and stopping with an answer in flight. The proxying itself is tested in
+test_local_gateway.py, the bounds on slow and hostile clients in test_abuse.py."""
 
 from __future__ import annotations
 
@@ -14,8 +14,8 @@ import time
 import httpx
 import pytest
 
-from api.gateway.server import GatewayServer
-from tests.gateway.conftest import MODEL, RunningGateway, Served
+from api.gateway.bounds import Bounds
+from tests.gateway.conftest import MODEL, RunningGateway
 from tests.gateway.test_local_gateway import routes, wait_until
 
 CHAT = json.dumps({"model": MODEL, "messages": [{"role": "user", "content": "Say hello"}]}).encode()
@@ -218,22 +218,23 @@ def test_head_gets_headers_only(gateway, raw):
 
 
 def test_an_idle_connection_is_closed_after_the_keep_alive_timeout(tmp_path, token_file):
-    app = RunningGateway(tmp_path / "state", token_file).app
-    served = Served(app)
-    served.server.keep_alive_timeout = 0.5
+    gw = RunningGateway(tmp_path / "state", token_file, bounds=Bounds(keep_alive_timeout=1, body_timeout=1))
     try:
-        conn = Raw(served.url)
+        conn = Raw(gw.url)
         conn.send(b"GET /healthz HTTP/1.1\r\nhost: gw\r\n\r\n")
         assert conn.answer()[0] == 200
-        stalled = Raw(served.url)  # a body that stops coming holds nothing for longer either
+        stalled = Raw(gw.url)  # a body that stops coming holds nothing for longer either
         stalled.send(post(b"x" * 100).removesuffix(b"x" * 90))
         conn.sock.settimeout(5)
         stalled.sock.settimeout(5)
         started = time.monotonic()
-        assert conn.closed() and stalled.closed()
+        assert conn.closed()
+        status, headers, body = stalled.answer()
+        assert (status, json.loads(body)["error"]["code"], headers["connection"]) == (408, "request_timeout", "close")
+        assert stalled.closed()
         assert time.monotonic() - started < 3
     finally:
-        served.stop()
+        gw.stop()
 
 
 def streaming(tmp_path, token_file, backend, chunk_delay: float) -> tuple[RunningGateway, Raw]:
@@ -269,27 +270,12 @@ def test_stopping_lets_the_answer_in_flight_finish_and_refuses_new_connections(t
 def test_a_second_stop_closes_what_is_still_in_flight(tmp_path, token_file, backends):
     gw, conn = streaming(tmp_path, token_file, backends[0], 1.0)
     server = gw.served.server
-    assert isinstance(server, GatewayServer)
-    server.stop()
+    server.should_exit = True
     time.sleep(0.3)
-    server.stop()  # as a second Ctrl-C
+    server.force_exit = True  # as a second Ctrl-C
     gw.served.thread.join(5)
     assert not gw.served.thread.is_alive()
     gw.client.close()
     gw.served.sock.close()
     with pytest.raises(ConnectionError):
         conn.answer()
-
-
-def test_the_gateway_app_also_runs_on_any_asgi_server(tmp_path, token_file, backends):
-    """The app is plain ASGI: under uvicorn the same chats, streams and refusals."""
-    gw = RunningGateway(tmp_path / "state", token_file, uvicorn_server=True)
-    try:
-        gw.client.set_routes(routes((backends[0], 1)))
-        assert httpx.post(gw.url + "/v1/chat/completions", content=CHAT).json()["model"] == MODEL
-        streamed = httpx.post(gw.url + "/v1/chat/completions",
-                              json={"model": MODEL, "messages": [], "stream": True})
-        assert streamed.text.endswith("data: [DONE]\n\n")
-        assert httpx.post(gw.url + "/v1/chat/completions", content=b"{").status_code == 400
-    finally:
-        gw.stop()

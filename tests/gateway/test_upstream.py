@@ -1,4 +1,5 @@
-"""The gateway's backend client against real sockets: raw HTTP/1.1 servers scripted per test."""
+"""The gateway's backend client (aiohttp behind api/gateway/upstream.py) against real sockets: raw
+HTTP/1.1 servers scripted per test."""
 
 from __future__ import annotations
 
@@ -79,7 +80,7 @@ async def test_a_kept_alive_connection_the_backend_closed_is_replaced_quietly():
             resp = await pool.request("POST", "/x", [], b"{}")
             assert await resp.read() == b"{}"
             resp.release()
-            await asyncio.sleep(0.05)  # let the close arrive, or not: both must work
+            await asyncio.sleep(0.05)  # the close arrives before the next request: a new connection
         assert len(served) == 3
         await pool.aclose()
 
@@ -95,7 +96,7 @@ async def test_connection_close_is_not_reused():
             resp = await pool.request("GET", "/", [])
             assert await resp.read() == b"{}"
             resp.release()
-        assert len(served) == 2 and pool._idle == []
+        assert len(served) == 2
         await pool.aclose()
 
 
@@ -119,13 +120,15 @@ async def test_streamed_chunks_arrive_as_sent_and_an_unfinished_answer_is_not_re
         gates[0].set()
         assert [c async for c in chunks] == [b"data: 2"]
         resp.release()
-        assert len(pool._idle) == 1
         second = await pool.request("POST", "/", [], b"{}")
         assert await anext(second.chunks()) == b"data: 1"
         assert len(served) == 1  # the same connection carried both
         second.release()  # the client went away mid-answer: that connection cannot carry another request
-        assert pool._idle == []
         gates[1].set()
+        await asyncio.sleep(0.05)
+        third = await pool.request("POST", "/", [], b"{}")
+        assert len(served) == 2  # a new connection
+        third.release()
         await pool.aclose()
 
 
@@ -159,10 +162,10 @@ async def test_pools_are_per_origin_and_forgotten_with_their_routes():
     assert upstreams.for_url("http://127.0.0.1:9001/frontends/west/default/kimi")[0] is east
     west, _ = upstreams.for_url("http://127.0.0.1:9002")
     await upstreams.forget({"http://127.0.0.1:9002"})
-    assert east._closed and not west._closed
+    assert east.closed and not west.closed
     assert upstreams.for_url("http://127.0.0.1:9002")[0] is west
     await upstreams.aclose()
-    assert west._closed
+    assert west.closed
 
 
 async def test_a_small_answer_comes_whole_and_a_stream_at_its_head():
@@ -202,4 +205,29 @@ async def test_a_small_answer_comes_whole_and_a_stream_at_its_head():
         assert not stream.complete and asyncio.get_running_loop().time() - started < 0.25
         assert await stream.read() == b"data: one\n\n"
         stream.release()
+        await pool.aclose()
+
+
+async def test_an_early_hint_is_never_the_answer_and_never_left_for_the_next_request():
+    """A backend that answers `103 Early Hints` before each final answer (issue 47: the hand-written
+    client took the 103 as the answer and handed the real one to the next request on the connection)."""
+    async def hinting(reader, writer, index):
+        n = 0
+        while True:
+            await read_request(reader)
+            n += 1
+            body = b'{"answer": %d}' % n
+            writer.write(b"HTTP/1.1 103 Early Hints\r\nlink: </style.css>; rel=preload\r\n\r\n")
+            await writer.drain()
+            await asyncio.sleep(0.05)
+            writer.write(b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: %d\r\n\r\n%s"
+                         % (len(body), body))
+            await writer.drain()
+    async with server(hinting) as (origin, served):
+        pool = Upstream(origin)
+        for n in (1, 2, 3):
+            resp = await pool.request("POST", "/v1/chat/completions", [], b"{}", whole_up_to=1 << 20)
+            assert (resp.status, await resp.read()) == (200, b'{"answer": %d}' % n)
+            resp.release()
+        assert len(served) == 1  # one pooled connection carried all three
         await pool.aclose()

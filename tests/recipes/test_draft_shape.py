@@ -36,8 +36,11 @@ def test_deepseek_v3_draft_sizes_on_the_recipes_gpu_count(deepseek_v3):
     for entry in sizing["sizing"]:
         target = entry["target"]
         command = serve_command(recipe, entry["variant"], target["hardware"], target["layout"], catalog=catalog)
-        assert target["gpus"] == command.gpus == 8  # one whole B200 node, never the bare minimum of 1
-        assert entry["report"]["fit"]["gpus"] == 8
+        # The smallest B200 shape (a divisor of the node) that holds the variant's floor: the FP8 default's
+        # 805 GB takes the whole node, the FP4 variant's 403 GB half of it; never the bare minimum of 1.
+        expected = {"default": 8, "fp4": 4}[entry["variant"]]
+        assert target["gpus"] == command.gpus == expected
+        assert entry["report"]["fit"]["gpus"] == expected
         assert entry["report"]["fit"]["verdict"] == "fits"
     assert sizing["target"]["gpus"] == 8
 

@@ -65,10 +65,15 @@ def test_every_upstream_recipe_and_deploy_file_imports(built, vllm_dir, dynamo_d
     # Nothing of upstream is dropped; what is kept with a warning is only upstream data of the kinds
     # the importer knows (cards missing from taxonomy.yaml, kustomize patches, folded scripts,
     # placeholder node selectors), each checked against its file.
-    assert [p for p in report.problems if p.scope != "warning"] == []
+    # ... and the manifests that serve a model without Dynamo (a plain `vllm serve` Deployment), reported.
+    plain = [p for p in report.problems if p.field == "kind" and "deploys plain Deployment/" in p.reason]
+    for problem in plain:
+        docs = yaml.safe_load_all((dynamo_dir / problem.file.removeprefix("dynamo:")).read_text())
+        assert "Deployment" in {d.get("kind") for d in docs if isinstance(d, dict)}
+    assert [p for p in report.problems if p.scope != "warning" and p not in plain] == []
     taxonomy = yaml.safe_load((vllm_dir / "taxonomy.yaml").read_text())
     cards = set(taxonomy["hardware_profiles"])
-    assert [p for p in report.problems if _unexplained_warning(p, vllm_dir, dynamo_dir, cards)] == []
+    assert [p for p in report.problems if p not in plain and _unexplained_warning(p, vllm_dir, dynamo_dir, cards)] == []
     model_files = sorted(vllm_dir.glob("models/*/*.yaml"))
     assert len(catalog.recipes) == len(model_files) == report.recipes == report.recipe_files
     model_paths = {p.relative_to(vllm_dir).as_posix() for p in model_files}
@@ -238,11 +243,14 @@ def test_import_command_prints_counts_and_problems(built, snapshot_copy, tmp_pat
             "manifests") in captured.out
     gpt_oss_warnings = [p for p in baseline.problems if p.file == "models/openai/gpt-oss-20b.yaml"]
     warnings = sum(p.scope == "warning" for p in baseline.problems) - len(gpt_oss_warnings)
-    assert f"1 file(s) skipped whole, 0 part(s) dropped, {warnings} warning(s)" in captured.out
+    # gpt-oss-20b broken here, and the plain `vllm serve` Deployment upstream ships beside its graphs.
+    plain = sum(p.scope == "file" for p in baseline.problems)
+    assert f"{1 + plain} file(s) skipped whole, 0 part(s) dropped, {warnings} warning(s)" in captured.out
     assert "skipped models/openai/gpt-oss-20b.yaml: field (document)" in captured.err
     for problem in baseline.problems:
         if problem not in gpt_oss_warnings:
-            assert f"warning in {problem.file}: field {problem.field}: {problem.reason}" in captured.err
+            verb = "skipped" if problem.scope == "file" else "warning in"
+            assert f"{verb} {problem.file}: field {problem.field}: {problem.reason}" in captured.err
     assert read_catalog(out).recipes.keys() >= {"moonshotai/Kimi-K3"}
     assert _run_cli(["recipes", "import", "--vllm", str(vllm), "--dynamo", str(dynamo), "--out", str(out),
                      "--strict"]) == 1

@@ -205,7 +205,21 @@ def test_an_impossible_rollout_is_refused_before_any_call(sim, kubeconfig, acts,
     spec = small_spec(workload_id=workload_id, worker=WorkerPool(args=["--tensor-parallel-size", "2"], gpus_per_node=1))
     with pytest.raises(ApplicationError) as info:
         apply(env, acts, kubeconfig, spec)
-    assert info.value.type == "InvalidRollout" and "2 GPUs per replica" in str(info.value)
+    assert info.value.type == "RanksMismatch" and info.value.non_retryable
+    assert "TP 2 × PP 1 × DP 1 = 2 ranks but its worker reserves 1 node(s) × 1 GPUs = 1" in str(info.value)
+
+
+def test_a_multi_node_dep_command_with_a_tp_left_beside_its_dp_is_refused_before_any_call(sim, kubeconfig, acts, env,
+                                                                                          workload_id):
+    # The shape issue 48 found: TP 8 from a recipe's base args beside DEP's DP 16 on 2 × 8 GPUs.
+    args = ["--tensor-parallel-size", "8", "--data-parallel-size", "16", "--data-parallel-size-local", "8",
+            "--enable-expert-parallel"]
+    spec = small_spec(workload_id=workload_id, layout="multi_node_dep", hardware_id="h200",
+                      worker=WorkerPool(args=args, gpus_per_node=8, nodes=2))
+    with pytest.raises(ApplicationError) as info:
+        apply(env, acts, kubeconfig, spec)
+    assert info.value.type == "RanksMismatch" and info.value.non_retryable and "= 128 ranks" in str(info.value)
+    assert DgdClient(new_api_client(kubeconfig)).get(dgd_name(workload_id, CLUSTER), "default") is None
 
 
 def test_a_multi_node_kimi_k3_graph_becomes_ready_on_the_gb200_rack(sim, tmp_path, acts, env):

@@ -223,7 +223,10 @@ async def test_a_recipe_change_opens_a_draft_at_the_same_commit(
         assert draft["sha"] == approved["sha"] and draft["draft"]["catalog_version"] == version
         diff = draft["diff"]
         assert diff["against"] == approved["id"] and not diff["config"], diff
-        assert diff["changed"] == ["catalog_version", "flag.--max-num-seqs", "max_num_seqs", "variant.default"], diff
+        # The tested shapes say which floor they hold (issue 48: the smallest shape that holds it), so a floor
+        # change moves them too.
+        assert diff["changed"] == ["catalog_version", "evidence.tested_shapes", "flag.--max-num-seqs", "max_num_seqs",
+                                   "variant.default"], diff
         assert diff["variants"][0]["new"]["vram_minimum_gb"] == 99
         assert diff["command"]["flags"] == [{"flag": "--max-num-seqs", "approved": None, "new": "64"}]
         assert diff["command"]["max_num_seqs"]["new"] == 64

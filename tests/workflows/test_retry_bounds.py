@@ -26,9 +26,9 @@ ACTIVITY_CALLS = {"execute_activity", "start_activity", "execute_local_activity"
                   "execute_activity_method", "start_activity_method", "execute_activity_class",
                   "start_activity_class", "execute_local_activity_method", "start_local_activity_method",
                   "execute_local_activity_class", "start_local_activity_class"}
-# Sample arguments for the functions of policies.py that build option sets.
-SAMPLES = {"task_queue": "q", "report_seconds": 10.0, "silence_seconds": 50.0, "grace_seconds": 30.0,
-           "timeout_seconds": 5.0, "queued": True}
+# Sample arguments for the functions of policies.py that build option sets, by the parameter's type: a new
+# function is walked without a change here.
+SAMPLES = {"str": "q", "float": 30.0, "int": 3}
 
 
 def _from_policies(expr: ast.expr) -> bool:
@@ -59,8 +59,9 @@ def option_sets() -> dict[str, dict]:
             found[name] = value
         elif inspect.isfunction(value) and value.__module__ == policies.__name__ and name != "retry":
             params = inspect.signature(value).parameters
-            for flag in ([True, False] if "queued" in params else [None]):
-                args = {p: (flag if p == "queued" else SAMPLES[p]) for p in params}
+            flags = [p for p, spec in params.items() if spec.annotation == "bool"]
+            for flag in ([True, False] if flags else [None]):
+                args = {p: (flag if p in flags else SAMPLES[str(spec.annotation)]) for p, spec in params.items()}
                 found[f"{name}({', '.join(f'{k}={v!r}' for k, v in args.items())})"] = value(**args)
     return found
 

@@ -1,7 +1,7 @@
 """Reading and completing engine argument lists (vLLM, SGLang, TensorRT-LLM under Dynamo).
 
-Only what rendering must know is read here: how many GPUs the arguments ask for, so the pod shape
-can be checked against them, and which identity flags (model, served name, revision) are present.
+Only what rendering must know is read here: which identity flags (model, served name, revision) are
+present (the ranks the arguments ask for are read by wingsmith/dynamo/ranks.py).
 Flags follow argparse semantics: `--flag value` or `--flag=value`, the last occurrence wins.
 """
 
@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from wingsmith.dynamo.ranks import PARALLEL_FLAGS
 from wingsmith.dynamo.rollout_spec import Engine
 
 
@@ -29,46 +30,6 @@ def flag_value(args: list[str], names: Iterable[str]) -> str | None:
 def has_flag(args: list[str], names: Iterable[str]) -> bool:
     names = tuple(names)
     return any(a in names or a.split("=", 1)[0] in names for a in args)
-
-
-def _int_flag(args: list[str], names: tuple[str, ...], default: int = 1) -> int:
-    raw = flag_value(args, names)
-    if raw is None:
-        return default
-    try:
-        value = int(raw)
-    except ValueError:
-        raise ValueError(f"engine flag {names[0]} needs a whole number, got {raw!r}") from None
-    if value < 1:
-        raise ValueError(f"engine flag {names[0]} must be at least 1, got {value}")
-    return value
-
-
-# Per engine: (tensor, pipeline, data) parallel flag spellings.
-_PARALLEL_FLAGS = {
-    Engine.vllm: (("--tensor-parallel-size", "-tp"), ("--pipeline-parallel-size", "-pp"),
-                  ("--data-parallel-size", "-dp")),
-    Engine.sglang: (("--tp", "--tp-size", "--tensor-parallel-size"),
-                    ("--pp", "--pp-size", "--pipeline-parallel-size"),
-                    ("--dp", "--dp-size", "--data-parallel-size")),
-    Engine.trtllm: (("--tensor-parallel-size",), ("--pipeline-parallel-size",), ()),
-}
-
-
-def world_size(engine: Engine, args: list[str]) -> int | None:
-    """GPUs one replica of these arguments occupies, or None when the arguments do not say
-    (TensorRT-LLM reading its parallelism from an engine-config file)."""
-    tp_names, pp_names, dp_names = _PARALLEL_FLAGS[engine]
-    if engine is Engine.trtllm and not has_flag(args, tp_names + pp_names) and has_flag(
-            args, ("--extra-engine-args",)):
-        return None
-    tp = _int_flag(args, tp_names)
-    pp = _int_flag(args, pp_names)
-    dp = _int_flag(args, dp_names) if dp_names else 1
-    # SGLang's DP attention runs the data-parallel ranks inside the tensor-parallel group.
-    if engine is Engine.sglang and has_flag(args, ("--enable-dp-attention",)):
-        dp = 1
-    return tp * pp * dp
 
 
 MODEL_FLAGS = {Engine.vllm: ("--model",), Engine.sglang: ("--model-path", "--model"),
@@ -130,9 +91,7 @@ def dynamo_vllm_args(args: list[str]) -> list[str]:
 
 
 # vLLM's short spellings, so a recipe's `-tp 8` is replaced rather than contradicted.
-_VLLM_ALIASES = {"--tensor-parallel-size": ("--tensor-parallel-size", "-tp"),
-                 "--pipeline-parallel-size": ("--pipeline-parallel-size", "-pp"),
-                 "--data-parallel-size": ("--data-parallel-size", "-dp")}
+_VLLM_ALIASES = {names[0]: names for names in PARALLEL_FLAGS[Engine.vllm] if names}
 
 
 def with_flag(args: list[str], flag: str, value: str | None) -> list[str]:

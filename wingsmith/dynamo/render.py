@@ -16,6 +16,7 @@ from typing import Any
 
 from wingsmith.dynamo import engine_args as ea
 from wingsmith.dynamo import names
+from wingsmith.dynamo.ranks import ranks_problem
 from wingsmith.dynamo.rollout_spec import Engine, Layout, RolloutSpec, WorkerPool
 from wingsmith.hardware import product_label_for
 
@@ -165,11 +166,8 @@ def _worker_args(spec: RolloutSpec, pool: WorkerPool, role: str) -> list[str]:
     if role in ("prefill", "decode") and spec.engine in (Engine.vllm, Engine.sglang):
         own(("--disaggregation-mode",), role, "pool's role")
 
-    world = ea.world_size(spec.engine, args)
-    if world is not None and world != pool.gpus_per_replica:
-        raise RenderError(
-            f"{role} arguments use {world} GPUs per replica but the pool places {pool.nodes} "
-            f"node(s) x {pool.gpus_per_node} GPUs = {pool.gpus_per_replica}")
+    if problem := ranks_problem(spec.engine, args, gpus_per_node=pool.gpus_per_node, nodes=pool.nodes):
+        raise RenderError(f"{role} arguments: {problem}")
     return args
 
 

@@ -86,15 +86,34 @@ def parse_catalog(text: str, where: object = "catalog") -> Catalog:
     return catalog
 
 
-def find_recipe(catalog: Catalog, hf_id: str) -> RecipeMatch | None:
+# Precision words a checkpoint id carries (`...-FP8`, `...-NVFP4`), as the recipes name their variants' precision.
+_PRECISION_WORDS = ("nvfp4", "mxfp4", "mxfp8", "fp4", "fp8", "bf16", "int4", "int8", "awq", "gptq")
+
+
+def precision_in_id(hf_id: str) -> str | None:
+    """The precision a checkpoint id names (`nvidia/X-NVFP4` -> nvfp4), or None."""
+    tokens = set(re.split(r"[-_./]", hf_id.lower()))
+    return next((word for word in _PRECISION_WORDS if word in tokens), None)
+
+
+def find_recipe(catalog: Catalog, hf_id: str, precision: str | None = None) -> RecipeMatch | None:
+    """The recipe and variant a checkpoint id asks for: a variant whose own `model_id` is exactly this id
+    first (a BF16 checkpoint that is also the recipe's id is that BF16 variant, not the default NVFP4 one);
+    then, for the recipe's path or id, the variant of the precision given or named in the id; then the
+    recipe's default variant."""
     wanted = hf_id.strip().lower()
-    for recipe in catalog.recipes.values():
-        if wanted in (recipe.path.lower(), recipe.model_id.lower()):
-            return RecipeMatch(recipe=recipe, variant="default", matched_by="recipe path")
     for recipe in catalog.recipes.values():
         for name, variant in recipe.variants.items():
             if variant.model_id and variant.model_id.lower() == wanted:
                 return RecipeMatch(recipe=recipe, variant=name, matched_by="variant model_id")
+    asked = (precision or precision_in_id(wanted) or "").lower()
+    for recipe in catalog.recipes.values():
+        if wanted in (recipe.path.lower(), recipe.model_id.lower()):
+            # Only a variant that loads this very checkpoint (no model_id of its own) can match by precision.
+            same = [n for n, v in recipe.variants.items() if not v.model_id and v.precision.lower() == asked]
+            if asked and same and recipe.default_variant not in same:
+                return RecipeMatch(recipe=recipe, variant=same[0], matched_by="variant precision")
+            return RecipeMatch(recipe=recipe, variant=recipe.default_variant, matched_by="recipe path")
     return None
 
 

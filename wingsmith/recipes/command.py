@@ -14,6 +14,8 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from wingsmith.dynamo.ranks import ranks_problem
+from wingsmith.dynamo.rollout_spec import Engine
 from wingsmith.recipes.models import (
     Catalog,
     Feature,
@@ -27,8 +29,10 @@ from wingsmith.recipes.models import (
     Variant,
 )
 from wingsmith.recipes.rules import (
+    DP_FLAGS,
     BelowFloor,
     InvalidChoice,
+    args_size,
     args_tp,
     exclusions,
     feature_gated,
@@ -44,6 +48,7 @@ from wingsmith.recipes.rules import (
     profile_for,
     shape_gb,
     unsupported_on,
+    without_sizes,
 )
 
 HEAD_ADDRESS = "$HEAD_NODE_IP"
@@ -52,6 +57,7 @@ HEAD_ADDRESS = "$HEAD_NODE_IP"
 class NodeCommand(BaseModel, frozen=True):
     role: str  # "serve", "prefill" or "decode"
     node_rank: int
+    gpus: int  # GPUs this node's pod reserves: its ranks on this node (wingsmith.dynamo.ranks checks them)
     args: list[str]
     env: dict[str, str]
     argv: list[str]
@@ -76,6 +82,8 @@ class ServeCommand(BaseModel, frozen=True):
     commands: list[NodeCommand]
     docker_image: str | None = None
     notes: list[str] = []
+    shape_reason: str = ""  # why this GPU count: asked for, pinned by the recipe, or the smallest that holds
+    pin: str | None = None  # the recipe's pin the shape keeps, in words naming it
 
     @property
     def argv(self) -> list[str]:
@@ -256,9 +264,12 @@ class _Parts:
                  so: StrategyOverride | None, status: str, chosen: dict[str, str | None], notes: list[str]):
         hw_blocks = _hardware_blocks(recipe, so, var, profile)
         self.feat_args, self.feat_env = _feature_parts(recipe, chosen, profile)
-        self.head = recipe.base_args + var.args + strategy.args
+        # The layout's sizes are decided once (the pins read the tail before this) and stated once: a size
+        # left in the base or override args beside them would change the ranks the command asks for.
+        self.head = without_sizes(recipe.base_args + var.args + strategy.args)
         self.head_env = _merge_env(recipe.base_env, var.env, strategy.env)
-        self.tail = (so.args if so else []) + [a for b in hw_blocks for a in b.args]
+        self.tail_with_sizes = (so.args if so else []) + [a for b in hw_blocks for a in b.args]
+        self.tail = without_sizes(self.tail_with_sizes)
         self.tail_env = _merge_env(so.env if so else {}, *(b.env for b in hw_blocks))
         self.model = var.model_id or recipe.model_id
         image = next((b.docker_image for b in reversed(hw_blocks) if b.docker_image), var.docker_image)
@@ -267,20 +278,23 @@ class _Parts:
                            gpus_per_node=profile.gpu_count, docker_image=image or recipe_image(recipe, profile),
                            notes=notes)
 
-    def build(self, role: str, rank: int, sizes: list[str], role_args: list[str], role_env: dict,
+    def build(self, role: str, rank: int, gpus: int, sizes: list[str], role_args: list[str], role_env: dict,
               node_args: list[str]) -> NodeCommand:
         args = dedupe_args(self.head + sizes + self.tail + role_args + self.feat_args + node_args)
         env = _merge_env(self.head_env, self.tail_env, role_env, self.feat_env)
-        return NodeCommand(role=role, node_rank=rank, args=args, env=env, argv=["vllm", "serve", self.model, *args])
+        return NodeCommand(role=role, node_rank=rank, gpus=gpus, args=args, env=env,
+                           argv=["vllm", "serve", self.model, *args])
 
 
 def serve_command(recipe: Recipe | RecipeMatch, variant: str, hardware: str, layout: str,
                   features: list[str] | tuple[str, ...] = (), *, gpus: int | None = None,
                   catalog: Catalog) -> ServeCommand:
     """`features` names features to enable (`name` or `name:mode`); `-name` turns off one that is on
-    by default. `gpus` defaults to the shape the recipe tests: the TP size it pins for the layout,
-    variant or card, else one whole node (upstream sets TP to the node's GPU count), else the
-    layout's node minimum."""
+    by default. `gpus` defaults to the smallest shape that keeps the recipe's pins: the size it pins for
+    the layout, variant or card, else (one node) the fewest GPUs, a divisor of the node's, that hold the
+    variant's published floor (a whole node when none does), else (multi-node) the fewest whole nodes
+    the layout takes that hold it. Every command's ranks equal the GPUs it reserves
+    (wingsmith.dynamo.ranks), or it is refused."""
     if isinstance(recipe, RecipeMatch):
         recipe = recipe.recipe
     var = recipe.variants.get(variant)
@@ -306,10 +320,10 @@ def serve_command(recipe: Recipe | RecipeMatch, variant: str, hardware: str, lay
     parts = _Parts(recipe, variant, var, profile, strategy, so, status, chosen, notes)
     if strategy.deploy_type == "pd_cluster":
         return _pd_command(recipe, strategy, so, profile, floor, parts, gpus)
+    pins = _Pins(recipe, layout, profile, variant, var, strategy, parts)
     if strategy.deploy_type == "single_node":
-        pin = _Pin(recipe, layout, profile, var, strategy, parts)
-        return _single_node_command(strategy, profile, floor, pin, parts, gpus)
-    return _multi_node_command(strategy, profile, floor, parts, gpus, var.vram_minimum_gb)
+        return _single_node_command(strategy, profile, floor, pins, parts, gpus, var.vram_minimum_gb)
+    return _multi_node_command(strategy, profile, floor, pins, parts, gpus, var.vram_minimum_gb)
 
 
 def offered_command(recipe: Recipe | RecipeMatch, variant: str, hardware: str, layout: str,
@@ -324,64 +338,167 @@ def offered_command(recipe: Recipe | RecipeMatch, variant: str, hardware: str, l
         floor_gb = recipe.variants[variant].vram_minimum_gb
         held = shape_gb(profile_for(catalog, hardware), command.gpus)
         if held < floor_gb:
+            pinned = f" ({command.pin})" if command.pin else ""
             raise BelowFloor(f"variant {variant} needs {floor_gb:g} GB for one replica (the recipe's floor) and "
-                             f"{command.gpus} × {command.hardware} hold {held:,.0f} GB: below its floor")
+                             f"{command.gpus} × {command.hardware}{pinned} hold {held:,.0f} GB: below its floor",
+                             pin=command.pin)
     return command
 
 
-class _Pin:
-    """The tensor-parallel size the recipe fixes for a single-node layout on a card, and where it comes
-    from. A `--tensor-parallel-size` in a hardware or strategy override is what the command ends up
-    with (those args come after the layout's size and win), so it is the shape's size."""
+class _Pins:
+    """The sizes the recipe fixes for a layout on a card, each with the words that name it.
 
-    def __init__(self, recipe: Recipe, layout: str, profile: HardwareProfile, var: Variant, strategy: Strategy,
-                 parts: _Parts):
-        override = args_tp(parts.tail) if strategy.parallel_flag == "--tensor-parallel-size" else None
-        self.from_override = override is not None
-        self.size = override or pinned_tp(recipe, layout, profile, var)
-        self.every_card = not self.from_override and pinned_for_every_card(recipe, layout, profile, var)
+    TP: a `--tensor-parallel-size` in the strategy override's or a hardware block's args (those come after
+    the layout's sizes upstream and win), else the strategy override's `tp` (per card or for all), else the
+    variant's `tp`, else (single-node layouts only) a `--tensor-parallel-size` in the variant's own args. DP:
+    a `--data-parallel-size` in those override args. A size in the model's base args, or in a variant's args
+    on a multi-node layout, is upstream's single-node default, not a pin: the layout's sizes replace it."""
+
+    def __init__(self, recipe: Recipe, layout: str, profile: HardwareProfile, variant: str, var: Variant,
+                 strategy: Strategy, parts: _Parts):
+        tail_tp, tail_dp = args_tp(parts.tail_with_sizes), args_size(parts.tail_with_sizes, DP_FLAGS)
+        self.tp: int | None = tail_tp
+        self.tp_words = f"the recipe sets --tensor-parallel-size {tail_tp} on {profile.id}"
+        self.from_override = tail_tp is not None
+        self.every_card = False
+        if tail_tp is None:
+            so = recipe.strategy_overrides.get(layout)
+            # A variant's args TP is the size upstream tested one-node tensor parallelism at: a pin there only.
+            tp_args_pin = strategy.deploy_type == "single_node" and strategy.parallel_flag == "--tensor-parallel-size"
+            field = pinned_tp(recipe, layout, profile, var if tp_args_pin else var.model_copy(update={"args": []}))
+            self.tp = field
+            self.every_card = field is not None and pinned_for_every_card(recipe, layout, profile, var)
+            if so is not None and so.tp is not None and field is not None:
+                self.tp_words = f"the recipe's {layout} override pins tp: {field}"
+            elif var.tp is not None:
+                self.tp_words = f"variant {variant} pins tp: {field}"
+            else:
+                self.tp_words = f"variant {variant}'s args set --tensor-parallel-size {field}"
+        self.dp = tail_dp
+        self.dp_words = f"the recipe sets --data-parallel-size {tail_dp} on {profile.id}"
 
 
-def _single_node_command(strategy: Strategy, profile: HardwareProfile, floor: int, pin: _Pin,
-                         parts: _Parts, gpus: int | None) -> ServeCommand:
-    gpn, layout = profile.gpu_count, strategy.name
-    pinned = pin.size
+def _divisors(n: int) -> list[int]:
+    return [d for d in range(1, n + 1) if n % d == 0]
+
+
+def _smallest_holding(profile: HardwareProfile, counts: list[int], floor_gb: float) -> int | None:
+    """The smallest of `counts` whose GPUs hold the variant's published floor for one replica."""
+    if not profile.vram_gb:
+        return None
+    return next((n for n in sorted(counts) if shape_gb(profile, n) >= floor_gb), None)
+
+
+def _single_node_command(strategy: Strategy, profile: HardwareProfile, floor: int, pins: _Pins,
+                         parts: _Parts, gpus: int | None, replica_floor_gb: float) -> ServeCommand:
+    gpn, layout, card = profile.gpu_count, strategy.name, profile.id
+    data_parallel = strategy.parallel_flag == "--data-parallel-size"
     if floor > gpn:
-        raise InvalidChoice(f"{layout} needs at least {floor} GPUs and a {profile.id} node has {gpn}")
-    if pinned and pinned > gpn:
-        if not pin.every_card:
-            raise InvalidChoice(f"the recipe pins {layout} to TP {pinned} and a {profile.id} node has {gpn} GPUs")
+        raise InvalidChoice(f"{layout} needs at least {floor} GPUs and a {card} node has {gpn}")
+    tp_pin = pins.tp
+    if tp_pin and tp_pin > gpn:
+        if not pins.every_card:
+            raise InvalidChoice(f"{pins.tp_words} and a {card} node has {gpn} GPUs")
         # One size written for every card (upstream's usual 8-GPU nodes): a smaller node runs whole.
-        parts.common["notes"] = [*parts.common["notes"], f"the recipe's TP {pinned} is for larger nodes: "
-                                 f"a {profile.id} node runs it on its {gpn} GPU(s)"]
-        pinned = gpn
-    if pin.from_override and gpus and gpus != pinned:
-        raise InvalidChoice(f"the recipe sets --tensor-parallel-size {pinned} on {profile.id}, asked for {gpus} GPUs")
-    count = gpus or pinned or gpn
+        parts.common["notes"] = [*parts.common["notes"], f"the recipe's TP {tp_pin} is for larger nodes: "
+                                 f"a {card} node runs it on its {gpn} GPU(s)"]
+        tp_pin = gpn
+    if (tp_pin and pins.every_card and not gpus and not pins.dp and profile.vram_gb
+            and shape_gb(profile, tp_pin) < replica_floor_gb):
+        # One size written for every card, below this card's floor (a single chip too small for the weights):
+        # upstream's guide runs such a card on one host at a larger TP, so the pin yields to the smallest
+        # one-node shape that holds the floor, saying so, rather than to a multi-node layout.
+        parts.common["notes"] = [*parts.common["notes"], f"the recipe's TP {tp_pin} for every card holds "
+                                 f"{shape_gb(profile, tp_pin):,.0f} GB on {card}, below the variant's floor of "
+                                 f"{replica_floor_gb:g} GB: the smallest {card} shape that holds it instead"]
+        tp_pin = None
+    # The size each rank group takes and the size the layout's own flag spreads over the node.
+    step = (tp_pin or 1) if data_parallel else (pins.dp or 1)
+    own_pin = pins.dp if data_parallel else tp_pin
+    own_words = pins.dp_words if data_parallel else pins.tp_words
+    pin_words = None
+    if own_pin is not None:
+        fixed = own_pin * step
+        pin_words = own_words
+        if gpus and gpus != fixed and (pins.from_override or data_parallel or pins.dp):
+            raise InvalidChoice(f"{own_words}, asked for {gpus} GPUs")
+        count = gpus or fixed
+        why = f"asked for {gpus} GPUs" if gpus else f"{own_words}: {fixed} GPU(s)"
+    elif gpus:
+        count, why = gpus, f"asked for {gpus} GPUs"
+    else:
+        counts = [n for n in _divisors(gpn) if n >= floor and n % step == 0]
+        held = _smallest_holding(profile, counts, replica_floor_gb)
+        if held is not None:
+            count = held
+            why = (f"the smallest shape on {card} that holds the variant's floor of {replica_floor_gb:g} GB: "
+                   f"{held} GPU(s) ({shape_gb(profile, held):,.0f} GB)")
+        else:
+            count = max(counts) if counts else gpn
+            why = f"one whole {card} node: no smaller shape holds the variant's floor of {replica_floor_gb:g} GB"
+        if floor > 1 and count == floor:
+            why += f" (the layout's floor on {card} is {floor} GPUs)"
     if count > gpn:
-        raise InvalidChoice(f"{layout} runs on one node: at most {gpn} GPUs on {profile.id}, asked for {count}")
+        raise InvalidChoice(f"{layout} runs on one node: at most {gpn} GPUs on {card}, asked for {count}")
     if count < floor:
-        raise InvalidChoice(f"{layout} needs at least {floor} GPUs on {profile.id}, asked for {count}")
-    cmd = parts.build("serve", 0, [strategy.parallel_flag, str(count)], [], {}, [])
-    dp = count if strategy.parallel_flag == "--data-parallel-size" else 1
-    return ServeCommand(**parts.common, gpus=count, nodes=1, tensor_parallel_size=count if dp == 1 else 1,
-                        data_parallel_size=dp, args=cmd.args, env=cmd.env, commands=[cmd])
+        raise InvalidChoice(f"{layout} needs at least {floor} GPUs on {card}, asked for {count}")
+    if count % step:
+        raise InvalidChoice(f"{own_words if data_parallel else pins.dp_words} on {card}: {count} GPUs do not "
+                            f"split into groups of {step}")
+    tp, dp = (step, count // step) if data_parallel else (count // step, step)
+    sizes = _size_flags(tp, 1, dp, None, tp_flag=not data_parallel or tp > 1)
+    cmd = _checked(parts.build("serve", 0, count, sizes, [], {}, []), layout, card, count, 1)
+    return ServeCommand(**parts.common, gpus=count, nodes=1, tensor_parallel_size=tp, data_parallel_size=dp,
+                        args=cmd.args, env=cmd.env, commands=[cmd], shape_reason=why, pin=pin_words)
 
 
-def _multi_node_sizes(strategy: Strategy, count: int, gpn: int) -> tuple[int, int, int, list[str]]:
-    """(tp, pp, dp, size flags) of a multi-node layout over `count` GPUs."""
-    nodes = count // gpn
+def _size_flags(tp: int, pp: int, dp: int, dp_local: int | None, *, tp_flag: bool = True) -> list[str]:
+    """The layout's size flags: TP (left out where it is 1 on a data-parallel layout), PP and DP past 1."""
+    out = ["--tensor-parallel-size", str(tp)] if tp_flag else []
+    if pp > 1:
+        out += ["--pipeline-parallel-size", str(pp)]
+    if dp > 1 or dp_local is not None:
+        out += ["--data-parallel-size", str(dp)]
+    if dp_local is not None:
+        out += ["--data-parallel-size-local", str(dp_local)]
+    return out
+
+
+def _checked(command: NodeCommand, layout: str, card: str, gpus_per_node: int, nodes: int) -> NodeCommand:
+    """The command, once its ranks are seen to equal the GPUs its worker reserves (wingsmith.dynamo.ranks)."""
+    if problem := ranks_problem(Engine.vllm, command.args, gpus_per_node=gpus_per_node, nodes=nodes):
+        raise InvalidChoice(f"{layout} on {card}: {problem}")
+    return command
+
+
+def _multi_node_sizes(strategy: Strategy, count: int, gpn: int, pins: _Pins,
+                      card: str) -> tuple[int, int, int, int | None]:
+    """(tp, pp, dp, data-parallel ranks per node) of a multi-node layout over `count` GPUs, keeping the
+    recipe's pins or refusing the shape with the pin's words."""
+    nodes, layout = count // gpn, strategy.name
+    data_parallel = strategy.parallelism == "tp_dp" or strategy.parallel_flag == "--data-parallel-size"
+    if data_parallel:
+        tp = pins.tp or (gpn if strategy.parallelism == "tp_dp" else 1)
+        if gpn % tp:
+            raise InvalidChoice(f"{pins.tp_words}, which does not divide the {gpn} GPUs of a {card} node: "
+                                f"{layout} runs whole data-parallel ranks on each node")
+        dp = count // tp
+        if pins.dp and pins.dp != dp:
+            raise InvalidChoice(f"{pins.dp_words} and {layout} runs {dp} data-parallel ranks of TP {tp} "
+                                f"on {count} GPUs")
+        return tp, 1, dp, gpn // tp
+    if pins.dp:
+        raise InvalidChoice(f"{pins.dp_words} and {layout} runs no data-parallel ranks")
     if strategy.parallelism == "tp_pp":
-        return gpn, nodes, 1, ["--tensor-parallel-size", str(gpn), "--pipeline-parallel-size", str(nodes)]
-    if strategy.parallelism == "tp_dp":
-        return gpn, 1, nodes, ["--tensor-parallel-size", str(gpn), "--data-parallel-size", str(nodes),
-                               "--data-parallel-size-local", "1"]
-    if strategy.parallel_flag == "--data-parallel-size":
-        return 1, 1, count, ["--data-parallel-size", str(count), "--data-parallel-size-local", str(gpn)]
-    return count, 1, 1, [strategy.parallel_flag, str(count)]
+        if pins.tp and pins.tp != gpn:
+            raise InvalidChoice(f"{pins.tp_words} and {layout} runs TP {gpn} (a {card} node) per pipeline stage")
+        return gpn, nodes, 1, None
+    if pins.tp and pins.tp != count:
+        raise InvalidChoice(f"{pins.tp_words} and {layout} on {count} × {card} runs TP {count}")
+    return count, 1, 1, None
 
 
-def _multi_node_command(strategy: Strategy, profile: HardwareProfile, floor: int, parts: _Parts,
+def _multi_node_command(strategy: Strategy, profile: HardwareProfile, floor: int, pins: _Pins, parts: _Parts,
                         gpus: int | None, replica_floor_gb: float) -> ServeCommand:
     gpn, layout = profile.gpu_count, strategy.name
     if not profile.scalable:
@@ -394,20 +511,25 @@ def _multi_node_command(strategy: Strategy, profile: HardwareProfile, floor: int
     if count % gpn:
         raise InvalidChoice(f"{layout} uses whole nodes: {count} GPUs is not a multiple of {gpn} per {profile.id} node")
     nodes = count // gpn
-    tp, pp, dp, sizes = _multi_node_sizes(strategy, count, gpn)
+    why = (f"asked for {gpus} GPUs" if gpus else
+           f"the fewest whole {profile.id} nodes the layout takes (two at least) that hold the variant's floor of "
+           f"{replica_floor_gb:g} GB and the recipe's GPU floor of {floor}: {nodes} node(s)")
+    tp, pp, dp, local = _multi_node_sizes(strategy, count, gpn, pins, profile.id)
+    sizes = _size_flags(tp, pp, dp, local, tp_flag=strategy.parallel_flag != "--data-parallel-size" or tp > 1)
     commands = []
     for rank in range(nodes):
         if dp > 1:
-            local = 1 if strategy.parallelism == "tp_dp" else gpn
-            node = ["--data-parallel-start-rank", str(rank * local), "--data-parallel-address", HEAD_ADDRESS]
+            node = ["--data-parallel-start-rank", str(rank * (local or 1)), "--data-parallel-address", HEAD_ADDRESS]
         else:
             node = ["--nnodes", str(nodes), "--node-rank", str(rank), "--master-addr", HEAD_ADDRESS]
         if rank:
             node.append("--headless")
-        commands.append(parts.build("serve", rank, sizes, [], {}, node))
-    shared = parts.build("serve", 0, sizes, [], {}, [])
+        commands.append(_checked(parts.build("serve", rank, gpn, sizes, [], {}, node), layout, profile.id, gpn, nodes))
+    shared = parts.build("serve", 0, gpn, sizes, [], {}, [])
+    pinned = pins.tp_words if pins.tp else pins.dp_words if pins.dp else None
     return ServeCommand(**parts.common, gpus=count, nodes=nodes, tensor_parallel_size=tp, pipeline_parallel_size=pp,
-                        data_parallel_size=dp, args=shared.args, env=shared.env, commands=commands)
+                        data_parallel_size=dp, args=shared.args, env=shared.env, commands=commands,
+                        shape_reason=why, pin=pinned)
 
 
 def _pd_command(recipe: Recipe, strategy: Strategy, so: StrategyOverride | None, profile: HardwareProfile,
@@ -416,17 +538,27 @@ def _pd_command(recipe: Recipe, strategy: Strategy, so: StrategyOverride | None,
     if not profile.scalable:
         raise InvalidChoice(f"{profile.id} cannot be joined into a prefill/decode cluster")
     commands: list[NodeCommand] = []
-    total, decode_sizes = 0, (1, 1)
+    total, all_nodes, decode_sizes = 0, 0, (1, 1)
     for role in ("prefill", "decode"):
         base: PdRole = getattr(strategy, role) or PdRole()
         extra: PdRole = (getattr(so, role) if so else None) or PdRole()
         parallelism = extra.parallelism or base.parallelism or "tp"
         tp = extra.tp or base.tp
         nodes = _int_for(extra.nodes, profile) or _int_for(base.nodes, profile) or 1
+        pod_gpus = gpn
         if tp and parallelism in ("tp", "tep"):
+            if tp > gpn and tp % gpn:
+                raise InvalidChoice(f"the recipe's pd_cluster {role} pool pins TP {tp}, which is neither within one "
+                                    f"{profile.id} node nor whole nodes of {gpn} GPUs")
             nodes = max(nodes, -(-tp // gpn))
-        role_gpus = nodes * gpn
+            if nodes == 1:
+                pod_gpus = tp  # a TP group smaller than the node takes only its GPUs
+        if parallelism == "dep" and gpn % (tp or 1):
+            raise InvalidChoice(f"the recipe's pd_cluster {role} pool pins TP {tp}, which does not divide the {gpn} "
+                                f"GPUs of a {profile.id} node")
+        role_gpus = nodes * pod_gpus
         total += role_gpus
+        all_nodes += nodes
         if parallelism == "dep":
             sizes = ["--tensor-parallel-size", str(tp or 1), "--data-parallel-size", str(role_gpus // (tp or 1)),
                      "--data-parallel-size-local", str(gpn // (tp or 1)), "--enable-expert-parallel"]
@@ -454,11 +586,13 @@ def _pd_command(recipe: Recipe, strategy: Strategy, so: StrategyOverride | None,
                     node.append("--headless")
             head, mine = f"${role.upper()}_NODE_1", f"${role.upper()}_NODE_{rank + 1}"
             env = {k: v.replace(head, mine) for k, v in role_env.items()}
-            commands.append(parts.build(role, rank, sizes, role_args, env, node))
+            commands.append(_checked(parts.build(role, rank, pod_gpus, sizes, role_args, env, node),
+                                     f"pd_cluster's {role} pool", profile.id, pod_gpus, nodes))
     if gpus is not None and gpus != total:
         raise InvalidChoice(f"pd_cluster's prefill and decode pools take {total} GPUs on {profile.id}, not {gpus}")
     if total < floor:
         raise InvalidChoice(f"pd_cluster needs at least {floor} GPUs on {profile.id}; its pools take {total}")
     first = commands[0]
-    return ServeCommand(**parts.common, gpus=total, nodes=total // gpn, tensor_parallel_size=decode_sizes[0],
-                        data_parallel_size=decode_sizes[1], args=first.args, env=first.env, commands=commands)
+    return ServeCommand(**parts.common, gpus=total, nodes=all_nodes, tensor_parallel_size=decode_sizes[0],
+                        data_parallel_size=decode_sizes[1], args=first.args, env=first.env, commands=commands,
+                        shape_reason="the recipe's prefill and decode pools, as its pd_cluster strategy sizes them")

@@ -19,7 +19,7 @@ from typing import Any
 
 import yaml
 
-from wingsmith.hardware import HARDWARE, hardware_for_product_label
+from wingsmith.hardware import HARDWARE, NVIDIA_HARDWARE, hardware_for_product_label
 from wingsmith.recipes.models import DynamoEntry, DynamoWorker, MaxConcurrency
 from wingsmith.recipes.problems import BadField, ImportProblem, PartProblems, Snapshot, Unreadable, path_order
 from wingsmith.recipes.vllm_import import SAFE_LOADER
@@ -32,11 +32,17 @@ _BACKENDS = {"vllm": "vllm", "sglang": "sglang", "trtllm": "trtllm", "tensorrtll
 # The engine setting that caps concurrent sequences, per backend.
 CONCURRENCY_SETTING = {"vllm": "--max-num-seqs", "sglang": "--max-running-requests", "trtllm": "max_batch_size"}
 _PRODUCT_KEY = "nvidia.com/gpu.product"
+_CARD_KEYS = (_PRODUCT_KEY, "cloud.google.com/gke-accelerator")
+_FAMILY_KEY = "nvidia.com/gpu.family"  # GPU feature discovery's generation label (hopper, blackwell)
+# Workload kinds that run a model server without Dynamo: such a manifest is reported, not skipped.
+_PLAIN_WORKLOADS = ("Deployment", "StatefulSet", "DaemonSet", "LeaderWorkerSet")
 # Flags (and config-file keys) per backend for the tensor-parallel size and the concurrency cap.
 _TP_FLAGS = ("--tensor-parallel-size", "--tp", "--tp-size", "--tp_size")
 _CAP_FLAGS = {"vllm": ("--max-num-seqs",), "sglang": ("--max-running-requests",),
               "trtllm": ("--max-batch-size", "--max_batch_size")}
 _TP_KEYS = ("tensor_parallel_size", "tensor-parallel-size", "tp_size", "tp-size", "tp")
+_DP_FLAGS = ("--data-parallel-size", "-dp", "--dp", "--dp-size", "--dp_size")
+_DP_KEYS = ("data_parallel_size", "data-parallel-size", "dp_size", "dp-size")
 _CAP_KEYS = {"vllm": ("max_num_seqs", "max-num-seqs"), "sglang": ("max_running_requests", "max-running-requests"),
              "trtllm": ("max_batch_size", "max-batch-size")}
 # Env vars upstream manifests name the served model with, most specific first.
@@ -96,18 +102,47 @@ def _mapping(value: Any) -> dict:
     return value if isinstance(value, dict) else {}
 
 
-def _product_labels(pod_spec: dict) -> list[str]:
-    labels = []
-    selector = _mapping(pod_spec.get("nodeSelector")).get(_PRODUCT_KEY)
+def _selected(pod_spec: dict, key: str) -> list[str]:
+    """The values a pod's node selector and required node affinity give a node label."""
+    values = []
+    selector = _mapping(pod_spec.get("nodeSelector")).get(key)
     if selector:
-        labels.append(str(selector))
+        values.append(str(selector))
     affinity = _mapping(_mapping(_mapping(pod_spec.get("affinity")).get("nodeAffinity")).get(
         "requiredDuringSchedulingIgnoredDuringExecution"))
     for term in affinity.get("nodeSelectorTerms") or []:
         for expr in _mapping(term).get("matchExpressions") or []:
-            if _mapping(expr).get("key") == _PRODUCT_KEY:
-                labels.extend(str(v) for v in expr.get("values") or [])
-    return labels
+            if _mapping(expr).get("key") == key:
+                values.extend(str(v) for v in expr.get("values") or [])
+    return values
+
+
+def _product_labels(pod_spec: dict) -> list[str]:
+    # GKE names the card in its own accelerator label (`nvidia-h100-80gb`), which names the product too.
+    return [label for key in _CARD_KEYS for label in _selected(pod_spec, key)]
+
+
+# A DRA device request naming the GPU model in its CEL selector:
+# `device.attributes["gpu.nvidia.com"].productName == "NVIDIA B200"`.
+_CEL_PRODUCT = re.compile(r"productName\s*==\s*['\"]([^'\"]+)['\"]")
+
+
+def _claimed_products(comp: _Component, templates: dict[str, dict]) -> list[str]:
+    """The GPU products the pod's resource claims select (DRA ResourceClaimTemplates in the same manifest)."""
+    names = [str(_mapping(c).get("resourceClaimTemplateName") or "") for c in comp.pod_spec.get("resourceClaims") or []]
+    found = []
+    for name in names:
+        template = templates.get(name)
+        if template is None:
+            continue
+        devices = _mapping(_mapping(_mapping(template.get("spec")).get("spec")).get("devices"))
+        for request in devices.get("requests") or []:
+            request = _mapping(request)
+            blocks = (request, _mapping(request.get("exactly")), *map(_mapping, request.get("firstAvailable") or []))
+            for block in blocks:
+                for selector in block.get("selectors") or []:
+                    found += _CEL_PRODUCT.findall(str(_mapping(_mapping(selector).get("cel")).get("expression") or ""))
+    return found
 
 
 class _Component:
@@ -254,9 +289,12 @@ def _worker(comp: _Component, backend: str, config_maps: dict[str, dict[str, str
     config = _config_file(flag_value(argv, "--extra-engine-args", "--extra-engine-args-path", "--config"),
                           comp, config_maps)
     tp = flag_value(argv, *_TP_FLAGS)
+    dp = flag_value(argv, *_DP_FLAGS)
     cap = flag_value(argv, *_CAP_FLAGS[backend])
     if tp is None:
         tp = _first_key(config, _TP_KEYS)
+    if dp is None:
+        dp = _first_key(config, _DP_KEYS)
     if cap is None:
         cap = _first_key(config, _CAP_KEYS[backend])
     for key in _MODEL_KEYS:
@@ -282,11 +320,30 @@ def _worker(comp: _Component, backend: str, config_maps: dict[str, dict[str, str
         name=comp.name, role="aggregated" if role == "worker" else role, gpus=comp.gpus, nodes=comp.nodes,
         replicas=comp.replicas, card=card.id if card else None, card_label=labels[0] if labels else None,
         tensor_parallel_size=_int(tp, f"{comp.field}.args.tensor-parallel-size"),
+        data_parallel_size=_int(dp, f"{comp.field}.args.data-parallel-size"),
         max_concurrency=MaxConcurrency(setting=setting, value=_int(cap, f"{comp.field}.args.{setting}")))
     return worker, names, source, labels, mode in ("prefill", "decode"), served
 
 
+# Cloud instance types upstream names its cluster variants by (`deploy-aws-p5.48xlarge.yaml`): their card.
+_INSTANCE_CARDS = {"p5.48xlarge": "h100", "p5e.48xlarge": "h200", "p5en.48xlarge": "h200", "p6-b200.48xlarge": "b200"}
+
+
+def _family_from_dirs(parts: tuple[str, ...]) -> str | None:
+    """A GPU generation (`hopper`, `blackwell`) a directory or file name names, when it names no card."""
+    families = {h.generation for h in NVIDIA_HARDWARE}
+    for part in reversed(parts):
+        hit = next((t for t in re.split(r"[-_.]", part.lower()) if t in families), None)
+        if hit:
+            return hit
+    return None
+
+
 def _card_from_dirs(parts: tuple[str, ...]) -> str | None:
+    for part in reversed(parts):
+        instance = next((card for name, card in _INSTANCE_CARDS.items() if name in part.lower()), None)
+        if instance:
+            return instance
     for part in reversed(parts):
         tokens = re.split(r"[-_.]", part.lower())
         hit = next((t for t in tokens if t in HARDWARE), None)
@@ -306,6 +363,8 @@ def parse_deploy(text: str, rel: str, parts: PartProblems | None = None,
         if isinstance(doc, dict) and doc.get("kind") == "ConfigMap":
             name = str((doc.get("metadata") or {}).get("name") or f"#{len(config_maps)}")
             config_maps[name] = {str(k): str(v) for k, v in (doc.get("data") or {}).items()}
+    templates = {str(_mapping(d.get("metadata")).get("name")): d for d in docs
+                 if isinstance(d, dict) and d.get("kind") == "ResourceClaimTemplate"}
     dgds = [d for d in docs if isinstance(d, dict) and d.get("kind") == "DynamoGraphDeployment"]
     if not dgds:
         raise BadField("kind", "no DynamoGraphDeployment document in the file")
@@ -329,11 +388,16 @@ def parse_deploy(text: str, rel: str, parts: PartProblems | None = None,
             for comp in workers:
                 if comp.role == "worker":
                     comp.kind_role = comp.named_role()
-        built, model_ids, labels, source, split = [], [], [], None, False
+        built, model_ids, labels, claimed, families, source, split = [], [], [], [], [], None, False
         served: tuple[str, str] | None = None
         for comp in workers:
             worker, names, named_by, comp_labels, disagg_mode, served_as = _worker(comp, backend, config_maps,
                                                                                    parts, rel)
+            products = _claimed_products(comp, templates)
+            claimed += products
+            families += [f.lower() for f in _selected(comp.pod_spec, _FAMILY_KEY)]
+            if worker.card is None and products and (hw := hardware_for_product_label(products[0])):
+                worker = worker.model_copy(update={"card": hw.id, "card_label": products[0]})
             split = split or disagg_mode
             built.append(worker)
             model_ids += [n for n in names if n not in model_ids]
@@ -348,14 +412,22 @@ def parse_deploy(text: str, rel: str, parts: PartProblems | None = None,
         # concurrency limits clients, and whose figures the entry carries.
         serving = [w for w in built if w.role != "encode"] or built
         main = next((w for w in serving if w.role == "decode"), serving[0])
-        card, card_label, card_source = main.card, main.card_label, "node selector" if main.card_label else None
-        if card_label is None and labels:
-            card_label = labels[0]
+        card_source: str | None = None
+        card, card_label = main.card, main.card_label
+        if card_label is not None:
+            card_source = "resource claim" if card_label in claimed and card_label not in labels else "node selector"
+        elif labels or claimed:
+            card_label = (labels or claimed)[0]
             hw = hardware_for_product_label(card_label)
-            card, card_source = (hw.id if hw else None), "node selector"
+            card, card_source = (hw.id if hw else None), "node selector" if labels else "resource claim"
         if card_label is None:
             card = _card_from_dirs((*dirs, path.stem))
             card_source = "directory name" if card else None
+        family = None
+        if card is None:
+            family = next(iter(families), None) or _family_from_dirs((*dirs, path.stem))
+            if family is not None and card_source is None:
+                card_source = "node selector" if families else "directory name"
         # Clients ask for the served name; the checkpoint the workers load (often a quantised repo such
         # as nvidia/Kimi-K2.6-NVFP4) stays in model_ids and loaded_model.
         loaded = next((m for m in model_ids if not served or m != served[0]), None)
@@ -372,7 +444,9 @@ def parse_deploy(text: str, rel: str, parts: PartProblems | None = None,
             source_path=rel, model=folder, model_ids=model_ids, model_name=name, model_name_source=name_source,
             loaded_model=loaded,
             backend=backend, mode="disaggregated" if disaggregated else "aggregated",
-            card=card, card_label=card_label, card_source=card_source, gpus_per_worker=main.gpus,
+            card=card, card_label=card_label, card_source=card_source, card_family=family,
+            family_cards=[h.id for h in NVIDIA_HARDWARE if family and h.generation == family],
+            gpus_per_worker=main.gpus,
             nodes=main.nodes, replicas=main.replicas, tensor_parallel_size=main.tensor_parallel_size,
             max_concurrency=main.max_concurrency, workers=built))
     return entries
@@ -384,6 +458,18 @@ def _documents(text: str) -> list[Any]:
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         raise BadField(f"line {mark.line + 1}" if mark else "(document)", "not valid YAML") from None
+
+
+def _plain_workloads(text: str) -> list[str]:
+    """`Kind/name` of each workload that runs pods itself (a Deployment and the like) in a manifest."""
+    if not re.search(rf"^kind:\s*({'|'.join(_PLAIN_WORKLOADS)})\s*$", text, re.MULTILINE):
+        return []
+    try:
+        docs = _documents(text)
+    except BadField:
+        return []
+    return [f"{d['kind']}/{_mapping(d.get('metadata')).get('name', '?')}" for d in docs
+            if isinstance(d, dict) and d.get("kind") in _PLAIN_WORKLOADS]
 
 
 def _backend_from_commands(dgd: dict) -> str | None:
@@ -420,6 +506,11 @@ def import_dynamo(files: Snapshot) -> tuple[list[DynamoEntry], list[ImportProble
             problems.append(ImportProblem(file=rel, field="(file)", reason=text.reason))
             continue
         if "DynamoGraphDeployment" not in text:
+            if plain := _plain_workloads(text):
+                # A model served without Dynamo (a `vllm serve` Deployment beside the graphs): said, not skipped.
+                problems.append(ImportProblem(
+                    file=rel, field="kind", reason=f"deploys plain {', '.join(plain)} (no DynamoGraphDeployment): "
+                    "not a Dynamo recipe entry"))
             continue  # perf jobs, model caches, routes: not deployments
         parts = PartProblems(rel)
         try:

@@ -34,8 +34,8 @@ class VariantEvidence(BaseModel, frozen=True):
 
 
 class TestedShape(BaseModel, frozen=True):
-    """The GPU count a variant runs on with the default layout on one card, as its recipe tests it
-    (the TP it pins, else the whole node upstream sets TP to): the same count `serve_command` builds.
+    """The GPU count a variant runs on with the default layout on one card: the TP its recipe pins, else the
+    smallest shape that holds its floor (the same count `serve_command` builds).
     Where that single-node shape holds less than the variant's floor, the layout's multi-node form,
     with a note saying so."""
     variant: str
@@ -44,6 +44,8 @@ class TestedShape(BaseModel, frozen=True):
     gpus: int
     nodes: int
     note: str | None = None
+    reason: str = ""  # why this GPU count (serve_command's shape_reason)
+    pin: str | None = None  # the recipe's pin the shape keeps, naming it
 
 
 class LayoutEvidence(BaseModel, frozen=True):
@@ -252,7 +254,7 @@ def _tested_shapes(catalog: Catalog, recipe: Recipe, layout: str | None,
                 command = offered_command(recipe, name, hw, layout, [], catalog=catalog)
             except BelowFloor as exc:
                 allowed_wider = wider and any(e.name == wider and hw in e.allowed for e in layouts)
-                if not allowed_wider:
+                if not allowed_wider or exc.pin:  # a pinned size is kept, never traded for a wider layout
                     continue
                 try:
                     command = offered_command(recipe, name, hw, wider or "", [], catalog=catalog)
@@ -262,5 +264,5 @@ def _tested_shapes(catalog: Catalog, recipe: Recipe, layout: str | None,
             except InvalidChoice:
                 continue  # this variant does not run there (e.g. supported_hardware)
             shapes.append(TestedShape(variant=name, hardware=hw, layout=command.layout, gpus=command.gpus,
-                                      nodes=command.nodes, note=note))
+                                      nodes=command.nodes, note=note, reason=command.shape_reason, pin=command.pin))
     return shapes

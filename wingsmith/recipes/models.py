@@ -211,6 +211,7 @@ class DynamoWorker(_Fact):
     nodes: int = 1
     replicas: int = 1
     tensor_parallel_size: int | None = None
+    data_parallel_size: int | None = None
     max_concurrency: MaxConcurrency
 
 
@@ -228,7 +229,11 @@ class DynamoEntry(_Fact):
     mode: Literal["aggregated", "disaggregated"]
     card: str | None = Field(description="hardware id (wingsmith.hardware) or None if not stated")
     card_label: str | None = None
-    card_source: Literal["node selector", "directory name"] | None = None
+    card_source: Literal["node selector", "resource claim", "directory name"] | None = None
+    # A directory or node label that names the card's generation only (`deploy_hopper_16gpu.yaml`,
+    # `nvidia.com/gpu.family: blackwell`): the family, and the placeable cards of it the entry may run on.
+    card_family: str | None = None
+    family_cards: list[str] = []
     gpus_per_worker: int | None = None
     nodes: int = 1
     replicas: int = 1
@@ -251,12 +256,12 @@ class Catalog(_Fact):
     hardware: dict[str, HardwareProfile]
     dynamo: list[DynamoEntry]
 
-    def find(self, hf_id: str) -> RecipeMatch | None:
+    def find(self, hf_id: str, precision: str | None = None) -> RecipeMatch | None:
         from wingsmith.recipes.catalog import find_recipe
-        return find_recipe(self, hf_id)
+        return find_recipe(self, hf_id, precision)
 
 
 class RecipeMatch(_Fact):
     recipe: Recipe
     variant: str = Field(description="the variant whose checkpoint the id names ('default' for the recipe path)")
-    matched_by: Literal["recipe path", "variant model_id"]
+    matched_by: Literal["recipe path", "variant model_id", "variant precision"]

@@ -6,6 +6,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TypeVar
 
+from wingsmith.dynamo.ranks import PARALLEL_FLAGS
+from wingsmith.dynamo.rollout_spec import Engine
 from wingsmith.recipes.models import Catalog, Feature, HardwareProfile, Recipe, Strategy, Variant
 
 T = TypeVar("T")
@@ -20,7 +22,12 @@ class InvalidChoice(ValueError):
 
 class BelowFloor(InvalidChoice):
     """The recipe's own shape for a variant on a card holds less memory than the variant's published
-    floor for one replica: not a shape to offer (a multi-node layout may be)."""
+    floor for one replica: not a shape to offer (a multi-node layout may be, unless `pin` names the
+    recipe's pin that fixed the shape: a pin is kept, or the shape refused)."""
+
+    def __init__(self, message: str, pin: str | None = None):
+        super().__init__(message)
+        self.pin = pin
 
 
 # The layout that runs a single-node layout's parallelism across whole nodes.
@@ -122,15 +129,41 @@ def _for_card(value: int | dict[str, int] | None, profile: HardwareProfile) -> i
     return value
 
 
-def args_tp(args: list[str]) -> int | None:
-    """A `--tensor-parallel-size N` (or `-tp N`) the variant's own args set: the size upstream tested."""
+TP_FLAGS, PP_FLAGS, DP_FLAGS, DP_LOCAL_FLAGS = PARALLEL_FLAGS[Engine.vllm]
+SIZE_FLAGS = TP_FLAGS + PP_FLAGS + DP_FLAGS + DP_LOCAL_FLAGS
+
+
+def args_size(args: list[str], names: tuple[str, ...]) -> int | None:
+    """The size the last of these flags (any spelling, `--flag N` or `--flag=N`) sets in `args`, as vLLM
+    reads it."""
     found = None
     for i, token in enumerate(args):
         name, eq, value = token.partition("=")
-        if name in ("--tensor-parallel-size", "-tp"):
+        if name in names:
             raw = value if eq else (args[i + 1] if i + 1 < len(args) else "")
             found = int(raw) if raw.isdigit() else found
     return found
+
+
+def args_tp(args: list[str]) -> int | None:
+    """A `--tensor-parallel-size N` (or `-tp N`) the args set: for a variant's own args, the size upstream tested."""
+    return args_size(args, TP_FLAGS)
+
+
+def without_sizes(args: list[str]) -> list[str]:
+    """`args` without the parallel sizes (TP, PP, DP, DP per node, in any spelling): the layout states them."""
+    out: list[str] = []
+    skip = False
+    for token in args:
+        if skip:
+            skip = False
+            continue
+        name, eq, _ = token.partition("=")
+        if name in SIZE_FLAGS:
+            skip = not eq
+            continue
+        out.append(token)
+    return out
 
 
 def pinned_tp(recipe: Recipe, layout: str, profile: HardwareProfile, variant: Variant | None = None) -> int | None:

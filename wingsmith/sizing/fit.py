@@ -205,3 +205,32 @@ def fit_check_for(model: TextModel, weight_bytes: int, hardware: str, layout: st
         largest_concurrency=largest_concurrency,
         smallest_gpus=sizer.smallest_gpus(layout, context, concurrency) if search_smallest else [],
         notes=notes)
+
+
+class ShapeChoice(BaseModel, frozen=True):
+    """The GPU count the plane chose among those offered, and why (the smaller ones passed over, and for what)."""
+    gpus: int | None
+    reason: str
+
+
+def smallest_fitting_gpus(config: dict, weight_bytes: int, hardware: str, layout: str, counts: list[int],
+                          context: int = 8192, concurrency: int = 16,
+                          gpu_memory_utilization: float = 0.9) -> ShapeChoice:
+    """The smallest of `counts` whose plan the model allows (its attention and KV heads divide the TP size) and
+    whose fit check fits, with the reason each smaller count was passed over: TP as small as memory allows."""
+    model = read_text_model(config)
+    passed: list[str] = []
+    for gpus in sorted(counts):
+        try:
+            report = fit_check_for(model, weight_bytes, hardware, layout, gpus, context, concurrency,
+                                   gpu_memory_utilization, search_smallest=False)
+        except InvalidLayout as exc:
+            passed.append(f"{gpus}: {exc}")
+            continue
+        if report.fits:
+            why = f"{gpus} GPU(s) is the smallest {layout} shape on {hardware} that fits at context {context} and " \
+                  f"concurrency {concurrency}"
+            return ShapeChoice(gpus=gpus, reason=why + (f" (passed over {'; '.join(passed)})" if passed else ""))
+        passed.append(f"{gpus}: {report.verdict.replace('_', ' ')}")
+    return ShapeChoice(gpus=None, reason=f"no {layout} shape on {hardware} among {sorted(counts)} GPUs fits "
+                                         f"({'; '.join(passed)})")

@@ -1,0 +1,11 @@
+#!/usr/bin/env bash
+# The floors in pyproject.toml, proven: a second venv (.venv-lowest) from requirements/lowest.lock, the lowest
+# versions the direct dependencies allow, runs the unit tier. CI runs it before the whole suite.
+export WINGSMITH_VENV=.venv-lowest WINGSMITH_LOCK=requirements/lowest.lock WINGSMITH_EXTRAS=test,dev
+source "$(dirname "$0")/_env.sh"
+set +e
+mapfile -t places < <(python -c 'from tests.conftest import UNIT_PLACES; print("\n".join("tests/" + p for p in UNIT_PLACES))')
+python -m pytest -m unit -q -p no:cacheprovider "${places[@]}" "$@"
+rc=$?
+[ "$rc" -eq 5 ] && { echo "pytest collected no tests: that is a failure, not a pass" >&2; exit 1; }
+exit "$rc"
