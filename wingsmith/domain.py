@@ -28,6 +28,7 @@ DOMAIN: tuple[str, ...] = (
     "wingsmith.hub.source",
     "wingsmith.hub.weights",
     "wingsmith.kube_ref",
+    "wingsmith.member_clusters",  # what a member cluster needs (the plane's permissions, CRDs) and its checklist
     "wingsmith.perf.cards",  # planning by load: AIConfigurator's names for the cards, estimates, traffic plans
     "wingsmith.perf.estimates",
     "wingsmith.perf.traffic",

@@ -22,6 +22,7 @@ class WorkerDeps:
 
 def workflows() -> list[type]:
     from workflows.artifact import ArtifactWorkflow
+    from workflows.cluster_check import ClusterCheckWorkflow
     from workflows.endpoint import EndpointWorkflow
     from workflows.inventory import LiveInventoryWorkflow
     from workflows.perf import DraftPerformanceWorkflow, TrafficPlanSlotWorkflow, TrafficPlanWorkflow
@@ -31,7 +32,7 @@ def workflows() -> list[type]:
     from workflows.workload import WorkloadWorkflow
     return [PingWorkflow, ArtifactWorkflow, WorkloadWorkflow, ClusterRolloutWorkflow, EndpointWorkflow,
             LiveInventoryWorkflow, WatchWorkflow, DraftPerformanceWorkflow, TrafficPlanWorkflow,
-            TrafficPlanSlotWorkflow]
+            TrafficPlanSlotWorkflow, ClusterCheckWorkflow]
 
 
 def main_activities(deps: WorkerDeps) -> list:
@@ -54,9 +55,10 @@ def main_activities(deps: WorkerDeps) -> list:
 
 def kube_activities(deps: WorkerDeps) -> list:
     """Blocking Kubernetes I/O: on the kube task queue, in its own thread pool."""
+    from activities.cluster_check import check_cluster
     from activities.inventory import read_inventory
     from activities.rollout import RolloutActivities
-    return [read_inventory, *RolloutActivities().all()]
+    return [read_inventory, check_cluster, *RolloutActivities().all()]
 
 
 def watch_activities(deps: WorkerDeps) -> list:

@@ -212,6 +212,13 @@ def rollout_delete(task_queue: str) -> workflow.ActivityConfig:
 # --- the live inventory --------------------------------------------------------------------------------
 
 
+def cluster_check(task_queue: str, check_seconds: float) -> workflow.ActivityConfig:
+    """A person waits on a preflight: the checks stop starting after `check_seconds`, each call has a few
+    seconds more; one try more if the worker died under it (a failing check is an answer, not an error)."""
+    return workflow.ActivityConfig(task_queue=task_queue, start_to_close_timeout=timedelta(seconds=check_seconds + 15),
+                                   retry_policy=retry(attempts=2, initial=timedelta(milliseconds=200)))
+
+
 def live_inventory_read(task_queue: str, timeout_seconds: float) -> workflow.ActivityConfig:
     """A person waits on a dry run: two quick tries, then the cluster is explained as unreadable."""
     return workflow.ActivityConfig(task_queue=task_queue, start_to_close_timeout=timedelta(seconds=timeout_seconds),

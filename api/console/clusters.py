@@ -1,20 +1,23 @@
 """The fleet: every registered cluster with its cards, GPUs used and free, region and labels, the
 workloads on it and its health as the watch last recorded it; and one cluster's page with its
-deployments. Inventories are read by the worker (as the placement dry run does), never by the API."""
+deployments and its last preflight checklist, each line with what to do, and (admins) "Check again".
+Inventories are read, and checks run, by the worker (as the placement dry run does), never by the API."""
 
 from __future__ import annotations
 
 import asyncio
 from collections import Counter
-from typing import Any
+from typing import Annotated, Any
 
-from fastapi import APIRouter, Request
+from fastapi import APIRouter, Depends, Request
 from markupsafe import Markup
 from pydantic import BaseModel
 
+from api.auth import Principal
+from api.cluster_check import check_and_record
 from api.console.charts import BarRow, Segment, stacked_bars
-from api.console.rendering import ConsoleRoute, render
-from api.console.session import ConsoleViewer
+from api.console.rendering import ConsoleRoute, read_form, render
+from api.console.session import ConsoleViewer, check_csrf, require_console
 from api.console.words import card_name
 from api.deps import DbDep, SettingsDep
 from api.errors import ApiError
@@ -25,6 +28,8 @@ from wingsmith.store import clusters as store
 from wingsmith.store.clusters import ClusterRecord
 
 router = APIRouter(route_class=ConsoleRoute)
+# Checking a cluster records whether it may take replicas: the registry's admins', as the API's route.
+ConsoleAdmin = Annotated[Principal, Depends(require_console("admin"))]
 
 # A page waits this long for the worker's live inventory reads, then shows the registry without them.
 LIVE_WAIT_SECONDS = 5.0
@@ -84,6 +89,9 @@ def cluster_view(record: ClusterRecord, inventory: ClusterInventory | None,
         health, words = "idle", "reachable, with no deployments"
     if record.cordoned:
         words += "; cordoned: it takes no new replicas"
+    if record.preflight is not None and not record.preflight.passed:
+        failed = ", ".join(line.check for line in record.preflight.failed)
+        words += f"; its preflight failed ({failed}): it takes no replicas until a check passes"
     return ClusterView(name=record.name, region=record.region, labels=dict(record.labels), cordoned=record.cordoned,
                        cost_per_gpu_hour=record.cost_per_gpu_hour, cards=sorted(cards.items()),
                        gpus_total=sum(cards.values()), gpus_free=free,
@@ -127,9 +135,22 @@ async def fleet(request: Request, principal: ConsoleViewer, db: DbDep, settings:
 
 
 @router.get("/clusters/{name}")
-async def cluster_page(request: Request, name: str, principal: ConsoleViewer, db: DbDep, settings: SettingsDep):
+async def cluster_page(request: Request, name: str, principal: ConsoleViewer, db: DbDep, settings: SettingsDep,
+                       check_not_run: str | None = None):
     record = await store.get_cluster(db, name)
     if record is None:
         raise ApiError(404, f"cluster {name!r} is not registered")
     view = (await _views(request, principal, db, settings, [record]))[0]
-    return render(request, "cluster.html", principal=principal, cluster=view, chart=gpu_chart([view]))
+    return render(request, "cluster.html", principal=principal, cluster=view, chart=gpu_chart([view]),
+                  preflight=record.preflight, check_not_run=check_not_run, may_check=principal.has("admin"))
+
+
+@router.post("/clusters/{name}/check")
+async def check_again(request: Request, name: str, principal: ConsoleAdmin, db: DbDep, settings: SettingsDep):
+    form = await read_form(request)
+    check_csrf(request, form)
+    record = await store.get_cluster(db, name)
+    if record is None:
+        raise ApiError(404, f"cluster {name!r} is not registered")
+    checked = await check_and_record(request, settings, db, record)
+    return await cluster_page(request, name, principal, db, settings, check_not_run=checked.check_not_run)

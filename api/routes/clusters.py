@@ -1,7 +1,9 @@
 """The cluster registry and what-if placement.
 
 - `POST /v1/clusters` (admin): register a cluster; the same settings again is a no-op (200), other
-  settings under a taken name are a conflict (409).
+  settings under a taken name are a conflict (409). Either way its preflight runs (api/cluster_check.py)
+  and the answer carries the checklist: a failing line keeps the cluster registered but unplaceable.
+- `POST /v1/clusters/{name}/check` (admin): run the preflight again; a passing check makes it placeable.
 - `GET /v1/clusters`, `GET /v1/clusters/{name}` (viewer).
 - `PATCH /v1/clusters/{name}` (admin): change what can change in place; today `cost_per_gpu_hour`
   (a number, or null to forget it). Other settings name another cluster: remove and register it again.
@@ -36,6 +38,7 @@ from temporalio.client import Client, WorkflowFailureError
 from temporalio.service import RPCError
 
 from api.auth import Admin, Viewer
+from api.cluster_check import ClusterChecked, check_and_record
 from api.deps import DbDep, SettingsDep
 from api.errors import ApiError
 from contracts import inventory as inventory_contract
@@ -72,9 +75,9 @@ class ClusterList(BaseModel):
     clusters: list[ClusterRecord]
 
 
-@router.post("/clusters", status_code=201, response_model=ClusterRecord)
+@router.post("/clusters", status_code=201, response_model=ClusterChecked)
 async def register_cluster(spec: ClusterSpec, db: DbDep, _who: Admin, response: Response,
-                           settings: SettingsDep, request: Request) -> ClusterRecord:
+                           settings: SettingsDep, request: Request) -> ClusterChecked:
     await check_kubeconfig_off_the_loop(request, spec, settings)
     try:
         record, created = await store.create_cluster(db, spec)
@@ -82,7 +85,12 @@ async def register_cluster(spec: ClusterSpec, db: DbDep, _who: Admin, response: 
         raise ApiError(409, str(exc), details={"name": spec.name}) from None
     if not created:
         response.status_code = 200
-    return record
+    return await check_and_record(request, settings, db, record)
+
+
+@router.post("/clusters/{name}/check", response_model=ClusterChecked)
+async def check_cluster(name: str, db: DbDep, _who: Admin, settings: SettingsDep, request: Request) -> ClusterChecked:
+    return await check_and_record(request, settings, db, _found(name, await store.get_cluster(db, name)))
 
 
 @router.get("/clusters", response_model=ClusterList)

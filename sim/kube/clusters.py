@@ -14,6 +14,7 @@ takes them over, frontends included. `persist=False` keeps a cluster in memory o
 from __future__ import annotations
 
 import asyncio
+import base64
 import json
 import os
 import secrets
@@ -31,7 +32,9 @@ from sim.kube.frontend import Frontends
 from sim.kube.operator import FRONTEND_URL_ANNOTATION, SimulatedOperator
 from sim.kube.resources import CORE_TYPES, crd_dir, load_crds
 from sim.kube.server import build_app
+from sim.kube.setup import ClusterSetup
 from sim.kube.store import ClusterStore, StoreFile, WriteOptions
+from sim.kube.tls import ServerTls, make_server_tls
 
 # The node shapes the stand-in clusters offer, as NVIDIA's GPU feature discovery labels them. The
 # stand-in keeps its own table (it imports nothing of the product), so a product mistake in mapping
@@ -62,11 +65,23 @@ class NodePool(BaseModel):
         return cls(name=hardware_id.lower(), count=count, gpus_per_node=gpus, gpu_product=product, arch=arch)
 
 
+# What a member cluster set up for serving has besides its nodes (docs/member-clusters.md): the Hub token
+# Secret in each namespace named, and the Dynamo operator running in its own namespace.
+HF_TOKEN_SECRET = "hf-token"
+OPERATOR_NAMESPACE = "dynamo-system"
+OPERATOR_IMAGE = "nvcr.io/nvidia/ai-dynamo/kubernetes-operator:1.3.0"
+OPERATOR_LABELS = {"app.kubernetes.io/name": "dynamo-operator", "control-plane": "controller-manager"}
+
+
 class ClusterSpec(BaseModel):
     name: str = Field(pattern=r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
     region: str
     node_pools: list[NodePool]
     namespaces: list[str] = Field(default_factory=lambda: ["default"])
+    hf_token_secret: str | None = Field(HF_TOKEN_SECRET, description="a Secret of this name (key HF_TOKEN, a "
+                                        "dummy value) is made in each namespace at start where it is missing (so "
+                                        "clusters saved before it existed get it too); None: none")
+    setup: ClusterSetup = Field(default_factory=ClusterSetup, description="the CRDs served and the user's Role")
 
 
 def default_cluster_specs() -> list[ClusterSpec]:
@@ -88,7 +103,9 @@ class SimulatedCluster:
         self.server_url = server_url
         self.frontend_base_url = frontend_base_url
         self.token = secrets.token_urlsafe(24)
+        self.user = f"{spec.name}-admin"  # the kubeconfig's user, as RBAC messages name it
         self.faults = Faults()
+        self.setup = spec.setup.model_copy(deep=True)
         self.crds = {doc["metadata"]["name"]: doc for doc, _ in crds}
         self.store = ClusterStore([*CORE_TYPES, *(rt for _, rt in crds)], strict_by_default=strict_fields)
         self.operator = SimulatedOperator(spec.name, self.store, self.faults, frontends, frontend_base_url,
@@ -105,6 +122,26 @@ class SimulatedCluster:
         for name in dict.fromkeys(["default", "kube-system", *self.spec.namespaces]):
             if not self.store.exists(ns, None, name):
                 self.store.create(ns, "v1", None, {"metadata": {"name": name}}, WriteOptions(manager="sim"))
+        if self.spec.hf_token_secret:
+            secret_type = self.store.type_of("", "secrets")
+            for namespace in dict.fromkeys(["default", *self.spec.namespaces]):
+                if not self.store.exists(secret_type, namespace, self.spec.hf_token_secret):
+                    self.store.create(secret_type, "v1", namespace, {
+                        "metadata": {"name": self.spec.hf_token_secret, "namespace": namespace},
+                        "type": "Opaque", "stringData": {"HF_TOKEN": "hf_simulated_not_a_real_token"}},
+                        WriteOptions(manager="sim"))
+        if not self.store.exists(ns, None, OPERATOR_NAMESPACE):
+            self.store.create(ns, "v1", None, {"metadata": {"name": OPERATOR_NAMESPACE}}, WriteOptions(manager="sim"))
+        pods = self.store.type_of("", "pods")
+        operator_pod = "dynamo-operator-controller-manager-0"
+        if not self.store.exists(pods, OPERATOR_NAMESPACE, operator_pod):
+            self.store.create(pods, "v1", OPERATOR_NAMESPACE, {
+                "metadata": {"name": operator_pod, "namespace": OPERATOR_NAMESPACE, "labels": dict(OPERATOR_LABELS)},
+                "spec": {"containers": [{"name": "manager", "image": OPERATOR_IMAGE}]},
+                "status": {"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}],
+                           "containerStatuses": [{"name": "manager", "ready": True, "restartCount": 0,
+                                                  "image": OPERATOR_IMAGE, "state": {"running": {}}}]}},
+                WriteOptions(manager="sim"))
         nodes = self.store.type_of("", "nodes")
         for pool in self.spec.node_pools:
             for i in range(pool.count):
@@ -148,6 +185,7 @@ class SimulatedCluster:
     def describe(self) -> dict[str, Any]:
         return {"server": self.server_url, "frontend_base_url": self.frontend_base_url, "region": self.spec.region,
                 "nodes": len(self.nodes()), "faults": self.faults.model_dump(),
+                "setup": self.setup.model_dump(by_alias=True, exclude_none=True),
                 "frontends": [f"{f.namespace}/{f.name}" for f in self._frontends.running(self.name)]}
 
 
@@ -170,7 +208,8 @@ class SimulatedClusters:
     def __init__(self, specs: list[ClusterSpec] | None = None, home: Path | str = Path(".wingsmith/sim"),
                  operator_delay: float = 1.0, *, host: str = "127.0.0.1", port: int = 0,
                  crd_directory: Path | None = None, tick: float = 0.05, strict_fields: bool = True,
-                 persist: bool = True, save_interval: float = 0.1, kubeconfig_path: Path | str | None = None):
+                 persist: bool = True, save_interval: float = 0.1, kubeconfig_path: Path | str | None = None,
+                 api_port: int = 0):
         specs = specs if specs is not None else default_cluster_specs()
         names = [s.name for s in specs]
         if len(set(names)) != len(names) or not names:
@@ -185,12 +224,20 @@ class SimulatedClusters:
         self._socket.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         self._socket.bind((host, port))
         self.host, self.port = self._socket.getsockname()[:2]
+        # Frontends and the admin routes on plain HTTP (as a model server behind an ingress may be); the
+        # Kubernetes API on HTTPS with a CA of its own, as kubectl needs (tls.py).
         self.base_url = f"http://{host}:{self.port}"
+        self._api_socket = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
+        self._api_socket.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self._api_socket.bind((host, api_port))
+        self.api_port = self._api_socket.getsockname()[1]
+        self.api_base_url = f"https://{host}:{self.api_port}"
+        self.tls: ServerTls | None = None
         self.frontends = Frontends()
         crds = load_crds(crd_dir(crd_directory))
         self.state_dir = self.home / "state"
         self._save_interval = save_interval
-        self._clusters = {s.name: SimulatedCluster(s, crds, f"{self.base_url}/clusters/{s.name}",
+        self._clusters = {s.name: SimulatedCluster(s, crds, f"{self.api_base_url}/clusters/{s.name}",
                                                    f"{self.base_url}/frontends/{s.name}", self.frontends,
                                                    operator_delay, strict_fields,
                                                    StoreFile(self.state_dir / f"{s.name}.json") if persist else None)
@@ -199,6 +246,7 @@ class SimulatedClusters:
         self.kubeconfig_path = Path(kubeconfig_path) if kubeconfig_path else self.home / "kubeconfig"
         self._thread: threading.Thread | None = None
         self._server: uvicorn.Server | None = None
+        self._api_server: uvicorn.Server | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._ready = threading.Event()
         self._error: BaseException | None = None
@@ -221,6 +269,16 @@ class SimulatedClusters:
     def faults(self, name: str) -> Faults:
         return self.cluster(name).faults
 
+    def setup(self, name: str) -> ClusterSetup:
+        return self.cluster(name).setup
+
+    @property
+    def ca_file(self) -> Path:
+        """The CA that signed the Kubernetes API's certificate (also in the kubeconfig), once started."""
+        if self.tls is None:
+            raise RuntimeError("the simulated clusters have not started")
+        return self.tls.ca_file
+
     def api_client(self, name: str):  # -> kubernetes.client.ApiClient
         from kubernetes import config
         return config.new_client_from_config(config_file=str(self.kubeconfig_path), context=self.context(name))
@@ -230,6 +288,7 @@ class SimulatedClusters:
     def start(self) -> SimulatedClusters:
         if self._thread:
             return self
+        self.tls = make_server_tls(self.home / "tls", self.host)
         self._write_files()
         self._thread = threading.Thread(target=self._run, name="simulated-clusters", daemon=True)
         self._thread.start()
@@ -238,12 +297,18 @@ class SimulatedClusters:
         return self
 
     def stop(self) -> None:
-        if self._server:
-            self._server.should_exit = True
+        for server in (self._server, self._api_server):
+            if server:
+                server.should_exit = True
+        if self._api_server:
+            # Closing a TLS connection waits for the client's close_notify (up to 30 s), which a client
+            # keeping its pool never sends: a real API server going away does not wait for it either.
+            self._api_server.force_exit = True
         if self._thread:
             self._thread.join(timeout=10)
             self._thread = None
         self._socket.close()
+        self._api_socket.close()
         self.save()  # the last writes, after the server and operators stopped making any
 
     def save(self) -> None:
@@ -264,18 +329,29 @@ class SimulatedClusters:
             self._ready.set()
 
     async def _serve(self) -> None:
-        config = uvicorn.Config(build_app(self._clusters, self.frontends), log_level="warning", access_log=False,
-                                lifespan="off", timeout_keep_alive=120)
-        self._server = uvicorn.Server(config)
+        assert self.tls is not None
+        app = build_app(self._clusters, self.frontends)
+        config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="off", timeout_keep_alive=120)
+        api_config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="off",
+                                    timeout_keep_alive=120, ssl_certfile=str(self.tls.cert_file),
+                                    ssl_keyfile=str(self.tls.key_file))
+        self._server, self._api_server = uvicorn.Server(config), uvicorn.Server(api_config)
         operators = [asyncio.create_task(c.operator.run(self._tick)) for c in self._clusters.values()]
         operators.append(asyncio.create_task(self._keep_saving()))
-        serving = asyncio.create_task(self._server.serve(sockets=[self._socket]))
+        serving = [asyncio.create_task(self._server.serve(sockets=[self._socket])),
+                   asyncio.create_task(self._api_server.serve(sockets=[self._api_socket]))]
         # uvicorn exposes readiness only as a flag, not an event to await.
-        while not self._server.started and not serving.done():  # noqa: ASYNC110
+        while not (self._server.started and self._api_server.started) and not any(  # noqa: ASYNC110
+                task.done() for task in serving):
             await asyncio.sleep(0.01)
         self._ready.set()
         try:
-            await serving
+            done, _ = await asyncio.wait(serving, return_when=asyncio.FIRST_COMPLETED)
+            for server in (self._server, self._api_server):  # one stopped (or failed): stop the other
+                server.should_exit = True
+            await asyncio.gather(*serving, return_exceptions=True)
+            for task in done:
+                task.result()
         finally:
             for task in operators:
                 task.cancel()
@@ -295,12 +371,15 @@ class SimulatedClusters:
     def _write_files(self) -> None:
         self.home.mkdir(parents=True, exist_ok=True)
         self.kubeconfig_path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        assert self.tls is not None
+        ca = base64.b64encode(self.tls.ca_pem).decode()
         kubeconfig = {
             "apiVersion": "v1", "kind": "Config", "preferences": {},
             "current-context": self.names[0],
-            "clusters": [{"name": c.name, "cluster": {"server": c.server_url}} for c in self._clusters.values()],
-            "users": [{"name": f"{c.name}-admin", "user": {"token": c.token}} for c in self._clusters.values()],
-            "contexts": [{"name": c.name, "context": {"cluster": c.name, "user": f"{c.name}-admin",
+            "clusters": [{"name": c.name, "cluster": {"server": c.server_url, "certificate-authority-data": ca}}
+                         for c in self._clusters.values()],
+            "users": [{"name": c.user, "user": {"token": c.token}} for c in self._clusters.values()],
+            "contexts": [{"name": c.name, "context": {"cluster": c.name, "user": c.user,
                                                       "namespace": "default"}} for c in self._clusters.values()],
         }
         fd = os.open(self.kubeconfig_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
@@ -309,6 +388,7 @@ class SimulatedClusters:
         # No tokens here: this file tells other processes where things are, the kubeconfig grants access.
         (self.home / "clusters.json").write_text(json.dumps({
             "kubeconfig": str(self.kubeconfig_path.resolve()), "admin_url": f"{self.base_url}/admin/clusters",
+            "certificate_authority": str(self.tls.ca_file.resolve()),
             "frontend_url_annotation": FRONTEND_URL_ANNOTATION,
             "clusters": {c.name: {"context": c.name, "region": c.spec.region, "server": c.server_url,
                                   "frontend_base_url": c.frontend_base_url} for c in self._clusters.values()},

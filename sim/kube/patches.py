@@ -1,9 +1,13 @@
 """Write semantics for object bodies: JSON merge patch (RFC 7386), JSON patch (RFC 6902), and a
 small but honest server-side apply with field ownership.
 
-Server-side apply here tracks ownership per leaf field. Maps merge key by key; lists are atomic
-(the whole list belongs to whoever set it last), which is what `listType: atomic` means and is a
-simplification for `listType: map` lists such as DGD components. Only `metadata.labels`,
+Server-side apply here tracks ownership per leaf field. Maps merge key by key. Lists merge as the
+real API server merges them: a list whose schema says `x-kubernetes-list-type: map` (a CRD's, with its
+`x-kubernetes-list-map-keys`) or whose built-in type names merge keys (containers and env by name, ports
+by containerPort and protocol, volumes by name, volumeMounts by mountPath, ...: `BUILTIN_LIST_KEYS`)
+merges item by item, each item owned as `k:{"name":"main"}` in `managedFields`, so two managers can
+each own an item of one list; any other list is atomic (the whole list belongs to whoever set it last),
+as a real server treats a CRD's list without a list type. Only `metadata.labels`,
 `metadata.annotations` and the object's body (not `status`) are owned; status is written through
 the status subresource.
 """
@@ -11,13 +15,104 @@ the status subresource.
 from __future__ import annotations
 
 import copy
+import json
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 FieldPath = tuple[str, ...]
 ManagerKey = tuple[str, str]  # (manager, "Apply" | "Update")
 Managers = dict[ManagerKey, set[FieldPath]]
+# The merge keys of the list at a path (its path with each map-list item as its `k:{...}` part), or None
+# when the list is atomic.
+ListKeys = Callable[[FieldPath], "tuple[str, ...] | None"]
 _MISSING = object()
+_ITEM = "k:"  # a map-list item's part of a path, as managedFields (FieldsV1) names it
+
+# The merge keys of built-in kinds' lists, by the list's field and its parent's field (the Kubernetes
+# API's `+listType=map` / `+listMapKey` markers; a CRD embedding a PodSpec carries the same in its schema).
+# The API server defaults `protocol` to TCP before merging, so an item without it merges as TCP.
+BUILTIN_LIST_KEYS: dict[str, tuple[str, ...]] = {
+    "containers": ("name",), "initContainers": ("name",), "ephemeralContainers": ("name",),
+    "env": ("name",), "volumes": ("name",), "volumeMounts": ("mountPath",), "volumeDevices": ("devicePath",),
+    "imagePullSecrets": ("name",), "hostAliases": ("ip",), "resourceClaims": ("name",),
+    "schedulingGates": ("name",), "topologySpreadConstraints": ("topologyKey", "whenUnsatisfiable"),
+}
+_PORT_KEYS = {"containers": ("containerPort", "protocol"), "initContainers": ("containerPort", "protocol"),
+              "ephemeralContainers": ("containerPort", "protocol"), "spec": ("port", "protocol")}
+_KEY_DEFAULTS = {"protocol": "TCP"}
+
+
+def builtin_list_keys(path: FieldPath) -> tuple[str, ...] | None:
+    """Merge keys of a built-in kind's list at `path` (pods, services: the emulator holds no schema for them)."""
+    fields = [p for p in path if not p.startswith(_ITEM)]
+    if not fields:
+        return None
+    if fields[-1] == "ports":
+        return _PORT_KEYS.get(fields[-2]) if len(fields) > 1 else None
+    return BUILTIN_LIST_KEYS.get(fields[-1])
+
+
+def schema_list_keys(schema: dict[str, Any]) -> ListKeys:
+    """Merge keys from a CRD version's `openAPIV3Schema`: `x-kubernetes-list-type: map` lists merge by
+    `x-kubernetes-list-map-keys`; every other list (set, atomic, or no list type) is atomic."""
+    def keys(path: FieldPath) -> tuple[str, ...] | None:
+        node: Any = schema
+        for part in path:
+            if not isinstance(node, dict):
+                return None
+            if part.startswith(_ITEM):
+                node = node.get("items")
+            elif part in (node.get("properties") or {}):
+                node = node["properties"][part]
+            elif isinstance(node.get("additionalProperties"), dict):
+                node = node["additionalProperties"]
+            else:
+                return None
+        if isinstance(node, dict) and node.get("x-kubernetes-list-type") == "map":
+            return tuple(node.get("x-kubernetes-list-map-keys") or ()) or None
+        return None
+    return keys
+
+
+def atomic_lists(path: FieldPath) -> tuple[str, ...] | None:
+    return None
+
+
+class _Keyed(dict):
+    """A map-list seen as a map from each item's `k:{...}` part to the item (insertion order is the
+    list's order)."""
+
+
+def _item_part(item: Any, keys: tuple[str, ...]) -> str | None:
+    if not isinstance(item, dict):
+        return None
+    return _ITEM + json.dumps({k: item.get(k, _KEY_DEFAULTS.get(k)) for k in keys}, separators=(",", ":"),
+                              sort_keys=True)
+
+
+def keyed(value: Any, list_keys: ListKeys, path: FieldPath = ()) -> Any:
+    """`value` with every map-list as a `_Keyed` map (a list whose items cannot be keyed stays atomic,
+    as a server would refuse it: duplicate or missing keys)."""
+    if isinstance(value, dict):
+        return {k: keyed(v, list_keys, (*path, k)) for k, v in value.items()}
+    if isinstance(value, list) and value:
+        keys = list_keys(path)
+        if keys:
+            parts = [_item_part(item, keys) for item in value]
+            if None not in parts and len(set(parts)) == len(parts):
+                return _Keyed({part: keyed(item, list_keys, (*path, part))
+                               for part, item in zip(parts, value, strict=True) if part is not None})
+    return value
+
+
+def unkeyed(value: Any) -> Any:
+    """The object again, each `_Keyed` map a list in its order."""
+    if isinstance(value, _Keyed):
+        return [unkeyed(v) for v in value.values()]
+    if isinstance(value, dict):
+        return {k: unkeyed(v) for k, v in value.items()}
+    return value
 
 
 def merge_patch(target: Any, patch: Any) -> Any:
@@ -125,9 +220,9 @@ def get_path(obj: Any, path: FieldPath) -> Any:
 
 
 def set_path(obj: dict[str, Any], path: FieldPath, value: Any) -> None:
-    for part in path[:-1]:
+    for part, following in zip(path[:-1], path[1:], strict=True):
         if not isinstance(obj.get(part), dict):
-            obj[part] = {}
+            obj[part] = _Keyed() if following.startswith(_ITEM) else {}
         obj = obj[part]
     obj[path[-1]] = value
 
@@ -165,13 +260,16 @@ class ApplyConflict(Exception):
 
 
 def apply(live: dict[str, Any] | None, applied: dict[str, Any], managers: Managers, manager: str,
-          force: bool) -> tuple[dict[str, Any], Managers]:
+          force: bool, list_keys: ListKeys = atomic_lists) -> tuple[dict[str, Any], Managers]:
     """Merge an apply configuration into the live object on behalf of `manager`.
 
     Returns the new object (status and server-owned metadata carried over from `live`) and the new
     ownership. Fields this manager applied before and omits now are removed unless someone else
     also owns them; fields another manager owns with a different value conflict unless `force`.
+    Lists merge by their keys where `list_keys` names them, else they are atomic.
     """
+    live = keyed(live, list_keys) if live else live
+    applied = keyed(applied, list_keys)
     # owned_view keeps the object's layout, so an owned path is also a path into the object.
     me: ManagerKey = (manager, "Apply")
     intent = leaves(owned_view(applied))
@@ -202,12 +300,14 @@ def apply(live: dict[str, Any] | None, applied: dict[str, Any], managers: Manage
     for path, value in intent.items():
         set_path(result, path, copy.deepcopy(value))
     managers[me] = set(intent)
-    return result, _tidy(managers, result)
+    return unkeyed(result), _tidy(managers, result)
 
 
 def record_update(old: dict[str, Any] | None, new: dict[str, Any], managers: Managers,
-                  manager: str) -> Managers:
+                  manager: str, list_keys: ListKeys = atomic_lists) -> Managers:
     """A create/replace/patch takes ownership of the fields it changed, from everyone else."""
+    old = keyed(old, list_keys) if old else old
+    new = keyed(new, list_keys)
     before, after = leaves(owned_view(old)), leaves(owned_view(new))
     changed = {p for p, v in after.items() if before.get(p, _MISSING) != v}
     removed = set(before) - set(after)
@@ -229,5 +329,5 @@ def fields_v1(paths: set[FieldPath]) -> dict[str, Any]:
     for path in sorted(paths):
         node = tree
         for part in path:
-            node = node.setdefault(f"f:{part}", {})
+            node = node.setdefault(part if part.startswith(_ITEM) else f"f:{part}", {})
     return tree

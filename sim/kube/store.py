@@ -34,7 +34,18 @@ from typing import Any
 import yaml
 
 from sim.kube import conversion, errors
-from sim.kube.patches import ApplyConflict, Managers, apply, fields_v1, json_patch, merge_patch, record_update
+from sim.kube.patches import (
+    ApplyConflict,
+    ListKeys,
+    Managers,
+    apply,
+    builtin_list_keys,
+    fields_v1,
+    json_patch,
+    merge_patch,
+    record_update,
+    schema_list_keys,
+)
 from sim.kube.resources import ResourceType
 from sim.kube.schema import drop_nulls
 from sim.kube.selectors import field_selector, label_selector
@@ -147,7 +158,7 @@ class ClusterStore:
         with self._lock:
             if (namespace or "", name) in self._objects[(rt.group, rt.plural)]:
                 raise errors.already_exists(rt.qualified, name)
-            managers = record_update(None, body, {}, opts.manager)
+            managers = record_update(None, body, {}, opts.manager, _list_keys(rt, version))
             return self._commit(rt, version, namespace, name, None, body, managers, opts, ("Update", opts.manager))
 
     def replace(self, rt: ResourceType, version: str, namespace: str | None, name: str, body: dict[str, Any],
@@ -165,7 +176,8 @@ class ClusterStore:
             self._check_rv(rt, entry, name, sent_rv)
             live = _in_version(rt, version, entry.obj)
             new = self._merge_sub(rt, live, body, subresource)
-            managers = entry.managers if subresource else record_update(live, new, entry.managers, opts.manager)
+            managers = entry.managers if subresource else record_update(live, new, entry.managers, opts.manager,
+                                                                         _list_keys(rt, version))
             return self._commit(rt, version, namespace, name, entry, new, managers, opts, ("Update", opts.manager))
 
     def patch(self, rt: ResourceType, version: str, namespace: str | None, name: str, body: Any,
@@ -191,7 +203,8 @@ class ClusterStore:
             if isinstance(body, dict):
                 self._check_rv(rt, entry, name, (body.get("metadata") or {}).get("resourceVersion"))
             new = self._merge_sub(rt, live, patched, subresource)
-            managers = entry.managers if subresource else record_update(live, new, entry.managers, opts.manager)
+            managers = entry.managers if subresource else record_update(live, new, entry.managers, opts.manager,
+                                                                         _list_keys(rt, version))
             return self._commit(rt, version, namespace, name, entry, new, managers, opts, ("Update", opts.manager))
 
     def _apply(self, rt: ResourceType, version: str, namespace: str | None, name: str, body: Any,
@@ -209,7 +222,8 @@ class ClusterStore:
                 raise errors.not_found(rt.qualified, name)
             live = _in_version(rt, version, entry.obj) if entry else None
             try:
-                merged, managers = apply(live, body, entry.managers if entry else {}, opts.manager, opts.force)
+                merged, managers = apply(live, body, entry.managers if entry else {}, opts.manager, opts.force,
+                                         _list_keys(rt, version))
             except ApplyConflict as conflict:
                 message, causes = conflict.message(rt.api_version(version))
                 raise errors.KubeError(409, "Conflict", message, {"causes": causes}) from None
@@ -472,6 +486,20 @@ class StoreFile:
             os.replace(tmp, self.path)
             self._saved_rv = data["resourceVersion"]
             return True
+
+
+_LIST_KEYS: dict[tuple[str, str, str, int], ListKeys] = {}
+
+
+def _list_keys(rt: ResourceType, version: str) -> ListKeys:
+    """How the lists of a type merge in server-side apply: by the CRD version's schema, or for built-in
+    kinds by their API's merge keys."""
+    schema = rt.schemas.get(version)
+    key = (rt.group, rt.plural, version, id(schema))  # CRD schemas are loaded once per process and kept
+    found = _LIST_KEYS.get(key)
+    if found is None:
+        found = _LIST_KEYS[key] = schema_list_keys(schema.schema) if schema is not None else builtin_list_keys
+    return found
 
 
 def _in_version(rt: ResourceType, version: str, obj: dict[str, Any]) -> dict[str, Any]:

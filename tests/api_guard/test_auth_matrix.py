@@ -59,6 +59,7 @@ ACCESS: dict[tuple[str, str], str] = {
     ("DELETE", "/v1/clusters/{name}"): "admin",
     ("POST", "/v1/clusters/{name}/cordon"): "admin",
     ("POST", "/v1/clusters/{name}/uncordon"): "admin",
+    ("POST", "/v1/clusters/{name}/check"): "admin",  # records whether the cluster may take replicas
     ("POST", "/v1/placements/dry-run"): "viewer",
     ("POST", "/v1/workloads"): "operator",
     ("GET", "/v1/workloads"): "viewer",
@@ -105,6 +106,7 @@ ACCESS: dict[tuple[str, str], str] = {
     ("POST", "/console/endpoints/{name}/workloads"): "operator",
     ("GET", "/console/clusters"): "viewer",
     ("GET", "/console/clusters/{name}"): "viewer",
+    ("POST", "/console/clusters/{name}/check"): "admin",
     ("GET", "/console/run-locally"): PUBLIC,
     # The Temporal UI's remote codec: decoding shows every team's payloads (admin); encoding makes
     # payloads that workers act on (operator); the CORS preflight carries no token by design.

@@ -1,15 +1,19 @@
-"""`wingsmith clusters add|list|show|update|remove|cordon|uncordon`: the cluster registry, through the API.
+"""`wingsmith clusters add|list|show|update|remove|cordon|uncordon|check|role`: the cluster registry,
+through the API.
 
 Talks HTTP to a running API (found as wingsmith/cli/plane.py says) with the token api_client picks.
+`check` runs a cluster's preflight again and prints its checklist (exit 1 when a check fails); `role`
+prints, without asking the API, the Role and ClusterRole a member cluster grants the plane's user.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import re
 import sys
 
-from wingsmith.cli.api_client import API_HELP, call
+from wingsmith.cli.api_client import API_HELP, call, request
 
 
 def register(sub) -> None:
@@ -45,9 +49,17 @@ def register(sub) -> None:
     update.set_defaults(func=_update)
 
     verbs.add_parser("list", help="list registered clusters").set_defaults(func=_list)
+    role = verbs.add_parser("role", help="print the Role and ClusterRole a member cluster grants the plane's user")
+    role.add_argument("--namespace", default="default", help="the deploy namespace (WINGSMITH_DEPLOY_NAMESPACE)")
+    role.add_argument("--hf-token-secret", default="hf-token", help="the Hub token Secret's name "
+                                                                    "(WINGSMITH_HF_TOKEN_SECRET)")
+    role.add_argument("--user", default="wingsmith-plane", help="the kubeconfig's user the bindings name")
+    role.set_defaults(func=_role)
     for verb, func, text in (("show", _show, "show one cluster"), ("remove", _remove, "unregister a cluster (admin)"),
                              ("cordon", _cordon, "stop placing new replicas on a cluster (admin)"),
-                             ("uncordon", _uncordon, "let a cluster take replicas again (admin)")):
+                             ("uncordon", _uncordon, "let a cluster take replicas again (admin)"),
+                             ("check", _check, "run a cluster's preflight again and print its checklist (admin); "
+                                               "exit 1 when a check fails")):
         v = verbs.add_parser(verb, help=text)
         v.add_argument("name")
         v.set_defaults(func=func)
@@ -73,7 +85,7 @@ def _add(args) -> int:
         body["cost_per_gpu_hour"] = args.cost_per_gpu_hour
     if manual:
         body["manual_inventory"] = {"pools": manual}
-    return _call(args, "POST", "/v1/clusters", body, lambda c: f"registered {c['name']}\n\n" + _detail(c))
+    return _checked(args, "/v1/clusters", body, lambda c: f"registered {c['name']}\n\n" + _detail(c))
 
 
 def _list(args) -> int:
@@ -88,6 +100,31 @@ def _update(args) -> int:
     body = {"cost_per_gpu_hour": None if args.no_cost else args.cost_per_gpu_hour}
     return _call(args, "PATCH", f"/v1/clusters/{args.name}", body,
                  lambda c: f"updated {c['name']}: cost per GPU-hour {_cost_text(c)}")
+
+
+def _check(args) -> int:
+    return _checked(args, f"/v1/clusters/{args.name}/check", None,
+                    lambda c: f"checked {c['name']}\n\n" + _checklist(c))
+
+
+def _checked(args, path: str, body, render) -> int:
+    """POST that answers a cluster with its checklist: exit 1 when a check failed (the cluster is registered,
+    but takes no replicas until a check passes)."""
+    code, data = request(args, "POST", path, body, prog="wingsmith clusters")
+    if code:
+        return code
+    print(json.dumps(data, indent=2, default=str) if getattr(args, "json", False) else render(data))
+    failed = [line for line in ((data.get("preflight") or {}).get("lines") or []) if line["status"] == "fail"]
+    return 1 if failed else 0
+
+
+def _role(args) -> int:
+    import yaml
+
+    from wingsmith.member_clusters import rbac_manifests
+    print(yaml.safe_dump_all(rbac_manifests(args.namespace, args.hf_token_secret or None, args.user),
+                             sort_keys=False), end="")
+    return 0
 
 
 def _remove(args) -> int:
@@ -156,7 +193,27 @@ def _detail(c: dict) -> str:
             ("inventory", _inventory_text(c)), ("cost per GPU-hour", _cost_text(c)),
             ("registered", c["created_at"]), ("updated", c["updated_at"])]
     width = max(len(k) for k, _ in rows)
-    return "\n".join(f"{k:<{width}}  {v}" for k, v in rows)
+    return "\n".join(f"{k:<{width}}  {v}" for k, v in rows) + "\n\n" + _checklist(c)
+
+
+def _checklist(c: dict) -> str:
+    """The cluster's last preflight, a line per check with what to do, and whether it may take replicas."""
+    preflight = c.get("preflight")
+    lines = []
+    if c.get("check_not_run"):
+        lines.append(f"not checked now: {c['check_not_run']}")
+    if not preflight:
+        lines.append("preflight: never checked (placeable; `wingsmith clusters check NAME` checks it)")
+        return "\n".join(lines)
+    failed = [line for line in preflight["lines"] if line["status"] == "fail"]
+    verdict = (f"FAILED: {len(failed)} check(s) failed; the cluster takes no replicas until a check passes"
+               if failed else "passed: the cluster may take replicas")
+    lines.append(f"preflight {preflight['checked_at']}: {verdict}")
+    for line in preflight["lines"]:
+        lines.append(f"  {line['status'].upper():4}  {line['check']}: {line['detail']}")
+        if line.get("fix"):
+            lines.append(f"        fix: {line['fix']}")
+    return "\n".join(lines)
 
 
 # --- HTTP ---------------------------------------------------------------------------------------------

@@ -62,6 +62,9 @@ class ClusterInfo(BaseModel, frozen=True):
     region: str = ""
     labels: dict[str, str] = Field(default_factory=dict)
     cordoned: bool = False
+    unplaceable: str | None = Field(
+        default=None, description="why the cluster takes no replicas though registered: its last preflight check "
+                                  "failed (wingsmith/member_clusters.py); None: it may")
 
 
 class PlacementConstraints(BaseModel, frozen=True):

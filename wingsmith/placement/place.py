@@ -1,8 +1,9 @@
 """Placement: which clusters run how many replicas of a workload, and why.
 
-Every cluster goes through the same filters, in order: registered, inventory, cordon,
-allowed_clusters, denied_clusters, region, required_labels (the *static* filters: they do not look at
-nodes), then hardware, node_shape and capacity. Clusters that pass are scored; replicas are then
+Every cluster goes through the same filters, in order: registered, inventory, cordon, preflight
+(its last preflight check passed, or it was never checked), allowed_clusters, denied_clusters, region,
+required_labels (the *static* filters: they do not look at nodes), then hardware, node_shape and
+capacity. Clusters that pass are scored; replicas are then
 handed out one at a time to the cluster with the highest score, where the spread term (replicas
 already there) outweighs every other term together: `spread` deals replicas round-robin over the best
 clusters, `pack` fills the best cluster before the next. Ties break by cluster name, so equal inputs
@@ -90,15 +91,15 @@ M = TypeVar("M", bound=BaseModel)
 Pool = tuple[int, int, int]
 # Nodes a replica can use: (free GPUs per node, GPUs per node, nodes).
 Usable = tuple[int, int, int]
-# What placement reads of a cluster's registration: (name, cordoned, region, labels).
-InfoRow = tuple[str, bool, str, dict[str, str]]
+# What placement reads of a cluster's registration: (name, cordoned, region, labels, why it is unplaceable).
+InfoRow = tuple[str, bool, str, dict[str, str], str | None]
 # ... and of its inventory: (cluster, error, source, unlabelled GPU nodes, pools).
 InventoryRow = tuple[str, str | None, str, int, list[NodePool]]
 # A cluster that passes every filter: (-score, name, fits, where its rows start and end on the shelf,
 # its place among the registrations); its order is the order replicas go in.
 Ranked = tuple[float, str, int, int, int, int]
 
-_UNREGISTERED: InfoRow = ("", False, "", {})
+_UNREGISTERED: InfoRow = ("", False, "", {}, None)
 _NO_INVENTORY: InventoryRow = ("", None, "", 0, [])
 _NO_LABELS: dict[str, str] = {}  # no inventory at all, as against one read without error (None) or with one
 
@@ -107,8 +108,8 @@ _NO_LABELS: dict[str, str] = {}  # no inventory at all, as against one read with
 _NAME, _CLUSTER = attrgetter("name"), attrgetter("cluster")
 _ERROR, _POOLS = attrgetter("error"), attrgetter("pools")
 _CORDONED, _REGION = attrgetter("cordoned"), attrgetter("region")
-_INFO = attrgetter("name", "cordoned", "region", "labels")
-_INFO_FACTS = attrgetter("name", "cordoned", "region", "labels")
+_INFO = attrgetter("name", "cordoned", "region", "labels", "unplaceable")
+_INFO_FACTS = attrgetter("name", "cordoned", "region", "labels", "unplaceable")
 _INVENTORY_FACTS = attrgetter("cluster", "error", "pools")
 _INVENTORY = attrgetter("cluster", "error", "source", "unlabelled_gpu_nodes", "pools")
 _CARD, _NUMBERS = attrgetter("hardware_id"), attrgetter("gpus_per_node", "free_gpus", "nodes")
@@ -226,7 +227,8 @@ class FleetIndex:
     def __init__(self, inventories: list[ClusterInventory], clusters: list[ClusterInfo]):
         # One visit to each model, all the fields needed at once, into a fresh tuple; the columns are
         # then the tuples transposed (one pass over them, not one per column).
-        names, self._cordoned, self._regions, self._labels = _columns(list(map(_INFO_FACTS, clusters)), 4)
+        names, self._cordoned, self._regions, self._labels, self._unplaceable = _columns(
+            list(map(_INFO_FACTS, clusters)), 5)
         self._names: tuple[str, ...] = names
         self._clusters = clusters
         self._infos_by_name: dict[str, ClusterInfo] | None = None
@@ -392,6 +394,8 @@ class FleetIndex:
                  facts=list(map(self._read_failed.get, names)))
         if any(self._cordoned):
             keep(failing=self._cordoned)
+        if any(self._unplaceable):  # grouped by the reason: clusters failing the same checks are one group
+            keep(failing=list(map(bool, self._unplaceable)), facts=self._unplaceable)
         if ctx.allowed:
             keep(passing=list(map(ctx.allowed.__contains__, names)))
         if ctx.denied:
@@ -629,8 +633,8 @@ def _without_card(name: str, static: list[FilterResult], cards_note: str, ctx: _
 def _static(name: str, info: InfoRow | None, inv: InventoryRow | None, ctx: _Context) -> list[FilterResult]:
     # The filters that do not look at nodes depend on a few facts that most clusters share: decide
     # them once per distinct combination.
-    _name, cordoned, region, labels = info if info is not None else _UNREGISTERED
-    key = (info is not None, None if inv is None else (inv[1] or "", inv[2]), cordoned,
+    _name, cordoned, region, labels, unplaceable = info if info is not None else _UNREGISTERED
+    key = (info is not None, None if inv is None else (inv[1] or "", inv[2]), cordoned, unplaceable,
            name in ctx.allowed if ctx.allowed else None, name in ctx.denied if ctx.denied else None,
            region if ctx.regions else None, tuple(labels.get(k) for k in ctx.required) if ctx.required else ())
     static = ctx.static_filters.get(key)
@@ -736,9 +740,11 @@ def _static_filters(name: str, info: InfoRow | None, inv: InventoryRow | None,
         _check(cand, "inventory", False, f"inventory read failed: {inv[1]}")
     else:
         _check(cand, "inventory", True, f"{inv[2]} inventory")
-    _name, cordoned, region, labels = info if info is not None else _UNREGISTERED
+    _name, cordoned, region, labels, unplaceable = info if info is not None else _UNREGISTERED
 
     _check(cand, "cordon", not cordoned, "cordoned: takes no new replicas" if cordoned else "not cordoned")
+    _check(cand, "preflight", not unplaceable,
+           unplaceable or "its last preflight check passed, or it was never checked")
     if ctx.allowed:
         ok = name in ctx.allowed
         _check(cand, "allowed_clusters", ok, "in the allowed clusters" if ok else "not in the allowed clusters")

@@ -4,7 +4,9 @@ A cluster row says where the cluster is (region, labels), how to reach its Kuber
 reference* (`file:`, `env:` or `secret:`, see wingsmith/kube/kubeconfig.py, and a context name,
 resolved by the worker when an activity runs: no credential is ever stored here), where its
 deployments' frontends are reachable for the gateway, whether it is cordoned, for clusters whose
-nodes carry no GPU labels a manual inventory, and, optionally, what one of its GPUs costs per hour.
+nodes carry no GPU labels a manual inventory, optionally what one of its GPUs costs per hour, and its
+last preflight checklist (wingsmith/member_clusters.py): a cluster whose last check failed is registered
+but takes no replicas.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from wingsmith.hardware import get_hardware
 from wingsmith.inventory import ManualInventory
 from wingsmith.kube.kubeconfig import canonical
 from wingsmith.kube_ref import KubeconfigRef
+from wingsmith.member_clusters import Preflight
 from wingsmith.placement.models import ClusterInfo
 from wingsmith.text import MAX_LIST, LabelText, NameText, StorableText
 
@@ -105,7 +108,7 @@ def fleet_offer(clusters: Iterable[ClusterSpec]) -> dict[str, float | None]:
     offer nothing. Pure: what a plan sized from a traffic target compares cards with."""
     offer: dict[str, float | None] = {}
     for cluster in clusters:
-        if cluster.cordoned:
+        if cluster.cordoned or cluster.info().unplaceable:
             continue
         for card in cluster.declared_cards():
             known = [p for p in (offer.get(card), cluster.cost_per_gpu_hour) if p is not None]
@@ -116,6 +119,14 @@ def fleet_offer(clusters: Iterable[ClusterSpec]) -> dict[str, float | None]:
 class ClusterRecord(ClusterSpec):
     created_at: datetime
     updated_at: datetime
+    preflight: Preflight | None = Field(
+        default=None, description="its last preflight checklist (registration, `POST /v1/clusters/{name}/check`); "
+                                  "a failing line keeps it from taking replicas. None: never checked")
+
+    def info(self) -> ClusterInfo:
+        reason = self.preflight.unplaceable_reason() if self.preflight else None
+        return ClusterInfo(name=self.name, region=self.region, labels=self.labels, cordoned=self.cordoned,
+                           unplaceable=reason)
 
 
 class ClusterExists(Exception):
@@ -132,7 +143,7 @@ class ClusterInUse(Exception):
 
 
 _COLUMNS = ("name, region, labels, kubeconfig_ref, kube_context, frontend_base_url, cordoned, "
-            "manual_inventory, cost_per_gpu_hour, created_at, updated_at")
+            "manual_inventory, cost_per_gpu_hour, created_at, updated_at, preflight")
 
 
 def _record(row: asyncpg.Record) -> ClusterRecord:
@@ -140,7 +151,7 @@ def _record(row: asyncpg.Record) -> ClusterRecord:
         name=row["name"], region=row["region"], labels=row["labels"], kubeconfig=row["kubeconfig_ref"],
         kube_context=row["kube_context"], frontend_base_url=row["frontend_base_url"], cordoned=row["cordoned"],
         manual_inventory=row["manual_inventory"], cost_per_gpu_hour=row["cost_per_gpu_hour"],
-        created_at=row["created_at"], updated_at=row["updated_at"])
+        created_at=row["created_at"], updated_at=row["updated_at"], preflight=row["preflight"])
 
 
 def _same(record: ClusterRecord, spec: ClusterSpec) -> bool:
@@ -186,6 +197,15 @@ async def set_cost(pool: asyncpg.Pool, name: str, cost_per_gpu_hour: float | Non
     row = await pool.fetchrow(
         f"update clusters set cost_per_gpu_hour = $2, updated_at = now() where name = $1 returning {_COLUMNS}",
         name, cost_per_gpu_hour)
+    return _record(row) if row else None
+
+
+async def set_preflight(pool: asyncpg.Pool, name: str, preflight: Preflight) -> ClusterRecord | None:
+    """Record a cluster's checklist (it decides whether placement may use the cluster); None when the
+    cluster is not registered (removed while it was checked)."""
+    row = await pool.fetchrow(
+        f"update clusters set preflight = $2, updated_at = now() where name = $1 returning {_COLUMNS}",
+        name, preflight.model_dump(mode="json"))
     return _record(row) if row else None
 
 

@@ -1,0 +1,24 @@
+"""ClusterCheckWorkflow (`cluster-check/<cluster>/<nonce>`): a member cluster's preflight, run on the kube
+task queue, its checklist returned to the caller (the API, which records it on the cluster).
+
+It exists so that the API process never builds a Kubernetes client (as LiveInventoryWorkflow). Reads
+only, so a retried or repeated run changes nothing; a short timeout, because a person waits on it.
+"""
+
+from __future__ import annotations
+
+from temporalio import workflow
+
+from contracts import cluster_check as contract
+from contracts.cluster_check import ACTIVITY_CHECK_CLUSTER, ClusterCheckInput
+from wingsmith.member_clusters import Preflight
+from workflows import policies
+
+
+@workflow.defn(name=contract.WORKFLOW)
+class ClusterCheckWorkflow:
+    @workflow.run
+    async def run(self, params: ClusterCheckInput) -> Preflight:
+        return await workflow.execute_activity(
+            ACTIVITY_CHECK_CLUSTER, params, result_type=Preflight,
+            **policies.cluster_check(params.kube_task_queue, params.check_seconds))
