@@ -45,7 +45,7 @@ from wingsmith.temporal import connect
 
 # Switches of the test harness itself, read by tests (never by the code under test).
 PLANE_VARIABLES = {"DATABASE_URL", "TEMPORAL_ADDRESS", "TEMPORAL_NAMESPACE"}
-HARNESS_VARIABLES = {"WINGSMITH_RECORD_HISTORIES", "WINGSMITH_UPDATE_GOLDEN"}
+HARNESS_VARIABLES = {"WINGSMITH_RECORD_HISTORIES", "WINGSMITH_UPDATE_GOLDEN", "WINGSMITH_TEST_WITHOUT_PERF"}
 
 
 def _isolate_from_the_shell() -> None:
