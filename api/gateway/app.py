@@ -271,7 +271,8 @@ def create_gateway_app(*, state_dir: Path | None = None, admin_token_ref: str | 
     # The same body limit, in front of the proxy: no route reads more than it from a client.
     proxy = Proxy(table, upstreams, metrics, client_keys, tracer)
     app.proxy = BodyLimit(proxy, limit=max_body_bytes, refuse=too_large)
-    app.bounds = BodyBounds(app.dispatch, body_timeout=bounds.body_timeout, max_held_bytes=bounds.max_held_bytes)
+    app.bounds = BodyBounds(app.dispatch, body_timeout=bounds.body_timeout, max_held_bytes=bounds.max_held_bytes,
+                            max_body_bytes=max_body_bytes)
     app.state.table = table
     app.state.routes_sync = None  # set by wingsmith.gateway.routes_sync.attach
     app.state.pushed = False

@@ -104,9 +104,11 @@ def gateway_busy() -> BodyRefused:
 class BodyBounds:
     """ASGI middleware: the body deadline and the budget of bytes held (module docstring)."""
 
-    def __init__(self, app: ASGIApp, *, body_timeout: float, max_held_bytes: int):
+    def __init__(self, app: ASGIApp, *, body_timeout: float, max_held_bytes: int, max_body_bytes: int | None = None):
         self.app = app
         self.body_timeout, self.max_held_bytes = body_timeout, max_held_bytes
+        # A body declared past the per-request limit is the body limit's to refuse (413: never, not "busy").
+        self.max_body_bytes = max_body_bytes
         self.held = 0  # body bytes read by requests still being answered
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -114,7 +116,8 @@ class BodyBounds:
             await self.app(scope, receive, send)
             return
         declared, body_follows = _framing(scope)
-        if declared is not None and declared > self.max_held_bytes - self.held:
+        too_large = declared is not None and self.max_body_bytes is not None and declared > self.max_body_bytes
+        if declared is not None and not too_large and declared > self.max_held_bytes - self.held:
             await _refuse(gateway_busy(), scope, receive, send)
             return
         held = 0

@@ -832,7 +832,10 @@ async def _check_empty(bed: _Bed, names: list[str], endpoints: list[str]) -> lis
     for r in await bed.pool.fetch("select name, state from endpoints where name = any($1::text[])", endpoints):
         if r["state"] != "deleted":
             lost.append(f"endpoint {r['name']}: registry says {r['state']} after teardown")
-    pods = sum(len(bed.sims.cluster(n).pods()) for n in bed.sims.names)
+    # The deployments' pods: the operator's own pod is the cluster's and stays.
+    from sim.kube.operator import LABEL_DGD
+    pods = sum(1 for n in bed.sims.names for pod in bed.sims.cluster(n).pods()
+               if LABEL_DGD in (pod["metadata"].get("labels") or {}))
     if pods:
         lost.append(f"{pods} pod(s) left on the clusters")
     return lost
