@@ -24,7 +24,7 @@ if [ "$fast" = true ]; then
   # Only the places the unit tier lives in are collected (tests/conftest.py: UNIT_PLACES), so collection
   # imports no browser, server or AIConfigurator module; -m unit leaves out what there asks for a server.
   mapfile -t places < <(python -c 'from tests.conftest import UNIT_PLACES; print("\n".join("tests/" + p for p in UNIT_PLACES))')
-  python -m pytest -m unit -q -p no:cacheprovider "${places[@]}" "$@"
+  python -m pytest -m unit -q -p no:cacheprovider -n auto "${places[@]}" "$@"
 else
   python -m pytest "$@"
 fi
