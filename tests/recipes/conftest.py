@@ -80,6 +80,21 @@ def write_vocabulary(catalog: Catalog, vllm: Path) -> None:
     (vllm / "taxonomy.yaml").write_text(yaml.safe_dump({"hardware_profiles": profiles}, sort_keys=False))
 
 
+def catalog_of(tmp_path: Path, catalog: Catalog, recipes: dict[str, str], org: str = "fixture-lab") -> Catalog:
+    """A catalog built by the real importer from these recipes (name → upstream YAML) under `org`, with the
+    shipped catalog's vocabulary and no Dynamo recipes: fixtures for shapes the upstream tree lacks."""
+    vllm, dynamo = tmp_path / "vllm", tmp_path / "dynamo"
+    for name, text in recipes.items():
+        path = vllm / "models" / org / f"{name}.yaml"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    (dynamo / "recipes").mkdir(parents=True)
+    write_vocabulary(catalog, vllm)
+    built, report = build_catalog(vllm, dynamo)
+    assert set(built.recipes) == {f"{org}/{name}" for name in recipes}, report.problems
+    return built
+
+
 @pytest.fixture
 def fixture_trees(tmp_path: Path, catalog: Catalog) -> tuple[Path, Path]:
     """The project's upstream-shaped fixtures, with the shipped catalog's strategies/ and taxonomy.yaml."""

@@ -9,10 +9,10 @@ from __future__ import annotations
 import pytest
 import yaml
 
-from tests.recipes.conftest import write_vocabulary
+from tests.recipes.conftest import catalog_of
 from wingsmith.dynamo.ranks import RanksMismatch, check_ranks, engine_ranks, ranks_problem
 from wingsmith.recipes import InvalidChoice, serve_command
-from wingsmith.recipes.files import build_catalog, load_catalog
+from wingsmith.recipes.files import load_catalog
 from wingsmith.workloads import _pools
 
 
@@ -103,16 +103,7 @@ compatible_strategies: [single_node_tp, multi_node_tp, multi_node_dep, multi_nod
 
 @pytest.fixture
 def fixture_catalog(tmp_path, catalog):
-    vllm, dynamo = tmp_path / "vllm", tmp_path / "dynamo"
-    for name, text in (("One-T", _ONE_T), ("Pinned-TP4", _PINNED)):
-        path = vllm / "models" / "fixture-lab" / f"{name}.yaml"
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text)
-    (dynamo / "recipes").mkdir(parents=True)
-    write_vocabulary(catalog, vllm)
-    built, report = build_catalog(vllm, dynamo)
-    assert set(built.recipes) == {"fixture-lab/One-T", "fixture-lab/Pinned-TP4"}, report.problems
-    return built
+    return catalog_of(tmp_path, catalog, {"One-T": _ONE_T, "Pinned-TP4": _PINNED})
 
 
 def test_multi_node_dep_replaces_a_tp_from_the_base_and_variant_args(fixture_catalog):

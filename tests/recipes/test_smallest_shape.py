@@ -6,10 +6,9 @@ from __future__ import annotations
 
 import pytest
 
-from tests.recipes.conftest import write_vocabulary
+from tests.recipes.conftest import catalog_of
 from wingsmith.drafts import sizing_target
 from wingsmith.recipes import evidence_for, serve_command
-from wingsmith.recipes.files import build_catalog
 
 # NVIDIA's 30B-A3B NVFP4 checkpoint (an 18 GB floor), which vLLM also runs on Hopper; Dynamo runs it at TP1.
 _SMALL_MOE = """
@@ -44,16 +43,8 @@ strategy_overrides:
 
 @pytest.fixture
 def small_catalog(tmp_path, catalog):
-    vllm, dynamo = tmp_path / "vllm", tmp_path / "dynamo"
-    for name, text in (("Small-30B-A3B", _SMALL_MOE), ("Dense-8B", _DENSE_8B), ("Chip-60B", _TP1_FOR_EVERY_CARD)):
-        path = vllm / "models" / "fixture-lab" / f"{name}.yaml"
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text)
-    (dynamo / "recipes").mkdir(parents=True)
-    write_vocabulary(catalog, vllm)
-    built, report = build_catalog(vllm, dynamo)
-    assert len(built.recipes) == 3, report.problems
-    return built
+    return catalog_of(tmp_path, catalog, {"Small-30B-A3B": _SMALL_MOE, "Dense-8B": _DENSE_8B,
+                                          "Chip-60B": _TP1_FOR_EVERY_CARD})
 
 
 @pytest.mark.parametrize("card", ["h100", "h200", "b200"])

@@ -5,9 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from tests.recipes.conftest import write_vocabulary
+from tests.recipes.conftest import catalog_of
 from wingsmith.recipes import evidence_for
-from wingsmith.recipes.files import build_catalog
 from wingsmith.workloads import ApprovedArtifact, WorkloadRequest, plan_workload
 
 # The default variant is NVFP4 in NVIDIA's repo; the BF16 variant names the recipe's own id as its checkpoint.
@@ -38,16 +37,7 @@ compatible_strategies: [single_node_tp]
 
 @pytest.fixture
 def twin_catalog(tmp_path, catalog):
-    vllm, dynamo = tmp_path / "vllm", tmp_path / "dynamo"
-    for name, text in (("Twin-30B", _BF16_IS_THE_RECIPE_ID), ("Online-8B", _BY_PRECISION)):
-        path = vllm / "models" / "fixture-lab" / f"{name}.yaml"
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text)
-    (dynamo / "recipes").mkdir(parents=True)
-    write_vocabulary(catalog, vllm)
-    built, report = build_catalog(vllm, dynamo)
-    assert len(built.recipes) == 2, report.problems
-    return built
+    return catalog_of(tmp_path, catalog, {"Twin-30B": _BF16_IS_THE_RECIPE_ID, "Online-8B": _BY_PRECISION})
 
 
 def test_a_checkpoint_that_is_exactly_a_variants_model_id_matches_that_variant(twin_catalog):

@@ -56,6 +56,8 @@ _PARSER_FLAGS = {"--tool-call-parser": "--dyn-tool-call-parser",
 
 
 def drop_flags(args: list[str], with_value: tuple[str, ...], switches: tuple[str, ...]) -> list[str]:
+    """`args` without the flags in `with_value` (each with its value, `--flag value` or `--flag=value`)
+    and the switches in `switches`."""
     out: list[str] = []
     skip = False
     for arg in args:

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TypeVar
 
+from wingsmith.dynamo.engine_args import drop_flags
 from wingsmith.dynamo.ranks import PARALLEL_FLAGS
 from wingsmith.dynamo.rollout_spec import Engine
 from wingsmith.recipes.models import Catalog, Feature, HardwareProfile, Recipe, Strategy, Variant
@@ -152,18 +153,7 @@ def args_tp(args: list[str]) -> int | None:
 
 def without_sizes(args: list[str]) -> list[str]:
     """`args` without the parallel sizes (TP, PP, DP, DP per node, in any spelling): the layout states them."""
-    out: list[str] = []
-    skip = False
-    for token in args:
-        if skip:
-            skip = False
-            continue
-        name, eq, _ = token.partition("=")
-        if name in SIZE_FLAGS:
-            skip = not eq
-            continue
-        out.append(token)
-    return out
+    return drop_flags(args, SIZE_FLAGS, ())
 
 
 def pinned_tp(recipe: Recipe, layout: str, profile: HardwareProfile, variant: Variant | None = None) -> int | None:
