@@ -286,10 +286,12 @@ def _alive(r: Replica) -> bool:
 
 
 def _readiness_paths(objects: list[dict]) -> dict[str, str]:
-    """Deployment → the path of its (first) container's readiness probe, as rendered (if it has one)."""
+    """Deployment → the path of its (first) container's HTTP readiness probe, as rendered (if it has one: the
+    perf worker's probe is a command, which the bench does not run)."""
     containers = {d["metadata"]["name"]: d["spec"]["template"]["spec"]["containers"][0]
                   for d in by_kind(objects, "Deployment")}
-    return {name: c["readinessProbe"]["httpGet"]["path"] for name, c in containers.items() if "readinessProbe" in c}
+    return {name: c["readinessProbe"]["httpGet"]["path"] for name, c in containers.items()
+            if "httpGet" in c.get("readinessProbe", {})}
 
 
 async def _ready(r: Replica, path: str, within: float) -> bool:

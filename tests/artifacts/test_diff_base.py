@@ -78,8 +78,11 @@ async def test_the_diff_stays_against_the_artifact_the_draft_was_opened_from(pg_
     page = (await web.get(f"/console/artifacts/{opened}")).text
     assert f'href="/console/artifacts/{first}"' in page and f"/console/artifacts/{later}\"" not in page
 
+    # The parser first, so every command module is imported with the real client: one imported while the
+    # patch is on would keep the fake for the rest of the session (it binds `request` by name).
+    parser = build_parser()
     monkeypatch.setattr(api_client, "request", lambda *a, **k: (0, body))
-    args = build_parser().parse_args(["artifacts", "show", opened])
+    args = parser.parse_args(["artifacts", "show", opened])
     assert args.func(args) == 0
     out = capsys.readouterr().out
     assert f"against       {first}" in out and later not in out

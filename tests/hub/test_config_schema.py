@@ -19,10 +19,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.hub.conftest import shipped_models, upstream_models
+from sim.hub import start_hub_server
+from tests.hub.conftest import FAST_RETRY, shipped_models, upstream_models
 from tests.perf_extra import require_perf_extra
 from wingsmith.drafts import build_draft_content
-from wingsmith.hub import ConfigOutOfBounds
+from wingsmith.hub import ConfigOutOfBounds, Resolver
 from wingsmith.hub.config_schema import MAX_DEPTH, MAX_LAYERS, ConfigRefused, ModelConfig, TextModelConfig, check_config
 from wingsmith.hub.proposal import HubFacts, HubFile, build_proposal
 from wingsmith.hub.weights import estimate_from_config
@@ -91,12 +92,17 @@ def test_a_document_too_deep_or_too_big_is_refused_before_the_schema_walks_it():
         check_config({"padding": [0] * 200_001})
 
 
-def test_a_hostile_config_on_the_hub_is_refused_at_once_by_the_resolver(hub, make_resolver):
-    """As a push to a watched model would serve it, through the real huggingface_hub client."""
-    sha = hub.state.commit(REPO, {"num_hidden_layers": 100_000_000})
-    began = time.monotonic()
-    with pytest.raises(ConfigOutOfBounds) as refused:
-        make_resolver().resolve(f"hf:{REPO}@{sha}")
+def test_a_hostile_config_on_the_hub_is_refused_at_once_by_the_resolver(tmp_path):
+    """As a push to a watched model would serve it, through the real huggingface_hub client. A Hub of its own:
+    the session's is shared, and its main branch must stay the snapshot's."""
+    hub = start_hub_server()
+    try:
+        sha = hub.state.commit(REPO, {"num_hidden_layers": 100_000_000})
+        began = time.monotonic()
+        with pytest.raises(ConfigOutOfBounds) as refused:
+            Resolver(hub.url, None, tmp_path / "hf-cache", retry=FAST_RETRY, timeout=5.0).resolve(f"hf:{REPO}@{sha}")
+    finally:
+        hub.stop()
     assert time.monotonic() - began < 2
     assert refused.value.field == "num_hidden_layers"
     assert refused.value.message == (f"{REPO}@{sha}: config.json field num_hidden_layers: input should be less than "
