@@ -22,6 +22,7 @@ test runs, so every test starts from the defaults it states.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import uuid
 from pathlib import Path
@@ -40,7 +41,7 @@ from tests.upstream import require_upstream
 from wingsmith.config import SEARCH_ATTRIBUTES, Settings
 from wingsmith.local.postgres import LocalPostgres, free_port
 from wingsmith.local.temporal_server import TemporalDevServer, find_executable
-from wingsmith.store.db import migrate, open_pool
+from wingsmith.store.db import migrate, migration_files, open_pool
 from wingsmith.temporal import connect
 
 # Switches of the test harness itself, read by tests (never by the code under test).
@@ -120,6 +121,31 @@ async def empty_database(pg_server: LocalPostgres) -> str:
     finally:
         await admin.close()
     return pg_server.dsn(name)
+
+
+@contextlib.asynccontextmanager
+async def database_before(pg_server: LocalPostgres, migration: str):
+    """A pool on a new database holding the schema as it was before `migration` (every earlier migration,
+    recorded as applied), so a test can write rows as an older plane did and then migrate; dropped after."""
+    dsn = await empty_database(pg_server)
+    pool = await open_pool(dsn, max_size=2)
+    try:
+        async with pool.acquire() as conn:
+            await conn.execute("create table schema_migrations (name text primary key, "
+                               "applied_at timestamptz not null default now())")
+            for file, sql in migration_files():
+                if file >= migration:
+                    break
+                await conn.execute(sql)
+                await conn.execute("insert into schema_migrations (name) values ($1)", file)
+        yield pool
+    finally:
+        await pool.close()
+        admin = await open_pool(pg_server.dsn("postgres"), max_size=1)
+        try:
+            await admin.execute(f'drop database "{dsn.rsplit("/", 1)[1]}" with (force)')
+        finally:
+            await admin.close()
 
 
 @pytest_asyncio.fixture(scope="module", loop_scope="session")

@@ -3,35 +3,19 @@ and a token table without teams puts everyone in that team."""
 
 from __future__ import annotations
 
-import uuid
-
 from api.auth import TokenTable
+from tests.conftest import database_before
 from wingsmith.store import endpoints as endpoint_store
 from wingsmith.store import workloads as workload_store
-from wingsmith.store.db import migrate, migration_files, open_pool
+from wingsmith.store.db import migrate
 from wingsmith.teams import DEFAULT_TEAM
 
 TEAMS_MIGRATION = "0004_teams.sql"
 
 
 async def test_rows_from_before_teams_belong_to_the_default_team(pg_server):
-    name = "t_" + uuid.uuid4().hex[:12]
-    admin = await open_pool(pg_server.dsn("postgres"), max_size=1)
-    try:
-        await admin.execute(f'create database "{name}"')
-    finally:
-        await admin.close()
-    pool = await open_pool(pg_server.dsn(name), max_size=2)
-    try:
+    async with database_before(pg_server, TEAMS_MIGRATION) as pool:
         async with pool.acquire() as conn:
-            # The schema as it was before teams: every migration before this one.
-            await conn.execute("create table schema_migrations (name text primary key, "
-                               "applied_at timestamptz not null default now())")
-            for file, sql in migration_files():
-                if file >= TEAMS_MIGRATION:
-                    break
-                await conn.execute(sql)
-                await conn.execute("insert into schema_migrations (name) values ($1)", file)
             await conn.execute("insert into artifacts (id, repo_id, revision, sha, state, workflow_id, requested_by) "
                                "values ('o/m@abc', 'o/m', 'main', 'abc', 'approved', 'artifact/o/m@abc', 'olga')")
             await conn.execute("insert into workloads (id, artifact_id, spec, state, workflow_id, requested_by) "
@@ -50,13 +34,6 @@ async def test_rows_from_before_teams_belong_to_the_default_team(pg_server):
                                              state="serving", workflow_id="workload/old-wl", requested_by="olga",
                                              step="later", team="red")
         assert await pool.fetchval("select team from workloads where id = 'old-wl'") == DEFAULT_TEAM
-    finally:
-        await pool.close()
-        admin = await open_pool(pg_server.dsn("postgres"), max_size=1)
-        try:
-            await admin.execute(f'drop database "{name}" with (force)')
-        finally:
-            await admin.close()
 
 
 def test_tokens_without_a_team_are_the_default_teams():

@@ -10,18 +10,18 @@ read back through the real API app (no Temporal: the registry row answers on its
 from __future__ import annotations
 
 import json
-import uuid
 
 import httpx
 import pytest_asyncio
 
 from api.app import create_app
 from api.auth import TokenTable
+from tests.conftest import database_before
 from wingsmith.config import Settings
 from wingsmith.store import artifacts as artifact_store
 from wingsmith.store import endpoints as endpoint_store
 from wingsmith.store import workloads as workload_store
-from wingsmith.store.db import migrate, migration_files, open_pool
+from wingsmith.store.db import migrate
 
 TOKENS = {"tok-bo": {"name": "bo", "roles": ["operator"], "team": "blue"},
           "tok-rita": {"name": "rita", "roles": ["operator"], "team": "red"}}
@@ -93,22 +93,8 @@ SUBJECTS_MIGRATION = "0009_event_subjects.sql"
 
 
 async def test_events_from_before_subject_kinds_get_theirs_from_who_wrote_them(pg_server):
-    name = "t_" + uuid.uuid4().hex[:12]
-    admin = await open_pool(pg_server.dsn("postgres"), max_size=1)
-    try:
-        await admin.execute(f'create database "{name}"')
-    finally:
-        await admin.close()
-    pool = await open_pool(pg_server.dsn(name), max_size=2)
-    try:
+    async with database_before(pg_server, SUBJECTS_MIGRATION) as pool:
         async with pool.acquire() as conn:
-            await conn.execute("create table schema_migrations (name text primary key, "
-                               "applied_at timestamptz not null default now())")
-            for file, sql in migration_files():
-                if file >= SUBJECTS_MIGRATION:
-                    break
-                await conn.execute(sql)
-                await conn.execute("insert into schema_migrations (name) values ($1)", file)
             old = [("artifact/o/m@abc", "saved", "o/m@abc", "draft_saved"),    # an artifact's own workflow
                    ("artifact/o/m@abc", "follow:x", "x", "follow_moved"),       # ... writing about a workload
                    ("workload/x", "serving", "x", "workload_serving"),
@@ -123,10 +109,3 @@ async def test_events_from_before_subject_kinds_get_theirs_from_who_wrote_them(p
         assert [(r["kind"], r["subject_kind"]) for r in rows] == [
             ("draft_saved", "artifact"), ("follow_moved", "workload"), ("workload_serving", "workload"),
             ("deployment_serving", "workload"), ("follow_set", "workload"), ("endpoint_serving", "endpoint")]
-    finally:
-        await pool.close()
-        admin = await open_pool(pg_server.dsn("postgres"), max_size=1)
-        try:
-            await admin.execute(f'drop database "{name}" with (force)')
-        finally:
-            await admin.close()
