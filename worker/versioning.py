@@ -2,11 +2,12 @@
 
 A worker started with a deployment name and a build id (`TEMPORAL_DEPLOYMENT_NAME`,
 `TEMPORAL_WORKER_BUILD_ID`: the names the Temporal Worker Controller injects; the manifests take the
-build id from the image tag) polls as that Worker Deployment Version. Every workflow type is
-auto-upgrade: when a new version becomes current, each running workflow's next task goes to the new
+build id from the image tag) polls as that Worker Deployment Version. Workflow types are auto-upgrade
+by default: when a new version becomes current, each running workflow's next task goes to the new
 version's workers (and never back to the old ones), so a change to a workflow's commands is guarded
 with `workflow.patched` (docs/production.md, "Upgrading the plane"). Pinning would leave a workflow
-that lives for months on workers that a rolling update of a Kubernetes Deployment removes.
+that lives for months on workers that a rolling update of a Kubernetes Deployment removes; the one
+pinned type is the short, time-bounded cluster check (workflows/cluster_check.py).
 
 A version becomes current by itself: its workers ask for it once every task queue the current
 version polls is polled by the new version too (checked here: the server would accept it sooner, and

@@ -3,11 +3,19 @@ task queue, its checklist returned to the caller (the API, which records it on t
 
 It exists so that the API process never builds a Kubernetes client (as LiveInventoryWorkflow). Reads
 only, so a retried or repeated run changes nothing; a short timeout, because a person waits on it.
+
+The one pinned workflow type (Worker Versioning; every other type is auto-upgrade): a checklist is the
+judgement of one plane version, its permission list included, so a run that a plane upgrade overtakes
+ends on the version it started on. It may: it lives seconds and the caller bounds it (an execution
+timeout of CHECK_SECONDS + 15 s), so a run whose version's workers are already gone ends at that timeout
+as "check not run", and the next check runs on the current version (docs/production.md, "Upgrading the
+plane").
 """
 
 from __future__ import annotations
 
 from temporalio import workflow
+from temporalio.common import VersioningBehavior
 
 from contracts import cluster_check as contract
 from contracts.cluster_check import ACTIVITY_CHECK_CLUSTER, ClusterCheckInput
@@ -15,7 +23,7 @@ from wingsmith.member_clusters import Preflight
 from workflows import policies
 
 
-@workflow.defn(name=contract.WORKFLOW)
+@workflow.defn(name=contract.WORKFLOW, versioning_behavior=VersioningBehavior.PINNED)
 class ClusterCheckWorkflow:
     @workflow.run
     async def run(self, params: ClusterCheckInput) -> Preflight:

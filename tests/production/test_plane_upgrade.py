@@ -10,7 +10,6 @@ PLANE_UPGRADE_WORKLOADS sets how many watched workloads run through the upgrade 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import os
 import time
 import uuid
@@ -18,12 +17,10 @@ from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
 
 import pytest
-import pytest_asyncio
 from temporalio import activity
 from temporalio.api.enums.v1 import EventType, VersioningBehavior
 from temporalio.client import Client, WorkflowHandle
 from temporalio.common import WorkerDeploymentVersion
-from temporalio.service import RPCError
 from temporalio.worker import Worker
 
 from contracts.endpoint import EndpointWorkflowInput
@@ -107,16 +104,6 @@ async def start_watched(client: Client, queue: str, count: int, prefix: str = "w
 async def _stage(client: Client, workflow_id: str) -> str:
     handle = client.get_workflow_handle_for(WorkloadWorkflow.run, workflow_id)
     return (await handle.query(WorkloadWorkflow.status)).stage
-
-
-@pytest_asyncio.fixture(loop_scope="session")
-async def started(temporal_client) -> AsyncIterator[list[str]]:
-    """Workflow ids a test started: terminated after it, whatever happened (their workers are gone)."""
-    ids: list[str] = []
-    yield ids
-    for wid in ids:
-        with contextlib.suppress(RPCError):
-            await temporal_client.get_workflow_handle(wid).terminate("the test is over")
 
 
 async def test_a_new_plane_version_takes_over_running_workflows_and_its_change_takes_effect(temporal_client, started):
