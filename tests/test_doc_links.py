@@ -1,6 +1,7 @@
-"""Every relative link in the README and docs/ leads somewhere: the file exists and, when the link names a
-section (`page.md#anchor`), the page has a heading with that anchor as GitHub spells it. Docs move as
-the code grows; a link that silently lands on the top of a page (or nowhere) is how they rot."""
+"""Every relative link in the README, docs/ and the measurement history (bench/RESULTS.md) leads somewhere:
+the file exists and, when the link names a section (`page.md#anchor`), the page has a heading with that
+anchor as GitHub spells it. Docs move as the code grows; a link that silently lands on the top of a page (or
+nowhere) is how they rot."""
 
 from __future__ import annotations
 
@@ -49,6 +50,6 @@ def test_a_link_to_a_missing_section_is_found(tmp_path: Path):
 
 
 def test_every_relative_link_of_the_docs_resolves():
-    pages = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+    pages = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md")), ROOT / "bench" / "RESULTS.md"]
     broken = {str(p.relative_to(ROOT)): b for p in pages if (b := broken_links(p))}
     assert not broken, broken

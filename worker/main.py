@@ -42,7 +42,7 @@ _WATCHED_AT_ONCE = 20_000
 # Workflows kept in memory between their tasks: every serving workload wakes its workflow at least once
 # per report period, and one evicted from the cache replays its whole history on its next task. With the
 # SDK's 1,000, a worker watching more workloads than that evicts one on nearly every answer (they wake in
-# turn, least recently used first). Memory per cached workload: see docs/figures.md (bench/watching.py).
+# turn, least recently used first). Memory per cached workload: see bench/RESULTS.md (bench/watching.py).
 _WORKFLOWS_CACHED = 10_000
 
 

@@ -1,6 +1,6 @@
 """How workflow code runs: in Temporal's sandbox, which re-imports a workflow's modules for each run
 and refuses non-deterministic calls (clock, randomness, I/O). Re-importing everything per run cost
-about a tenth of the worker's CPU during journeys (docs/figures.md); the modules that cannot change
+about a tenth of the worker's CPU during journeys (bench/RESULTS.md); the modules that cannot change
 between runs are imported once and shared instead: pydantic, the contracts and the pure domain
 (wingsmith/domain.py). Nothing else passes through, so a workflow that imports an adapter or an I/O
 library still meets the sandbox (and tests/test_layers.py). The worker, the replay tests and the

@@ -62,7 +62,7 @@ def inventory_read(task_queue: str) -> workflow.ActivityConfig:
 # (at least 6 s), the period after which the plane says it has not heard from a cluster: a look lost with
 # its worker (killed, OOM) costs the workflow at most that, and the new attempt carries on. It used to
 # be 6 s for every look, so every waiting look heartbeated every 4.8 s: at 1,000 watched workloads
-# those heartbeats were most of the Temporal server's work (bench/watching.py; docs/figures.md). A
+# those heartbeats were most of the Temporal server's work (bench/watching.py; bench/RESULTS.md). A
 # worker that shuts down fails its looks at once (activities/observe.py), so they start again elsewhere
 # without waiting for this.
 # Only one still unanswered `watch.silence_seconds` past its report period (no observe worker, a hung

@@ -9,7 +9,7 @@ and a perf worker that starts afterwards (`python -m worker.perf`, as `up` start
 The suite's expensive cases, all in this one module: one plane, one perf worker, and per model × card the one
 search the draft itself asks first on that card, beside one CLI run of the same inputs (the two run side by
 side, one core each). Measured here: the plane's six searches about 130 CPU-s in all, the CLI's six about
-160 CPU-s (README, "Planning by load"). Each draft's estimates workflow is ended once its two cards are in,
+160 CPU-s (docs/planning-by-load.md, "The proof"). Each draft's estimates workflow is ended once its two cards are in,
 so its later asks are dropped or skipped by the perf worker rather than searched.
 
 A module of its own: a module shares one database and one Temporal namespace (tests/conftest.py)."""
