@@ -68,7 +68,8 @@ def build_workers(client, deps: WorkerDeps, *, task_queue: str = TASK_QUEUE,
     versioned = deployment_config(version)
     workers = []
     if wanted(task_queue):
-        workers.append(Worker(client, task_queue=task_queue, workflows=workflow_types or workflows(),
+        workers.append(Worker(client, task_queue=task_queue,
+                              workflows=workflow_types or workflows(versioned=version is not None),
                               activities=main_activities(deps), deployment_config=versioned,
                               workflow_runner=WORKFLOW_RUNNER, sticky_queue_schedule_to_start_timeout=_STICKY_TIMEOUT,
                               max_cached_workflows=_WORKFLOWS_CACHED,

@@ -20,9 +20,11 @@ class WorkerDeps:
     extras: dict = field(default_factory=dict)
 
 
-def workflows() -> list[type]:
+def workflows(*, versioned: bool = False) -> list[type]:
+    """Every workflow type; `versioned`: for a worker under Worker Versioning, where the cluster check is
+    pinned (workflows/cluster_check.py)."""
     from workflows.artifact import ArtifactWorkflow
-    from workflows.cluster_check import ClusterCheckWorkflow
+    from workflows.cluster_check import ClusterCheckWorkflow, PinnedClusterCheckWorkflow
     from workflows.endpoint import EndpointWorkflow
     from workflows.inventory import LiveInventoryWorkflow
     from workflows.perf import DraftPerformanceWorkflow, TrafficPlanSlotWorkflow, TrafficPlanWorkflow
@@ -32,7 +34,7 @@ def workflows() -> list[type]:
     from workflows.workload import WorkloadWorkflow
     return [PingWorkflow, ArtifactWorkflow, WorkloadWorkflow, ClusterRolloutWorkflow, EndpointWorkflow,
             LiveInventoryWorkflow, WatchWorkflow, DraftPerformanceWorkflow, TrafficPlanWorkflow,
-            TrafficPlanSlotWorkflow, ClusterCheckWorkflow]
+            TrafficPlanSlotWorkflow, PinnedClusterCheckWorkflow if versioned else ClusterCheckWorkflow]
 
 
 def main_activities(deps: WorkerDeps) -> list:

@@ -82,7 +82,7 @@ async def test_a_pinned_check_ends_on_its_version_while_a_workload_beside_it_mov
 
     async with AsyncExitStack() as version_n:
         await version_n.enter_async_context(kube_worker(old))
-        await version_n.enter_async_context(plane(client, world, queue, old, workflows()))
+        await version_n.enter_async_context(plane(client, world, queue, old, workflows(versioned=True)))
         [workload] = await start_watched(client, queue, 1, prefix="beside-pinned")
         started.append(workload.id)
         overtaken = await check("sim-a")

@@ -46,7 +46,7 @@ WATCH = WatchSettings(status_seconds=1, probe_seconds=1, report_seconds=4, looks
 
 
 def next_workflows(workload: type = NextWorkloadWorkflow) -> list[type]:
-    return [workload if w is WorkloadWorkflow else w for w in workflows()]
+    return [workload if w is WorkloadWorkflow else w for w in workflows(versioned=True)]
 
 
 @asynccontextmanager
@@ -114,7 +114,7 @@ async def test_a_new_plane_version_takes_over_running_workflows_and_its_change_t
     world = UpgradeWorld(capacity={"sim-a": WATCHED + 4, "sim-b": WATCHED + 4})
     t0 = time.monotonic()
     async with AsyncExitStack() as version_n:
-        await version_n.enter_async_context(plane(client, world, queue, old, workflows()))
+        await version_n.enter_async_context(plane(client, world, queue, old, workflows(versioned=True)))
         # On version N: the watched workloads, and one workload behind an endpoint whose progressive
         # upgrade (to another artifact) is in flight, paused after its first step.
         watched = await start_watched(client, queue, WATCHED)
@@ -199,7 +199,7 @@ async def test_the_same_change_without_its_patch_fails_the_moved_workflows(tempo
     world = UpgradeWorld(capacity={"sim-a": 4, "sim-b": 4})
     async with AsyncExitStack() as version_n:
         await version_n.enter_async_context(plane(client, world, queue, WorkerDeploymentVersion(deployment, "n"),
-                                                  workflows()))
+                                                  workflows(versioned=True)))
         [watched] = await start_watched(client, queue, 1, prefix="unguarded")
         started.append(watched.id)
         # A few answered looks on N, so moving to N+1 replays past points where N+1 adds a command.
@@ -285,7 +285,7 @@ async def test_a_version_takes_over_only_with_every_queue_and_an_old_one_never_t
         for version, queues in ((old, (queue, observe_task_queue(queue))), (new, (queue,))):
             for q in queues:
                 await stack.enter_async_context(Worker(
-                    client, task_queue=q, activities=[_noop], workflows=workflows() if q == queue else [],
+                    client, task_queue=q, activities=[_noop], workflows=workflows(versioned=True) if q == queue else [],
                     workflow_runner=WORKFLOW_RUNNER, deployment_config=deployment_config(version)))
             if version == old:
                 assert await asyncio.wait_for(take_over(client, old, every=0.5), 60)
