@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Install what is missing, then run the gates (ruff, mypy) and the tests. Extra arguments go to pytest.
-#   scripts/test.sh           every tier (CI runs this): unit, integration, journey
+#   scripts/test.sh           every tier (CI runs this): unit, integration, journey, on
+#                             WINGSMITH_TEST_WORKERS pytest-xdist workers (3), then the `solo` tests alone
 #   scripts/test.sh --fast    the gates and the unit tier (no server), before each commit
 # perf: AIConfigurator, so the planning-by-load tests run (and, in CI, fail rather than skip if it is missing).
 fast=false
@@ -25,10 +26,25 @@ if [ "$fast" = true ]; then
   # imports no browser, server or AIConfigurator module; -m unit leaves out what there asks for a server.
   mapfile -t places < <(python -c 'from tests.conftest import UNIT_PLACES; print("\n".join("tests/" + p for p in UNIT_PLACES))')
   python -m pytest -m unit -q -p no:cacheprovider -n auto "${places[@]}" "$@"
+  rc=$?
 else
-  python -m pytest "$@"
+  # Every tier in two parts: what may share the machine on several workers (a module whole on one
+  # worker, each worker with its own Temporal and Postgres), then the `solo` tests one at a time, since
+  # they judge time or memory against bounds set on a machine doing nothing else (tests/conftest.py).
+  python -m pytest -m "not solo" -n "${WINGSMITH_TEST_WORKERS:-3}" --dist loadgroup "$@"
+  parallel=$?
+  python -m pytest -m solo "$@"
+  solo=$?
+  if [ "$parallel" -eq 5 ] && [ "$solo" -eq 5 ]; then
+    rc=5
+  elif [ "$parallel" -ne 0 ] && [ "$parallel" -ne 5 ]; then
+    rc=$parallel
+  elif [ "$solo" -ne 0 ] && [ "$solo" -ne 5 ]; then
+    rc=$solo
+  else
+    rc=0
+  fi
 fi
-rc=$?
 if [ "$rc" -eq 5 ]; then
   echo "pytest collected no tests: that is a failure, not a pass" >&2
   exit 1

@@ -71,14 +71,23 @@ JOURNEY_PLACES = ("console/", "chaos/", "bench/", "production/", "examples/", "f
 SERVER_FIXTURES = {"temporal_server", "pg_server", "time_skipping_env", "hub_server", "hub", "api", "plane",
                    "cluster", "clusters", "sim_cluster", "gateway", "issuer"}
 TIERS = ("unit", "integration", "journey")
+# Tests that judge time or memory against a bound calibrated on a machine doing nothing else (benches,
+# chaos deadlines, HA failover times, held-memory caps): `solo`, run after the parallel part, one at a time.
+SOLO_PLACES = ("bench/", "chaos/", "production/test_ha.py", "gateway/test_abuse.py",
+               "kube_input/test_kubeconfig_off_the_loop.py", "foundation/test_up")
 
 
-def pytest_collection_modifyitems(items) -> None:
+def pytest_collection_modifyitems(config, items) -> None:
     root = Path(__file__).parent
     for item in items:
+        where = Path(str(item.fspath)).relative_to(root).as_posix()
+        if where.startswith(SOLO_PLACES):
+            item.add_marker(pytest.mark.solo)
+        # Under pytest-xdist's loadgroup (scripts/test.sh), a module runs whole on one worker, so its
+        # module-scoped fixtures (a database, a namespace, a plane) are made once.
+        item.add_marker(pytest.mark.xdist_group(where.split("::")[0]))
         if any(item.get_closest_marker(tier) for tier in TIERS):
             continue
-        where = Path(str(item.fspath)).relative_to(root).as_posix()
         if where.startswith(JOURNEY_PLACES):
             tier = "journey"
         elif where.startswith(UNIT_PLACES) and not SERVER_FIXTURES & set(item.fixturenames):
@@ -86,6 +95,10 @@ def pytest_collection_modifyitems(items) -> None:
         else:
             tier = "integration"
         item.add_marker(getattr(pytest.mark, tier))
+    if config.getoption("dist", "no") != "no":
+        # The longest modules first (the journey tier's browsers and planes), so no worker is left
+        # with one of them at the end while the others are idle.
+        items.sort(key=lambda item: not item.get_closest_marker("journey"))
 
 
 @pytest.fixture(scope="session", autouse=True)

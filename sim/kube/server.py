@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
@@ -23,11 +24,11 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from sim.kube import errors, frontend
-from sim.kube.access import access_review, allowed, forbidden, verb_of
+from sim.kube import errors, frontend, verbs
+from sim.kube.access import access_review, allowed, forbidden
 from sim.kube.resources import ResourceType
 from sim.kube.setup import version_priority
-from sim.kube.store import APPLY, WriteOptions
+from sim.kube.verbs import NOT_FOUND
 
 if TYPE_CHECKING:
     from sim.kube.clusters import SimulatedCluster
@@ -56,23 +57,31 @@ def _authorized(cluster: SimulatedCluster, request: Request) -> bool:
 
 
 def build_app(clusters: dict[str, SimulatedCluster], frontends: Frontends) -> Starlette:
-    async def kube(request: Request) -> Response:
-        cluster = clusters.get(request.path_params["cluster"])
+    routes = _Routes(clusters, frontends)
+    return Starlette(routes=[
+        Route("/clusters/{cluster}/{path:path}", routes.kube, methods=["GET", "POST", "PUT", "PATCH", "DELETE"]),
+        Route("/frontends/{cluster}/{namespace}/{name}/{path:path}", routes.front, methods=["GET", "POST"]),
+        Route("/admin/clusters", routes.admin_list, methods=["GET"]),
+        Route("/admin/clusters/{cluster}/faults", routes.admin_faults, methods=["GET", "PUT", "PATCH", "DELETE"]),
+        Route("/admin/clusters/{cluster}/setup", routes.admin_setup, methods=["GET", "PATCH"]),
+    ])
+
+
+class _Routes:
+    """The app's handlers, over the clusters it serves."""
+
+    def __init__(self, clusters: dict[str, SimulatedCluster], frontends: Frontends):
+        self.clusters, self.frontends = clusters, frontends
+
+    async def kube(self, request: Request) -> Response:
+        cluster = self.clusters.get(request.path_params["cluster"])
         if cluster is None:
             unknown = request.path_params["cluster"]
             return _status_response(errors.KubeError(404, "NotFound", f"no simulated cluster {unknown!r}"))
         if not _authorized(cluster, request):
             return _status_response(errors.unauthorized())
-        faults = cluster.faults
-        if faults.unreachable:
-            return _unreachable(cluster.name)
-        if faults.latency:
-            await asyncio.sleep(faults.latency)
-        if faults.draw(faults.api_error_rate, "api_error"):
-            return _status_response(errors.internal("injected fault: the API server could not answer"))
-        if request.method in _WRITES and faults.draw(faults.conflict_rate, "conflict"):
-            return _status_response(errors.KubeError(
-                409, "Conflict", "Operation cannot be fulfilled: injected conflict; please retry"))
+        if (injected := await _injected_fault(cluster, request)) is not None:
+            return injected
         try:
             return await _dispatch(cluster, request)
         except errors.KubeError as exc:
@@ -80,22 +89,29 @@ def build_app(clusters: dict[str, SimulatedCluster], frontends: Frontends) -> St
         except Exception as exc:  # the emulator's own bug: answer like a server would, keep serving
             return _status_response(errors.internal(f"{type(exc).__name__}: {exc}"))
 
-    async def front(request: Request) -> Response:
-        cluster = clusters.get(request.path_params["cluster"])
+    async def front(self, request: Request) -> Response:
+        cluster = self.clusters.get(request.path_params["cluster"])
         if cluster is not None and cluster.faults.unreachable:
             return _unreachable(cluster.name)
         faults = cluster.faults if cluster is not None else None
-        return await frontend.handle(frontends, request, faults)
+        return await frontend.handle(self.frontends, request, faults)
 
-    async def admin_list(request: Request) -> Response:
-        return JSONResponse({name: c.describe() for name, c in clusters.items()})
+    async def admin_list(self, request: Request) -> Response:
+        return JSONResponse({name: c.describe() for name, c in self.clusters.items()})
 
-    async def admin_faults(request: Request) -> Response:
-        cluster = clusters.get(request.path_params["cluster"])
+    def _admin_cluster(self, request: Request) -> SimulatedCluster | Response:
+        """The cluster an admin request names, or the answer when it is unknown or the token is wrong."""
+        cluster = self.clusters.get(request.path_params["cluster"])
         if cluster is None:
             return JSONResponse({"error": f"no simulated cluster {request.path_params['cluster']!r}"}, status_code=404)
         if not _authorized(cluster, request):
             return JSONResponse({"error": "missing or wrong bearer token for this cluster"}, status_code=401)
+        return cluster
+
+    async def admin_faults(self, request: Request) -> Response:
+        cluster = self._admin_cluster(request)
+        if isinstance(cluster, Response):
+            return cluster
         try:
             if request.method == "DELETE":
                 cluster.faults.reset()
@@ -110,12 +126,10 @@ def build_app(clusters: dict[str, SimulatedCluster], frontends: Frontends) -> St
             return JSONResponse({"error": f"bad fault settings: {exc}"}, status_code=422)
         return JSONResponse(cluster.faults.model_dump())
 
-    async def admin_setup(request: Request) -> Response:
-        cluster = clusters.get(request.path_params["cluster"])
-        if cluster is None:
-            return JSONResponse({"error": f"no simulated cluster {request.path_params['cluster']!r}"}, status_code=404)
-        if not _authorized(cluster, request):
-            return JSONResponse({"error": "missing or wrong bearer token for this cluster"}, status_code=401)
+    async def admin_setup(self, request: Request) -> Response:
+        cluster = self._admin_cluster(request)
+        if isinstance(cluster, Response):
+            return cluster
         if request.method == "PATCH":
             try:
                 changes = json.loads(await request.body() or b"{}")
@@ -128,125 +142,94 @@ def build_app(clusters: dict[str, SimulatedCluster], frontends: Frontends) -> St
                 setattr(cluster.setup, name, getattr(merged, name))
         return JSONResponse(cluster.setup.model_dump(by_alias=True))
 
-    return Starlette(routes=[
-        Route("/clusters/{cluster}/{path:path}", kube, methods=["GET", "POST", "PUT", "PATCH", "DELETE"]),
-        Route("/frontends/{cluster}/{namespace}/{name}/{path:path}", front, methods=["GET", "POST"]),
-        Route("/admin/clusters", admin_list, methods=["GET"]),
-        Route("/admin/clusters/{cluster}/faults", admin_faults, methods=["GET", "PUT", "PATCH", "DELETE"]),
-        Route("/admin/clusters/{cluster}/setup", admin_setup, methods=["GET", "PATCH"]),
-    ])
+
+async def _injected_fault(cluster: SimulatedCluster, request: Request) -> Response | None:
+    """The answer a fault injected on the cluster gives instead of the API (after its latency), if any."""
+    faults = cluster.faults
+    if faults.unreachable:
+        return _unreachable(cluster.name)
+    if faults.latency:
+        await asyncio.sleep(faults.latency)
+    if faults.draw(faults.api_error_rate, "api_error"):
+        return _status_response(errors.internal("injected fault: the API server could not answer"))
+    if request.method in _WRITES and faults.draw(faults.conflict_rate, "conflict"):
+        return _status_response(errors.KubeError(
+            409, "Conflict", "Operation cannot be fulfilled: injected conflict; please retry"))
+    return None
 
 
 # ---- Kubernetes API dispatch -------------------------------------------------------------------
 
+
 async def _dispatch(cluster: SimulatedCluster, request: Request) -> Response:
     parts = [p for p in request.path_params["path"].split("/") if p]
+    where = _api_path(cluster, parts)
+    if isinstance(where, Response):
+        return where
+    group, version, rest = where
+    if not rest:
+        return JSONResponse(_resource_list(cluster, group, version))
+    special = _GROUPS.get(group)
+    if special is not None and (answer := await special(cluster, request, version, rest)) is not None:
+        return answer
+    target = verbs.target_of(cluster, request, group, version, rest)
+    verbs.authorize(cluster, request, target)
+    handler = verbs.HANDLERS.get(request.method)
+    if handler is None:
+        raise errors.method_not_allowed()
+    return await handler(cluster, request, target)
+
+
+def _api_path(cluster: SimulatedCluster, parts: list[str]) -> tuple[str, str, list[str]] | Response:
+    """The group, version and rest of a path under /api or /apis, or the discovery answer for the path."""
     if parts in ([], ["version"]):
         return JSONResponse(VERSION)
     if parts[0] == "api":
         if len(parts) == 1:
             return JSONResponse({"kind": "APIVersions", "versions": ["v1"], "serverAddressByClientCIDRs": []})
-        group, version, rest = "", parts[1], parts[2:]
-    elif parts[0] == "apis":
+        return "", parts[1], parts[2:]
+    if parts[0] == "apis":
         if len(parts) <= 2:
             return JSONResponse(_group_list(cluster, parts[1] if len(parts) == 2 else None))
-        group, version, rest = parts[1], parts[2], parts[3:]
-    else:
-        raise errors.KubeError(404, "NotFound", "the server could not find the requested resource")
-    if not rest:
-        return JSONResponse(_resource_list(cluster, group, version))
-    if group == "authorization.k8s.io" and version == "v1" and rest == ["selfsubjectaccessreviews"]:
-        if request.method != "POST":
-            raise errors.method_not_allowed()
-        content_type = request.headers.get("content-type", "application/json")
-        if "json" not in content_type:  # kubectl's typed clients send protobuf, which the emulator does not speak
-            raise errors.unsupported_media(content_type)
-        return JSONResponse(access_review(cluster.setup.role, _json(await request.body()), cluster.user), 201)
-    if group == "apiextensions.k8s.io":
-        return _crds(cluster, request, rest)
+        return parts[1], parts[2], parts[3:]
+    raise errors.KubeError(404, "NotFound", NOT_FOUND)
 
-    namespace: str | None = None
-    if rest[0] == "namespaces" and len(rest) >= 3 and not (len(rest) == 3 and rest[2] in ("status", "finalize")):
-        namespace, rest = rest[1], rest[2:]
-    plural, name, sub = rest[0], (rest[1] if len(rest) > 1 else None), (rest[2] if len(rest) > 2 else None)
-    store = cluster.store
-    rt = store.resource(group, version, plural)
-    if not cluster.setup.serves(group, version, rt.versions):  # its CRD is not installed (at this version)
-        raise errors.KubeError(404, "NotFound", "the server could not find the requested resource")
-    if rt.namespaced != (namespace is not None) and not (name is None and request.method == "GET"):
-        raise errors.KubeError(404, "NotFound", "the server could not find the requested resource")
-    if sub and (sub != "status" or not rt.status_subresource):
-        raise errors.KubeError(404, "NotFound", f"the server could not find the requested resource ({plural}/{sub})")
 
-    query = request.query_params
-    verb = verb_of(request.method, name, dict(query))
-    if not allowed(cluster.setup.role, verb, group, f"{plural}/{sub}" if sub else plural, name):
-        raise forbidden(verb, group, f"{plural}/{sub}" if sub else plural, namespace, name, cluster.user)
-    if query.get("watch") in ("true", "1"):
-        raise errors.method_not_allowed("watch is not supported by the emulator; poll with list instead")
-    method = request.method
-    if method == "GET":
-        only_metadata = "as=PartialObjectMetadata" in request.headers.get("accept", "")
-        if name:
-            obj = store.get(rt, version, namespace, name)
-            return JSONResponse(_metadata_only(obj) if only_metadata else obj)
-        listed = store.list(rt, version, namespace, query.get("labelSelector"), query.get("fieldSelector"),
-                            to_encode=True)
-        if only_metadata:
-            listed = {**listed, "kind": "PartialObjectMetadataList", "apiVersion": "meta.k8s.io/v1",
-                      "items": [_metadata_only(item) for item in listed["items"]]}
-        return JSONResponse(listed)
-
-    opts = WriteOptions(
-        manager=query.get("fieldManager") or request.headers.get("user-agent", "unknown").split("/")[0] or "unknown",
-        dry_run="All" in query.getlist("dryRun"),
-        field_validation=query.get("fieldValidation"),
-        force=query.get("force") in ("true", "1"),
-    )
-    raw = await request.body()
-    content_type = request.headers.get("content-type", "application/json")
-    if method == "DELETE":
-        if not name:
-            raise errors.method_not_allowed("deletecollection is not supported by the emulator")
-        body = _json(raw) if raw else {}
-        return JSONResponse(store.delete(rt, version, namespace, name, (body or {}).get("preconditions")))
-    if method == "POST":
-        if name:
-            raise errors.method_not_allowed()
-        return _written(store.create(rt, version, namespace, _json(raw), opts), opts, 201)
-    if not name:
+async def _access_review(cluster: SimulatedCluster, request: Request, version: str, rest: list[str]) -> Response | None:
+    """`SelfSubjectAccessReview`, answered from the Role the cluster's setup gives its user."""
+    if version != "v1" or rest != ["selfsubjectaccessreviews"]:
+        return None
+    if request.method != "POST":
         raise errors.method_not_allowed()
-    if method == "PUT":
-        return _written(store.replace(rt, version, namespace, name, _json(raw), opts, subresource=sub), opts)
-    if content_type.split(";")[0].strip().lower() == APPLY:
-        if not query.get("fieldManager"):
-            raise errors.bad_request("PATCH, application/apply-patch+yaml requires fieldManager parameter")
-        existed = store.exists(rt, namespace, name)
-        if not existed and not allowed(cluster.setup.role, "create", group, plural, name):
-            # An apply that creates the object needs `create` as well as `patch`, as on a real server.
-            raise forbidden("create", group, plural, namespace, name, cluster.user)
-        body = raw.decode() if raw else ""
-        return _written(store.patch(rt, version, namespace, name, body, content_type, opts, subresource=sub),
-                        opts, 200 if existed else 201)
-    return _written(store.patch(rt, version, namespace, name, _json(raw), content_type, opts, subresource=sub), opts)
+    content_type = request.headers.get("content-type", "application/json")
+    if "json" not in content_type:  # kubectl's typed clients send protobuf, which the emulator does not speak
+        raise errors.unsupported_media(content_type)
+    return JSONResponse(access_review(cluster.setup.role, verbs.json_body(await request.body()), cluster.user), 201)
 
 
-def _metadata_only(obj: dict[str, Any]) -> dict[str, Any]:
-    """An object as `PartialObjectMetadata` (`Accept: application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1`):
-    its metadata alone, so a client can learn that a Secret exists without reading its value."""
-    return {"kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1", "metadata": obj.get("metadata") or {}}
+async def _crds(cluster: SimulatedCluster, request: Request, version: str, rest: list[str]) -> Response:
+    """CRDs are served read-only from the files they were loaded from."""
+    if rest[0] != "customresourcedefinitions":
+        raise errors.KubeError(404, "NotFound", NOT_FOUND)
+    if request.method != "GET":
+        raise errors.method_not_allowed("the emulator's CRDs come from files and are read-only")
+    name = rest[1] if len(rest) > 1 else None
+    verb = "get" if name else "list"
+    if not allowed(cluster.setup.role, verb, "apiextensions.k8s.io", "customresourcedefinitions", name):
+        raise forbidden(verb, "apiextensions.k8s.io", "customresourcedefinitions", None, name, cluster.user)
+    served = [c for c in (_as_installed(cluster, crd) for crd in cluster.crds.values()) if c is not None]
+    if name is None:
+        return JSONResponse({"kind": "CustomResourceDefinitionList", "apiVersion": "apiextensions.k8s.io/v1",
+                             "metadata": {"resourceVersion": "1"}, "items": served})
+    crd = next((c for c in served if c["metadata"]["name"] == name), None)
+    if crd is None:
+        raise errors.not_found("customresourcedefinitions.apiextensions.k8s.io", name)
+    return JSONResponse(crd)
 
 
-def _json(raw: bytes) -> Any:
-    try:
-        return json.loads(raw) if raw else {}
-    except json.JSONDecodeError as exc:
-        raise errors.bad_request(f"the request body is not valid JSON: {exc}") from None
-
-
-def _written(obj: dict[str, Any], opts: WriteOptions, code: int = 200) -> JSONResponse:
-    headers = {"Warning": ", ".join(f'299 - "{w}"' for w in opts.warnings)} if opts.warnings else None
-    return JSONResponse(obj, status_code=code, headers=headers)
+# API groups the emulator answers itself rather than from its store (None: not this path, go on).
+_GROUPS: dict[str, Callable[[SimulatedCluster, Request, str, list[str]], Awaitable[Response | None]]] = {
+    "authorization.k8s.io": _access_review, "apiextensions.k8s.io": _crds}
 
 
 def _group_list(cluster: SimulatedCluster, only: str | None) -> dict[str, Any]:
@@ -264,7 +247,7 @@ def _group_list(cluster: SimulatedCluster, only: str | None) -> dict[str, Any]:
     if only is not None:
         match = [e for e in entries if e["name"] == only]
         if not match:
-            raise errors.KubeError(404, "NotFound", "the server could not find the requested resource")
+            raise errors.KubeError(404, "NotFound", NOT_FOUND)
         return {"kind": "APIGroup", "apiVersion": "v1", **match[0]}
     return {"kind": "APIGroupList", "apiVersion": "v1", "groups": entries}
 
@@ -280,7 +263,7 @@ def _resource_list(cluster: SimulatedCluster, group: str, version: str) -> dict[
                 "resources": [{"name": "selfsubjectaccessreviews", "singularName": "selfsubjectaccessreview",
                                "namespaced": False, "kind": "SelfSubjectAccessReview", "verbs": ["create"]}]}
     if not types:
-        raise errors.KubeError(404, "NotFound", "the server could not find the requested resource")
+        raise errors.KubeError(404, "NotFound", NOT_FOUND)
     resources = []
     for rt in types:
         resources.append({"name": rt.plural, "singularName": rt.singular, "namespaced": rt.namespaced,
@@ -290,26 +273,6 @@ def _resource_list(cluster: SimulatedCluster, group: str, version: str) -> dict[
                               "kind": rt.kind, "verbs": ["get", "patch", "update"]})
     return {"kind": "APIResourceList", "apiVersion": "v1",
             "groupVersion": f"{group}/{version}" if group else version, "resources": resources}
-
-
-def _crds(cluster: SimulatedCluster, request: Request, rest: list[str]) -> Response:
-    """CRDs are served read-only from the files they were loaded from."""
-    if rest[0] != "customresourcedefinitions":
-        raise errors.KubeError(404, "NotFound", "the server could not find the requested resource")
-    if request.method != "GET":
-        raise errors.method_not_allowed("the emulator's CRDs come from files and are read-only")
-    name = rest[1] if len(rest) > 1 else None
-    verb = "get" if name else "list"
-    if not allowed(cluster.setup.role, verb, "apiextensions.k8s.io", "customresourcedefinitions", name):
-        raise forbidden(verb, "apiextensions.k8s.io", "customresourcedefinitions", None, name, cluster.user)
-    served = [c for c in (_as_installed(cluster, crd) for crd in cluster.crds.values()) if c is not None]
-    if name is None:
-        return JSONResponse({"kind": "CustomResourceDefinitionList", "apiVersion": "apiextensions.k8s.io/v1",
-                             "metadata": {"resourceVersion": "1"}, "items": served})
-    crd = next((c for c in served if c["metadata"]["name"] == name), None)
-    if crd is None:
-        raise errors.not_found("customresourcedefinitions.apiextensions.k8s.io", name)
-    return JSONResponse(crd)
 
 
 def _as_installed(cluster: SimulatedCluster, crd: dict[str, Any]) -> dict[str, Any] | None:

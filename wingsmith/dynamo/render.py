@@ -126,7 +126,22 @@ def worker_args(spec: RolloutSpec, pool: WorkerPool, role: str) -> list[str]:
 
 
 def _worker_args(spec: RolloutSpec, pool: WorkerPool, role: str) -> list[str]:
-    args = list(pool.args)
+    args = _engine_args(spec, list(pool.args), role)
+    _own(args, ea.MODEL_FLAGS[spec.engine], spec.hf_model_id, "artifact's model", role, first=True)
+    _own(args, ea.SERVED_NAME_FLAGS, spec.served_model_name, "served model name", role)
+    if spec.hf_revision:
+        _own(args, ea.REVISION_FLAGS[spec.engine], spec.hf_revision, "artifact's revision", role)
+    if role in ("worker", "decode"):
+        _own_max_num_seqs(spec, args, role)
+    if role in ("prefill", "decode") and spec.engine in (Engine.vllm, Engine.sglang):
+        _own(args, ("--disaggregation-mode",), role, "pool's role", role)
+    if problem := ranks_problem(spec.engine, args, gpus_per_node=pool.gpus_per_node, nodes=pool.nodes):
+        raise RenderError(f"{role} arguments: {problem}")
+    return args
+
+
+def _engine_args(spec: RolloutSpec, args: list[str], role: str) -> list[str]:
+    """The pool's arguments as the engine's Dynamo worker takes them."""
     if args and args[:2] == ["vllm", "serve"] and spec.engine is Engine.vllm:
         # A plain `vllm serve MODEL ...` line: Dynamo's worker takes the model as a flag instead.
         if len(args) < 3 or args[2].startswith("-"):
@@ -135,40 +150,34 @@ def _worker_args(spec: RolloutSpec, pool: WorkerPool, role: str) -> list[str]:
     if args and not args[0].startswith("-"):
         raise RenderError(f"{role} arguments must start with a flag, got {args[0]!r}")
     if spec.engine is Engine.vllm:
-        args = ea.dynamo_vllm_args(args)
-    elif spec.engine is Engine.sglang:
+        return ea.dynamo_vllm_args(args)
+    if spec.engine is Engine.sglang:
         # Per-node rendezvous is the operator's job on multi-node replicas.
-        args = ea.drop_flags(args, ("--nnodes", "--node-rank", "--dist-init-addr"), ())
-
-    def own(flags: tuple[str, ...], value: str, what: str, *, first: bool = False) -> None:
-        if not flags:
-            return
-        current = ea.flag_value(args, flags)
-        if current is None:
-            args[:0] = [flags[0], value] if first else []
-            if not first:
-                args.extend([flags[0], value])
-        elif current != value:
-            raise RenderError(f"{role} arguments set {flags[0]} {current!r} but the {what} is {value!r}")
-
-    own(ea.MODEL_FLAGS[spec.engine], spec.hf_model_id, "artifact's model", first=True)
-    own(ea.SERVED_NAME_FLAGS, spec.served_model_name, "served model name")
-    if spec.hf_revision:
-        own(ea.REVISION_FLAGS[spec.engine], spec.hf_revision, "artifact's revision")
-    if role in ("worker", "decode"):
-        seq_flags = ea.MAX_NUM_SEQS_FLAGS[spec.engine]
-        if spec.max_num_seqs is not None:
-            own(seq_flags, str(spec.max_num_seqs), "applied max-num-seqs")
-        elif (stated := ea.flag_value(args, seq_flags)) is not None:
-            # The draft names the value serving uses; an unnamed one in the args would hide it.
-            raise RenderError(f"{role} arguments set {seq_flags[0]} {stated} but the rollout names no "
-                              "applied max_num_seqs; set max_num_seqs and max_num_seqs_source")
-    if role in ("prefill", "decode") and spec.engine in (Engine.vllm, Engine.sglang):
-        own(("--disaggregation-mode",), role, "pool's role")
-
-    if problem := ranks_problem(spec.engine, args, gpus_per_node=pool.gpus_per_node, nodes=pool.nodes):
-        raise RenderError(f"{role} arguments: {problem}")
+        return ea.drop_flags(args, ("--nnodes", "--node-rank", "--dist-init-addr"), ())
     return args
+
+
+def _own(args: list[str], flags: tuple[str, ...], value: str, what: str, role: str, *, first: bool = False) -> None:
+    """Set a flag the plane owns (in place), or refuse arguments that already set it otherwise."""
+    if not flags:
+        return
+    current = ea.flag_value(args, flags)
+    if current is None:
+        args[:0] = [flags[0], value] if first else []
+        if not first:
+            args.extend([flags[0], value])
+    elif current != value:
+        raise RenderError(f"{role} arguments set {flags[0]} {current!r} but the {what} is {value!r}")
+
+
+def _own_max_num_seqs(spec: RolloutSpec, args: list[str], role: str) -> None:
+    seq_flags = ea.MAX_NUM_SEQS_FLAGS[spec.engine]
+    if spec.max_num_seqs is not None:
+        _own(args, seq_flags, str(spec.max_num_seqs), "applied max-num-seqs", role)
+    elif (stated := ea.flag_value(args, seq_flags)) is not None:
+        # The draft names the value serving uses; an unnamed one in the args would hide it.
+        raise RenderError(f"{role} arguments set {seq_flags[0]} {stated} but the rollout names no "
+                          "applied max_num_seqs; set max_num_seqs and max_num_seqs_source")
 
 
 def _runtime_version(spec: RolloutSpec) -> str | None:

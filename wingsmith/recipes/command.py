@@ -28,6 +28,7 @@ from wingsmith.recipes.models import (
     StrategyOverride,
     Variant,
 )
+from wingsmith.recipes.pd_pools import PdPool, pd_pool
 from wingsmith.recipes.rules import (
     DP_FLAGS,
     BelowFloor,
@@ -232,12 +233,6 @@ def _feature_parts(recipe: Recipe, chosen: dict[str, str | None], profile: Hardw
             args += override if override is not None else feature.args
         env.update(feature.env)
     return args, env
-
-
-def _int_for(value: int | dict[str, int] | None, profile: HardwareProfile) -> int | None:
-    if isinstance(value, dict):
-        return value.get(profile.id, value.get("default"))
-    return value
 
 
 def recipe_image(recipe: Recipe, profile: HardwareProfile) -> str | None:
@@ -534,65 +529,25 @@ def _multi_node_command(strategy: Strategy, profile: HardwareProfile, floor: int
 
 def _pd_command(recipe: Recipe, strategy: Strategy, so: StrategyOverride | None, profile: HardwareProfile,
                 floor: int, parts: _Parts, gpus: int | None) -> ServeCommand:
-    gpn = profile.gpu_count
     if not profile.scalable:
         raise InvalidChoice(f"{profile.id} cannot be joined into a prefill/decode cluster")
+    pools: list[PdPool] = []
     commands: list[NodeCommand] = []
-    total, all_nodes, decode_sizes = 0, 0, (1, 1)
     for role in ("prefill", "decode"):
-        base: PdRole = getattr(strategy, role) or PdRole()
-        extra: PdRole = (getattr(so, role) if so else None) or PdRole()
-        parallelism = extra.parallelism or base.parallelism or "tp"
-        tp = extra.tp or base.tp
-        nodes = _int_for(extra.nodes, profile) or _int_for(base.nodes, profile) or 1
-        pod_gpus = gpn
-        if tp and parallelism in ("tp", "tep"):
-            if tp > gpn and tp % gpn:
-                raise InvalidChoice(f"the recipe's pd_cluster {role} pool pins TP {tp}, which is neither within one "
-                                    f"{profile.id} node nor whole nodes of {gpn} GPUs")
-            nodes = max(nodes, -(-tp // gpn))
-            if nodes == 1:
-                pod_gpus = tp  # a TP group smaller than the node takes only its GPUs
-        if parallelism == "dep" and gpn % (tp or 1):
-            raise InvalidChoice(f"the recipe's pd_cluster {role} pool pins TP {tp}, which does not divide the {gpn} "
-                                f"GPUs of a {profile.id} node")
-        role_gpus = nodes * pod_gpus
-        total += role_gpus
-        all_nodes += nodes
-        if parallelism == "dep":
-            sizes = ["--tensor-parallel-size", str(tp or 1), "--data-parallel-size", str(role_gpus // (tp or 1)),
-                     "--data-parallel-size-local", str(gpn // (tp or 1)), "--enable-expert-parallel"]
-            sizes_tp_dp = (tp or 1, role_gpus // (tp or 1))
-        else:
-            sizes = ["--tensor-parallel-size", str(tp or role_gpus)]
-            if parallelism == "tep":
-                sizes.append("--enable-expert-parallel")
-            sizes_tp_dp = (tp or role_gpus, 1)
-        if role == "decode":
-            decode_sizes = sizes_tp_dp
-        _, hw_block = pick(extra.hardware_overrides, profile)
-        role_args = base.args + extra.args + (hw_block.args if hw_block else [])
-        role_env = {**base.env, **extra.env, **(hw_block.env if hw_block else {})}
-        for rank in range(nodes):
-            node: list[str] = []
-            if nodes > 1:
-                if parallelism == "dep":
-                    node = ["--data-parallel-start-rank", str(rank * (gpn // (tp or 1))),
-                            "--data-parallel-address", f"${role.upper()}_NODE_1"]
-                else:
-                    node = ["--nnodes", str(nodes), "--node-rank", str(rank),
-                            "--master-addr", f"${role.upper()}_NODE_1"]
-                if rank:
-                    node.append("--headless")
-            head, mine = f"${role.upper()}_NODE_1", f"${role.upper()}_NODE_{rank + 1}"
-            env = {k: v.replace(head, mine) for k, v in role_env.items()}
-            commands.append(_checked(parts.build(role, rank, pod_gpus, sizes, role_args, env, node),
-                                     f"pd_cluster's {role} pool", profile.id, pod_gpus, nodes))
+        pool = pd_pool(role, getattr(strategy, role) or PdRole(), (getattr(so, role) if so else None) or PdRole(),
+                       profile)
+        pools.append(pool)
+        for rank in range(pool.nodes):
+            node = parts.build(role, rank, pool.pod_gpus, pool.size_flags(), pool.args, pool.node_env(rank),
+                               pool.node_flags(rank))
+            commands.append(_checked(node, f"pd_cluster's {role} pool", profile.id, pool.pod_gpus, pool.nodes))
+    total = sum(pool.gpus for pool in pools)
     if gpus is not None and gpus != total:
         raise InvalidChoice(f"pd_cluster's prefill and decode pools take {total} GPUs on {profile.id}, not {gpus}")
     if total < floor:
         raise InvalidChoice(f"pd_cluster needs at least {floor} GPUs on {profile.id}; its pools take {total}")
-    first = commands[0]
-    return ServeCommand(**parts.common, gpus=total, nodes=all_nodes, tensor_parallel_size=decode_sizes[0],
-                        data_parallel_size=decode_sizes[1], args=first.args, env=first.env, commands=commands,
+    first, (decode_tp, decode_dp) = commands[0], pools[-1].tp_dp
+    return ServeCommand(**parts.common, gpus=total, nodes=sum(pool.nodes for pool in pools),
+                        tensor_parallel_size=decode_tp, data_parallel_size=decode_dp, args=first.args,
+                        env=first.env, commands=commands,
                         shape_reason="the recipe's prefill and decode pools, as its pd_cluster strategy sizes them")

@@ -4,6 +4,7 @@ layout it leaves out on purpose. Anything else is a field upstream added since, 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 # Per block: fields read into the catalog | fields left out on purpose (prose, the web page's layout).
@@ -45,67 +46,98 @@ def _each(block: Any) -> list[tuple[str, Any]]:
     return [(str(k), v) for k, v in block.items()] if isinstance(block, dict) else []
 
 
-def _listed(block: Any) -> list[tuple[int, Any]]:
-    return list(enumerate(block)) if isinstance(block, list) else []
-
-
 def _unknown(where: str, block: Any, known: set[str]) -> list[str]:
     return [f"{where}.{k}" for k in _keys(block) if k not in known]
 
 
-def _overrides(where: str, block: Any, known: set[str]) -> list[str]:
-    """Each card's (or vendor's) block of a `hardware_overrides` map."""
-    return [f for card, item in _each(block) for f in _unknown(f"{where}.{card}", item, known)]
+def _overrides(where: str, block: dict, known: set[str]) -> list[str]:
+    """Each card's (or vendor's) block of the block's `hardware_overrides` map."""
+    return [f for card, item in _each(block.get("hardware_overrides"))
+            for f in _unknown(f"{where}.hardware_overrides.{card}", item, known)]
+
+
+Check = Callable[[str, Any], list[str]]  # (the block's dotted path, the block) -> the unknown fields in it
+
+
+def _with_overrides(known: set[str], override_known: set[str]) -> Check:
+    """A handler for a block with fields of its own and per-card overrides of some of them."""
+    return lambda where, block: _unknown(where, block, known) + (
+        _overrides(where, block, override_known) if isinstance(block, dict) else [])
+
+
+# ---- one handler per block ----------------------------------------------------------------------
+
+def meta(where: str, block: Any) -> list[str]:
+    return _unknown(where, block, _META)
+
+
+def model(where: str, block: Any) -> list[str]:
+    found = _unknown(where, block, _MODEL)
+    if isinstance(block, dict):
+        found += [f for name, path in _each(block.get("install")) for f in _unknown(f"{where}.install.{name}", path,
+                                                                                     _INSTALL)]
+    return found
+
+
+# One omni task, one mode of a feature, one pool of a pd_cluster override: each with its per-card blocks.
+omni_task = _with_overrides(_OMNI_TASK, _OMNI_TASK_OVERRIDE)
+feature_mode = _with_overrides(_FEATURE_MODE, _FEATURE_OVERRIDE)
+pd_role = _with_overrides(_PD_ROLE, _OVERRIDE)
+
+
+def omni(where: str, block: Any) -> list[str]:
+    found = _unknown(where, block, _OMNI)
+    tasks = block.get("tasks") if isinstance(block, dict) else None
+    if isinstance(tasks, list):
+        found += [f for i, task in enumerate(tasks) for f in omni_task(f"{where}.tasks[{i}]", task)]
+    return found
+
+
+def variant_blocks(where: str, variant: dict) -> list[str]:
+    return _overrides(where, variant, _OVERRIDE)
+
+
+def feature_blocks(where: str, feature: dict) -> list[str]:
+    modes = _each(feature.get("modes"))
+    return _overrides(where, feature, _FEATURE_OVERRIDE) + [
+        f for mode, spec in modes for f in feature_mode(f"{where}.modes.{mode}", spec)]
+
+
+def strategy_override_blocks(where: str, override: dict) -> list[str]:
+    pools = [f for role in ("prefill", "decode") for f in pd_role(f"{where}.{role}", override.get(role))]
+    return _overrides(where, override, _OVERRIDE) + pools
+
+
+def dependencies(where: str, block: Any) -> list[str]:
+    items = list(enumerate(block)) if isinstance(block, list) else []
+    return [f for i, dependency in items for f in _unknown(f"{where}[{i}]", dependency, _DEPENDENCY)]
+
+
+def _items(known: set[str]) -> Check:
+    """A handler for a map of named items (variants, features, ...): the fields of each item."""
+    return lambda where, block: [f for name, item in _each(block) for f in _unknown(f"{where}.{name}", item, known)]
+
+
+def _within_items(nested: Callable[[str, dict], list[str]]) -> Check:
+    """A handler for the blocks nested in each named item of a map."""
+    return lambda where, block: [f for name, item in _each(block) if isinstance(item, dict)
+                                 for f in nested(f"{where}.{name}", item)]
+
+
+# The recipe's blocks in the order their fields are reported: every named item's own fields before the
+# blocks nested in items, so the shallow fields of the four maps come first.
+_BLOCKS: tuple[tuple[str, Check], ...] = (
+    ("meta", meta), ("model", model), ("omni", omni),
+    ("variants", _items(_VARIANT)), ("features", _items(_FEATURE)), ("hardware_overrides", _items(_OVERRIDE)),
+    ("strategy_overrides", _items(_STRATEGY_OVERRIDE)),
+    ("variants", _within_items(variant_blocks)), ("features", _within_items(feature_blocks)),
+    ("strategy_overrides", _within_items(strategy_override_blocks)),
+    ("dependencies", dependencies),
+)
 
 
 def unknown_fields(doc: dict[str, Any]) -> list[str]:
     """Dotted paths of the fields in a recipe document the importer does not know, block by block (the
     nested ones too: omni tasks and their per-card blocks, per-card overrides, dependencies, install
     paths)."""
-    found = [k for k in _keys(doc) if k not in _TOP]
-    found += _unknown("meta", doc.get("meta"), _META)
-    model = doc.get("model")
-    found += _unknown("model", model, _MODEL)
-    if isinstance(model, dict):
-        found += [f for name, path in _each(model.get("install")) for f in _unknown(f"model.install.{name}", path,
-                                                                                     _INSTALL)]
-    omni = doc.get("omni")
-    found += _unknown("omni", omni, _OMNI)
-    if isinstance(omni, dict):
-        for i, task in _listed(omni.get("tasks")):
-            where = f"omni.tasks[{i}]"
-            found += _unknown(where, task, _OMNI_TASK)
-            if isinstance(task, dict):
-                found += _overrides(f"{where}.hardware_overrides", task.get("hardware_overrides"),
-                                    _OMNI_TASK_OVERRIDE)
-    for block, known in (("variants", _VARIANT), ("features", _FEATURE), ("hardware_overrides", _OVERRIDE),
-                         ("strategy_overrides", _STRATEGY_OVERRIDE)):
-        for name, item in _each(doc.get(block)):
-            found += _unknown(f"{block}.{name}", item, known)
-    for name, variant in _each(doc.get("variants")):
-        if isinstance(variant, dict):
-            found += _overrides(f"variants.{name}.hardware_overrides", variant.get("hardware_overrides"), _OVERRIDE)
-    for name, feature in _each(doc.get("features")):
-        if not isinstance(feature, dict):
-            continue
-        found += _overrides(f"features.{name}.hardware_overrides", feature.get("hardware_overrides"),
-                            _FEATURE_OVERRIDE)
-        for mode, spec in _each(feature.get("modes")):
-            where = f"features.{name}.modes.{mode}"
-            found += _unknown(where, spec, _FEATURE_MODE)
-            if isinstance(spec, dict):
-                found += _overrides(f"{where}.hardware_overrides", spec.get("hardware_overrides"), _FEATURE_OVERRIDE)
-    for name, override in _each(doc.get("strategy_overrides")):
-        if not isinstance(override, dict):
-            continue
-        found += _overrides(f"strategy_overrides.{name}.hardware_overrides", override.get("hardware_overrides"),
-                            _OVERRIDE)
-        for role in ("prefill", "decode"):
-            where = f"strategy_overrides.{name}.{role}"
-            found += _unknown(where, override.get(role), _PD_ROLE)
-            if isinstance(override.get(role), dict):
-                found += _overrides(f"{where}.hardware_overrides", override[role].get("hardware_overrides"),
-                                    _OVERRIDE)
-    for i, dependency in _listed(doc.get("dependencies")):
-        found += _unknown(f"dependencies[{i}]", dependency, _DEPENDENCY)
-    return found
+    return [k for k in _keys(doc) if k not in _TOP] + [f for name, check in _BLOCKS for f in check(name, doc.get(name))]

@@ -93,47 +93,69 @@ def plan(model: TextModel, layout: str, gpus: int, hardware: Hardware) -> Parall
         raise InvalidLayout(f"{layout}: the GPU count must be at least 1, got {gpus}")
     if layout in MOE_ONLY and not model.is_moe:
         raise InvalidLayout(f"{layout} needs a mixture-of-experts model; {model.model_type} is dense")
-    n = hardware.gpus_per_node
     if layout in SINGLE_NODE:
-        if gpus > n:
-            raise InvalidLayout(f"{layout}: {gpus} GPUs exceed the {n} of one {hardware.display_name} node")
-        if gpus < SINGLE_NODE[layout]:
-            raise InvalidLayout(f"{layout}: needs at least {SINGLE_NODE[layout]} GPUs, got {gpus}")
-        if layout == "single_node_dep":
-            return ParallelPlan(layout=layout, gpus=gpus, nodes=1, tp=1, dp=gpus, expert_split=gpus, dense_split=1)
-        _check_tp(model, gpus, layout)
-        return ParallelPlan(layout=layout, gpus=gpus, nodes=1, tp=gpus, expert_split=gpus, dense_split=gpus)
+        return _single_node(model, layout, gpus, hardware)
     if layout == "pd_cluster":
-        if gpus < 2 or gpus % 2:
-            raise InvalidLayout(f"pd_cluster: needs an even GPU count (a prefill and a decode pool), got {gpus}")
-        pool = gpus // 2
-        if pool > n and pool % n:
-            raise InvalidLayout(f"pd_cluster: a pool of {pool} GPUs is neither within one node nor whole "
-                                f"{hardware.display_name} nodes ({n} GPUs each)")
-        _check_tp(model, pool, layout)
-        return ParallelPlan(layout=layout, gpus=gpus, nodes=math.ceil(gpus / n), tp=pool,
-                            expert_split=pool, dense_split=pool, sized_pool="decode")
+        return _pd_cluster(model, gpus, hardware)
+    n = hardware.gpus_per_node
     if gpus % n or gpus < 2 * n:
         raise InvalidLayout(f"{layout}: needs two or more whole {hardware.display_name} nodes "
                             f"({n} GPUs each), got {gpus} GPUs")
+    return _MULTI_NODE[layout](model, layout, gpus, n)
+
+
+def _single_node(model: TextModel, layout: str, gpus: int, hardware: Hardware) -> ParallelPlan:
+    n = hardware.gpus_per_node
+    if gpus > n:
+        raise InvalidLayout(f"{layout}: {gpus} GPUs exceed the {n} of one {hardware.display_name} node")
+    if gpus < SINGLE_NODE[layout]:
+        raise InvalidLayout(f"{layout}: needs at least {SINGLE_NODE[layout]} GPUs, got {gpus}")
+    if layout == "single_node_dep":
+        return ParallelPlan(layout=layout, gpus=gpus, nodes=1, tp=1, dp=gpus, expert_split=gpus, dense_split=1)
+    _check_tp(model, gpus, layout)
+    return ParallelPlan(layout=layout, gpus=gpus, nodes=1, tp=gpus, expert_split=gpus, dense_split=gpus)
+
+
+def _pd_cluster(model: TextModel, gpus: int, hardware: Hardware) -> ParallelPlan:
+    n = hardware.gpus_per_node
+    if gpus < 2 or gpus % 2:
+        raise InvalidLayout(f"pd_cluster: needs an even GPU count (a prefill and a decode pool), got {gpus}")
+    pool = gpus // 2
+    if pool > n and pool % n:
+        raise InvalidLayout(f"pd_cluster: a pool of {pool} GPUs is neither within one node nor whole "
+                            f"{hardware.display_name} nodes ({n} GPUs each)")
+    _check_tp(model, pool, "pd_cluster")
+    return ParallelPlan(layout="pd_cluster", gpus=gpus, nodes=math.ceil(gpus / n), tp=pool,
+                        expert_split=pool, dense_split=pool, sized_pool="decode")
+
+
+# The multi-node layouts on `gpus` GPUs of whole nodes of `n` GPUs each.
+
+def _tp_across_nodes(model: TextModel, layout: str, gpus: int, n: int) -> ParallelPlan:
+    _check_tp(model, gpus, layout)
+    return ParallelPlan(layout=layout, gpus=gpus, nodes=gpus // n, tp=gpus, expert_split=gpus, dense_split=gpus)
+
+
+def _tp_pp(model: TextModel, layout: str, gpus: int, n: int) -> ParallelPlan:
+    _check_tp(model, n, layout)
     nodes = gpus // n
-    if layout in ("multi_node_tp", "multi_node_tep"):
-        _check_tp(model, gpus, layout)
-        return ParallelPlan(layout=layout, gpus=gpus, nodes=nodes, tp=gpus, expert_split=gpus,
-                            dense_split=gpus)
-    if layout == "multi_node_tp_pp":
-        _check_tp(model, n, layout)
-        if nodes > model.num_layers:
-            raise InvalidLayout(f"multi_node_tp_pp: {nodes} pipeline stages exceed {model.num_layers} layers")
-        return ParallelPlan(layout=layout, gpus=gpus, nodes=nodes, tp=n, pp=nodes, expert_split=gpus,
-                            dense_split=gpus)
-    if layout == "multi_node_tp_dp":
-        _check_tp(model, n, layout)
-        return ParallelPlan(layout=layout, gpus=gpus, nodes=nodes, tp=n, dp=nodes,
-                            expert_split=gpus if model.is_moe else n, dense_split=n)
-    # multi_node_dep
-    return ParallelPlan(layout=layout, gpus=gpus, nodes=nodes, tp=1, dp=gpus, expert_split=gpus,
-                        dense_split=1)
+    if nodes > model.num_layers:
+        raise InvalidLayout(f"multi_node_tp_pp: {nodes} pipeline stages exceed {model.num_layers} layers")
+    return ParallelPlan(layout=layout, gpus=gpus, nodes=nodes, tp=n, pp=nodes, expert_split=gpus, dense_split=gpus)
+
+
+def _tp_dp(model: TextModel, layout: str, gpus: int, n: int) -> ParallelPlan:
+    _check_tp(model, n, layout)
+    return ParallelPlan(layout=layout, gpus=gpus, nodes=gpus // n, tp=n, dp=gpus // n,
+                        expert_split=gpus if model.is_moe else n, dense_split=n)
+
+
+def _dep(model: TextModel, layout: str, gpus: int, n: int) -> ParallelPlan:
+    return ParallelPlan(layout=layout, gpus=gpus, nodes=gpus // n, tp=1, dp=gpus, expert_split=gpus, dense_split=1)
+
+
+_MULTI_NODE = {"multi_node_tp": _tp_across_nodes, "multi_node_tep": _tp_across_nodes, "multi_node_tp_pp": _tp_pp,
+               "multi_node_tp_dp": _tp_dp, "multi_node_dep": _dep}
 
 
 def candidate_gpu_counts(layout: str, hardware: Hardware, max_nodes: int = 64) -> list[int]:
