@@ -70,53 +70,47 @@ class GatewayApp(Starlette):
             await super().__call__(scope, receive, send)
 
 
-def create_gateway_app(*, state_dir: Path | None = None, admin_token_ref: str | None = None,
-                       probe_interval: float = 1.0, first_probe_after: float = 0.2,
-                       probe_timeout: float = 2.0, connect_timeout: float = 3.0,
-                       read_timeout: float = 600.0, max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
-                       client_keys_ref: str | None = None,
-                       tracer_provider: TracerProvider | None = None, bounds: Bounds | None = None) -> GatewayApp:
-    """`state_dir` None keeps routes in memory only; `admin_token_ref` None refuses every admin call;
-    `client_keys_ref` None leaves every endpoint open (see api/gateway/guard.py); `tracer_provider`
-    None traces nothing (the client's trace context is still forwarded; api/gateway/tracing.py); `bounds`
-    None takes the defaults (only its body deadline and bytes held apply here; the rest are the server's)."""
-    bounds = bounds or Bounds()
-    client_keys = ClientKeys(client_keys_ref)
-    table = RouteTable(state_dir, first_probe_after=first_probe_after)
-    saved_at_start = bool(table.models())
-    metrics = GatewayMetrics(table)
-    created = int(time.time())
-    upstreams = Upstreams(connect_timeout=connect_timeout, read_timeout=read_timeout)
-    tracer = RequestTracer(tracer_provider) if tracer_provider is not None else None
+class ModelNames:
+    """`/v1/models` and `/v1/models/{model}`: the endpoint names this gateway routes (with client keys on,
+    the ones the caller's key may call)."""
 
-    # ---- the endpoints' names (the proxy routes: api/gateway/proxy.py) ---------------------------
+    def __init__(self, table: RouteTable, client_keys: ClientKeys):
+        self.table, self.client_keys = table, client_keys
+        self.created = int(time.time())
 
-    async def models(request: Request) -> Response:
+    async def listed(self, request: Request) -> Response:
         try:
-            listed = client_keys.callable_models(request.headers.get("authorization", ""), table.models())
+            names = self.client_keys.callable_models(request.headers.get("authorization", ""), self.table.models())
         except Refusal as refusal:
             return refused_by_door(refusal)
-        return JSONResponse({"object": "list", "data": [_model_card(m, created) for m in listed]})
+        return JSONResponse({"object": "list", "data": [_model_card(m, self.created) for m in names]})
 
-    async def model(request: Request) -> Response:
+    async def one(self, request: Request) -> Response:
         name = request.path_params["model"]
         try:
-            client_keys.check(request.headers.get("authorization", ""), name)
+            self.client_keys.check(request.headers.get("authorization", ""), name)
         except Refusal as refusal:
             return refused_by_door(refusal)
-        if table.get(name) is None:
+        if self.table.get(name) is None:
             return unknown_model(name)
-        return JSONResponse(_model_card(name, created))
+        return JSONResponse(_model_card(name, self.created))
 
-    # ---- probing cooled-down backends ------------------------------------------------------------
 
-    async def probe(model_name: str, state: BackendState) -> None:
+class Prober:
+    """Probes each cooled-down backend's `/v1/models` until it lists its model again; only then does
+    it get new requests (RouteTable.recovered)."""
+
+    def __init__(self, table: RouteTable, upstreams: Upstreams, *, interval: float, timeout: float):
+        self.table, self.upstreams = table, upstreams
+        self.interval, self.timeout = interval, timeout
+
+    async def probe(self, model_name: str, state: BackendState) -> None:
         backend = state.backend
-        state.next_probe = time.monotonic() + probe_interval
+        state.next_probe = time.monotonic() + self.interval
         wanted = backend.model_for(model_name)
         try:
-            pool, prefix = upstreams.for_url(backend.url)
-            resp = await pool.request("GET", prefix + "/v1/models", [], read_timeout=probe_timeout)
+            pool, prefix = self.upstreams.for_url(backend.url)
+            resp = await pool.request("GET", prefix + "/v1/models", [], read_timeout=self.timeout)
             try:
                 answer = await resp.read()
             finally:
@@ -130,32 +124,38 @@ def create_gateway_app(*, state_dir: Path | None = None, admin_token_ref: str | 
             state.last_error = f"probe: {type(exc).__name__}"
             return
         if wanted in listed:
-            table.recovered(state)
+            self.table.recovered(state)
         else:
             state.last_error = (f"probe: HTTP {resp.status}" if resp.status != 200
                                 else f"probe: {wanted!r} not listed")
 
-    async def prober() -> None:
-        tick = min(0.05, probe_interval)
+    async def run(self) -> None:
+        tick = min(0.05, self.interval)
         while True:
-            due = table.due_probes(time.monotonic())
+            due = self.table.due_probes(time.monotonic())
             if due:
-                await asyncio.gather(*(probe(m, s) for m, s in due), return_exceptions=True)
+                await asyncio.gather(*(self.probe(m, s) for m, s in due), return_exceptions=True)
             await asyncio.sleep(tick)
 
-    # ---- admin -----------------------------------------------------------------------------------
 
-    async def forget_unrouted() -> None:
+class Admin:
+    """`/admin/routes[/{model}]` (the routes, set by the plane) and the door to `/metrics`: a bearer token
+    read per call from its reference, so a rotated token applies at once."""
+
+    def __init__(self, app: GatewayApp, table: RouteTable, upstreams: Upstreams, admin_token_ref: str | None):
+        self.app, self.table, self.upstreams, self.token_ref = app, table, upstreams, admin_token_ref
+
+    async def forget_unrouted(self) -> None:
         """Close the connections to backends no route names any more (in-flight answers finish first:
         their connections are closed when released)."""
-        await upstreams.forget({b.url for routes in table.all() for b in routes.backends})
+        await self.upstreams.forget({b.url for routes in self.table.all() for b in routes.backends})
 
-    def refused(request: Request) -> Response | None:
-        if admin_token_ref is None:
+    def refused(self, request: Request) -> Response | None:
+        if self.token_ref is None:
             return openai_error(503, "The admin API is disabled: no admin token reference is configured.",
                                 "service_unavailable", "admin_disabled")
         try:
-            expected = read_secret_ref(admin_token_ref)
+            expected = read_secret_ref(self.token_ref)
         except SecretUnavailable as exc:
             log.error("gateway admin token unavailable", reason=str(exc))
             return openai_error(503, "The admin token cannot be read; the gateway's log says why.",
@@ -167,82 +167,117 @@ def create_gateway_app(*, state_dir: Path | None = None, admin_token_ref: str | 
             return unauthorized("Wrong bearer token for the gateway admin API.", "wrong_token")
         return None
 
-    async def admin_list(request: Request) -> Response:
-        if denied := refused(request):
+    async def listed(self, request: Request) -> Response:
+        if denied := self.refused(request):
             return denied
-        return JSONResponse({"data": [status.model_dump(mode="json") for status in table.statuses()]})
+        return JSONResponse({"data": [status.model_dump(mode="json") for status in self.table.statuses()]})
 
-    async def admin_route(request: Request) -> Response:
-        if denied := refused(request):
+    async def route(self, request: Request) -> Response:
+        if denied := self.refused(request):
             return denied
         name = request.path_params["model"]
         if request.method == "GET":
-            status = table.status(name)
+            status = self.table.status(name)
             if status is None:
                 return openai_error(404, f"The gateway has no routes for model {name!r}.",
                                     "invalid_request_error", "routes_not_found", "model")
             return JSONResponse(status.model_dump(mode="json"))
         if request.method == "DELETE":
-            deleted = table.delete(name)
-            app.state.pushed = True
-            await forget_unrouted()
+            deleted = self.table.delete(name)
+            await self._changed()
             return JSONResponse({"model_name": name, "deleted": deleted})
-        try:
-            body = json.loads(await request.body() or b"null")
-        except (json.JSONDecodeError, UnicodeDecodeError):
-            return openai_error(400, "The request body is not valid JSON.", "invalid_request_error", "invalid_json")
-        if not isinstance(body, dict):
-            return openai_error(400, "The routes must be a JSON object with model_name and backends.",
-                                "invalid_request_error", "invalid_routes")
-        body.setdefault("model_name", name)
-        if body["model_name"] != name:
-            return openai_error(400,
-                                f"model_name {body['model_name']!r} in the body differs from {name!r} in the path.",
-                                "invalid_request_error", "model_name_mismatch", "model_name")
-        try:
-            routes = EndpointRoutes.model_validate(body)
-        except ValidationError as exc:
-            problems = "; ".join(f"{'.'.join(str(p) for p in e['loc']) or 'body'}: {e['msg']}" for e in exc.errors())
-            return openai_error(422, f"Invalid routes: {problems}", "invalid_request_error", "invalid_routes")
-        status = table.set(routes)
-        app.state.pushed = True
-        await forget_unrouted()
+        routes = _routes_from_body(name, await request.body())
+        if isinstance(routes, Response):
+            return routes
+        status = self.table.set(routes)
+        await self._changed()
         log.info("gateway routes set", model=name, backends={b.id: b.weight for b in routes.backends})
         return JSONResponse(status.model_dump(mode="json"))
 
-    async def metrics_page(request: Request) -> Response:
-        # Open like any exporter while the endpoints are open; once they need keys, the traffic by
-        # endpoint and backend is the operator's: the admin token (Prometheus: `authorization`).
-        if client_keys.on and (denied := refused(request)):
-            return denied
-        return await metrics.page(request)
+    async def _changed(self) -> None:
+        self.app.state.pushed = True
+        await self.forget_unrouted()
 
-    async def healthz(request: Request) -> Response:
-        return JSONResponse({"status": "ok", "endpoints": len(table.models())})
 
-    async def readyz(request: Request) -> Response:
+def _routes_from_body(name: str, raw: bytes) -> EndpointRoutes | Response:
+    """The routes a PUT gives for `name`, or the answer that says what is wrong with them."""
+    try:
+        body = json.loads(raw or b"null")
+    except (json.JSONDecodeError, UnicodeDecodeError):
+        return openai_error(400, "The request body is not valid JSON.", "invalid_request_error", "invalid_json")
+    if not isinstance(body, dict):
+        return openai_error(400, "The routes must be a JSON object with model_name and backends.",
+                            "invalid_request_error", "invalid_routes")
+    body.setdefault("model_name", name)
+    if body["model_name"] != name:
+        return openai_error(400, f"model_name {body['model_name']!r} in the body differs from {name!r} in the path.",
+                            "invalid_request_error", "model_name_mismatch", "model_name")
+    try:
+        return EndpointRoutes.model_validate(body)
+    except ValidationError as exc:
+        problems = "; ".join(f"{'.'.join(str(p) for p in e['loc']) or 'body'}: {e['msg']}" for e in exc.errors())
+        return openai_error(422, f"Invalid routes: {problems}", "invalid_request_error", "invalid_routes")
+
+
+class Health:
+    """`/healthz` (the process answers) and `/readyz` (it knows its routes)."""
+
+    def __init__(self, app: GatewayApp, table: RouteTable):
+        self.app, self.table = app, table
+        self.saved_at_start = bool(table.models())
+
+    async def healthz(self, request: Request) -> Response:
+        return JSONResponse({"status": "ok", "endpoints": len(self.table.models())})
+
+    async def readyz(self, request: Request) -> Response:
         # A new replica that pulls its routes knows none until its first pull: it would answer 404 for
         # every model, so it takes no traffic until a pull or a push landed. A table saved by an
         # earlier run of this replica (its state dir) is served as after a pull: the one it last had.
-        sync = app.state.routes_sync
-        if sync is None or sync.last_pulled is not None or app.state.pushed or saved_at_start:
-            return JSONResponse({"status": "ready", "endpoints": len(table.models())})
+        state = self.app.state
+        sync = state.routes_sync
+        if sync is None or sync.last_pulled is not None or state.pushed or self.saved_at_start:
+            return JSONResponse({"status": "ready", "endpoints": len(self.table.models())})
         return openai_error(503, "The gateway has not received its routes yet: its first pull from the route "
                                  "source has not been answered.", "service_unavailable", "routes_not_loaded")
 
-    async def not_found(request: Request, exc: Exception) -> Response:
-        if isinstance(exc, RequestTooLarge):  # a body read by a handler other than the proxy
-            return too_large(exc.limit)
-        if isinstance(exc, BodyRefused):  # late, or past the bytes the gateway may hold
-            return exc.answer()
-        status = getattr(exc, "status_code", 404)
-        message = "Unknown URL." if status == 404 else f"Method {request.method} is not allowed here."
-        return openai_error(status, f"{message} ({request.method} {request.url.path})", "invalid_request_error",
-                            "unknown_url" if status == 404 else "method_not_allowed")
+
+async def _not_found(request: Request, exc: Exception) -> Response:
+    if isinstance(exc, RequestTooLarge):  # a body read by a handler other than the proxy
+        return too_large(exc.limit)
+    if isinstance(exc, BodyRefused):  # late, or past the bytes the gateway may hold
+        return exc.answer()
+    status = getattr(exc, "status_code", 404)
+    message = "Unknown URL." if status == 404 else f"Method {request.method} is not allowed here."
+    return openai_error(status, f"{message} ({request.method} {request.url.path})", "invalid_request_error",
+                        "unknown_url" if status == 404 else "method_not_allowed")
+
+
+async def _proxied_elsewhere(request: Request) -> Response:
+    raise AssertionError("POSTs to the proxy routes never reach Starlette (GatewayApp.__call__)")
+
+
+def create_gateway_app(*, state_dir: Path | None = None, admin_token_ref: str | None = None,
+                       probe_interval: float = 1.0, first_probe_after: float = 0.2,
+                       probe_timeout: float = 2.0, connect_timeout: float = 3.0,
+                       read_timeout: float = 600.0, max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
+                       client_keys_ref: str | None = None,
+                       tracer_provider: TracerProvider | None = None, bounds: Bounds | None = None) -> GatewayApp:
+    """`state_dir` None keeps routes in memory only; `admin_token_ref` None refuses every admin call;
+    `client_keys_ref` None leaves every endpoint open (see api/gateway/guard.py); `tracer_provider`
+    None traces nothing (the client's trace context is still forwarded; api/gateway/tracing.py); `bounds`
+    None takes the defaults (only its body deadline and bytes held apply here; the rest are the server's)."""
+    bounds = bounds or Bounds()
+    client_keys = ClientKeys(client_keys_ref)
+    table = RouteTable(state_dir, first_probe_after=first_probe_after)
+    metrics = GatewayMetrics(table)
+    upstreams = Upstreams(connect_timeout=connect_timeout, read_timeout=read_timeout)
+    tracer = RequestTracer(tracer_provider) if tracer_provider is not None else None
+    names = ModelNames(table, client_keys)
+    prober = Prober(table, upstreams, interval=probe_interval, timeout=probe_timeout)
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
-        task = asyncio.create_task(prober())
+        task = asyncio.create_task(prober.run())
         try:
             yield
         finally:
@@ -251,23 +286,30 @@ def create_gateway_app(*, state_dir: Path | None = None, admin_token_ref: str | 
                 await task
             await upstreams.aclose()
 
-    async def proxied_elsewhere(request: Request) -> Response:
-        raise AssertionError("POSTs to the proxy routes never reach Starlette (GatewayApp.__call__)")
+    async def metrics_page(request: Request) -> Response:
+        # Open like any exporter while the endpoints are open; once they need keys, the traffic by
+        # endpoint and backend is the operator's: the admin token (Prometheus: `authorization`).
+        if client_keys.on and (denied := admin.refused(request)):
+            return denied
+        return await metrics.page(request)
 
-    app = GatewayApp(routes=[
-        Route("/v1/models", models, methods=["GET"]),
-        Route("/v1/models/{model:path}", model, methods=["GET"]),
+    app = GatewayApp(exception_handlers={HTTPException: _not_found}, lifespan=lifespan,
+                     # Before routing, auth and parsing: no route reads more than this from a client.
+                     middleware=[Middleware(BodyLimit, limit=max_body_bytes, refuse=too_large)])
+    admin, health = Admin(app, table, upstreams, admin_token_ref), Health(app, table)
+    for route in (
+        Route("/v1/models", names.listed, methods=["GET"]),
+        Route("/v1/models/{model:path}", names.one, methods=["GET"]),
         # Declared so that other methods get 405, not 404; their POSTs go to the proxy below.
-        Route("/v1/chat/completions", proxied_elsewhere, methods=["POST"]),
-        Route("/v1/completions", proxied_elsewhere, methods=["POST"]),
-        Route("/admin/routes", admin_list, methods=["GET"]),
-        Route("/admin/routes/{model:path}", admin_route, methods=["GET", "PUT", "DELETE"]),
-        Route("/healthz", healthz, methods=["GET"]),
-        Route("/readyz", readyz, methods=["GET"]),
+        Route("/v1/chat/completions", _proxied_elsewhere, methods=["POST"]),
+        Route("/v1/completions", _proxied_elsewhere, methods=["POST"]),
+        Route("/admin/routes", admin.listed, methods=["GET"]),
+        Route("/admin/routes/{model:path}", admin.route, methods=["GET", "PUT", "DELETE"]),
+        Route("/healthz", health.healthz, methods=["GET"]),
+        Route("/readyz", health.readyz, methods=["GET"]),
         Route("/metrics", metrics_page, methods=["GET"]),
-    ], exception_handlers={HTTPException: not_found}, lifespan=lifespan,
-        # Before routing, auth and parsing: no route reads more than this from a client.
-        middleware=[Middleware(BodyLimit, limit=max_body_bytes, refuse=too_large)])
+    ):
+        app.router.routes.append(route)
     # The same body limit, in front of the proxy: no route reads more than it from a client.
     proxy = Proxy(table, upstreams, metrics, client_keys, tracer)
     app.proxy = BodyLimit(proxy, limit=max_body_bytes, refuse=too_large)
@@ -277,7 +319,7 @@ def create_gateway_app(*, state_dir: Path | None = None, admin_token_ref: str | 
     app.state.routes_sync = None  # set by wingsmith.gateway.routes_sync.attach
     app.state.pushed = False
     app.state.metrics = metrics
-    app.state.forget_unrouted = forget_unrouted  # for routes that change by a pull (routes_sync)
+    app.state.forget_unrouted = admin.forget_unrouted  # for routes that change by a pull (routes_sync)
     return app
 
 

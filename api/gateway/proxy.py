@@ -29,6 +29,7 @@ import time
 from typing import Any
 
 from opentelemetry.trace import Span
+from starlette.responses import JSONResponse
 from starlette.types import Receive, Scope, Send
 
 from api.body_limit import RequestTooLarge
@@ -103,42 +104,57 @@ class Proxy:
 
     async def _proxy(self, scope: Scope, receive: Receive, send: Send, start: float, span: Span | None,
                      out: _Outcome) -> None:
-        if self.client_keys.on:
-            try:  # before the body: a caller the door turns away sends none of it
-                self.client_keys.check_caller(_header(scope, b"authorization"), self.table.models())
-            except Refusal as refusal:
-                return await _answer(refused_by_door(refusal), scope, receive, send, out)
-        try:
-            raw = await _body(receive)  # at most the body limit: BodyLimit counts what arrives
-        except RequestTooLarge as exc:
-            return await _answer(too_large(exc.limit), scope, receive, send, out)
-        except BodyRefused as refusal:  # too slow, or past the bytes the gateway may hold
-            return await _answer(refusal.answer(), scope, receive, send, out)
-        if raw is None:
+        admitted = await self._admit(scope, receive)
+        if admitted is None:
             return  # the client went away before its request was whole
-        try:
-            body = json.loads(raw)
-        except (ValueError, RecursionError):  # not JSON, not text, or nested past the parser's depth
-            return await _answer(openai_error(400, "The request body is not valid JSON.", "invalid_request_error",
-                                              "invalid_json"), scope, receive, send, out)
-        if not isinstance(body, dict):
-            return await _answer(openai_error(400, "The request body must be a JSON object.",
-                                              "invalid_request_error", "invalid_json"), scope, receive, send, out)
-        name = body.get("model")
-        if not isinstance(name, str) or not name:
-            return await _answer(openai_error(400, "You must provide a model parameter.", "invalid_request_error",
-                                              "missing_model", "model"), scope, receive, send, out)
-        try:
-            self.client_keys.check(_header(scope, b"authorization") if self.client_keys.on else "", name)
-        except Refusal as refusal:
-            return await _answer(refused_by_door(refusal), scope, receive, send, out)
-        if self.table.get(name) is None:
-            return await _answer(unknown_model(name), scope, receive, send, out)
+        if isinstance(admitted, JSONResponse):
+            return await _answer(admitted, scope, receive, send, out)
+        raw, body, name = admitted
         out.endpoint = name
         headers = _forwarded_headers(scope["headers"])
         if span is not None:
             headers = RequestTracer.forwarded(span, headers)
-        path = scope["path"]
+        await self._route(name, raw, body, headers, scope, receive, send, start, out)
+
+    async def _admit(self, scope: Scope, receive: Receive) -> tuple[bytes, dict[str, Any], str] | JSONResponse | None:
+        """The request's body, parsed, and the endpoint it names; or the gateway's answer refusing it;
+        None when the client went away first."""
+        if self.client_keys.on:
+            try:  # before the body: a caller the door turns away sends none of it
+                self.client_keys.check_caller(_header(scope, b"authorization"), self.table.models())
+            except Refusal as refusal:
+                return refused_by_door(refusal)
+        try:
+            raw = await _body(receive)  # at most the body limit: BodyLimit counts what arrives
+        except RequestTooLarge as exc:
+            return too_large(exc.limit)
+        except BodyRefused as refusal:  # too slow, or past the bytes the gateway may hold
+            return refusal.answer()
+        if raw is None:
+            return None
+        try:
+            body = json.loads(raw)
+        except (ValueError, RecursionError):  # not JSON, not text, or nested past the parser's depth
+            return openai_error(400, "The request body is not valid JSON.", "invalid_request_error", "invalid_json")
+        if not isinstance(body, dict):
+            return openai_error(400, "The request body must be a JSON object.", "invalid_request_error",
+                                "invalid_json")
+        name = body.get("model")
+        if not isinstance(name, str) or not name:
+            return openai_error(400, "You must provide a model parameter.", "invalid_request_error",
+                                "missing_model", "model")
+        try:
+            self.client_keys.check(_header(scope, b"authorization") if self.client_keys.on else "", name)
+        except Refusal as refusal:
+            return refused_by_door(refusal)
+        if self.table.get(name) is None:
+            return unknown_model(name)
+        return raw, body, name
+
+    async def _route(self, name: str, raw: bytes, body: dict[str, Any], headers: list[tuple[bytes, bytes]],
+                     scope: Scope, receive: Receive, send: Send, start: float, out: _Outcome) -> None:
+        """To one of the endpoint's backends by weight, and at most once more to another when the first
+        fails before answering or answers a status worth retrying elsewhere."""
         tried: set[str] = set()
         failures: list[str] = []
         held: tuple[UpstreamResponse, BackendState, bytes | None] | None = None
@@ -152,7 +168,7 @@ class Proxy:
             if held is not None:
                 _release(held[0], held[1])
                 held = None
-            outcome = await self._attempt(state, path, raw, body, headers)
+            outcome = await self._attempt(state, scope["path"], raw, body, headers)
             if isinstance(outcome, str):
                 failures.append(f"{state.backend.id}: {outcome}")
                 continue
