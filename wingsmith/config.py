@@ -72,6 +72,9 @@ class Settings(BaseSettings):
     api_url: str | None = None
     # Clusters the API must see registered before /readyz answers 200 (`wingsmith up` sets its own).
     expected_clusters: Annotated[list[str], NoDecode] = Field(default_factory=list)
+    # Task queues a worker must poll before /readyz answers 200: `wingsmith up` sets its workers' queues;
+    # unset in production, where the API's readiness does not wait on other Deployments (docs/production.md).
+    expected_task_queues: Annotated[list[str], NoDecode] = Field(default_factory=list)
 
     # JSON object {token: {"name": ..., "roles": [...]}}. Unset: `wingsmith up` makes a local admin.
     auth_tokens: str | None = None
@@ -195,8 +198,8 @@ class Settings(BaseSettings):
     log_level: str = "INFO"
     log_format: str = Field(default="auto", description="json, console, or auto (console on a TTY)")
 
-    @field_validator("payload_old_key_refs", "kubeconfig_exec_allow", "expected_clusters", "oidc_algorithms",
-                     "traffic_gateway_urls", "traffic_gateway_dns", mode="before")
+    @field_validator("payload_old_key_refs", "kubeconfig_exec_allow", "expected_clusters", "expected_task_queues",
+                     "oidc_algorithms", "traffic_gateway_urls", "traffic_gateway_dns", mode="before")
     @classmethod
     def _comma_separated(cls, value):
         if isinstance(value, str):

@@ -9,6 +9,7 @@ extra is installed; started without it, it says so and exits 2.
 from __future__ import annotations
 
 import asyncio
+import os
 import signal
 import sys
 from concurrent.futures import ThreadPoolExecutor
@@ -22,19 +23,28 @@ from wingsmith.config import Settings, perf_task_queue
 from wingsmith.logs import configure_logging, get_logger
 from wingsmith.startup import load_settings, run_or_exit
 from wingsmith.temporal import connect
+from worker.perf_shutdown import RunningSearches
 
 log = get_logger("wingsmith.worker.perf")
 # Cached answers come back in milliseconds while one search runs (searches take turns: the tool is CPU-bound).
 _THREADS = 4
-# A search cannot be interrupted; a shutdown lets a running one finish rather than waste it.
-_GRACEFUL_SHUTDOWN = timedelta(seconds=60)
+# A shutdown cancels the running searches (worker/perf_shutdown.py): the time they get to end, and the time
+# the whole shutdown gets before the process ends anyway (a search deep in one C call cannot see its cancellation).
+_GRACEFUL_SHUTDOWN = timedelta(seconds=2)
+_STOP_WITHIN = timedelta(seconds=4)
+# A traffic plan's beats say which card it is planning (its status URL shows them): sent within seconds, not
+# the SDK's default of up to a minute (one small call per running search every few seconds).
+_BEATS_REACH_TEMPORAL_WITHIN = timedelta(seconds=5)
 
 
-def build_perf_worker(client: Client, task_queue: str, home: Path) -> Worker:
+def build_perf_worker(client: Client, task_queue: str, home: Path, searches: RunningSearches | None = None) -> Worker:
     from activities.perf import PerfActivities
     return Worker(client, task_queue=perf_task_queue(task_queue), activities=PerfActivities(home).all(),
+                  interceptors=[searches] if searches is not None else [],
                   activity_executor=ThreadPoolExecutor(_THREADS, thread_name_prefix="wingsmith-perf"),
-                  max_concurrent_activities=_THREADS, graceful_shutdown_timeout=_GRACEFUL_SHUTDOWN)
+                  max_concurrent_activities=_THREADS, graceful_shutdown_timeout=_GRACEFUL_SHUTDOWN,
+                  max_heartbeat_throttle_interval=_BEATS_REACH_TEMPORAL_WITHIN,
+                  default_heartbeat_throttle_interval=_BEATS_REACH_TEMPORAL_WITHIN)
 
 
 def preload() -> None:
@@ -45,7 +55,8 @@ def preload() -> None:
 async def run(settings: Settings) -> None:
     client = await connect(settings)
     preload()
-    worker = build_perf_worker(client, settings.task_queue, settings.home)
+    searches = RunningSearches()
+    worker = build_perf_worker(client, settings.task_queue, settings.home, searches)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
@@ -56,7 +67,14 @@ async def run(settings: Settings) -> None:
     await asyncio.wait([running, stopped], return_when=asyncio.FIRST_COMPLETED)
     if running.done() and running.exception():
         log.error("perf worker crashed", error=repr(running.exception()))
-    await worker.shutdown()
+    cancelled = searches.stop()
+    log.info("perf worker stopping", searches_cancelled=cancelled)
+    try:
+        await asyncio.wait_for(worker.shutdown(), _STOP_WITHIN.total_seconds())
+    except TimeoutError:
+        log.warning("perf worker stopped before its searches ended", within_seconds=_STOP_WITHIN.total_seconds())
+        sys.stdout.flush()
+        os._exit(0)  # the interpreter would wait for the search's thread at exit
 
 
 def main() -> None:

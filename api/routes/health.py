@@ -1,6 +1,8 @@
-"""Liveness, readiness and the version. /healthz: the process answers. /readyz: Postgres and Temporal answer and
+"""Liveness, readiness and the version. /healthz: the process answers. /readyz: Postgres and Temporal answer,
 the clusters this plane was started with (WINGSMITH_EXPECTED_CLUSTERS, set by `wingsmith up`) are
-registered; the body says which check is still pending."""
+registered, and a worker polls each task queue in WINGSMITH_EXPECTED_TASK_QUEUES (also set by `up` only:
+in production the API's readiness does not wait on the worker Deployments, docs/production.md); the body
+says which check is still pending."""
 
 from __future__ import annotations
 
@@ -8,12 +10,16 @@ import asyncio
 
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
+from temporalio.api.enums.v1 import TaskQueueType
+from temporalio.api.taskqueue.v1 import TaskQueue
+from temporalio.api.workflowservice.v1 import DescribeTaskQueueRequest
 
 from api.responses import Health, Readiness, Version
 from wingsmith.store.clusters import list_clusters
 from wingsmith.version import build, release
 
 router = APIRouter(tags=["health"])
+_POLLED_FOR = (TaskQueueType.TASK_QUEUE_TYPE_WORKFLOW, TaskQueueType.TASK_QUEUE_TYPE_ACTIVITY)
 
 
 @router.get("/healthz", response_model=Health)
@@ -33,6 +39,8 @@ async def readyz(request: Request) -> JSONResponse:
     checks = {"postgres": await _check_postgres(request), "temporal": await _check_temporal(request)}
     if request.app.state.settings.expected_clusters:
         checks["clusters"] = await _check_clusters(request) if checks["postgres"] == "ok" else "unknown (no registry)"
+    if request.app.state.settings.expected_task_queues:
+        checks["workers"] = await _check_workers(request) if checks["temporal"] == "ok" else "unknown (no Temporal)"
     ready = all(c == "ok" for c in checks.values())
     return JSONResponse({"status": "ready" if ready else "not ready", "checks": checks},
                         status_code=200 if ready else 503)
@@ -80,3 +88,25 @@ async def _check_clusters(request: Request) -> str:
         return f"unreachable: {type(exc).__name__}"
     pending = sorted(set(expected) - {c.name for c in registered})
     return f"pending registration: {', '.join(pending)}" if pending else "ok"
+
+
+async def _check_workers(request: Request) -> str:
+    """A worker polls each expected task queue (for workflows or for activities), as Temporal saw it: it
+    remembers a poller for a few minutes after its worker went away, so this says "started", not "alive"."""
+    client = request.app.state.temporal
+
+    async def polled(queue: str) -> bool:
+        for kind in _POLLED_FOR:
+            described = await asyncio.wait_for(client.workflow_service.describe_task_queue(DescribeTaskQueueRequest(
+                namespace=client.namespace, task_queue=TaskQueue(name=queue), task_queue_type=kind)), timeout=2)
+            if described.pollers:
+                return True
+        return False
+
+    queues = request.app.state.settings.expected_task_queues
+    try:
+        seen = await asyncio.gather(*(polled(queue) for queue in queues))
+    except Exception as exc:  # noqa: BLE001
+        return f"unreachable: {type(exc).__name__}"
+    idle = [queue for queue, polling in zip(queues, seen, strict=True) if not polling]
+    return f"no worker is polling task queue {', '.join(idle)}" if idle else "ok"

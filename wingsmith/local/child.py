@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from wingsmith.local.launcher import start_part
 from wingsmith.local.private import open_private_log
 from wingsmith.startup import EXIT_MISCONFIGURED
 
@@ -66,9 +67,10 @@ class Child:
 
     def start(self) -> None:
         with open_private_log(self.log_path) as log:
-            self.process = subprocess.Popen(self.cmd, env=self.env, stdout=log, stderr=subprocess.STDOUT,
-                                            stdin=subprocess.DEVNULL, start_new_session=True,
-                                            pass_fds=self.pass_fds)
+            # Killed outright when `up` is: an orderly stop would wait on Postgres and Temporal, which go
+            # at the same moment (the API's waited minutes on its pool). Every part's state survives a kill.
+            self.process = start_part(self.cmd, when_orphaned=signal.SIGKILL, env=self.env, stdout=log,
+                                      stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, pass_fds=self.pass_fds)
         self.started_at = time.monotonic()
         self.restart_at = None
 
@@ -112,8 +114,38 @@ class Child:
         return f"{self.name} {how_it_ended(code)} after {ran:.1f} s; starting it again in {delay:g} s. {last_words}"
 
     def stop(self, timeout: float = 15) -> None:
-        from wingsmith.local.temporal_server import stop_process
-        stop_process(self.process, timeout)
+        self.ask_to_stop()
+        self.wait_stopped(time.monotonic() + timeout)
+
+    @property
+    def stop_signal(self) -> signal.Signals:
+        return signal.SIGTERM
+
+    def ask_to_stop(self) -> None:
+        if self.process is not None and self.process.poll() is None:
+            self.process.send_signal(self.stop_signal)
+
+    def wait_stopped(self, deadline: float) -> None:
+        """Until it has ended; killed if it still runs at `deadline`."""
+        if self.process is None:
+            return
+        try:
+            self.process.wait(max(0.0, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+
+
+def stop_all(children: list[Child], timeout: float = 15) -> None:
+    """The parts all at once, then the servers they use (Temporal, Postgres; neither needs the other) all at
+    once: stopping takes as long as the slowest of each kind rather than as long as all of them in turn."""
+    for kind in ([child for child in children if not isinstance(child, ServerChild)],
+                 [child for child in children if isinstance(child, ServerChild)]):
+        for child in kind:
+            child.ask_to_stop()
+        deadline = time.monotonic() + timeout
+        for child in kind:
+            child.wait_stopped(deadline)
 
 
 @dataclass
@@ -132,6 +164,10 @@ class ServerChild(Child):
 
     def stop(self, timeout: float = 15) -> None:
         self.server.stop(timeout)
+
+    @property
+    def stop_signal(self) -> signal.Signals:
+        return self.server.STOP_SIGNAL
 
 
 @dataclass
@@ -167,9 +203,9 @@ class Spare(Child):
         self.restart_at = time.monotonic() + NEXT_SPARE_AFTER
         return promoted
 
-    def stop(self, timeout: float = 15) -> None:
+    def ask_to_stop(self) -> None:
         self._close_pipe()  # a spare that was never promoted reads the end of the pipe and leaves
-        super().stop(timeout)
+        super().ask_to_stop()
 
     def _close_pipe(self) -> None:
         if self.promote_fd is not None:

@@ -31,7 +31,11 @@ def free_port() -> int:
 
 
 class LocalPostgres:
-    def __init__(self, data_dir: Path, port: int, *, durable: bool = True, log_file: Path | None = None):
+    STOP_SIGNAL = signal.SIGINT  # a "fast" shutdown: rolls back open transactions, clean
+
+    def __init__(self, data_dir: Path, port: int, *, durable: bool = True, log_file: Path | None = None,
+                 dies_with_parent: bool = False):
+        self.dies_with_parent = dies_with_parent  # `up`'s (wingsmith/local/launcher.py)
         self.data_dir = Path(data_dir).resolve()
         self.port = port
         self.durable = durable
@@ -76,10 +80,12 @@ class LocalPostgres:
         if not self.durable:
             # Test databases are thrown away: trade crash safety for speed.
             args += ["-c", "fsync=off", "-c", "synchronous_commit=off", "-c", "full_page_writes=off"]
+        from wingsmith.local.launcher import start_part
         from wingsmith.local.private import open_private_log
         log = open_private_log(self.log_file)
-        self.process = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT, user=self._user,
-                                        start_new_session=True)
+        # Orphaned, it stops as `stop` asks: quickly, and needing nobody else.
+        self.process = start_part(args, dies_with_parent=self.dies_with_parent, when_orphaned=self.STOP_SIGNAL,
+                                  user=self._user, stdout=log, stderr=subprocess.STDOUT)
         log.close()
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
@@ -110,7 +116,7 @@ class LocalPostgres:
     def stop(self, timeout: float = 15) -> None:
         if self.process is None or self.process.poll() is not None:
             return
-        self.process.send_signal(signal.SIGINT)  # "fast" shutdown: rolls back open transactions, clean
+        self.process.send_signal(self.STOP_SIGNAL)
         try:
             self.process.wait(timeout)
         except subprocess.TimeoutExpired:

