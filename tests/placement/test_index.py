@@ -1,19 +1,22 @@
-"""The fleet index and the compact decision change how much placement looks at and says, never what
-it decides: on random fleets the indexed placement equals the exhaustive placement it replaced
-(tests/placement/reference_place.py, frozen) in full when every cluster is explained, and otherwise
-for every cluster it explains, with every other cluster grouped under the first filter the exhaustive
-placement saw it fail, or passed over where the exhaustive placement found it eligible and gave it nothing."""
+"""Placement decides as the rules say, however little of the fleet it looks at and says: on random
+fleets a decision equals the oracle's (tests/placement/oracle.py: every cluster judged in full, node by
+node) in full when every cluster is explained, and otherwise for every cluster it explains, with every
+other cluster grouped under the first filter the oracle saw it fail, or passed over where the oracle
+found it eligible and gave it nothing. Scoring only the clusters that could be among the best (the
+shortlist) is checked to change no decision."""
 
 from __future__ import annotations
 
 import importlib
 import random
+from collections import Counter
+from typing import NamedTuple
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tests.placement import reference_place
+from tests.placement import oracle
 from tests.placement.test_properties import fleets, plans
 from wingsmith.placement import (
     ClusterInfo,
@@ -30,75 +33,135 @@ from wingsmith.placement import (
 place_module = importlib.import_module("wingsmith.placement.place")  # the package exports the function by that name
 
 
+def assert_as_oracle(verdict: ClusterVerdict, outcome: oracle.Outcome) -> None:
+    """One cluster's verdict says what the oracle decided of it."""
+    assert [f.name for f in verdict.filters] == [*oracle.STATIC, *oracle.NODE]
+    assert [f.name for f in verdict.filters if not f.passed] == outcome.failed, verdict.cluster
+    assert (verdict.eligible, verdict.fits, verdict.replicas) == (not outcome.failed, outcome.fits, outcome.replicas)
+    assert verdict.score == (outcome.score if outcome.score is not None else 0.0)
+    taken: Counter = Counter()
+    for use in verdict.node_use:  # (an inventory may list alike nodes as two pools)
+        taken[(use.gpus_per_node, use.free_before, use.gpus_taken)] += use.nodes
+    assert taken == outcome.taken
+    if verdict.eligible:
+        assert [t.name for t in verdict.scores] == ["whole_free_nodes", "fragmentation", "labels", "spread"]
+        assert sum(t.value * t.weight for t in verdict.scores[:-1]) == pytest.approx(verdict.score)
+
+
 @settings(max_examples=400, deadline=None)
 @given(plan=plans(), fleet=fleets())
-def test_every_cluster_explained_is_the_exhaustive_decision_exactly(plan, fleet):
+def test_every_cluster_explained_is_the_oracle_decision(plan, fleet):
     inventories, infos = fleet
     decision = place(plan, inventories, infos, explain=True)
+    replicas, outcomes = oracle.place(plan, inventories, infos)
     assert decision.ruled_out == [] and decision.passed_over == []
-    decision = decision.model_copy(update={"clusters": [as_before_preflight(v) for v in decision.clusters]})
-    assert decision.model_dump() == {**reference_place.place(plan, inventories, infos).model_dump(),
-                                     "ruled_out": [], "passed_over": []}
+    assert decision.replicas == replicas and list(decision.replicas) == sorted(replicas)
+    assert (decision.placed, decision.unplaced) == (sum(replicas.values()), plan.replicas - sum(replicas.values()))
+    assert [v.cluster for v in decision.clusters] == list(outcomes)
+    for verdict in decision.clusters:
+        assert_as_oracle(verdict, outcomes[verdict.cluster])
 
 
-def as_before_preflight(verdict: ClusterVerdict) -> ClusterVerdict:
-    """A verdict as the oracle (older than the preflight filter) gives it: these fleets' clusters were never
-    checked, so each passes the preflight filter, which the oracle does not list."""
-    filters = [f for f in verdict.filters if f.name != "preflight" or not f.passed]
-    assert len(filters) == len(verdict.filters) - 1, verdict.filters
-    return verdict.model_copy(update={"filters": filters})
+class Judged(NamedTuple):
+    """What a decision is held to: the oracle's replicas and outcomes, and the verdicts (their words) of
+    the decision that explains every cluster."""
+    plan: PlacementPlan
+    replicas: dict[str, int]
+    outcomes: dict[str, oracle.Outcome]
+    full: dict[str, ClusterVerdict]
 
 
-def assert_same_decision_grouped(decision: PlacementDecision, exhaustive: PlacementDecision) -> None:
-    """`decision` explains some clusters in full and groups the others: the same as `exhaustive` wherever
-    it speaks, and silent on nothing."""
+def judge(plan: PlacementPlan, inventories: list[ClusterInventory], infos: list[ClusterInfo]) -> Judged:
+    replicas, outcomes = oracle.place(plan, inventories, infos)
+    every = place(plan, inventories, infos, explain=True)
+    return Judged(plan, replicas, outcomes, {v.cluster: v for v in every.clusters})
+
+
+def assert_same_decision_grouped(decision: PlacementDecision, judged: Judged) -> None:
+    """`decision` explains some clusters in full and groups the others: the same as the oracle wherever
+    it speaks, and silent on nothing; in the words of the decision that explains every cluster."""
+    plan, replicas, outcomes, full = judged
     assert (decision.replicas, decision.placed, decision.unplaced) == \
-           (exhaustive.replicas, exhaustive.placed, exhaustive.unplaced)
-    assert list(decision.replicas) == list(exhaustive.replicas)  # in name order, as the summary lists them
+           (replicas, sum(replicas.values()), plan.replicas - sum(replicas.values()))
+    assert list(decision.replicas) == sorted(replicas)  # in name order, as the summary lists them
+    assert [v.cluster for v in decision.clusters] == sorted(v.cluster for v in decision.clusters)
+    for verdict in decision.clusters:
+        assert verdict == full[verdict.cluster]
+        assert_as_oracle(verdict, outcomes[verdict.cluster])
+    assert {v.cluster for v in decision.clusters} >= set(decision.replicas)  # every cluster with replicas
+    ruled = [name for group in decision.ruled_out for name in group.clusters]
+    # each exactly once
+    assert sorted(ruled + decision.passed_over + [v.cluster for v in decision.clusters]) == sorted(outcomes)
+    assert decision.passed_over == sorted(decision.passed_over)
+    for name in decision.passed_over:
+        assert not outcomes[name].failed and outcomes[name].replicas == 0
+    for group in decision.ruled_out:
+        assert group.clusters == sorted(group.clusters)
+        for name in group.clusters:
+            assert outcomes[name].failed[:1] == [group.filter], (name, group.filter)
+            first = next(f for f in full[name].filters if not f.passed)
+            # Clusters without the card are one group; a verdict also names the cards they have.
+            assert first.reason == group.reason or (
+                group.filter == "hardware" and first.reason.startswith(group.reason)), (name, group)
     if not decision.unplaced:
-        assert decision.summary == exhaustive.summary
-    else:  # the same head; the reasons of clusters ruled out together come as one, with their count
-        assert decision.summary.split(" unplaced. ")[0] == exhaustive.summary.split(" unplaced. ")[0]
-        if " unplaced. " not in exhaustive.summary:  # e.g. a card that is never placed says only that
-            assert decision.summary == exhaustive.summary
-        else:
+        assert decision.summary.startswith(f"placed {decision.placed} replica(s) of ")
+    else:  # every reason, the reasons of clusters ruled out together as one, with their count
+        assert decision.summary.startswith(f"placed {decision.placed} of {plan.replicas} replica(s)") or \
+            decision.summary.startswith("nothing placed: ") or decision.summary.startswith("no clusters")
+        if decision.summary.startswith("placed"):
             for verdict in decision.clusters:
                 assert f"{verdict.cluster}: {verdict.unplaced_reason}" in decision.summary
             for group in decision.ruled_out:
                 assert f"{len(group.clusters)} cluster(s) (" in decision.summary and group.reason in decision.summary
-    before = {v.cluster: v for v in exhaustive.clusters}
-    assert [v.cluster for v in decision.clusters] == sorted(v.cluster for v in decision.clusters)
-    for verdict in decision.clusters:
-        assert as_before_preflight(verdict) == before[verdict.cluster]
-    assert {v.cluster for v in decision.clusters} >= set(decision.replicas)  # every cluster with replicas
-    ruled = [name for group in decision.ruled_out for name in group.clusters]
-    # each exactly once
-    assert sorted(ruled + decision.passed_over + [v.cluster for v in decision.clusters]) == sorted(before)
-    assert decision.passed_over == sorted(decision.passed_over)
-    for name in decision.passed_over:
-        assert before[name].eligible and before[name].replicas == 0
-    for group in decision.ruled_out:
-        assert group.clusters == sorted(group.clusters)
-        for name in group.clusters:
-            old = before[name]
-            assert not old.eligible and old.replicas == 0
-            first = next(f for f in old.filters if not f.passed)
-            assert group.filter == first.name, (name, group.filter, first)
-            # Clusters without the card are one group; the exhaustive verdict also named the cards they have.
-            assert first.reason == group.reason or (
-                group.filter == "hardware" and first.reason.startswith(group.reason)), (name, group)
+
+
+@st.composite
+def open_fleets(draw):
+    """A plan and a fleet whose clusters pass the static filters and have several pools of the plan's
+    card, so that the scores, the dealing and the nodes replicas take are exercised (the strategies of
+    test_properties.py mostly exercise the filters)."""
+    plan = PlacementPlan(
+        hardware="h200", gpus_per_node=draw(st.sampled_from([1, 2, 3, 4, 8])),
+        nodes_per_replica=draw(st.sampled_from([1, 1, 2, 3])), replicas=draw(st.integers(1, 20)),
+        constraints=PlacementConstraints(preferred_labels=draw(st.sampled_from([{}, {"tier": "a"}])),
+                                         max_replicas_per_cluster=draw(st.one_of(st.none(), st.integers(1, 4))),
+                                         spread=draw(st.sampled_from(["spread", "pack"]))))
+    names = draw(st.lists(st.sampled_from([f"c{i}" for i in range(7)]), min_size=1, max_size=7, unique=True))
+    inventories = [ClusterInventory(cluster=name, pools=draw(st.lists(h200_pools(), min_size=1, max_size=4)))
+                   for name in names]
+    infos = [ClusterInfo(name=name, labels=draw(st.sampled_from([{}, {"tier": "a"}, {"tier": "b"}])))
+             for name in names]
+    return plan, inventories, infos
+
+
+@st.composite
+def h200_pools(draw):
+    cap = draw(st.sampled_from([4, 8, 16]))
+    free = draw(st.one_of(st.just(cap), st.integers(0, cap)))
+    return NodePool(hardware_id="h200", gpus_per_node=cap, free_gpus=free, nodes=draw(st.integers(1, 6)))
+
+
+@settings(max_examples=300, deadline=None)
+@given(case=open_fleets(), data=st.data())
+def test_clusters_that_pass_every_filter_score_and_deal_as_the_oracle(case, data):
+    plan, inventories, infos = case
+    judged = judge(plan, inventories, infos)
+    for verdict in judged.full.values():
+        assert_as_oracle(verdict, judged.outcomes[verdict.cluster])
+    asked = data.draw(st.lists(st.sampled_from(sorted(judged.outcomes)), max_size=2))
+    assert_same_decision_grouped(place(plan, inventories, infos, explain=asked), judged)
 
 
 @settings(max_examples=400, deadline=None)
 @given(plan=plans(), fleet=fleets(), data=st.data())
-def test_a_compact_decision_decides_as_the_exhaustive_placement(plan, fleet, data):
+def test_a_compact_decision_decides_as_the_oracle(plan, fleet, data):
     inventories, infos = fleet
     names = sorted({i.cluster for i in inventories} | {c.name for c in infos})
     asked = data.draw(st.lists(st.sampled_from(names), max_size=3) if names else st.just([]))
-    exhaustive = reference_place.place(plan, inventories, infos)
-    assert_same_decision_grouped(place(plan, inventories, infos), exhaustive)
+    judged = judge(plan, inventories, infos)
+    assert_same_decision_grouped(place(plan, inventories, infos), judged)
     decision = place(plan, inventories, infos, explain=asked)
-    assert_same_decision_grouped(decision, exhaustive)
+    assert_same_decision_grouped(decision, judged)
     assert {v.cluster for v in decision.clusters} == set(decision.replicas) | set(asked)
 
 
@@ -126,10 +189,10 @@ def random_fleet(count: int, seed: int) -> tuple[list[ClusterInventory], list[Cl
                                         constraints=PlacementConstraints(spread="pack", regions=["eu"])),
                                    dict(hardware="b200", gpus_per_node=8, nodes_per_replica=1, replicas=100_000),
                                    dict(hardware="mi355x", gpus_per_node=8, nodes_per_replica=1, replicas=1)])
-def test_a_3000_cluster_fleet_decides_as_before(shape):
+def test_a_3000_cluster_fleet_decides_as_the_oracle(shape):
     inventories, infos = random_fleet(3_000, seed=11)
     plan = PlacementPlan(**shape)
-    assert_same_decision_grouped(place(plan, inventories, infos), reference_place.place(plan, inventories, infos))
+    assert_same_decision_grouped(place(plan, inventories, infos), judge(plan, inventories, infos))
 
 
 def _count_evaluated(monkeypatch) -> list[str]:
@@ -147,9 +210,9 @@ def _count_evaluated(monkeypatch) -> list[str]:
 @pytest.mark.parametrize("seed", range(6))
 def test_scoring_only_the_clusters_that_could_be_among_the_best_decides_as_scoring_them_all(seed, monkeypatch):
     # Plans that ask for fewer replicas than the clusters that pass could take: a cluster is scored only
-    # when the most its counts and labels allow could put it among the best scored so far. The bound is
-    # exact for whole-node replicas and loose for single-node ones on partly free nodes and for labels;
-    # pools of a product the plane does not know (no hardware id) are never the plan's card.
+    # when the most it could score (its labels' term, every other term at its best) could put it among
+    # the best scored so far; pools of a product the plane does not know (no hardware id) are never the
+    # plan's card.
     rng = random.Random(seed)
     inventories, infos = random_fleet(400, seed)
     inventories = [inv.model_copy(update={"pools": [*inv.pools, NodePool(hardware_id=None, product="NVIDIA-X",
@@ -164,10 +227,12 @@ def test_scoring_only_the_clusters_that_could_be_among_the_best_decides_as_scori
         plan = PlacementPlan(**shape, constraints=PlacementConstraints(
             preferred_labels=rng.choice([{}, {"tier": "gold"}]), spread=rng.choice(["spread", "pack"]),
             max_replicas_per_cluster=rng.choice([None, 1, 3]), regions=rng.choice([[], ["eu", "us"]])))
+        judged = judge(plan, inventories, infos)
         evaluated.clear()
         decision = place(plan, inventories, infos)
-        assert_same_decision_grouped(decision, reference_place.place(plan, inventories, infos))
-    # the last plan: its bound is its score but for fragmentation, which whole 8-GPU nodes leave at 1
+        assert_same_decision_grouped(decision, judged)
+    # the last plan: the most a cluster can score is its score but for fragmentation, which whole 8-GPU
+    # nodes leave at 1
     assert len(evaluated) < (len(decision.passed_over) + len(decision.replicas)) / 2
 
 
@@ -230,12 +295,12 @@ def busy_fleet(count: int, seed: int) -> tuple[list[ClusterInventory], list[Clus
     (3, dict(hardware="gb200", gpus_per_node=4, nodes_per_replica=4, replicas=50,
              constraints=PlacementConstraints(denied_clusters=["cluster-00003"], required_labels={"tier": "gold"}))),
 ])
-def test_a_10000_cluster_decision_is_under_1_mb_and_the_exhaustive_decision(seed, shape):
+def test_a_10000_cluster_decision_is_under_1_mb_and_the_oracle_decision(seed, shape):
     inventories, infos = busy_fleet(10_000, seed)
     plan = PlacementPlan(**shape)
     decision = place(plan, inventories, infos)
-    exhaustive = reference_place.place(plan, inventories, infos)
-    assert len(exhaustive.model_dump_json()) > 2_000_000  # what a decision cluster by cluster would weigh
+    every = place(plan, inventories, infos, explain=True)
+    assert len(every.model_dump_json()) > 2_000_000  # what a decision cluster by cluster would weigh
     assert len(decision.model_dump_json()) < 1_000_000
     assert decision.placed and len(decision.passed_over) > 100 and len(decision.ruled_out) > 1
-    assert_same_decision_grouped(decision, exhaustive)
+    assert_same_decision_grouped(decision, judge(plan, inventories, infos))

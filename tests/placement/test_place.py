@@ -313,3 +313,60 @@ def test_an_unplaced_decision_names_every_reason_in_its_summary():
     assert [v.cluster for v in decision.clusters] == ["a"] and decision.passed_over == []
     assert "a: full: its free nodes hold 2 replica(s)" in decision.summary
     assert "1 cluster(s) (c): filtered out by hardware: no h200 nodes" in decision.summary
+
+
+# --- the words of a verdict -------------------------------------------------------------------------------
+
+def test_a_verdict_words_every_filter_and_score_term():
+    # What a person reads for a cluster that passes everything, one that fails every static filter and has
+    # no node of the card, and the words of filters a plan leaves unset (property tests check the outcomes).
+    inventories = [ClusterInventory(cluster="a", pools=[pool("h200", 8, 8, 2), pool("h200", 8, 4, 1)]),
+                   ClusterInventory(cluster="b", pools=[pool("b200", 8, 8, 2)], unlabelled_gpu_nodes=2),
+                   ClusterInventory(cluster="c", source="manual", pools=[pool("h200", 4, 4, 3)])]
+    clusters = [ClusterInfo(name="a", region="eu", labels={"net": "ib", "tier": "gold"}),
+                ClusterInfo(name="b", cordoned=True, unplaceable="its Dynamo CRDs are missing", region="us"),
+                ClusterInfo(name="c", region="eu", labels={"net": "ib"})]
+    decision = place(plan(LLAMA70B_H100 | {"hardware": "h200"}, 3, regions=["eu"], required_labels={"net": "ib"},
+                          preferred_labels={"tier": "gold"}, allowed_clusters=["a", "c"], denied_clusters=["b"]),
+                     inventories, clusters)
+    a, b, c = (verdict(decision, name) for name in "abc")
+    assert [(f.name, f.passed, f.reason) for f in a.filters] == [
+        ("registered", True, "registered"), ("inventory", True, "live inventory"), ("cordon", True, "not cordoned"),
+        ("preflight", True, "its last preflight check passed, or it was never checked"),
+        ("allowed_clusters", True, "in the allowed clusters"), ("denied_clusters", True, "not denied"),
+        ("region", True, "region eu is allowed"), ("required_labels", True, "carries the required labels"),
+        ("hardware", True, "3 h200 node(s)"), ("node_shape", True, "h200 nodes with 4+ GPUs: 3"),
+        ("capacity", True, "free nodes hold 5 replica(s) of 4 h200 GPU(s)")]
+    assert [(t.name, t.value, t.weight, t.detail) for t in a.scores] == [
+        ("whole_free_nodes", 1.0, 1.0, "2 of 2 entirely free h200 node(s) stay free after one replica lands; "
+                                       "all replicas on whole nodes would take 2"),
+        ("fragmentation", 1.0, 1.0, "one replica here leaves 0 of 8 GPUs idle on the node(s) it uses "
+                                    "(1.0: it fills them exactly)"),
+        ("labels", 1.0, 1.0, "carries 1 of 1 preferred label(s)"),
+        ("spread", 2.0, -40.0, "spread: 2 replica(s) here; lowers its score by 40 per replica already here, "
+                               "so replicas go round-robin")]
+    assert [(u.gpus_per_node, u.free_before, u.nodes, u.gpus_taken) for u in a.node_use] == [(8, 4, 1, 4), (8, 8, 1, 4)]
+    assert [(f.name, f.passed, f.reason) for f in b.filters] == [
+        ("registered", True, "registered"), ("inventory", True, "live inventory"),
+        ("cordon", False, "cordoned: takes no new replicas"), ("preflight", False, "its Dynamo CRDs are missing"),
+        ("allowed_clusters", False, "not in the allowed clusters"),
+        ("denied_clusters", False, "in the denied clusters"),
+        ("region", False, "region us is not one of eu"), ("required_labels", False, "lacks label(s) net=ib"),
+        ("hardware", False, "no h200 nodes (has: b200); 2 GPU node(s) carry no nvidia.com/gpu.product label"),
+        ("node_shape", False, "no h200 nodes to hold 4 GPUs per node"), ("capacity", False, "no node of this shape")]
+    assert (b.scores, b.score, b.fits) == ([], 0.0, 0)
+    assert (c.filters[1].reason, c.score, c.scores[0].value, c.scores[2].detail) == (
+        "manual inventory", 1.666666667, 2 / 3, "carries 0 of 1 preferred label(s)")
+    assert decision.summary == "placed 3 replica(s) of 4 h200 GPU(s) on 2 cluster(s): a=2, c=1"
+
+    unset = place_compactly(plan(TWO_WHOLE_H200, 1), inventories, clusters, explain=["a"])
+    [a] = unset.clusters
+    assert [f.reason for f in a.filters if f.name in ("allowed_clusters", "region", "required_labels", "capacity")] \
+        == ["no allow-list", "any region", "no required labels",
+            "free nodes hold 1 replica(s) of 8 h200 GPU(s) × 2 nodes"]
+    assert [(t.name, t.value, t.detail) for t in a.scores[:3]] == [
+        ("whole_free_nodes", 0.0, "0 of 2 entirely free h200 node(s) stay free after one replica lands; all replicas "
+                                  "on whole nodes would take 2"),
+        ("fragmentation", 1.0, "one replica here leaves 0 of 16 GPUs idle on the node(s) it uses "
+                               "(1.0: it fills them exactly)"),
+        ("labels", 1.0, "no preferred labels")]

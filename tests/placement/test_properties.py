@@ -18,8 +18,9 @@ NAMES = [f"c{i}" for i in range(7)]
 def pools(draw):
     hw = draw(st.sampled_from(sorted(CARDS)))
     cap = draw(st.sampled_from([CARDS[hw], CARDS[hw] // 2, 2 * CARDS[hw]]))
-    return NodePool(hardware_id=hw, gpus_per_node=cap, free_gpus=draw(st.integers(0, cap)),
-                    nodes=draw(st.integers(1, 6)))
+    # entirely free and entirely used nodes are common: multi-node replicas take only entirely free ones
+    free = draw(st.one_of(st.just(cap), st.just(0), st.integers(0, cap)))
+    return NodePool(hardware_id=hw, gpus_per_node=cap, free_gpus=free, nodes=draw(st.integers(1, 6)))
 
 
 @st.composite
@@ -28,24 +29,31 @@ def fleets(draw):
     inventories = [ClusterInventory(cluster=n, pools=draw(st.lists(pools(), max_size=5)),
                                     error=draw(st.sampled_from([None] * 6 + ["unreachable"])))
                    for n in names if draw(st.integers(0, 9))]  # a few registered clusters have no inventory
-    infos = [ClusterInfo(name=n, region=draw(st.sampled_from(["eu", "us"])), cordoned=draw(st.booleans()),
-                         labels=draw(st.dictionaries(st.sampled_from(["tier", "net"]), st.sampled_from(["a", "b"]))))
+    infos = [ClusterInfo(name=n, region=draw(st.sampled_from(["eu", "us"])),
+                         cordoned=draw(st.sampled_from([False] * 3 + [True])),
+                         labels=draw(st.dictionaries(st.sampled_from(["tier", "net"]), st.sampled_from(["a", "b"]))),
+                         unplaceable=draw(st.sampled_from([None] * 6 + ["preflight failed: no Dynamo CRDs"])))
              for n in names if draw(st.integers(0, 9))]   # and a few inventories have no registration
     return inventories, infos
 
 
 @st.composite
 def plans(draw):
+    # Constraints are unset half the time, so that many clusters pass every filter and the scores, the
+    # dealing and the nodes replicas take are exercised as much as the filters.
     constraints = PlacementConstraints(
-        regions=draw(st.lists(st.sampled_from(["eu", "us", "ap"]), max_size=2, unique=True)),
-        allowed_clusters=draw(st.lists(st.sampled_from(NAMES), max_size=4, unique=True)),
+        regions=draw(st.one_of(st.just([]), st.lists(st.sampled_from(["eu", "us", "ap"]), max_size=2, unique=True))),
+        allowed_clusters=draw(st.one_of(st.just([]), st.lists(st.sampled_from(NAMES), max_size=4, unique=True))),
         denied_clusters=draw(st.lists(st.sampled_from(NAMES), max_size=2, unique=True)),
-        required_labels=draw(st.dictionaries(st.just("net"), st.sampled_from(["a", "b"]))),
+        required_labels=draw(st.one_of(st.just({}), st.dictionaries(st.just("net"), st.sampled_from(["a", "b"])))),
         preferred_labels=draw(st.dictionaries(st.just("tier"), st.sampled_from(["a", "b"]))),
         max_replicas_per_cluster=draw(st.one_of(st.none(), st.integers(1, 4))),
         spread=draw(st.sampled_from(["spread", "pack"])))
-    return PlacementPlan(hardware=draw(st.sampled_from(sorted(CARDS))), gpus_per_node=draw(st.integers(1, 16)),
-                         nodes_per_replica=draw(st.integers(1, 3)), replicas=draw(st.integers(1, 12)),
+    # GPUs per node: any, but often the sizes recipes use, so that several pools can hold a replica
+    gpus = draw(st.one_of(st.sampled_from([1, 2, 4]), st.integers(1, 16)))
+    return PlacementPlan(hardware=draw(st.sampled_from(sorted(CARDS))), gpus_per_node=gpus,
+                         nodes_per_replica=draw(st.one_of(st.just(1), st.integers(1, 3))),
+                         replicas=draw(st.integers(1, 12)),
                          constraints=constraints)
 
 
@@ -126,6 +134,7 @@ def test_filtered_clusters_fail_for_the_stated_reason(plan, fleet):
         assert outcome["registered"] == (info is not None)
         if info is not None:
             assert outcome["cordon"] == (not info.cordoned)
+            assert outcome["preflight"] == (info.unplaceable is None)
             assert outcome["region"] == (not c.regions or info.region in c.regions)
         assert outcome["denied_clusters"] == (v.cluster not in c.denied_clusters)
         assert outcome["allowed_clusters"] == (not c.allowed_clusters or v.cluster in c.allowed_clusters)
