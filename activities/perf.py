@@ -27,17 +27,21 @@ _HEARTBEAT_EVERY = 5.0
 
 
 @contextmanager
-def _heartbeating() -> Iterator[None]:
+def _heartbeating(details: Callable[[], tuple] = tuple) -> Iterator[Callable[[], None]]:
+    """Beats every few seconds with `details()`; yields a beat to send at once (when the details change)."""
     stop = threading.Event()
     context = contextvars.copy_context()
 
+    def beat() -> None:
+        context.run(activity.heartbeat, *details())
+
     def tick() -> None:
         while not stop.wait(_HEARTBEAT_EVERY):
-            context.run(activity.heartbeat)
+            beat()
     ticker = threading.Thread(target=tick, name="perf-heartbeat", daemon=True)
     ticker.start()
     try:
-        yield
+        yield beat
     finally:
         stop.set()
         ticker.join()
@@ -46,6 +50,20 @@ def _heartbeating() -> Iterator[None]:
 def _each(items: list, work: Callable[..., T]) -> list[T]:
     with _heartbeating():
         return [work(item) for item in items]
+
+
+def _each_card(cards: list[str], work: Callable[[str], T]) -> list[T]:
+    """`work` per card, the beats saying which cards are planned and which one is being planned, so a plan's
+    follower can tell how far it is (contracts.perf.PlanningBeat)."""
+    progress = contract.PlanningBeat()
+    answers: list[T] = []
+    with _heartbeating(lambda: (progress,)) as beat:
+        for card in cards:
+            progress = contract.PlanningBeat(planned=progress.planned, searching=card)
+            beat()
+            answers.append(work(card))
+            progress = contract.PlanningBeat(planned=[*progress.planned, card])
+    return answers
 
 
 class PerfActivities:
@@ -71,7 +89,7 @@ class PerfActivities:
     def plan_for_traffic_target(self, params: TargetInput) -> TargetOutput:
         from wingsmith.perf.aiconfigurator import PerfNotInstalled
         try:
-            return TargetOutput(plans=_each(params.cards, lambda card: self.estimator.plan_for_target(
+            return TargetOutput(plans=_each_card(params.cards, lambda card: self.estimator.plan_for_target(
                 model=params.model, card=card, target=params.target, model_commit=params.model_commit,
                 config=params.config, backend=params.backend)))
         except PerfNotInstalled as err:

@@ -59,6 +59,13 @@ def error_body(code: str, message: str, details: Any = None) -> dict:
     return {"error": body}
 
 
+def temporal_unavailable() -> ApiError:
+    """What a request that must reach Temporal answers while the API has no client (not reachable at start,
+    not yet reconnected by /readyz): nothing was started or changed."""
+    return ApiError(503, "Temporal is not reachable, so nothing was started or changed; retry once it is "
+                         "(GET /readyz says when)", code="temporal_unavailable", headers={"Retry-After": "5"})
+
+
 def request_too_large(limit: int) -> ErrorResponse:
     """The answer to a body refused by its declared size (api/body_limit.py), in the words used for one
     cut off while it was read."""

@@ -1,18 +1,19 @@
-"""Response models of the routes that read the registry or answer with a few fields: the shapes the
-OpenAPI schema publishes, and what FastAPI checks each answer against.
+"""Response models: the shapes the OpenAPI schema publishes, what FastAPI checks each answer against, and
+what the services (api/services/) return to the routes and the console.
 
-They describe the JSON these routes always returned, so clients see no change: registry rows go out
-as the JSON encoder made them (timestamps as `isoformat()`, "+00:00", not pydantic's "Z"), keys a row
-did not carry stay absent (the routes set `response_model_exclude_unset`), and columns a later
-migration adds pass through (`extra="allow"`) until someone names them here.
+Registry rows go out as the JSON encoder made them (timestamps as `isoformat()`, "+00:00", not pydantic's
+"Z"), and keys a row did not carry stay absent (the routes set `response_model_exclude_unset`). Every field
+an answer carries is named here: a column a later migration adds is dropped until it is named, so a new
+column never reaches clients unannounced (tests/api_guard/test_response_models.py).
 """
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Annotated, Any, Literal
 
 from fastapi.encoders import jsonable_encoder
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, PlainSerializer, model_validator
 
 from contracts.artifact import ArtifactStatus
 from contracts.conditions import Condition
@@ -20,21 +21,35 @@ from contracts.upgrade import UpgradeStatus
 from contracts.workload import WorkloadStatus
 from wingsmith.draft_performance import PerformanceRow
 from wingsmith.gateway.routes import RouteStatus
+from wingsmith.placement import ClusterInventory, PlacementDecision
+from wingsmith.store.clusters import ClusterRecord
+from wingsmith.target_plan import TargetChoice
+from wingsmith.traffic_plans import PlanProgress
+from wingsmith.workloads import Follow, WorkloadPlan
 
-# A registry timestamp as the API has always written it: ISO 8601 from `datetime.isoformat()`.
-Timestamp = Annotated[str, Field(json_schema_extra={"format": "date-time"})]
+# A registry timestamp as the API has always written it: ISO 8601 from `datetime.isoformat()` ("+00:00"), a
+# datetime to the console.
+Timestamp = Annotated[datetime, PlainSerializer(datetime.isoformat, return_type=str, when_used="json"),
+                      Field(json_schema_extra={"format": "date-time"})]
 
 
 class Stored(BaseModel):
-    """A registry row (or a few rows) as JSON: declared columns are typed, others pass through."""
+    """A registry row (or a few rows) as JSON: the columns named here, typed; any other is dropped."""
 
-    model_config = ConfigDict(extra="allow")
+    model_config = ConfigDict(extra="ignore")
 
     @model_validator(mode="before")
     @classmethod
     def _as_json(cls, data: Any) -> Any:
-        # asyncpg hands out datetimes; encoding them first keeps the answer byte for byte as before.
+        # What the JSON encoder makes of a row (a datetime inside a document as `isoformat()`), so the answer
+        # stays byte for byte as before; the timestamps named above are parsed back into datetimes.
         return jsonable_encoder(data)
+
+
+def answer_fields(answer: BaseModel) -> dict[str, Any]:
+    """An answer as the console's pages read it: the keys the REST answer carries (those a row did not carry
+    stay absent), timestamps as datetimes."""
+    return answer.model_dump(exclude_unset=True)
 
 
 # ---- health ----------------------------------------------------------------------------------------
@@ -81,6 +96,21 @@ class ArtifactSummary(Stored):
 
 class ArtifactList(BaseModel):
     artifacts: list[ArtifactSummary]
+
+
+class Registered(BaseModel):
+    id: str
+    workflow_id: str
+    workflow_url: str
+    sha: str
+    revision: str
+    started: bool = Field(description="false when this artifact already existed (the call was a repeat)")
+
+
+class EstimatesAsked(BaseModel):
+    workflow_id: str
+    workflow_url: str
+    started: bool = Field(description="false when the estimates had been asked already (the call was a repeat)")
 
 
 class Draft(Stored):
@@ -135,15 +165,33 @@ class ArtifactDetail(Stored):
     diff: dict[str, Any] | None = Field(description="what this draft changes against the approved artifact")
 
 
+# ---- clusters and placement ------------------------------------------------------------------------
+
+class ClusterList(BaseModel):
+    clusters: list[ClusterRecord]
+
+
+class DryRunResponse(BaseModel):
+    decision: PlacementDecision
+    inventories: list[ClusterInventory] = Field(description="the inventories the decision used")
+
+
 # ---- workloads -------------------------------------------------------------------------------------
 
 class Deployment(Stored):
+    """A workload's deployment on one cluster: a listing carries the first six columns, a workload's own
+    answer all of them."""
+
     cluster: str
     revision: int
     dgd_name: str
     replicas: int
     state: str
     frontend_url: str | None
+    workload_id: str | None = None
+    namespace: str | None = None
+    detail: dict[str, Any] | None = Field(None, description="what the rollout last recorded: generation, cause")
+    updated_at: Timestamp | None = None
 
 
 class WorkloadSummary(Stored):
@@ -195,7 +243,53 @@ class WorkloadDeleting(BaseModel):
     state: Literal["deleting"]
 
 
+class Created(BaseModel):
+    id: str
+    workflow_id: str
+    workflow_url: str
+    plan: WorkloadPlan
+
+
+class DryRun(BaseModel):
+    dry_run: bool = True
+    plan: WorkloadPlan
+    placement: dict[str, Any]
+    manifests: dict[str, dict[str, Any]] = Field(description="cluster → the DynamoGraphDeployment it would get")
+    target_plan: TargetChoice | None = Field(None, description="with a traffic target: each candidate card's plan "
+                                             "(configuration, replicas, GPUs, predicted TTFT/TPOT) and why it lost")
+
+
+class Planning(BaseModel):
+    """A workload sized by traffic whose plan is not there yet: where to follow it."""
+    state: Literal["planning"] = "planning"
+    status_url: str = Field(description="GET it (also the Location header): the progress while AIConfigurator "
+                            "plans, then the dry-run's answer, in the shape a dry-run POST answers with")
+    workflow_id: str = Field(description="the plan's workflow (TrafficPlanWorkflow), in the Temporal UI")
+    workflow_url: str
+    cards: list[str] = Field(description="the cards being planned: the one asked for, then the fleet's")
+    progress: PlanProgress
+    then: str = Field(description="what to do next, in words")
+
+
+class UpgradeAnswer(BaseModel):
+    upgrade: UpgradeStatus
+    workflow_url: str
+
+
+class FollowPolicy(BaseModel):
+    workload_id: str
+    follow: Follow
+    set_by: str
+
+
 # ---- endpoints -------------------------------------------------------------------------------------
+
+# Whether clients can call the name yet: the endpoint's workflow publishes its routes once a workload of it
+# serves, a moment (or, while its workloads roll out, minutes) after the create (issue 52).
+PUBLISHED = ("whether the gateway routes the name now (a backend with weight above 0): until then a chat answers "
+             "404 model_not_found. Follow GET /v1/endpoints/{name} until it is true (`wingsmith endpoints create "
+             "--wait` does); None when the gateway could not be asked")
+
 
 class EndpointStarted(BaseModel):
     name: str
@@ -204,6 +298,7 @@ class EndpointStarted(BaseModel):
     workflow_url: str
     url: str = Field(description="the gateway's OpenAI-compatible base URL; clients send `model: <name>`")
     workloads: list[str]
+    published: bool | None = Field(description=PUBLISHED)
 
 
 class EndpointChanged(BaseModel):
@@ -235,6 +330,7 @@ class EndpointDetail(EndpointSummary):
     created_at: Timestamp
     health: RouteStatus | None = Field(description="what the gateway reports; None when it has no routes")
     health_error: str | None = Field(default=None, description="present when the gateway could not be read")
+    published: bool | None = Field(default=None, description=PUBLISHED)
     conditions: list[Condition] = Field(default_factory=list, description="the endpoint workflow's conditions: "
                                         "Available (RoutesPublished or NoRoutes) and Progressing; empty when its "
                                         "workflow cannot be asked")

@@ -26,7 +26,7 @@ MAX_CARDS = 16
 
 __all__ = ["ACTIVITY_ESTIMATE", "ACTIVITY_PLAN_TARGET", "ERROR_NOT_INSTALLED", "MAX_CARDS",
            "MAX_REQUESTS", "NOT_INSTALLED", "CardPlan", "Estimate", "EstimateInput", "EstimateOutput",
-           "EstimateRequest", "TargetInput", "TargetOutput", "TrafficTarget"]
+           "EstimateRequest", "PlanningBeat", "TargetInput", "TargetOutput", "TrafficTarget"]
 
 
 class EstimateInput(BaseModel):
@@ -53,3 +53,12 @@ class TargetInput(BaseModel):
 
 class TargetOutput(BaseModel):
     plans: list[CardPlan] = Field(description="one per card, in the order asked")
+
+
+class PlanningBeat(BaseModel):
+    """The heartbeat details of `plan_for_traffic_target`: how far the plan is, read by whoever follows it
+    (the API's status URL of a traffic plan, wingsmith/traffic_plans.py). Details, not a result: a plan that
+    is retried starts its beats again."""
+
+    planned: list[str] = Field(default_factory=list, max_length=MAX_CARDS, description="cards planned so far")
+    searching: str | None = Field(default=None, description="the card being planned now")

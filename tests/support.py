@@ -55,7 +55,7 @@ __all__ = ["running_worker", "wait_until", "history_json", "save_history", "reco
 
 async def wait_for_pollers(client, settings) -> None:
     """Until the server sees a worker polling both task queues (the API asks before live reads)."""
-    from api.routes.clusters import missing_worker
+    from api.services.inventories import missing_worker
 
     async def polled() -> bool:
         return await missing_worker(client, settings) is None

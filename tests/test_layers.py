@@ -10,9 +10,10 @@ read from the calls, since `os` and `pathlib` also have pure uses); workflows im
 `temporalio` and their own package's modules (they call activities and other workflows by the names in
 contracts/), and what they load, at any depth, holds no activity, adapter or I/O library; activities
 never import workflows; the API never imports a workflow or an activity, and its process loads no
-`kubernetes` client; the stand-ins in sim/ import nothing of the product. Every import counts, also
-those inside functions. Of the workflow modules, only workflows/policies.py sets activity timeouts and
-retry policies."""
+`kubernetes` client; the stand-ins in sim/ import nothing of the product; no route module imports
+another, and neither the console nor a service imports a route (both call api/services/). Every import
+counts, also those inside functions. Of the workflow modules, only workflows/policies.py sets activity
+timeouts and retry policies."""
 
 from __future__ import annotations
 
@@ -212,6 +213,41 @@ def test_a_workflow_imports_no_other_workflow() -> None:
             if _under(module, ("workflows",)) and not _under(module, allowed):
                 bad.append(f"{path.relative_to(ROOT)}:{line} imports {module}")
     assert bad == []
+
+
+def route_calls(root: Path = ROOT) -> list[str]:
+    """Where a route module imports another route module, or a console page or a service imports a route
+    module: the routes are thin over the services (api/services/), which the console calls too, so no route
+    is anybody's library (issue #49)."""
+    bad = []
+    for path in sorted((root / "api").rglob("*.py")):
+        own = _module_of(path, root)
+        if not _under(own, ("api.routes", "api.console", "api.services")):
+            continue
+        for line, module in imported_modules(path, root):
+            if _under(module, ("api.routes",)) and not _under(module, (own,)):
+                bad.append(f"{path.relative_to(root)}:{line} imports {module}")
+    return bad
+
+
+def test_no_route_is_called_by_another_route_a_console_page_or_a_service() -> None:
+    assert route_calls() == []
+
+
+def test_the_route_rule_sees_each_way_of_calling_a_route(tmp_path: Path) -> None:
+    for folder in ("routes", "console", "services"):
+        (tmp_path / "api" / folder).mkdir(parents=True)
+    (tmp_path / "api" / "routes" / "workloads.py").write_text(
+        "from api.routes.clusters import DryRunRequest, dry_run\nfrom api.services import planning\n"
+        "from api.routes.workloads import helper\n")
+    (tmp_path / "api" / "console" / "pages.py").write_text(
+        "from api.routes import artifacts as artifacts_api\n\ndef f():\n    from ..routes.resolve import x\n")
+    (tmp_path / "api" / "services" / "planning.py").write_text("import api.routes.clusters\n")
+    assert route_calls(tmp_path) == ["api/console/pages.py:1 imports api.routes.artifacts",
+                                     "api/console/pages.py:4 imports api.routes.resolve.x",
+                                     "api/routes/workloads.py:1 imports api.routes.clusters.DryRunRequest",
+                                     "api/routes/workloads.py:1 imports api.routes.clusters.dry_run",
+                                     "api/services/planning.py:1 imports api.routes.clusters"]
 
 
 # What makes an activity's timeouts and retries: only workflows/policies.py (each with why it is so) builds them.

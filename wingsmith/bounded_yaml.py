@@ -11,7 +11,7 @@ allows. Only a document within the limits is then composed and constructed, by t
 (libyaml's when PyYAML has it), with numbers of bounded length.
 
 The caller decides the limits and where this runs: it is plain CPU work, bounded but not free, so
-an event loop hands it to a thread (api/routes/clusters.py).
+an event loop hands it to a thread (api/services/cluster_checks.py).
 """
 
 from __future__ import annotations

@@ -80,11 +80,8 @@ def sizing_target(evidence: Evidence | None, variant: str | None = None,
             shape = shapes.get(card.id)
             if shape is None:
                 continue  # the variant does not run on this card
-            how = shape.note or "as the recipe runs it"
-            why = f": {shape.reason}" if shape.reason else ""
             return SizingTarget(hardware=card.id, layout=shape.layout, gpus=shape.gpus, pin=shape.pin,
-                                reason=f"the recipe's default layout on {where}, {shape.gpus} GPU(s) on "
-                                       f"{shape.nodes} node(s) {how}{why}")
+                                reason=_shape_words(shape, where))
     hw, layout_name, gpus = _FALLBACK_TARGET
     if evidence is None:
         return SizingTarget(hardware=hw, layout=layout_name, gpus=gpus, reason=f"no recipe; {_FALLBACK_WORDS}")
@@ -110,6 +107,19 @@ def sizing_target(evidence: Evidence | None, variant: str | None = None,
         reason += (f", whose {_gb(fallback_gb)} GB is below variant {variant}'s floor of {_gb(floor)} GB: "
                    "the recipe tests no shape on a placeable card that holds it")
     return SizingTarget(hardware=hw, layout=layout_name, gpus=gpus, reason=reason)
+
+
+def _shape_words(shape: TestedShape, where: str) -> str:
+    """Why the draft is sized on this shape, in sentences: the shape and the card; when one node is below
+    the variant's floor, that; then how its GPU count was chosen. The words follow "sized on 16 × h200
+    multi_node_tp:" (`artifacts show`) and "The plane's fit check is for …:" (the draft page)."""
+    size = f"{shape.gpus} GPU(s) on {shape.nodes} node(s)"
+    how = f" Its GPU count: {shape.reason}." if shape.reason else ""
+    if not shape.note:
+        return f"the recipe's default layout, {size} as the recipe runs it, on {where}.{how}"
+    # The evidence's note ends "; the recipe's <layout> shape instead", which these sentences say already.
+    below = shape.note.split("; the recipe's ", 1)[0]
+    return f"the recipe's {shape.layout} shape, {size}, on {where}. On one node: {below}.{how}"
 
 
 def _gb(value: float | None) -> str:

@@ -305,7 +305,9 @@ def _fit(request: WorkloadRequest, artifact: ApprovedArtifact, command: ServeCom
     except SizingError as exc:
         raise InvalidWorkload(f"cannot size this shape: {exc}", field="layout") from None
     summary = {"checked": True, "fits": report.fits, "verdict": report.verdict, "gpus": command.gpus,
-               "headroom_gb": report.headroom_gb, "context": request.context, "concurrency": request.concurrency}
+               "headroom_gb": report.headroom_gb, "context": request.context, "concurrency": request.concurrency,
+               # what the KV cache holds at that context: set beside the engine's --max-num-seqs on the pages
+               "largest_concurrency": report.largest_concurrency}
     if not report.fits:
         raise InvalidWorkload(
             f"{artifact.repo_id} does not fit {command.gpus} × {command.hardware} in {command.layout} at context "
@@ -361,8 +363,13 @@ def sized_by_target(request: WorkloadRequest, chosen: CardPlan) -> WorkloadReque
     conf = chosen.configuration
     assert conf is not None  # a chosen plan meets the target, so it has a configuration
     if conf.mode == "agg":
-        return request.model_copy(update={"hardware": chosen.card, "replicas": chosen.replicas,
-                                          "gpus": conf.gpus_per_replica})
+        sized = {"hardware": chosen.card, "replicas": chosen.replicas, "gpus": conf.gpus_per_replica}
+        # A replica larger than a node spans nodes (Kimi-K3's TP16 on 8-GPU H200 nodes): a single-node layout,
+        # the request's default, cannot hold it, where the layout the request named otherwise stands.
+        if conf.gpus_per_replica > get_hardware(chosen.card).gpus_per_node and not request.layout.startswith(
+                "multi_node"):
+            sized["layout"] = "multi_node_tp"
+        return request.model_copy(update=sized)
     decode = conf.workers[-1].gpus_per_worker
     one_node = decode <= get_hardware(chosen.card).gpus_per_node
     return request.model_copy(update={"hardware": chosen.card, "replicas": chosen.replicas, "gpus": decode,
@@ -408,7 +415,8 @@ def with_engine_args(plan: WorkloadPlan, chosen: CardPlan) -> WorkloadPlan:
     aggregated worker, or prefill and decode pools (`pd_cluster`) with their workers per replica."""
     conf = chosen.configuration
     assert conf is not None
-    source = f"AIConfigurator ({chosen.source})" if chosen.source else "AIConfigurator"
+    # The source already names the tool ("AIConfigurator 0.12.0, database …"): said once, in the page's brackets.
+    source = str(chosen.source) if chosen.source else "AIConfigurator"
     plan = plan.model_copy(update={"sized_by": SizedBy.of(chosen)})
     if conf.mode == "disagg":
         return _disaggregated(plan, conf, chosen.target.isl, source)

@@ -5,11 +5,12 @@ and a missing sign-in becomes a redirect) and is included here by name. To add a
 (workloads, endpoints), follow `artifacts.py`:
 
 1. `api/console/<name>.py`: `router = APIRouter(route_class=ConsoleRoute)`; take the person from
-   `ConsoleViewer` / `ConsoleOperator` / `ConsoleApprover` (session.py); read through the same store
-   functions or `api.routes.<name>` handlers the REST API uses, so both say the same thing.
+   `ConsoleViewer` / `ConsoleOperator` / `ConsoleApprover` (session.py); read and change through the
+   services the REST routes call (`api/services/<name>.py`; never a route: tests/test_layers.py), so both say
+   the same thing; `answer_fields` (api/responses.py) gives a service's answer as the REST API's keys.
 2. Forms that change something are POSTs: `form = await read_form(request)`, then `check_csrf(request,
    form)`, and a hidden `<input name="csrf" value="{{ csrf }}">` in the template. Raise `ApiError` (or
-   let the API handler raise it): the page shows its message. Redirect (303) after success.
+   let the service raise it): the page shows its message. Redirect (303) after success.
 3. Templates extend `base.html` (add a link to its nav); shared pieces are macros in `_evidence.html`.
 4. Add the module name to `PAGE_MODULES` below, and its tests under tests/console/.
 """
@@ -27,5 +28,7 @@ PAGE_MODULES = ["session", "new_artifact", "artifacts", "models", "new_workload"
 router = APIRouter(include_in_schema=False)
 for _name in PAGE_MODULES:
     router.include_router(importlib.import_module(f"api.console.{_name}").router, prefix="/console")
+# Its icon, at /console/static/ and at the site's root, where browsers ask for /favicon.ico.
+router.include_router(importlib.import_module("api.console.favicon").router)
 
 __all__ = ["router", "PAGE_MODULES"]

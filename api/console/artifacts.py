@@ -23,9 +23,12 @@ from api.console.views import (
     max_num_seqs_rows,
     variant_rows,
 )
-from api.deps import DbDep, SettingsDep, TemporalDep
+from api.deps import DbDep, SettingsDep, TemporalDep, temporal_or_none
 from api.errors import ApiError
-from api.routes import artifacts as artifacts_api
+from api.responses import answer_fields
+from api.services import artifacts as artifacts_service
+from api.services.artifacts import artifact_id_of
+from api.services.estimates import ask_for_estimates as ask
 from contracts.artifact import Stage
 from wingsmith.draft_performance import PerformanceRow
 from wingsmith.drafts import SizingTarget, VariantSizing
@@ -70,7 +73,8 @@ def _catalog_for(version: str | None, settings) -> tuple[Catalog, str | None]:
 async def _draft_page(request: Request, org: str, name_at_sha: str, principal, db, settings, *,
                       choice: dict[str, str | None], status_code: int = 200, error: str | None = None,
                       comment: str = ""):
-    art = await artifacts_api.get_artifact(org, name_at_sha, principal, db, settings, request)
+    art = answer_fields(await artifacts_service.get_artifact(artifact_id_of(org, name_at_sha), db=db, settings=settings,
+                                                            temporal=temporal_or_none(request.app.state)))
     draft = art.get("draft") or None
     live = art.get("live") or {}
     state = live.get("stage") or art.get("state")
@@ -139,8 +143,9 @@ async def review(request: Request, org: str, name_at_sha: str, principal: Consol
                                  status_code=422, error=f"The decision could not be read ({problems}).",
                                  comment=comment)
     try:
-        # The API's own review handler: same update, same validation, same error words.
-        await artifacts_api.review(org, name_at_sha, decision, principal, temporal)
+        # The API's own review: same update, same validation, same error words.
+        await artifacts_service.review(artifact_id_of(org, name_at_sha), decision, principal=principal,
+                                       temporal=temporal)
     except ApiError as err:
         return await _draft_page(request, org, name_at_sha, principal, db, settings, choice={},
                                  status_code=err.status, error=err.message, comment=comment)
@@ -158,7 +163,7 @@ async def ask_for_estimates(request: Request, org: str, name_at_sha: str, princi
     except ValueError:
         version = 0
     try:
-        await artifacts_api.ask_for_estimates(org, name_at_sha, version, principal, db, settings, temporal)
+        await ask(artifact_id_of(org, name_at_sha), version, db=db, temporal=temporal, settings=settings)
     except ApiError as err:
         return await _draft_page(request, org, name_at_sha, principal, db, settings, choice={},
                                  status_code=err.status, error=err.message)

@@ -16,12 +16,13 @@ from typing import Literal
 from markupsafe import Markup, escape
 from pydantic import BaseModel
 
+from api.console.chart_words import LINE_PX, svg_text, text_width, wrap
+
 WIDTH = 720
 LABEL_WIDTH = 260
 ROW_HEIGHT = 26
 BAR_HEIGHT = 16
 PLOT_HEIGHT = 160
-MAX_LABEL = 38  # characters shown beside a bar; the whole label is in the bar's tooltip and the table
 
 _ids = count(1)
 
@@ -53,8 +54,13 @@ def _fmt(value: float) -> str:
     return f"{value:,.0f}" if abs(value) >= 100 else f"{value:,.3g}"
 
 
-def _short(label: str, most: int = MAX_LABEL) -> str:
-    return label if len(label) <= most else label[:most - 1] + "…"
+def figure_within(value: float, room: float) -> str:
+    """A figure for an axis in at most `room` units: grouped thousands when they fit, else 2.5k, 12M, 3G."""
+    words = _fmt(value)
+    if text_width(words) <= room or abs(value) < 1e3:
+        return words
+    scale, suffix = next(s for s in ((1e9, "G"), (1e6, "M"), (1e3, "k")) if abs(value) >= s[0])
+    return f"{_fmt(value / scale)}{suffix}"
 
 
 def _svg(title: str, height: int, body: list[str], legend: Sequence[str] = (),
@@ -77,32 +83,40 @@ def _svg(title: str, height: int, body: list[str], legend: Sequence[str] = (),
 
 def stacked_bars(title: str, rows: Sequence[BarRow], unit: str) -> Markup:
     """A horizontal bar per row, its segments stacked (series colours by segment position), each row's
-    marks as vertical lines with their label; all rows share one scale so they compare."""
+    marks as vertical lines with their label; all rows share one scale so they compare. A label longer
+    than its column wraps onto more lines (the row grows) instead of being cut; the figure after each bar
+    has the room its longest one needs."""
     if not rows:
         return Markup("")
     top = max([sum(s.value for s in r.segments) for r in rows] + [m.value for r in rows for m in r.marks] + [1e-9])
-    span = WIDTH - LABEL_WIDTH - 60
+    totals = [f"{_fmt(sum(s.value for s in r.segments))} {unit}" for r in rows]
+    span = WIDTH - LABEL_WIDTH - max(text_width(t) for t in totals) - 12
     body = []
-    for i, row in enumerate(rows):
-        y = 8 + i * ROW_HEIGHT
-        body.append(f'<text class="label" x="0" y="{y + BAR_HEIGHT - 3}">{escape(_short(row.label))}</text>')
+    y = 8
+    for row, total in zip(rows, totals, strict=True):
+        lines = wrap(row.label, LABEL_WIDTH - 10, most=3)
+        height = max(ROW_HEIGHT, len(lines) * LINE_PX + 11)
+        bar_y = y + (height - ROW_HEIGHT) // 2  # the bar beside the middle of its label
+        body.append(svg_text(0, y + BAR_HEIGHT - 3, lines, extra=f' data-label="{escape(row.label)}"'))
         x = float(LABEL_WIDTH)
         for j, seg in enumerate(row.segments):
             w = max(seg.value, 0) / top * span
-            body.append(f'<rect class="series-{j % 6}" x="{x:.1f}" y="{y}" width="{w:.1f}" height="{BAR_HEIGHT}">'
+            body.append(f'<rect class="series-{j % 6}" x="{x:.1f}" y="{bar_y}" width="{w:.1f}" height="{BAR_HEIGHT}">'
                         f'<title>{escape(row.label)}: {escape(seg.label)} {_fmt(seg.value)} {escape(unit)}</title>'
                         f'</rect>')
             x += w
-        total = sum(s.value for s in row.segments)
         for k, mark in enumerate(row.marks):
             mx = LABEL_WIDTH + mark.value / top * span
-            body.append(f'<line class="mark mark-{k % 3}" x1="{mx:.1f}" x2="{mx:.1f}" y1="{y - 3}" '
-                        f'y2="{y + BAR_HEIGHT + 3}">'
+            body.append(f'<line class="mark mark-{k % 3}" x1="{mx:.1f}" x2="{mx:.1f}" y1="{bar_y - 3}" '
+                        f'y2="{bar_y + BAR_HEIGHT + 3}">'
                         f'<title>{escape(mark.label)} {_fmt(mark.value)} {escape(unit)}</title></line>')
-        body.append(f'<text class="value" x="{x + 4:.1f}" y="{y + BAR_HEIGHT - 3}">{_fmt(total)} {escape(unit)}</text>')
+        # After the bar, or after the furthest mark when one reaches past it: no line crosses the figure.
+        end = max([x] + [LABEL_WIDTH + m.value / top * span for m in row.marks])
+        body.append(f'<text class="value" x="{end + 6:.1f}" y="{bar_y + BAR_HEIGHT - 3}">{escape(total)}</text>')
+        y += height
     legend = [s.label for s in max(rows, key=lambda r: len(r.segments)).segments]
     marks = [m.label for m in max(rows, key=lambda r: len(r.marks)).marks]
-    return _svg(title, 16 + len(rows) * ROW_HEIGHT, body, legend if len(legend) > 1 else (), marks)
+    return _svg(title, y + 8, body, legend if len(legend) > 1 else (), marks)
 
 
 def bars(title: str, rows: Sequence[tuple[str, float]], unit: str) -> Markup:
@@ -242,16 +256,13 @@ def xy_plot(title: str, series: Sequence[XYSeries], x_label: str, y_label: str, 
                                 f"{escape(p.label or s.label)}: {_fmt(p.x)}, {_fmt(p.y)}") for p in s.points)
     if callout is not None:
         cx, cy = at(callout)
-        right = cx < PLOT_LEFT + width * 0.6
-        tx, ty = (cx + 14 if right else cx - 14), (cy - 12 if cy > PLOT_TOP + 24 else cy + 24)
         body.append(f'<circle class="callout" cx="{cx:.1f}" cy="{cy:.1f}" r="10" fill="none" stroke="currentColor" '
                     f'stroke-width="2.5"><title>{escape(callout.label)}</title></circle>'
-                    f'<text class="label callout" x="{tx:.1f}" y="{ty:.1f}" text-anchor="{"start" if right else "end"}"'
-                    f' font-weight="bold">{escape(_short(callout.label, 56))}</text>')
-    keys = [(s, s.label) for s in drawn]
-    y0 = bottom + 50
-    for i, (s, words) in enumerate(keys):
-        y = y0 + i * KEY_HEIGHT
+                    + _callout_words(callout.label, cx, cy, bottom))
+    # The legend under the plot: a key per series, its words wrapped (never cut) within the picture.
+    y = bottom + 50
+    words_at, room = PLOT_LEFT + 36, WIDTH - PLOT_LEFT - 36 - 8
+    for s in drawn:
         css = f"series-{s.colour % 6}"
         if s.joined:
             dash = ' stroke-dasharray="7 4"' if s.dashed else ""
@@ -259,12 +270,27 @@ def xy_plot(title: str, series: Sequence[XYSeries], x_label: str, y_label: str, 
                         f'y2="{y:.1f}"{dash}/>')
         if s.shape is not None:
             body.append(_marker(s.shape, PLOT_LEFT + 14, y, f"key dot {css}{' hollow' if s.hollow else ''}",
-                                escape(words)))
-        body.append(f'<text class="label" x="{PLOT_LEFT + 36}" y="{y + 4:.1f}">{escape(_short(words, 90))}</text>')
+                                escape(s.label)))
+        lines = wrap(s.label, room)
+        body.append(svg_text(words_at, y + 4, lines, css="label key-words"))
+        y += KEY_HEIGHT + (len(lines) - 1) * LINE_PX
     if callout is not None:
-        y = y0 + len(keys) * KEY_HEIGHT
+        lines = wrap(callout_word or callout.label, room)
         body.append(f'<circle cx="{PLOT_LEFT + 14}" cy="{y:.1f}" r="7" fill="none" stroke="currentColor" '
-                    f'stroke-width="2.5"/><text class="label" x="{PLOT_LEFT + 36}" y="{y + 4:.1f}">'
-                    f'{escape(_short(callout_word or callout.label, 90))}</text>')
-        keys.append((drawn[0], ""))
-    return _svg(title, y0 + len(keys) * KEY_HEIGHT, body, description=description)
+                    f'stroke-width="2.5"/>' + svg_text(words_at, y + 4, lines, css="label key-words"))
+        y += KEY_HEIGHT + (len(lines) - 1) * LINE_PX
+    return _svg(title, y, body, description=description)
+
+
+def _callout_words(label: str, cx: float, cy: float, bottom: float) -> str:
+    """The ringed point's name beside it, on the side with room for it (wrapped when neither side has),
+    above the point unless that would leave the plot: inside the plot, clear of the axes' labels."""
+    width = text_width(label, bold=True)
+    right_room = WIDTH - PLOT_RIGHT - 4 - (cx + 14)
+    left_room = (cx - 14) - (PLOT_LEFT + 4)
+    right = width <= right_room or (width > left_room and right_room >= left_room)
+    lines = wrap(label, max(right_room if right else left_room, 80.0), bold=True, most=3)
+    above = cy - 14 - (len(lines) - 1) * LINE_PX
+    ty = above if above >= PLOT_TOP + 12 else min(cy + 26, bottom - 6 - (len(lines) - 1) * LINE_PX)
+    return svg_text(cx + 14 if right else cx - 14, ty, lines, css="label callout", anchor="start" if right else "end",
+                 extra=' font-weight="bold"')

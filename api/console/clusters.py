@@ -14,15 +14,15 @@ from markupsafe import Markup
 from pydantic import BaseModel
 
 from api.auth import Principal
-from api.cluster_check import check_and_record
 from api.console.charts import BarRow, Segment, stacked_bars
 from api.console.rendering import ConsoleRoute, read_form, render
 from api.console.session import ConsoleViewer, check_csrf, require_console
 from api.console.words import card_name
-from api.deps import DbDep, SettingsDep
+from api.deps import DbDep, SettingsDep, cluster_checks_of, live_reads_of, temporal_or_none
 from api.errors import ApiError
-from api.routes import clusters as clusters_api
-from api.routes import workloads as workloads_api
+from api.responses import answer_fields
+from api.services.cluster_checks import check_and_record
+from api.services.workloads import list_workloads
 from wingsmith.placement import ClusterInventory
 from wingsmith.store import clusters as store
 from wingsmith.store.clusters import ClusterRecord
@@ -58,7 +58,7 @@ class ClusterView(BaseModel):
     inventory_source: str
     inventory_error: str | None
     deployments: list[Deployment]
-    health: str  # healthy, degraded, idle, unknown
+    health: str  # healthy, degraded, busy (with GPUs used by workloads the viewer cannot see), idle, unknown
     health_words: str
 
     @property
@@ -85,6 +85,11 @@ def cluster_view(record: ClusterRecord, inventory: ClusterInventory | None,
         health, words = "unknown", f"its inventory could not be read: {error}"
     elif deployments:
         health, words = "healthy", "every deployment on it is as the watch expects"
+    elif (used := sum(cards.values()) - free) > 0:
+        # A viewer sees its own team's workloads only: GPUs in use with none of them on the cluster are
+        # another team's (or not the plane's). "Idle" would invite placing work there.
+        health, words = "busy", (f"reachable; {used} of {sum(cards.values())} GPUs are used by workloads you "
+                                 "cannot see here (another team's, or not run by the plane)")
     else:
         health, words = "idle", "reachable, with no deployments"
     if record.cordoned:
@@ -109,8 +114,8 @@ def gpu_chart(views: list[ClusterView]) -> Markup:
 async def _inventories(request: Request, settings, records: list[ClusterRecord]) -> dict[str, ClusterInventory]:
     found = {r.name: r.manual_inventory.to_inventory(r.name) for r in records if r.manual_inventory is not None}
     live = [r for r in records if r.manual_inventory is None]
-    reading = asyncio.ensure_future(clusters_api._live_reads(request).inventories(
-        getattr(request.app.state, "temporal", None), settings, live))
+    reading = asyncio.ensure_future(live_reads_of(request.app.state).inventories(
+        temporal_or_none(request.app.state), settings, live))
     try:
         # Shielded: a read that outlasts the page goes on and fills the cache for the next view.
         read = await asyncio.wait_for(asyncio.shield(reading), LIVE_WAIT_SECONDS)
@@ -124,7 +129,7 @@ async def _inventories(request: Request, settings, records: list[ClusterRecord])
 
 async def _views(request: Request, principal, db, settings, records: list[ClusterRecord]) -> list[ClusterView]:
     inventories = await _inventories(request, settings, records)
-    workloads = (await workloads_api.list_workloads(principal, db, limit=1000))["workloads"]
+    workloads = [answer_fields(w) for w in await list_workloads(principal, db=db, limit=1000)]
     return [cluster_view(r, inventories.get(r.name), workloads) for r in records]
 
 
@@ -152,5 +157,6 @@ async def check_again(request: Request, name: str, principal: ConsoleAdmin, db: 
     record = await store.get_cluster(db, name)
     if record is None:
         raise ApiError(404, f"cluster {name!r} is not registered")
-    checked = await check_and_record(request, settings, db, record)
+    checked = await check_and_record(record, db=db, temporal=temporal_or_none(request.app.state), settings=settings,
+                                     checks=cluster_checks_of(request.app.state))
     return await cluster_page(request, name, principal, db, settings, check_not_run=checked.check_not_run)

@@ -1,6 +1,7 @@
 """Endpoint pages: the list, and one endpoint's backends (workload, cluster, URL), their weights and
-health as the gateway reports them, the model name clients send, and a request to paste. Reads go
-through the REST handlers in api.routes.endpoints, so the console and the API say the same thing."""
+health as the gateway reports them, the model name clients send, and a request to paste. Reads and changes
+go through the services the REST routes call (api/services/endpoints.py), so the console and the API say the
+same thing."""
 
 from __future__ import annotations
 
@@ -21,10 +22,12 @@ from api.console.rendering import ConsoleRoute, read_form, redirect, render
 from api.console.session import ConsoleOperator, ConsoleViewer, check_csrf
 from api.console.traffic_charts import traffic_section
 from api.console.workloads import OFFERED_STATES, workload_path
-from api.deps import DbDep, SettingsDep, TemporalDep
+from api.deps import DbDep, SettingsDep, TemporalDep, temporal_or_none
 from api.errors import ApiError
-from api.routes import endpoints as endpoints_api
-from api.routes import workloads as workloads_api
+from api.responses import answer_fields
+from api.services import endpoints as endpoints_service
+from api.services.endpoints import WorkloadsChange
+from api.services.workloads import list_workloads
 from wingsmith.config import Settings
 from wingsmith.gateway import Backend, BackendStatus
 from wingsmith.gateway.traffic import BackendTraffic
@@ -121,21 +124,22 @@ def endpoint_path(name: str) -> str:
 
 @router.get("/endpoints")
 async def endpoint_list(request: Request, principal: ConsoleViewer, db: DbDep):
-    listed = await endpoints_api.list_endpoints(principal, db)
-    rows = [{**e, "routes": [Backend.model_validate(b) for b in e.get("routes") or []]} for e in listed["endpoints"]]
+    listed = [answer_fields(e) for e in await endpoints_service.list_endpoints(principal, db=db)]
+    rows = [{**e, "routes": [Backend.model_validate(b) for b in e.get("routes") or []]} for e in listed]
     return render(request, "endpoints.html", principal=principal, endpoints=rows, endpoint_path=endpoint_path,
                   workload_path=workload_path)
 
 
 async def _endpoint_page(request: Request, name: str, principal: Principal, db: asyncpg.Pool, settings: Settings, *,
                          status_code: int = 200, error: str | None = None):
-    e = await endpoints_api.get_endpoint(name, principal, db, settings, request)
+    e = answer_fields(await endpoints_service.get_endpoint(name, viewer=principal, db=db, settings=settings,
+                                                           temporal=temporal_or_none(request.app.state)))
     traffic = await read_traffic(settings.gateway_url, name, settings.gateway_admin_token_ref) \
         if settings.gateway == "local" else None
     backends = backend_rows(e.get("routes") or [], e.get("health"), traffic)
     base = gateway_base(settings.gateway_url)
     served_as = sorted({b.served_model for b in backends if b.served_model and b.served_model != name})
-    listed = (await workloads_api.list_workloads(principal, db, limit=500))["workloads"] \
+    listed = [answer_fields(w) for w in await list_workloads(principal, db=db, limit=500)] \
         if principal.has("operator") else []
     # The endpoint takes only its own team's workloads (an admin sees every team's in the list).
     offered = sorted({w["id"] for w in listed if w["state"] in OFFERED_STATES and w["team"] == e["team"]}
@@ -158,13 +162,14 @@ async def change_workloads(request: Request, name: str, principal: ConsoleOperat
     check_csrf(request, form)
     chosen = [w for w in form.get("workloads", []) if w]
     try:
-        body = endpoints_api.WorkloadsChange(workloads=chosen)
+        body = WorkloadsChange(workloads=chosen)
     except ValidationError as exc:
         return await _endpoint_page(request, name, principal, db, settings, status_code=422,
                                     error=refusal_words(exc))
     try:
-        # The API's own handler: the same checked update and refusal words as PATCH /v1/endpoints/{name}.
-        await endpoints_api.set_workloads(name, body, principal, settings, temporal, db)
+        # The same checked update and refusal words as PATCH /v1/endpoints/{name}.
+        await endpoints_service.set_workloads(name, body.workloads, principal=principal, db=db, temporal=temporal,
+                                              settings=settings)
     except ApiError as err:
         return await _endpoint_page(request, name, principal, db, settings, status_code=err.status, error=err.message)
     return redirect(endpoint_path(name) + "?changed=1")

@@ -32,9 +32,9 @@ from api.console.views import (
     published_variant_rows,
 )
 from api.console.words import UPSTREAM_LICENCE_URL
+from api.deps import proposals_of, temporal_or_none
 from api.errors import ApiError
-from api.routes.artifacts import estimates_asked, with_performance
-from api.routes.resolve import resolver_for
+from api.services.estimates import estimates_asked, with_performance
 from wingsmith.hardware import HARDWARE
 from wingsmith.hub import ArtifactProposal, HubError, HubRateLimited, HubUnavailable, parse_source
 from wingsmith.recipes import Catalog, DynamoEntry, dynamo_entries, evidence_for
@@ -88,7 +88,7 @@ async def model_performance(db, hf_id: str, temporal=None) -> ModelPerformance:
         draft = ((await artifact_store.get_artifact(db, artifact["id"])) or {}).get("draft")
         if not draft:
             continue
-        # A draft that predates estimates says so, not "estimates follow" (api/routes/artifacts.estimates_asked).
+        # A draft that predates estimates says so, not "estimates follow" (api/services/estimates.estimates_asked).
         view = draft_tradeoff(with_performance(draft, asked=await estimates_asked(temporal, artifact["workflow_id"],
                                                                                  draft)))
         if view.why_none is None:
@@ -108,7 +108,7 @@ async def hub_facts(request: Request, hf_id: str) -> ArtifactProposal | None:
         return None
     try:
         source = parse_source(f"hf:{hf_id}")
-        return await asyncio.wait_for(run_in_threadpool(resolver_for(request).resolve, source), HUB_WAIT_SECONDS)
+        return await asyncio.wait_for(run_in_threadpool(proposals_of(state).resolver.resolve, source), HUB_WAIT_SECONDS)
     except (HubError, ValueError) as exc:
         if isinstance(exc, (HubUnavailable, HubRateLimited)):
             state.hub_quiet_until = time.monotonic() + HUB_QUIET_SECONDS
@@ -148,7 +148,7 @@ async def model_page(request: Request, org: str, name: str, variant: str | None 
     principal = await signed_in(request)
     db = getattr(request.app.state, "db", None)
     settings = request.app.state.settings
-    trial = placement_trial(db, principal, request, settings) if db is not None else None
+    trial = placement_trial(db, request, settings) if db is not None else None
     suggestion, hub = await asyncio.gather(suggest(match.recipe, evidence, catalog, trial, fallback),
                                            hub_facts(request, match.recipe.model_id))
     steps = journey_steps(str(request.base_url), match.recipe.model_id, hardware=suggestion.hardware,
@@ -167,7 +167,7 @@ async def model_page(request: Request, org: str, name: str, variant: str | None 
                    mine=await on_this_plane(db, principal, match.recipe.model_id)
                    if db is not None and principal is not None else None,
                    performance=await model_performance(db, match.recipe.model_id,
-                                                       getattr(request.app.state, "temporal", None))
+                                                       temporal_or_none(request.app.state))
                    if db is not None and principal is not None else None)
     performance: ModelPerformance | None = context["performance"]
     rows = [r for card in performance.view.cards for r in card.rows] if performance and performance.view else []

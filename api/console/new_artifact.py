@@ -1,6 +1,6 @@
 """Register a model from the console: the form takes `source`, shows the resolve proposal (commit,
-weights, evidence, the plane's sizing) and, once confirmed, registers through the API's own handler,
-which starts the artifact's workflow; the browser lands on the draft page."""
+weights, evidence, the plane's sizing) and, once confirmed, registers as `POST /v1/artifacts` does
+(api/services/artifacts.py), which starts the artifact's workflow; the browser lands on the draft page."""
 
 from __future__ import annotations
 
@@ -12,10 +12,9 @@ from api.console.forms import blank_to_none, refusal_words
 from api.console.rendering import ConsoleRoute, first, read_form, redirect, render
 from api.console.session import ConsoleOperator, check_csrf
 from api.console.views import VariantRow, variant_rows
-from api.deps import DbDep, SettingsDep, TemporalDep
+from api.deps import DbDep, ProposalsDep, SettingsDep, TemporalDep, TokensDep
 from api.errors import ApiError
-from api.routes import artifacts as artifacts_api
-from api.routes import resolve as resolve_api
+from api.services import artifacts as artifacts_service
 from wingsmith.drafts import SizingTarget, VariantSizing
 from wingsmith.hub import ArtifactProposal
 from wingsmith.recipes.evidence import Evidence
@@ -54,12 +53,13 @@ def proposal_view(proposal: ArtifactProposal) -> ProposalView:
 
 
 @router.get("/artifacts/new")
-async def register_form(request: Request, principal: ConsoleOperator, source: str | None = None):
+async def register_form(request: Request, principal: ConsoleOperator, proposals: ProposalsDep,
+                        source: str | None = None):
     proposal, error = None, None
     if source is not None and blank_to_none(source):
         try:
-            # The API's resolve handler: the same proposal `GET /v1/artifacts/resolve` answers.
-            proposal = proposal_view(await resolve_api.propose(request, source.strip()))
+            # The same proposal `GET /v1/artifacts/resolve` answers.
+            proposal = proposal_view(await proposals.propose(source.strip()))
         except ApiError as err:
             error = err.message
     return render(request, "artifact_new.html", status_code=200, principal=principal, source=source or "",
@@ -68,19 +68,21 @@ async def register_form(request: Request, principal: ConsoleOperator, source: st
 
 @router.post("/artifacts/new")
 async def register(request: Request, principal: ConsoleOperator, settings: SettingsDep, temporal: TemporalDep,
-                   db: DbDep):
+                   db: DbDep, proposals: ProposalsDep, tokens: TokensDep):
     form = await read_form(request)
     check_csrf(request, form)
     source = first(form, "source").strip()
     try:
-        body = artifacts_api.RegisterRequest(source=source)
+        body = artifacts_service.RegisterRequest(source=source)
     except ValidationError as exc:
         return render(request, "artifact_new.html", status_code=422, principal=principal, source=source,
                       proposal=None, error=refusal_words(exc))
     try:
-        # The API's register handler: it resolves again (pinning the branch to a commit) and starts
-        # the workflow, so a proposal read minutes ago cannot register a commit that moved since.
-        registered = await artifacts_api.register(request, body, principal, settings, temporal, db)
+        # The API's register: it resolves again (pinning the branch to a commit) and starts the
+        # workflow, so a proposal read minutes ago cannot register a commit that moved since.
+        registered = await artifacts_service.register(body, principal=principal, db=db, temporal=temporal,
+                                                      settings=settings, proposals=proposals,
+                                                      approvers=tokens.names_with("approver"))
     except ApiError as err:
         return render(request, "artifact_new.html", status_code=err.status, principal=principal, source=source,
                       proposal=None, error=err.message)

@@ -1,7 +1,8 @@
 """Create an endpoint from the console: a model name for clients (`name`) and the workloads behind it
-(`workloads`, a multi-select of serving workloads), sent through the API's own create handler.
+(`workloads`, a multi-select of serving workloads), created as `POST /v1/endpoints` creates it
+(api/services/endpoints.py).
 
-An existing endpoint's workloads change on its own page (`api/console/endpoints.py`, PATCH's handler)."""
+An existing endpoint's workloads change on its own page (`api/console/endpoints.py`, as PATCH changes them)."""
 
 from __future__ import annotations
 
@@ -20,8 +21,10 @@ from api.console.session import ConsoleOperator, check_csrf
 from api.console.workloads import OFFERED_STATES
 from api.deps import DbDep, SettingsDep, TemporalDep
 from api.errors import ApiError
-from api.routes import endpoints as endpoints_api
-from api.routes import workloads as workloads_api
+from api.responses import answer_fields
+from api.services import endpoints as endpoints_service
+from api.services.endpoints import EndpointRequest
+from api.services.workloads import list_workloads
 
 router = APIRouter(route_class=ConsoleRoute)
 
@@ -31,7 +34,7 @@ RECORD_WAIT_SECONDS = 5.0
 
 async def _page(request: Request, principal: Principal, db: asyncpg.Pool, *, name: str = "",
                 chosen: list[str] | None = None, status_code: int = 200, error: str | None = None) -> Response:
-    listed = (await workloads_api.list_workloads(principal, db, limit=500))["workloads"]
+    listed = [answer_fields(w) for w in await list_workloads(principal, db=db, limit=500)]
     # A new endpoint is its creator's team's and takes only that team's workloads (an admin lists every team's).
     offered = sorted((w for w in listed if w["state"] in OFFERED_STATES and w["team"] == principal.team),
                      key=lambda w: (w["state"] != "serving", w["id"]))
@@ -57,12 +60,12 @@ async def create_endpoint(request: Request, principal: ConsoleOperator, db: DbDe
     name = first(form, "name").strip()
     chosen = [w for w in form.get("workloads", []) if w]
     try:
-        body = endpoints_api.EndpointRequest(name=name, workloads=chosen)
+        body = EndpointRequest(name=name, workloads=chosen)
     except ValidationError as exc:
         return await _page(request, principal, db, name=name, chosen=chosen, status_code=422,
                            error=refusal_words(exc))
     try:
-        await endpoints_api.create(body, principal, db, settings, temporal)
+        await endpoints_service.create(body, principal=principal, db=db, temporal=temporal, settings=settings)
     except ApiError as err:
         return await _page(request, principal, db, name=name, chosen=chosen, status_code=err.status,
                            error=err.message)

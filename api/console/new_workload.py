@@ -7,7 +7,9 @@ the console refuses what the API refuses, in the same words.
 A workload may be sized by traffic instead of replicas (`sizing=target` and the `target.*` fields). Planning
 it asks AIConfigurator, a search of minutes when not cached yet, so the check refreshed on every change
 only validates those fields; the whole page (the "Check again" button, which needs no script) plans the
-target and shows every candidate card's plan."""
+target and shows every candidate card's plan. A plan not there within a few seconds (a cold search) is shown
+as it progresses (the card being planned), and the page checks again by itself until it is there (issue 52);
+a create whose plan is not there yet lands on that page, and creating again then gets the plan at once."""
 
 from __future__ import annotations
 
@@ -26,9 +28,10 @@ from api.console.suggest import Candidate, placement_trial, suggest
 from api.console.views import default_choice
 from api.console.words import layout_name
 from api.console.workloads import workload_path
-from api.deps import DbDep, SettingsDep
+from api.deps import DbDep, SettingsDep, live_reads_of, temporal_or_none
 from api.errors import ApiError
-from api.routes import workloads as workloads_api
+from api.responses import Created, DryRun, Planning
+from api.services import workloads as workloads_service
 from wingsmith.config import Settings
 from wingsmith.placement import PlacementDecision
 from wingsmith.placement.left_out import LeftOut, left_out
@@ -47,6 +50,8 @@ TARGET_FIELDS = {"target.requests_per_second": "target_rps", "target.isl": "targ
 TEXT_FIELDS = ("artifact_id", "name", "hardware", "layout", "variant", "sizing", "replicas", "served_model_name",
                *TARGET_FIELDS)
 SIZINGS = ("replicas", "target")
+# How often a page whose plan is on its way asks again (the API's status URL asks for 2 s; a page costs more).
+PLANNING_REFRESH_SECONDS = 3
 
 
 class WorkloadForm(BaseModel):
@@ -72,6 +77,12 @@ class WorkloadForm(BaseModel):
         if given.get("sizing") not in SIZINGS:
             given.pop("sizing", None)
         return cls(**given, features=[f for f in values.get("features", []) if f])
+
+    def query(self) -> list[tuple[str, str]]:
+        """The fields as the form sends them (its "Check again" GET)."""
+        attrs = {attr: name for name, attr in TARGET_FIELDS.items()}
+        fields = [(attrs.get(k, k), v) for k, v in self.model_dump(exclude={"features"}).items() if v]
+        return fields + [("features", f) for f in self.features]
 
     @property
     def by_target(self) -> bool:
@@ -111,6 +122,7 @@ class Check(BaseModel):
     left_out: LeftOut | None = None  # a large fleet's clusters without a verdict of their own, bounded
     target_plan: TargetChoice | None = None
     unplanned_target: bool = False
+    planning: Planning | None = None  # sized by traffic: the plan on its way
 
 
 async def _approved(db: asyncpg.Pool) -> list[dict[str, Any]]:
@@ -146,7 +158,7 @@ async def _with_defaults(form: WorkloadForm, evidence: Evidence | None, request:
     catalog = load_catalog()
     recipe = catalog.recipes.get(evidence.recipe)
     if recipe is not None and not (form.hardware and form.layout):
-        placed = placement_trial(db, principal, request, settings)
+        placed = placement_trial(db, request, settings)
 
         async def trial(option: Candidate) -> str | None:
             # Placement first (the clusters' inventories read once), then the whole check the API makes
@@ -179,10 +191,14 @@ async def check_workload(form: WorkloadForm, request: Request, principal: Princi
         return Check(unplanned_target=True)
     try:
         # The API's create handler with dry_run: the same validation, fit check and placement dry run.
-        result = await workloads_api.create(body, principal, db, settings, request)
+        result = await workloads_service.create(body, principal=principal, db=db, settings=settings,
+                                                temporal=temporal_or_none(request.app.state),
+                                                live_reads=live_reads_of(request.app.state))
     except ApiError as err:
         return Check(refusal=err.message, target_plan=unreachable(err))
-    if not isinstance(result, workloads_api.DryRun):  # the body asked for a dry run
+    if isinstance(result, Planning):
+        return Check(planning=result)
+    if not isinstance(result, DryRun):  # the body asked for a dry run
         raise TypeError(f"a dry-run create answered {type(result).__name__}")
     placement = PlacementDecision.model_validate(result.placement)
     return Check(plan=result.plan, placement=placement,
@@ -205,8 +221,13 @@ async def _page(request: Request, principal: Principal, db: asyncpg.Pool, settin
     evidence = await _evidence(db, form.artifact_id)
     form = await _with_defaults(form, evidence, request, principal, db, settings)
     check = await check_workload(form, request, principal, db, settings) if evidence is not None else None
-    return render(request, "workload_new.html", status_code=status_code, principal=principal, form=form,
-                  choices=await _choices(db, evidence), check=check, error=error, evidence=evidence)
+    page = render(request, "workload_new.html", status_code=status_code, principal=principal, form=form,
+                  choices=await _choices(db, evidence), check=check, error=error, evidence=evidence,
+                  refresh_seconds=PLANNING_REFRESH_SECONDS)
+    if check is not None and check.planning is not None:
+        # No script needed: the browser asks for the same page again, which shows the plan once it is there.
+        page.headers["Refresh"] = str(PLANNING_REFRESH_SECONDS)
+    return page
 
 
 @router.get("/workloads/new")
@@ -241,9 +262,14 @@ async def create_workload(request: Request, principal: ConsoleOperator, db: DbDe
     except ValidationError as exc:
         return await _page(request, principal, db, settings, form, status_code=422, error=refusal_words(exc))
     try:
-        created = await workloads_api.create(body, principal, db, settings, request)
+        created = await workloads_service.create(body, principal=principal, db=db, settings=settings,
+                                                 temporal=temporal_or_none(request.app.state),
+                                                 live_reads=live_reads_of(request.app.state))
     except ApiError as err:
         return await _page(request, principal, db, settings, form, status_code=err.status, error=err.message)
-    if not isinstance(created, workloads_api.Created):  # the form never asks for a dry run
+    if isinstance(created, Planning):
+        # The plan is on its way: its page follows it; creating again from there gets it at once.
+        return redirect(request.url.path + "?" + urlencode(form.query()))
+    if not isinstance(created, Created):  # the form never asks for a dry run
         raise TypeError(f"a create answered {type(created).__name__}")
     return redirect(workload_path(created.id) + "?" + urlencode({"created": 1}))

@@ -13,9 +13,10 @@ import asyncpg
 from fastapi import Request
 from pydantic import BaseModel
 
-from api.auth import Principal
+from api.deps import live_reads_of, temporal_or_none
 from api.errors import ApiError
-from api.routes.clusters import DryRunRequest, DryRunResponse, dry_run
+from api.responses import DryRunResponse
+from api.services.planning import DryRunRequest, dry_run
 from wingsmith.config import Settings
 from wingsmith.placement import ClusterInventory, PlacementPlan
 from wingsmith.recipes import Catalog, InvalidChoice, Recipe, serve_command
@@ -94,7 +95,7 @@ def candidates(recipe: Recipe, evidence: Evidence, catalog: Catalog) -> list[Can
 Trial = Callable[[Candidate], Awaitable[str | None]]
 
 
-def placement_trial(db: asyncpg.Pool, principal: Principal | None, request: Request, settings: Settings) -> Trial:
+def placement_trial(db: asyncpg.Pool, request: Request, settings: Settings) -> Trial:
     """Placement alone, through the same dry run as `POST /v1/placements/dry-run`; the clusters'
     inventories are read live once (by the worker) and reused for the other candidates."""
     inventories: list[ClusterInventory] = []
@@ -103,8 +104,9 @@ def placement_trial(db: asyncpg.Pool, principal: Principal | None, request: Requ
 
     async def attempt(plan: PlacementPlan) -> DryRunResponse | None:
         try:
-            return await dry_run(DryRunRequest(plan=plan, inventories=inventories, live=not inventories), db,
-                                 principal, request, settings)  # type: ignore[arg-type] # anonymous page views
+            return await dry_run(DryRunRequest(plan=plan, inventories=inventories, live=not inventories), db=db,
+                                 temporal=temporal_or_none(request.app.state), settings=settings,
+                                 live_reads=live_reads_of(request.app.state))
         except ApiError:
             return None
 

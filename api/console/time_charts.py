@@ -4,22 +4,29 @@
 Unlike `charts.time_series`, the time axis is the window asked for (the last hour stays the last hour
 when the data covers ten minutes of it), a missing figure (None: no request, so no latency) breaks the
 line instead of drawing a zero, and a chart may carry levels (a predicted latency, as a horizontal
-line) and marks (decision points, as vertical lines).
+line) and marks (decision points, as vertical lines; where they crowd, one shaded band that counts them,
+so a short dwell's dozens of decisions do not hide the lines they are about). The unit is named above the
+plot, clear of its top line (a share of traffic runs along 100 %).
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime, timedelta
 
 from markupsafe import Markup, escape
 from pydantic import BaseModel
 
-from api.console.charts import WIDTH, _fmt, _svg
+from api.console.chart_words import text_width
+from api.console.charts import WIDTH, _fmt, _svg, figure_within
 
-LEFT, RIGHT, TOP = 56, 12, 10
+LEFT, RIGHT, TOP = 56, 12, 24  # TOP: the band above the plot holds the unit and the marks' counts
 MAX_POINTS = 720  # per line: more than a 720-pixel picture can show (a 10 s period over two hours)
+# Marks as lines while a picture can tell them apart: more than MAX_MARK_LINES, and neighbours closer than
+# the plot's width over 2 × MAX_MARK_LINES (closer than MIN_MARK_GAP pixels, always) become one band.
+MAX_MARK_LINES = 8
+MIN_MARK_GAP = 8.0
 
 
 class TimeLine(BaseModel):
@@ -98,24 +105,23 @@ def time_lines(title: str, lines: Sequence[TimeLine], start: datetime, end: date
 
     body = [f'<line class="axis" x1="{LEFT}" y1="{TOP}" x2="{LEFT}" y2="{bottom}"/>',
             f'<line class="axis" x1="{LEFT}" y1="{bottom}" x2="{WIDTH - RIGHT}" y2="{bottom}"/>',
-            f'<text class="label" x="{LEFT - 6}" y="{TOP + 10}" text-anchor="end">{_fmt(y_top)}</text>',
+            f'<text class="label" x="{LEFT - 6}" y="{TOP + 4}" text-anchor="end">{figure_within(y_top, LEFT - 8)}'
+            '</text>',
             f'<text class="label" x="{LEFT - 6}" y="{bottom}" text-anchor="end">0</text>',
-            f'<text class="label" x="{LEFT + 6}" y="{TOP + 12}">{escape(unit)}</text>']
+            f'<text class="label unit" x="{LEFT + 4}" y="{TOP - 8}">{escape(unit)}</text>']
     clock = "%H:%M:%S" if tick_step(start, end) < 60 else "%H:%M"
     for tick in time_ticks(start, end):
-        tx = x(tick)
+        tx, words = x(tick), tick.strftime(clock)
+        half = text_width(words) / 2  # a tick at the plot's end keeps its time inside the picture
         body.append(f'<line class="axis" x1="{tx:.1f}" y1="{bottom}" x2="{tx:.1f}" y2="{bottom + 4}"/>'
-                    f'<text class="label" x="{tx:.1f}" y="{bottom + 16}" text-anchor="middle">'
-                    f'{tick.strftime(clock)}</text>')
+                    f'<text class="label" x="{min(max(tx, half + 2), WIDTH - half - 2):.1f}" y="{bottom + 16}" '
+                    f'text-anchor="middle">{words}</text>')
     for k, level in enumerate(levels):
         ly = y(level.value)
         body.append(f'<line class="mark mark-{2 if k % 2 == 0 else 1}" x1="{LEFT}" x2="{WIDTH - RIGHT}" '
                     f'y1="{ly:.1f}" y2="{ly:.1f}"><title>{escape(level.label)}: {_fmt(level.value)} '
                     f'{escape(unit)}</title></line>')
-    for mark in marks:
-        mx = x(mark.at)
-        body.append(f'<line class="mark mark-{mark.kind % 3}" x1="{mx:.1f}" x2="{mx:.1f}" y1="{TOP}" '
-                    f'y2="{bottom}"><title>{escape(mark.at.strftime("%H:%M:%S"))} {escape(mark.label)}</title></line>')
+    body += _marks(marks, x, bottom, LEFT + 4 + text_width(unit) + 8)
     for ln in lines:
         css = f"series-{ln.colour % 6}"
         dash = ' stroke-dasharray="6 3"' if ln.dashed else ""
@@ -137,6 +143,50 @@ def time_lines(title: str, lines: Sequence[TimeLine], start: datetime, end: date
     # The legend goes in the frame's figure, keyed by colour and named in words.
     return Markup(str(frame).replace("</figure>", f'<figcaption class="legend">{keys}</figcaption></figure>', 1)) \
         if legend or levels else frame
+
+
+def _mark_line(mark: TimeMark, mx: float, bottom: float) -> str:
+    return (f'<line class="mark mark-{mark.kind % 3}" x1="{mx:.1f}" x2="{mx:.1f}" y1="{TOP}" y2="{bottom}">'
+            f'<title>{escape(mark.at.strftime("%H:%M:%S"))} {escape(mark.label)}</title></line>')
+
+
+def mark_groups(marks: Sequence[TimeMark], x: Callable[[datetime], float]) -> list[list[TimeMark]]:
+    """The marks in time order, neighbours too close to tell apart as lines grouped."""
+    gap = MIN_MARK_GAP if len(marks) <= MAX_MARK_LINES else max(MIN_MARK_GAP, (WIDTH - LEFT - RIGHT)
+                                                                 / (2 * MAX_MARK_LINES))
+    groups: list[list[TimeMark]] = []
+    for mark in sorted(marks, key=lambda m: m.at):
+        if groups and x(mark.at) - x(groups[-1][-1].at) < gap:
+            groups[-1].append(mark)
+        else:
+            groups.append([mark])
+    return groups
+
+
+def _marks(marks: Sequence[TimeMark], x: Callable[[datetime], float], bottom: float, free_from: float) -> list[str]:
+    """A line per decision, or per crowd of decisions one grey band with its count written above the plot
+    where there is room (from `free_from` on, each count clear of the last). A rollback (red) and a hold for
+    a person (amber) are always lines of their own, over the bands: they are never hidden in a count."""
+    out, lines = [], []
+    lines += [_mark_line(m, x(m.at), bottom) for m in marks if m.kind % 3 != 1]
+    for group in mark_groups([m for m in marks if m.kind % 3 == 1], x):
+        if len(group) == 1:
+            lines.append(_mark_line(group[0], x(group[0].at), bottom))
+            continue
+        left, right = x(group[0].at), x(group[-1].at)
+        said = "; ".join(f"{m.at:%H:%M:%S} {m.label}" for m in group[:MAX_MARK_LINES])
+        more = f"; and {len(group) - MAX_MARK_LINES} more" if len(group) > MAX_MARK_LINES else ""
+        out.append(f'<rect class="mark-band" x="{left - 1.5:.1f}" y="{TOP}" width="{right - left + 3:.1f}" '
+                   f'height="{bottom - TOP}" data-marks="{len(group)}"><title>{len(group)} decisions from '
+                   f'{group[0].at:%H:%M:%S} to {group[-1].at:%H:%M:%S}: {escape(said)}{more}</title></rect>')
+        count = f"{len(group)} decisions"
+        width = text_width(count)
+        cx = min(max((left + right) / 2, free_from + width / 2), WIDTH - RIGHT - width / 2)
+        if cx - width / 2 >= free_from:
+            out.append(f'<text class="label mark-count" x="{cx:.1f}" y="{TOP - 8}" text-anchor="middle">'
+                       f'{count}</text>')
+            free_from = cx + width / 2 + 8
+    return out + lines
 
 
 def window(end: datetime, seconds: float) -> tuple[datetime, datetime]:

@@ -201,6 +201,9 @@ def tradeoff_chart(card: CardTradeoff) -> Markup:
         words += f" Careful: {card.none_meets_words}."
     elif misses:
         words += f" {misses} of them miss their latency targets (drawn hollow)."
+    if best.frontier and below_frontier(best):
+        words += (" AIConfigurator's frontier does better on both axes than its pick, a configuration of another "
+                  "parallelism taken as the closest to the TPOT target; the line is drawn through the pick.")
     chosen = ("recommended, though it misses the latency targets (none meets them): the highest throughput per GPU"
               if card.none_meets else "recommended: the highest throughput per GPU within the latency targets")
     return xy_plot(title, series, X_LABEL, Y_LABEL, description=words,
@@ -211,8 +214,15 @@ def tradeoff_chart(card: CardTradeoff) -> Markup:
 
 def _frontier_series(owner: PerformanceRow, dashed: bool, colour: int) -> list[XYSeries]:
     """The row's frontier as lines: its part within the row's latency targets in the mode's colour over the
-    whole in grey. Points whose latencies or targets were not recorded are one line, as the tool gave them."""
-    if len(owner.frontier) < 2:
+    whole in grey. Points whose latencies or targets were not recorded are one line, as the tool gave them.
+
+    The line joins the row's own configuration too. AIConfigurator's pick is on its frontier when it meets
+    the TPOT target; when none does, the tool takes each parallelism's best and keeps the one closest to the
+    target, which may lie below the frontier of another parallelism (Kimi-K3 on 16 × H200: TP8 DP2 under
+    TP16's line). The line through it shows where the pick sits on what the sweep reached, and the picture's
+    description says that it lies below (`below_frontier`)."""
+    frontier = _with_own_point(owner)
+    if len(frontier) < 2:
         return []
     mode = MODE_WORDS[owner.mode]
     where = f"AIConfigurator's pareto frontier on {layout_name(owner.layout)}"
@@ -222,16 +232,42 @@ def _frontier_series(owner: PerformanceRow, dashed: bool, colour: int) -> list[X
         return [XYSeries(label=label, points=drawn, shape=None, joined=True, dashed=dashed, colour=colour)] \
             if len(drawn) > 1 else []
 
-    judged = [(p, _within(p, owner)) for p in owner.frontier]
+    judged = [(p, _within(p, owner)) for p in frontier]
     if any(verdict is None for _, verdict in judged):
-        return line(owner.frontier, f"{mode}: {where}", colour)
+        return line(frontier, f"{mode}: {where}", colour)
     within = [p for p, verdict in judged if verdict]
     # The whole frontier in grey under its part within the targets in the mode's colour: the line stays
-    # whole (a single point beyond the targets still shows), and the colour marks what meets them. Labels
-    # short enough for the legend (90 characters): the layout is the recommended one, which the page names.
-    beyond = line(owner.frontier, f"{mode}: pareto frontier beyond the latency targets", BEYOND_COLOUR) \
-        if len(within) < len(owner.frontier) else []
+    # whole (a single point beyond the targets still shows), and the colour marks what meets them.
+    beyond = line(frontier, f"{mode}: pareto frontier beyond the latency targets", BEYOND_COLOUR) \
+        if len(within) < len(frontier) else []
     return beyond + line(within, f"{mode}: pareto frontier within the latency targets", colour)
+
+
+def _own_point(row: PerformanceRow) -> FrontierPoint:
+    return FrontierPoint(tokens_per_second_per_user=row.tokens_per_second_per_user or 0.0,
+                         tokens_per_second_per_gpu=row.tokens_per_second_per_gpu or 0.0, ttft_ms=row.ttft_ms,
+                         tpot_ms=row.tpot_ms)
+
+
+def _with_own_point(row: PerformanceRow) -> list[FrontierPoint]:
+    """The row's frontier with its own configuration among its points (once), ordered by throughput per user;
+    a row without a frontier has none to join."""
+    if not row.frontier:
+        return []
+    own = _own_point(row)
+    same = any(math.isclose(p.tokens_per_second_per_user, own.tokens_per_second_per_user, rel_tol=1e-3)
+               and math.isclose(p.tokens_per_second_per_gpu, own.tokens_per_second_per_gpu, rel_tol=1e-3)
+               for p in row.frontier)
+    return sorted(row.frontier if same else [*row.frontier, own], key=lambda p: p.tokens_per_second_per_user)
+
+
+def below_frontier(row: PerformanceRow) -> bool:
+    """Whether a point of the row's own frontier does better on both axes than the configuration it chose."""
+    own = _own_point(row)
+    return any(p.tokens_per_second_per_user >= own.tokens_per_second_per_user
+               and p.tokens_per_second_per_gpu >= own.tokens_per_second_per_gpu
+               and (p.tokens_per_second_per_user, p.tokens_per_second_per_gpu)
+               != (own.tokens_per_second_per_user, own.tokens_per_second_per_gpu) for p in row.frontier)
 
 
 def _within(point: FrontierPoint, row: PerformanceRow) -> bool | None:
@@ -264,6 +300,6 @@ def tradeoff_view(rows: list[PerformanceRow], reason: str | None) -> TradeoffVie
 
 def draft_tradeoff(draft: dict[str, Any]) -> TradeoffView:
     """The view of a draft as the API returns it (`performance` lifted out of its sizing, see
-    api/routes/artifacts.with_performance)."""
+    api/services/estimates.with_performance)."""
     rows = [PerformanceRow.model_validate(r) for r in draft.get("performance") or []]
     return tradeoff_view(rows, draft.get("performance_reason"))

@@ -1,11 +1,12 @@
 """Workload pages: the list, and one workload's clusters, events, links and upgrade progress, with the
-scale, delete and pause/resume/abort forms for operators. Reads and changes go through the REST
-handlers in api.routes.workloads, so the console and the API say the same thing and refuse the same things."""
+scale, delete and pause/resume/abort forms for operators. Reads and changes go through the services the REST
+routes call (api/services/workloads.py), so the console and the API say the same thing and refuse the same
+things."""
 
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, cast, get_args
 from urllib.parse import quote, urlencode
 
 from fastapi import APIRouter, Request
@@ -19,9 +20,11 @@ from api.console.session import ConsoleOperator, ConsoleViewer, check_csrf
 from api.console.traffic_charts import traffic_section
 from api.console.upgrade_timeline import upgrade_timelines
 from api.console.views import LAYOUT_WORDS
-from api.deps import DbDep, SettingsDep, TemporalDep
+from api.deps import DbDep, SettingsDep, TemporalDep, temporal_or_none
 from api.errors import ApiError
-from api.routes import workloads as workloads_api
+from api.responses import answer_fields
+from api.services import workloads as workloads_service
+from api.services.workloads import ControlBody, ScaleBody, UpgradeVerb
 from contracts import conditions as reason
 from wingsmith.store import artifacts as artifact_store
 from wingsmith.store import workloads as workload_store
@@ -232,8 +235,7 @@ UPGRADE_WORDS = {
     "running": "running", "paused": "paused (it holds after its current step)", "succeeded": "succeeded",
     "rolled_back": "rolled back by itself", "aborted": "aborted and rolled back", "failed": "failed and rolled back",
 }
-_CONTROLS = {"pause": workloads_api.pause_upgrade, "resume": workloads_api.resume_upgrade,
-             "abort": workloads_api.abort_upgrade}
+_CONTROLS = get_args(UpgradeVerb)
 
 
 class FigureRow(BaseModel):
@@ -267,17 +269,18 @@ def workload_path(workload_id: str) -> str:
 
 @router.get("/workloads")
 async def workload_list(request: Request, principal: ConsoleViewer, db: DbDep):
-    listed = await workloads_api.list_workloads(principal, db, limit=500)
-    failed = [w["id"] for w in listed["workloads"] if w["state"] == "failed"]
+    listed = [answer_fields(w) for w in await workloads_service.list_workloads(principal, db=db, limit=500)]
+    failed = [w["id"] for w in listed if w["state"] == "failed"]
     causes = await workload_store.failure_causes(db, failed) if failed else {}
-    return render(request, "workloads.html", principal=principal, workloads=listed["workloads"], causes=causes,
+    return render(request, "workloads.html", principal=principal, workloads=listed, causes=causes,
                   failure_sentence=failure_sentence, stage_words=STAGE_WORDS, phase_words=PHASE_WORDS,
                   draft_path=draft_path, workload_path=workload_path)
 
 
 async def _workload_page(request: Request, workload_id: str, principal, db, settings, *, status_code: int = 200,
                          error: str | None = None):
-    w = await workloads_api.get_workload(workload_id, principal, db, settings, request)
+    w = answer_fields(await workloads_service.get_workload(workload_id, viewer=principal, db=db, settings=settings,
+                                                           temporal=temporal_or_none(request.app.state)))
     live = w.get("live") or None
     spec = w.get("spec") or {}
     stage = (live or {}).get("stage") or w.get("state") or "unknown"
@@ -319,14 +322,15 @@ async def scale(request: Request, workload_id: str, principal: ConsoleOperator, 
     check_csrf(request, form)
     raw = first(form, "replicas").strip()
     try:
-        body = workloads_api.ScaleBody(replicas=raw)
+        body = ScaleBody(replicas=raw)
     except ValidationError:
         return await _workload_page(request, workload_id, principal, db, settings, status_code=422,
                                     error=f"Replicas must be a whole number from 1 to 256; {raw or 'nothing'!r} "
                                           "is not.")
     try:
-        # The API's own handler: the same update, validation and refusal words as PATCH /v1/workloads/{id}.
-        status = await workloads_api.scale(workload_id, body, principal, temporal, db)
+        # The same update, validation and refusal words as PATCH /v1/workloads/{id}.
+        status = await workloads_service.scale(workload_id, body.replicas, principal=principal, db=db,
+                                               temporal=temporal)
     except ApiError as err:
         return await _workload_page(request, workload_id, principal, db, settings, status_code=err.status,
                                     error=err.message)
@@ -339,7 +343,7 @@ async def delete(request: Request, workload_id: str, principal: ConsoleOperator,
     form = await read_form(request)
     check_csrf(request, form)
     try:
-        await workloads_api.delete(workload_id, principal, temporal, db)
+        await workloads_service.delete(workload_id, principal=principal, db=db, temporal=temporal)
     except ApiError as err:
         return await _workload_page(request, workload_id, principal, db, settings, status_code=err.status,
                                     error=err.message)
@@ -349,16 +353,16 @@ async def delete(request: Request, workload_id: str, principal: ConsoleOperator,
 @router.post("/workloads/{workload_id}/upgrade/{action}")
 async def upgrade_control(request: Request, workload_id: str, action: str, principal: ConsoleOperator, db: DbDep,
                           settings: SettingsDep, temporal: TemporalDep):
-    """Pause, resume or abort the running upgrade, through the API's own handlers."""
+    """Pause, resume or abort the running upgrade, as the API's routes do."""
     form = await read_form(request)
     check_csrf(request, form)
-    control = _CONTROLS.get(action)
-    if control is None:
+    if action not in _CONTROLS:
         return await _workload_page(request, workload_id, principal, db, settings, status_code=404,
                                     error=f"An upgrade can be paused, resumed or aborted, not {action!r}.")
     try:
-        await control(workload_id, principal, temporal, db,
-                      workloads_api.ControlBody(reason=first(form, "reason") or None))
+        body = ControlBody(reason=first(form, "reason") or None)
+        await workloads_service.control_upgrade(workload_id, cast(UpgradeVerb, action), body.reason,
+                                                principal=principal, db=db, temporal=temporal)
     except ApiError as err:
         return await _workload_page(request, workload_id, principal, db, settings, status_code=err.status,
                                     error=err.message)

@@ -1,192 +1,48 @@
-"""Endpoints: one model name for clients, routed by the gateway to every cluster serving it."""
+"""Endpoints: one model name for clients, routed by the gateway to every cluster serving it (the use cases:
+api/services/endpoints.py)."""
 
 from __future__ import annotations
 
-from typing import Any
-
-from fastapi import APIRouter, Request
-from pydantic import BaseModel, Field
-from starlette.concurrency import run_in_threadpool
-from temporalio.client import WorkflowUpdateFailedError, WorkflowUpdateStage
-from temporalio.exceptions import ActivityError
-from temporalio.service import RPCError, RPCStatusCode
+from fastapi import APIRouter
 
 from api.auth import Operator, Viewer
-from api.deps import DbDep, SettingsDep, TemporalDep
-from api.errors import ApiError
-from api.ownership import hide, listing_team, own_endpoint
+from api.deps import DbDep, MaybeTemporalDep, SettingsDep, TemporalDep
 from api.responses import EndpointChanged, EndpointDeleting, EndpointDetail, EndpointList, EndpointStarted
-from contracts import endpoint as endpoint_contract
-from contracts.endpoint import SetWorkloads
-from contracts.ids import endpoint_workflow_id
-from wingsmith.endpoints import endpoint_model, membership_problems
-from wingsmith.gateway import GatewayError, gateway_client
-from wingsmith.starter import create_endpoint, endpoint_handle, endpoint_status
-from wingsmith.store import endpoints as endpoint_store
-from wingsmith.temporal import workflow_ui_url
-from wingsmith.text import MAX_LIST, NameText
+from api.services import endpoints as service
+from api.services.endpoints import EndpointRequest, WorkloadsChange
 
 router = APIRouter(prefix="/v1/endpoints", tags=["endpoints"])
-
-
-class EndpointRequest(BaseModel):
-    name: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9._:@+-]{0,62}$", examples=["kimi-k3"],
-                      description="the model name clients send")
-    workloads: list[NameText] = Field(min_length=1, max_length=MAX_LIST)
-
-
-class WorkloadsChange(BaseModel):
-    workloads: list[NameText] = Field(min_length=1, max_length=MAX_LIST,
-                                      description="the endpoint's workloads from now on")
 
 
 @router.post("", status_code=202, response_model=EndpointStarted,
              summary="Create an endpoint (repeating it with the same workloads is a no-op)")
 async def create(body: EndpointRequest, principal: Operator, db: DbDep, settings: SettingsDep,
                  temporal: TemporalDep) -> EndpointStarted:
-    # The gateway routes by name, so names are unique across teams: another team's says only "taken".
-    await own_endpoint(principal, db, temporal, body.name, _taken(body.name))
-    # The endpoint is its creator's team's and takes only that team's workloads.
-    facts = await endpoint_store.workload_facts(db, body.workloads, team=principal.team)
-    problems = membership_problems(body.name, body.workloads, facts, model=None)
-    if problems:
-        raise ApiError(422, "; ".join(problems), code="invalid_endpoint")
-    try:
-        started = await create_endpoint(temporal, settings, name=body.name, workloads=body.workloads,
-                                        model=endpoint_model(facts, body.workloads),
-                                        requested_by=principal.name, team=principal.team)
-    except RPCError as err:
-        raise ApiError(503, f"Temporal could not take the request: {err.message}") from None
-    if not started.started:
-        # Started by another team between the check above and this start.
-        hide(principal, "endpoint", body.name, started.team, _taken(body.name))
-        if started.stage in ("deleting", "deleted"):
-            raise ApiError(409, f"endpoint {body.name} is being deleted; create it again once it is gone")
-        if set(started.routed) != set(body.workloads):
-            raise ApiError(409, f"endpoint {body.name} exists with workloads {', '.join(started.routed) or '(none)'}; "
-                           f"change them with PATCH /v1/endpoints/{body.name}", code="endpoint_exists",
-                           details={"workloads": started.routed, "change_with": f"PATCH /v1/endpoints/{body.name}"})
-    return EndpointStarted(name=body.name, workflow_id=started.workflow_id, started=started.started,
-                           workflow_url=workflow_ui_url(settings, started.workflow_id),
-                           url=f"{settings.gateway_url}/v1", workloads=started.routed)
+    return await service.create(body, principal=principal, db=db, temporal=temporal, settings=settings)
 
 
 @router.patch("/{name}", status_code=202, response_model=EndpointChanged,
               summary="Change an endpoint's workloads (leaving ones are drained first)")
 async def set_workloads(name: str, body: WorkloadsChange, principal: Operator, settings: SettingsDep,
                         temporal: TemporalDep, db: DbDep) -> EndpointChanged:
-    await own_endpoint(principal, db, temporal, name, _not_found(name))
-    await _check_change(name, body.workloads, db, temporal)
-    try:
-        status = await endpoint_handle(temporal, name).execute_update(
-            endpoint_contract.UPDATE_SET_WORKLOADS,
-            SetWorkloads(workloads=body.workloads, requested_by=principal.name, team=principal.team),
-            result_type=endpoint_contract.EndpointStatus)
-    except WorkflowUpdateFailedError as err:
-        cause = err.cause
-        kind = getattr(cause, "type", None)
-        message = getattr(cause, "message", None) or str(cause or err)
-        if kind == endpoint_contract.INVALID_WORKLOADS:
-            raise ApiError(422, message, code="invalid_endpoint") from None
-        if isinstance(cause, ActivityError):
-            raise ApiError(503, f"the registry could not check the workloads: {cause.cause or cause}") from None
-        raise ApiError(409, message) from None
-    except RPCError as err:
-        if err.status == RPCStatusCode.NOT_FOUND:
-            raise ApiError(404, f"endpoint {name} not found") from None
-        raise ApiError(503, f"Temporal could not take the request: {err.message}") from None
-    return EndpointChanged(name=name, workflow_id=endpoint_workflow_id(name),
-                           workflow_url=workflow_ui_url(settings, endpoint_workflow_id(name)), stage=status.stage,
-                           workloads=[w for w in status.workloads if w not in status.draining],
-                           draining=status.draining)
-
-
-async def _check_change(name: str, wanted: list[str], db: Any, temporal: Any) -> None:
-    """Refuse a change the endpoint's workflow would refuse, before sending it: the workflow checks
-    again (it alone sees changes racing this one)."""
-    try:
-        current = await endpoint_status(temporal, name)
-    except RPCError as err:
-        if err.status == RPCStatusCode.NOT_FOUND:
-            raise ApiError(404, f"endpoint {name} not found") from None
-        raise ApiError(503, f"Temporal could not take the request: {err.message}") from None
-    if current.stage in ("deleting", "deleted"):
-        raise ApiError(409, f"endpoint {name} is being deleted; its workloads can no longer change",
-                       code="endpoint_deleting")
-    # Only the endpoint's team's workloads exist for it (an admin's change too).
-    facts = await endpoint_store.workload_facts(db, list(dict.fromkeys([*wanted, *current.workloads])),
-                                                team=current.team)
-    problems = membership_problems(name, wanted, facts, current.model or endpoint_model(facts, current.workloads))
-    if problems:
-        raise ApiError(422, "; ".join(problems), code="invalid_endpoint")
+    return await service.set_workloads(name, body.workloads, principal=principal, db=db, temporal=temporal,
+                                       settings=settings)
 
 
 @router.get("", response_model=EndpointList, response_model_exclude_unset=True,
             summary="List endpoints (the caller's team's; an admin's: every team's)")
-async def list_endpoints(viewer: Viewer, db: DbDep):
-    return {"endpoints": await endpoint_store.list_endpoints(db, team=listing_team(viewer))}
+async def list_endpoints(viewer: Viewer, db: DbDep) -> EndpointList:
+    return EndpointList(endpoints=await service.list_endpoints(viewer, db=db))
 
 
 @router.get("/{name}", response_model=EndpointDetail, response_model_exclude_unset=True,
             summary="An endpoint: backends, weights and health")
-async def get_endpoint(name: str, viewer: Viewer, db: DbDep, settings: SettingsDep, request: Request):
-    out = await endpoint_store.get_endpoint(db, name)
-    if out is None:
-        raise _not_found(name)
-    hide(viewer, "endpoint", name, out["team"], _not_found(name))
-    out["workflow_url"] = workflow_ui_url(settings, out["workflow_id"])
-    out["conditions"] = await _conditions(request, name)
-    out["health"] = None
-    try:
-        def read():
-            client = gateway_client(settings)
-            try:
-                return client.status(name)
-            finally:
-                client.close()
-        status = await run_in_threadpool(read)
-        out["health"] = status.model_dump(mode="json") if status else None
-    except (GatewayError, Exception) as exc:  # noqa: BLE001 - health is best effort; the routes still answer
-        out["health_error"] = getattr(exc, "message", type(exc).__name__)
-    return out
-
-
-async def _conditions(request: Request, name: str) -> list[dict[str, Any]]:
-    """The workflow's conditions (best effort: the registry row answers without Temporal)."""
-    temporal = getattr(request.app.state, "temporal", None)
-    if temporal is None:
-        return []
-    try:
-        live = await endpoint_status(temporal, name)
-    except Exception:  # noqa: BLE001 - not started yet, or Temporal unreachable: the row still answers
-        return []
-    return [c.model_dump(mode="json") for c in live.conditions]
+async def get_endpoint(name: str, viewer: Viewer, db: DbDep, settings: SettingsDep,
+                       temporal: MaybeTemporalDep) -> EndpointDetail:
+    return await service.get_endpoint(name, viewer=viewer, db=db, temporal=temporal, settings=settings)
 
 
 @router.delete("/{name}", status_code=202, response_model=EndpointDeleting,
                summary="Delete an endpoint (drains, then removes its routes)")
 async def delete(name: str, operator: Operator, temporal: TemporalDep, db: DbDep) -> EndpointDeleting:
-    await own_endpoint(operator, db, temporal, name, _gone(name))
-    try:
-        await endpoint_handle(temporal, name).start_update(endpoint_contract.UPDATE_DELETE,
-                                                           wait_for_stage=WorkflowUpdateStage.ACCEPTED)
-    except WorkflowUpdateFailedError as err:
-        raise ApiError(409, str(err.cause or err)) from None
-    except RPCError as err:
-        if err.status == RPCStatusCode.NOT_FOUND:
-            raise _gone(name) from None
-        raise ApiError(503, f"Temporal could not take the request: {err.message}") from None
-    return EndpointDeleting(name=name, state="deleting")
-
-
-# Another team's endpoint answers word for word as an absent one: these are the routes' answers for those.
-def _not_found(name: str) -> ApiError:
-    return ApiError(404, f"endpoint {name} not found")
-
-
-def _gone(name: str) -> ApiError:
-    return ApiError(404, f"endpoint {name} not found or already deleted")
-
-
-def _taken(name: str) -> ApiError:
-    return ApiError(409, f"endpoint name {name} is taken; choose another name", code="endpoint_name_taken")
+    return await service.delete(name, principal=operator, db=db, temporal=temporal)

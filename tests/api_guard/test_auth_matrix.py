@@ -71,6 +71,7 @@ ACCESS: dict[tuple[str, str], str] = {
     ("POST", "/v1/workloads/{workload_id}/upgrade/resume"): "operator",
     ("POST", "/v1/workloads/{workload_id}/upgrade/abort"): "operator",
     ("PATCH", "/v1/workloads/{workload_id}/follow"): "operator",
+    ("GET", "/v1/workloads/plans/{ticket}"): "operator",
     ("POST", "/v1/endpoints"): "operator",
     ("GET", "/v1/endpoints"): "viewer",
     ("GET", "/v1/endpoints/{name}"): "viewer",
@@ -80,6 +81,8 @@ ACCESS: dict[tuple[str, str], str] = {
     ("DELETE", "/v1/endpoints/{name}"): "operator",
     ("GET", "/console/static/console.css"): PUBLIC,
     ("GET", "/console/static/console.js"): PUBLIC,
+    ("GET", "/console/static/favicon.svg"): PUBLIC,  # the console's icon (api/console/favicon.py)
+    ("GET", "/favicon.ico"): PUBLIC,  # the same icon where browsers ask for it by habit
     ("GET", "/console/artifacts/new"): "operator",
     ("POST", "/console/artifacts/new"): "operator",
     ("GET", "/console/workloads/new"): "operator",
@@ -138,7 +141,8 @@ SATISFIES = {
 
 # Dummy path parameters: well-formed, naming nothing that exists.
 PARAMS = {"operation": "decode", "org": "acme", "name": "nothing-here", "name_at_sha": "nothing@" + "0" * 40,
-          "name_at_branch": "nothing@main", "action": "trigger", "workload_id": "wl-nothing", "version": "1"}
+          "name_at_branch": "nothing@main", "action": "trigger", "workload_id": "wl-nothing", "version": "1",
+          "ticket": "not-a-ticket"}
 QUERY = {"/v1/artifacts/resolve": {"source": "hf:nobody/nothing-here"}}
 # Bodies that pass validation where that is cheap, so "allowed" reaches the handler's own answer.
 BODIES = {

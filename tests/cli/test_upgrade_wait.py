@@ -89,3 +89,33 @@ def test_wait_says_once_per_step_when_it_decides(monkeypatch, capsys):
     lines = [line.strip() for line in capsys.readouterr().out.splitlines() if line.startswith("  sim-east")]
     assert lines == ["sim-east: 10% new; deciding by 06:41:07 UTC at the latest",
                      "sim-east: 100% new; deciding by 06:45:00 UTC at the latest"], lines
+
+
+def test_a_finished_upgrade_promises_no_decision(monkeypatch, capsys):
+    """The workflow keeps the step's `decides_by` when the judge rolls it back mid-step; the CLI said
+    "deciding by … at the latest" after the rollback (issue 52). Only a running or paused upgrade decides."""
+    judged = {"cluster": "sim-east", "phase": "rolled back", "new_weight_percent": 0,
+              "decides_by": "2026-12-02T06:41:07Z",
+              "verdict": {"healthy": False, "enough_traffic": True,
+                          "figures": {"new_requests": 22, "old_requests": 60}}}
+    for state in ("rolled_back", "aborted", "failed", "succeeded"):
+        text = workloads.upgrade_text({**UPGRADE, "state": state, "finished_at": "2026-12-02T06:40:00Z",
+                                       "clusters": [judged], "failures": ["sim-east at 50 %: error rate 9.1%"]})
+        assert "deciding by" not in text and "new 22 req" in text, text
+    for state in ("running", "paused"):
+        assert "deciding by 06:41:07 UTC" in workloads.upgrade_text({**UPGRADE, "state": state, "clusters": [judged]})
+
+    # `--wait` ends on the rolled-back status: printed without a deadline.
+    rolled_back = {**UPGRADE, "state": "rolled_back", "finished_at": "2026-12-02T06:40:00Z", "clusters": [judged]}
+
+    def request(args, method, path, body=None, **_kw):
+        if method == "POST":
+            return 0, {"upgrade": UPGRADE, "workflow_url": "http://ui"}
+        return 0, {"live": {"events": []}, "upgrade": rolled_back}
+
+    monkeypatch.setattr(workloads, "request", request)
+    monkeypatch.setattr(workloads.time, "sleep", lambda _s: None)
+    args = build_parser().parse_args(["workloads", "upgrade", "w1", "org/m@b", "--wait"])
+    assert args.func(args) == 1
+    out = capsys.readouterr().out
+    assert "rolled_back" in out and "deciding by" not in out, out

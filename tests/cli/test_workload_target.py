@@ -1,6 +1,8 @@
 """`wingsmith workloads create` sized by traffic: the five target flags go together and exclude --replicas
 (refused before any request), the body carries the API's `target`, and the answer is printed as a plan per
-candidate card (configuration, replicas, GPUs, predicted TTFT/TPOT and throughput, why it lost). The CLI
+candidate card (configuration, replicas, GPUs, predicted TTFT/TPOT and throughput, why it lost). A plan
+still under way (202 `state: planning`) is followed at its status URL with its progress printed, and a create
+is sent again once it is there (issue 52). The CLI
 talks real HTTP to a stand-in of the API that answers with a choice made by the plane's own choosing code;
 the planning itself is tested against AIConfigurator in tests/perf."""
 
@@ -34,9 +36,12 @@ class StandIn:
         stand_in = self
 
         class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:  # noqa: N802 - http.server's name
+            def do_GET(self) -> None:  # noqa: N802 - http.server's name
+                self.do_POST(method="GET")
+
+            def do_POST(self, method: str = "POST") -> None:  # noqa: N802 - http.server's name
                 length = int(self.headers.get("Content-Length") or 0)
-                stand_in.requests.append(("POST", self.path, json.loads(self.rfile.read(length) or b"{}")))
+                stand_in.requests.append((method, self.path, json.loads(self.rfile.read(length) or b"{}")))
                 status, body = stand_in.answers.pop(0)
                 data = json.dumps(body).encode()
                 self.send_response(status)
@@ -143,3 +148,54 @@ def test_without_the_perf_extra_the_answer_says_so(api, capsys) -> None:
     api.answers.append((503, {"error": {"code": "perf_unavailable", "message": NOT_INSTALLED}}))
     assert _run([*CREATE, *FLAGS, "--dry-run", "--api", api.url]) == 1
     assert NOT_INSTALLED in capsys.readouterr().err
+
+
+STATUS = "/v1/workloads/plans/ticket"
+
+
+def _planning(searching: str | None = None, planned: list[str] | None = None) -> dict:
+    progress = {"state": "searching" if searching else "starting", "planned": planned or [], "searching": searching,
+                "started_at": None, "seconds": 12.0}
+    return {"state": "planning", "status_url": STATUS, "workflow_id": "traffic-plan/abc", "cards": ["h200", "b200"],
+            "workflow_url": "http://localhost:8233/namespaces/default/workflows/traffic-plan%2Fabc",
+            "progress": progress, "then": "GET the status URL until it answers with the plan"}
+
+
+@pytest.fixture
+def no_pause(monkeypatch) -> None:
+    import wingsmith.cli.waiting as waiting
+    monkeypatch.setattr(waiting, "LOOK_EVERY_SECONDS", 0.0)
+
+
+def test_a_plan_under_way_is_followed_with_its_progress_then_printed(api, capsys, no_pause) -> None:
+    choice = _choice()
+    api.answers += [(202, _planning()), (200, _planning("h200")), (200, _planning("b200", ["h200"])),
+                    (200, _dry_run_answer(choice))]
+    assert _run([*CREATE, *FLAGS, "--dry-run", "--api", api.url]) == 0
+    assert [(method, path) for method, path, _ in api.requests] == [
+        ("POST", "/v1/workloads"), ("GET", STATUS), ("GET", STATUS), ("GET", STATUS)]
+    printed = capsys.readouterr()
+    assert "planning on h200, b200: workflow traffic-plan/abc" in printed.err
+    assert "searching h200 (0 of 2 cards planned), 12 s" in printed.err
+    assert "searching b200 (1 of 2 cards planned: h200), 12 s" in printed.err
+    assert choice.chosen is not None and f"chosen: {choice.chosen.card}" in printed.out
+
+
+def test_a_create_is_sent_again_once_its_plan_is_there(api, capsys, no_pause) -> None:
+    plan = _dry_run_answer(_choice())["plan"]
+    api.answers += [(202, _planning()), (200, _dry_run_answer(_choice())),
+                    (202, {"id": "qwen3-8b", "workflow_id": "workload/qwen3-8b", "workflow_url": "http://ui/w",
+                           "plan": plan})]
+    assert _run([*CREATE, *FLAGS, "--api", api.url]) == 0
+    assert [(method, path) for method, path, _ in api.requests] == [
+        ("POST", "/v1/workloads"), ("GET", STATUS), ("POST", "/v1/workloads")]
+    assert api.requests[0][2] == api.requests[2][2] and not api.requests[2][2]["dry_run"]
+    assert "workload        qwen3-8b" in capsys.readouterr().out
+
+
+def test_detach_prints_where_to_follow_the_plan(api, capsys) -> None:
+    api.answers.append((202, _planning()))
+    assert _run([*CREATE, *FLAGS, "--dry-run", "--detach", "--api", api.url]) == 0
+    assert len(api.requests) == 1
+    out = capsys.readouterr().out
+    assert f"status    {STATUS}" in out and "traffic-plan%2Fabc" in out

@@ -146,7 +146,7 @@ def test_journey_calls_are_well_formed_shell_with_bodies_the_api_accepts():
     import subprocess
 
     from api.console.journey import journey_steps, workload_body
-    from api.routes.artifacts import RegisterRequest
+    from api.services.artifacts import RegisterRequest
     from wingsmith.review import ReviewDecision
     from wingsmith.workloads import WorkloadRequest
 

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from api.console import suggest
-from api.routes.clusters import DryRunResponse
+from api.responses import DryRunResponse
 from wingsmith.placement import ClusterInventory, PlacementDecision
 
 
@@ -22,7 +22,7 @@ def _request() -> Any:
 def live_reads(monkeypatch: pytest.MonkeyPatch) -> list[bool]:
     reads: list[bool] = []
 
-    async def fake_dry_run(body: Any, *_args: Any) -> DryRunResponse:
+    async def fake_dry_run(body: Any, **_services: Any) -> DryRunResponse:
         if body.live and not body.inventories:
             reads.append(True)
             await asyncio.sleep(0.01)  # a read takes time: concurrent views must wait for it, not repeat it
@@ -42,14 +42,14 @@ def _candidate() -> suggest.Candidate:
 
 async def test_page_views_share_one_live_read(live_reads: list[bool]) -> None:
     request = _request()
-    trials = [suggest.placement_trial(None, None, request, None) for _ in range(5)]  # type: ignore[arg-type]
+    trials = [suggest.placement_trial(None, request, None) for _ in range(5)]  # type: ignore[arg-type]
     await asyncio.gather(*(trial(_candidate()) for trial in trials))
     assert live_reads == [True]
 
 
 async def test_live_read_is_repeated_after_the_ttl(live_reads: list[bool], monkeypatch: pytest.MonkeyPatch) -> None:
     request = _request()
-    await suggest.placement_trial(None, None, request, None)(_candidate())  # type: ignore[arg-type]
+    await suggest.placement_trial(None, request, None)(_candidate())  # type: ignore[arg-type]
     monkeypatch.setattr(suggest, "LIVE_READ_TTL_SECONDS", 0.0)
-    await suggest.placement_trial(None, None, request, None)(_candidate())  # type: ignore[arg-type]
+    await suggest.placement_trial(None, request, None)(_candidate())  # type: ignore[arg-type]
     assert live_reads == [True, True]

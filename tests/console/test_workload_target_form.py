@@ -8,11 +8,12 @@ from __future__ import annotations
 
 import re
 from html import unescape
-from urllib.parse import urlencode
+from urllib.parse import parse_qs, urlencode
 
 from api.console.new_workload import Check, WorkloadForm, unreachable
 from api.console.rendering import templates
 from api.errors import ApiError
+from api.responses import Planning
 from tests.console.conftest import browser_for, csrf_of, sign_in
 from tests.perf.test_planning import _config
 from tests.support import running_worker
@@ -28,6 +29,7 @@ from tests.workloads.conftest import (  # noqa: F401 - fixtures
 from wingsmith.draft_performance import NOT_INSTALLED
 from wingsmith.perf.traffic import TrafficTarget, plan_card
 from wingsmith.target_plan import choose_card
+from wingsmith.traffic_plans import PlanProgress
 
 TARGET = {"requests_per_second": "7.5", "isl": "4000", "osl": "1000", "ttft_ms": "1000", "tpot_ms": "40"}
 
@@ -127,3 +129,27 @@ async def test_sized_by_traffic_without_a_perf_worker_the_form_says_why_and_keep
             assert re.search(rf'name="{re.escape(name)}"[^>]* value="{re.escape(value)}"', made.text), name
         assert 'value="kimi-traffic"' in made.text
         assert (await api.get("/v1/workloads/kimi-traffic", headers=as_("tok-olga"))).status_code == 404
+
+
+def test_a_plan_on_its_way_shows_the_card_being_planned_and_its_workflow() -> None:
+    """Issue 52: the check of a target whose plan is still searched says how far it is, not nothing."""
+    planning = Planning(status_url="/v1/workloads/plans/t", workflow_id="traffic-plan/abc",
+                        workflow_url="http://ui/namespaces/default/workflows/traffic-plan%2Fabc",
+                        cards=["h200", "gb200"], then="GET the status URL until it answers with the plan",
+                        progress=PlanProgress(state="searching", planned=["h200"], searching="gb200", seconds=54.2))
+    html = templates.env.get_template("_workload_check.html").render(check=Check(planning=planning),
+                                                                    refresh_seconds=3)
+    text = _text(html)
+    assert "AIConfigurator is planning this target on h200, gb200: searching gb200 (1 of 2 cards planned: h200)," \
+           " 54 s so far" in text, text
+    assert "checks again every 3 s" in text and 'href="http://ui/namespaces/default/workflows/traffic-plan%2Fabc"' \
+        in html
+
+
+def test_the_form_s_query_reads_back_as_the_same_form() -> None:
+    """What a create whose plan is on its way redirects to: the form as "Check again" sends it."""
+    values = {"artifact_id": ["o/m@" + "a" * 40], "hardware": ["h200"], "sizing": ["target"], "name": ["kimi-t"],
+              "features": ["dcp"], **{k: [v] for k, v in _target_fields(TARGET).items()}}
+    form = WorkloadForm.read(values)
+    again = parse_qs(urlencode(form.query()))
+    assert WorkloadForm.read(again) == form

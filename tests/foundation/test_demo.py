@@ -29,12 +29,12 @@ def test_demo_runs_the_journey_on_a_fresh_plane(tmp_path):
             assert step in out
         assert "approved by local-reviewer" in out
         assert "sim-east serving" in out and "sim-west serving" in out
-        assert "answered by sim-" in out and "Hello from kimi-k3" in out
+        assert "answered by sim-" in out and "Hello from demo-kimi-k3" in out
         # Every process exports what the journey did (the metrics families: tests/observability/scrape.py).
         up_out = up.out.read_text()
         assert f"worker http://127.0.0.1:{up.ports['metrics']}/metrics" in up_out, up_out
         check_plane_after_demo(up.api, f"http://127.0.0.1:{up.ports['metrics']}",
-                               f"http://127.0.0.1:{up.ports['gateway']}", "kimi-k3")
+                               f"http://127.0.0.1:{up.ports['gateway']}", "demo-kimi-k3")
     finally:
         assert up.stop() == 0
 
@@ -69,6 +69,6 @@ def test_demo_under_a_team_token_table_finds_its_plane_from_plane_json(tmp_path)
         demo = subprocess.run([sys.executable, "-m", "wingsmith.cli.main", "demo"], env=cli_env,
                               capture_output=True, text=True, timeout=300)
         assert demo.returncode == 0, demo.stdout + demo.stderr
-        assert "approved by bo" in demo.stdout and "Hello from kimi-k3" in demo.stdout
+        assert "approved by bo" in demo.stdout and "Hello from demo-kimi-k3" in demo.stdout
     finally:
         assert up.stop() == 0

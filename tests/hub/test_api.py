@@ -143,7 +143,7 @@ def test_cached_resolve_answers_on_the_event_loop_alone(client, hub, monkeypatch
 
     def no_threads(*_args, **_kwargs):
         raise AssertionError("the cached resolve path went to the thread pool")
-    monkeypatch.setattr("api.routes.resolve.run_in_threadpool", no_threads)
+    monkeypatch.setattr("api.services.proposals.run_in_threadpool", no_threads)
     again = client.get("/v1/artifacts/resolve", params={"source": "hf:openai/gpt-oss-20b"})
     assert again.status_code == 200 and again.headers["content-type"] == "application/json"
     assert again.json() == first.json() and hub.request_count() == calls

@@ -48,3 +48,32 @@ def test_table(run):
 def test_errors(run, source, code, says):
     got, out, err = run(source)
     assert got == code and out == "" and says in err
+
+
+
+def test_the_table_shows_the_evidence_and_the_sizing(run):
+    """Without --json too: the recipe's evidence (its floors per variant) and the plane's own sizing, as the
+    README's first step says (issue 52: they were in the JSON only)."""
+    code, out, _ = run("hf:moonshotai/Kimi-K3")
+    assert code == 0
+    _, as_json, _ = run("hf:moonshotai/Kimi-K3", "--json")
+    evidence, sizing = json.loads(as_json)["evidence"], json.loads(as_json)["sizing"]
+    assert evidence and sizing["target"] and sizing["sizing"]
+    lines = [" ".join(line.split()) for line in out.splitlines()]
+    assert any(line.startswith(f"evidence vLLM recipe {evidence['recipe']} @ ") for line in lines), out
+    for variant in evidence["variants"]:
+        assert any(line.startswith(f"variant {variant['name']} ") and f"published floor {variant['vram_minimum_gb']} GB"
+                   in line for line in lines), out
+    target = sizing["target"]
+    reason = " ".join(target["reason"].split())
+    assert f"sized on {target['gpus']} × {target['hardware']} {target['layout']}: {reason}" in lines, out
+    for entry in sizing["sizing"]:
+        if entry.get("report"):
+            assert f"sizing {entry['variant']} our floor {entry['report']['floor']['ours_gb']} GB " \
+                   f"({entry['report']['floor']['level']})" in lines, out
+
+
+def test_a_model_no_recipe_matches_says_there_is_no_evidence(run):
+    code, out, _ = run("Qwen/Qwen3-235B-A22B")
+    assert code == 0
+    assert "no vLLM recipe in the catalog matches Qwen/Qwen3-235B-A22B" in out

@@ -135,7 +135,7 @@ def test_the_workload_plan_has_a_prefill_and_a_decode_pool_with_the_tool_s_shape
         assert pool.gpus_per_replica == int(row[f"({side})tp"]) * int(row[f"({side})pp"]) * int(row[f"({side})dp"])
         assert _int(pool.args, "--tensor-parallel-size") == int(row[f"({side})tp"])
         assert _int(pool.args, "--max-num-seqs") == int(row[f"({side})bs"])
-    assert plan.max_num_seqs == int(row["(d)bs"]) and plan.max_num_seqs_source.startswith("AIConfigurator (")
+    assert plan.max_num_seqs == int(row["(d)bs"]) and plan.max_num_seqs_source.startswith("AIConfigurator 0.")
     # Placement reserves one replica's prefill and decode GPUs together.
     assert plan.gpus_per_replica == plan.placement.gpus_per_replica == int(row["num_total_gpus"])
     assert plan.placement.replicas == plan.replicas and plan.placement.nodes_per_replica == 1

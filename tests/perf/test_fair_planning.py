@@ -29,7 +29,7 @@ from contracts.ids import artifact_workflow_id_of
 from contracts.traffic_plan import slot_workflow_id
 from tests.artifacts.conftest import HF_TOKEN, HF_TOKEN_ENV, TOKENS
 from tests.conftest import unique_queue
-from tests.perf.conftest import perf_worker_running
+from tests.perf.conftest import ASYNC, perf_worker_running, planned
 from tests.perf.test_workload_target import _approved
 from tests.support import wait_until
 from tests.workloads.conftest import (  # noqa: F401  (the workload test bed's fixtures)
@@ -103,16 +103,17 @@ async def test_a_team_past_its_bound_is_told_to_come_back_and_another_team_s_pla
     async with perf_worker_running(temporal_server, temporal_client, deps, tmp_path / "perf-home",
                                    tmp_path / "perf-worker.log"):
         try:
-            # Team alpha's burst: five different targets at once (each a cold search of tens of seconds).
+            # Team alpha's burst: five different targets at once (each a cold search of tens of seconds). Every
+            # one is answered in a moment: two with where to follow their plan, three told to come back.
             burst = [asyncio.create_task(api.post("/v1/workloads", json=_dry_run(artifact, rate),
-                                                  headers=as_("tok-alpha"), timeout=3600)) for rate in (1, 2, 3, 4, 5)]
+                                                  headers={**as_("tok-alpha"), **ASYNC}, timeout=3600))
+                     for rate in (1, 2, 3, 4, 5)]
             in_flight += burst
-            # The refusals come back in a moment; the searches take tens of seconds.
-            pending = set(burst)
             async with asyncio.timeout(30):
-                while len(pending) > BOUND:
-                    _, pending = await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
-            refused = [task.result() for task in burst if task not in pending]
+                answers = await asyncio.gather(*burst)
+            planning = [r for r in answers if r.status_code == 202]
+            refused = [r for r in answers if r.status_code != 202]
+            assert len(planning) == BOUND and all(r.json()["state"] == "planning" for r in planning), planning
             assert len(refused) == 5 - BOUND
             for r in refused:
                 assert r.status_code == 429, r.text
@@ -123,10 +124,11 @@ async def test_a_team_past_its_bound_is_told_to_come_back_and_another_team_s_pla
 
             # Team bravo, while alpha's two plans are still being searched: its plan starts at once, and the
             # perf worker takes it (its search goes next in turn) instead of leaving it queued behind alpha's.
-            assert not any(task.done() for task in pending), "alpha's plans were answered: nothing was contested"
-            bravo = asyncio.create_task(api.post("/v1/workloads", json=_dry_run(artifact, 7),
-                                                 headers=as_("tok-bravo"), timeout=3600))
-            in_flight.append(bravo)
+            for r in planning:
+                status = await api.get(r.json()["status_url"], headers=as_("tok-alpha"))
+                assert status.json().get("state") == "planning", "alpha's plans were answered: nothing was contested"
+            bravo = await api.post("/v1/workloads", json=_dry_run(artifact, 7), headers={**as_("tok-bravo"), **ASYNC})
+            assert bravo.status_code == 202 and bravo.json()["state"] == "planning", bravo.text
             await wait_until(lambda: _taken_by_the_perf_worker(temporal_client, slot_workflow_id("bravo", 0)),
                              timeout=30, what="team bravo's plan to be taken by the perf worker")
         finally:
@@ -144,17 +146,21 @@ async def test_two_identical_dry_runs_at_once_share_one_search(api, deps, settin
     artifact = await _approved_qwen(api, deps, temporal_client)
     log = tmp_path / "perf-worker.log"
     async with perf_worker_running(temporal_server, temporal_client, deps, tmp_path / "perf-home", log):
-        first, second = await asyncio.gather(*(
-            api.post("/v1/workloads", json=_dry_run(artifact, 2), headers=as_(token), timeout=3600)
-            for token in ("tok-alpha", "tok-bravo")))
-    assert first.status_code == 202, first.text
-    assert second.status_code == 202, second.text
+        async def dry_run(token: str):
+            return await planned(api, await api.post("/v1/workloads", json=_dry_run(artifact, 2), headers=as_(token)),
+                                 as_(token))
+        first, second = await asyncio.gather(dry_run("tok-alpha"), dry_run("tok-bravo"))
+    # Each the dry-run's answer (from its status URL when the plan took longer than the POST waited).
+    assert first.status_code in (200, 202) and "target_plan" in first.json(), first.text
+    assert second.status_code in (200, 202) and "target_plan" in second.json(), second.text
     assert first.json()["target_plan"] == second.json()["target_plan"]
-    assert first.json()["target_plan"]["chosen"]["card"] == "h200"
-    # One search by the perf worker (its log names each one it ran), for one plan workflow.
-    searches = [line for line in log.read_text().splitlines()
+    # The card asked for and the fleet's other card (sim-nvl's GB200, from its live inventory).
+    cards = {c["plan"]["card"] for c in first.json()["target_plan"]["candidates"]}
+    assert cards == {"h200", "gb200"}
+    # One search per card by the perf worker (its log names each one it ran), for one plan workflow.
+    searches = [json.loads(line) for line in log.read_text().splitlines()
                 if line.startswith("{") and json.loads(line).get("event") == "perf search"]
-    assert len(searches) == 1, searches
+    assert sorted(s["card"] for s in searches) == sorted(cards), searches
     query = f"WorkflowType = 'TrafficPlanWorkflow' AND TaskQueue = '{settings.task_queue}'"
 
     async def plans() -> int:

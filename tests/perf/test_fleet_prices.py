@@ -31,6 +31,17 @@ def test_each_card_costs_what_its_cheapest_cluster_asks() -> None:
     assert unpriced == {"b200": None, "h200": 4.0}
 
 
+def test_a_cluster_without_a_manual_inventory_offers_the_cards_its_live_inventory_shows() -> None:
+    """Issue 52: the local plane's GB200 cluster declares nothing; its live inventory's cards are planned too."""
+    fleet = [_cluster("east", ["h200"], 4.0), _cluster("nvl", [], 2.0), _cluster("spare", [], 0.5, cordoned=True),
+             _cluster("amd", [])]
+    live = {"nvl": ["gb200", None], "spare": ["b300"], "amd": ["mi355x"], "east": ["b200"]}
+    # A manual inventory is the cluster's word (its live read is not asked); an unknown product (None) and a
+    # card that cannot be placed add nothing; a cordoned cluster offers nothing.
+    assert fleet_offer(fleet, live) == {"h200": 4.0, "gb200": 2.0}
+    assert fleet_offer(fleet) == {"h200": 4.0}
+
+
 def test_a_price_is_a_finite_number_not_below_zero() -> None:
     for bad in (-0.01, float("inf"), float("nan"), 2e6):
         with pytest.raises(ValidationError, match="cost_per_gpu_hour"):

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from api.routes.artifacts import with_performance
+from api.services.estimates import with_performance
 from tests.perf.test_disaggregated_plan import CARD, FIXTURE, MODEL, TARGET, _rows
 from wingsmith.draft_performance import DraftPerformance, PerformanceRow, rows_of
 from wingsmith.perf.aiconfigurator import configuration_from_row, frontier_of

@@ -60,7 +60,7 @@ async def test_the_journey_runs_through_a_temporal_that_requires_a_client_certif
                                        env=up.env, capture_output=True, text=True, timeout=300)
         assert demo.returncode == 0, demo.stdout + demo.stderr
         assert "approved by local-reviewer" in demo.stdout
-        assert "Hello from kimi-k3" in demo.stdout
+        assert "Hello from demo-kimi-k3" in demo.stdout
         # The workflows ran in the module's namespace, reached through the terminator only.
         workflows = [w.id async for w in temporal_client.list_workflows()]
         assert any(w.startswith("workload/") for w in workflows) and any(w.startswith("endpoint/") for w in workflows)

@@ -9,7 +9,7 @@ import os
 
 from temporalio.client import WorkflowExecutionStatus
 
-from api.routes.clusters import LIVE_CACHE_SECONDS
+from api.services.inventories import LIVE_CACHE_SECONDS
 from contracts.inventory import live_inventory_workflow_id
 from tests.support import history_json, running_worker, save_history, wait_for_pollers, wait_until
 from tests.workloads.conftest import as_

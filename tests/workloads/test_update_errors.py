@@ -3,7 +3,7 @@
 from temporalio.client import WorkflowUpdateRPCTimeoutOrCancelledError
 from temporalio.service import RPCError, RPCStatusCode
 
-from api.routes.workloads import _update_error
+from api.services.workloads import update_error as _update_error
 
 
 def test_an_update_temporal_did_not_answer_in_time_is_503_and_says_it_may_still_happen() -> None:

@@ -48,15 +48,16 @@ def base_url(args) -> str:
 
 
 def request(args, method: str, path: str, body: Any = None, *, prog: str, params: dict | None = None,
-            timeout: float = 60, role: str = "admin", quiet: bool = False) -> tuple[int, Any]:
+            timeout: float = 60, role: str = "admin", quiet: bool = False,
+            headers: dict[str, str] | None = None) -> tuple[int, Any]:
     """(exit code, JSON body or None). Errors are printed in the API's words (unless `quiet`: a poll
     that expects "not found" for a while)."""
     import httpx
 
     base = base_url(args)
-    headers = {"Authorization": f"Bearer {tok}"} if (tok := token(role)) else {}
+    sent = {**(headers or {}), **({"Authorization": f"Bearer {tok}"} if (tok := token(role)) else {})}
     try:
-        response = httpx.request(method, base + path, json=body, params=params, headers=headers, timeout=timeout)
+        response = httpx.request(method, base + path, json=body, params=params, headers=sent, timeout=timeout)
     except httpx.HTTPError as exc:
         print(f"{prog}: the API at {base} is not reachable ({type(exc).__name__})", file=sys.stderr)
         return 1, None

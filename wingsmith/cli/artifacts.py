@@ -6,6 +6,7 @@ from __future__ import annotations
 import time
 
 from wingsmith.cli.api_client import add_common, call, pairs, request, table
+from wingsmith.cli.evidence import evidence_rows, sizing_rows
 
 
 def register(sub) -> None:
@@ -78,16 +79,8 @@ def _show(args) -> int:
                 ("draft", f"v{draft['version']} (catalog {draft['catalog_version']})" if draft else None),
                 ("decision", f"{review['decision']} by {review['reviewer']} via {review['via']}: {review['comment']}"
                  if review else None), ("workflow", a.get("workflow_url"))]
-        for v in (draft.get("evidence") or {}).get("variants", []):
-            rows.append((f"variant {v['name']}", f"{v['precision']}, published floor {v['vram_minimum_gb']} GB"
-                                                 + (" (estimate)" if v["is_estimate"] else "")))
-        if target := (draft.get("sizing") or {}).get("target"):  # the card and shape the fit check is for
-            rows.append(("sized on", f"{target['gpus']} × {target['hardware']} {target['layout']}: {target['reason']}"))
-        for s in (draft.get("sizing") or {}).get("sizing", []):
-            if s.get("report"):
-                f = s["report"]["floor"]
-                rows.append((f"sizing {s['variant']}", f"our floor {f['ours_gb']} GB ({f['level']})"))
-        rows += [("warning", w) for w in draft.get("warnings", [])]
+        rows += evidence_rows(draft.get("evidence"))
+        rows += sizing_rows(draft.get("sizing"), draft.get("warnings", []))
         if diff := a.get("diff"):  # what moved since the approved artifact the draft was opened from
             rows.append(("against", diff.get("against")))
             rows.append(("changed", ", ".join(diff.get("changed") or []) or "nothing the plane reads"))

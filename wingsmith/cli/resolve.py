@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import sys
 
+from wingsmith.cli.api_client import pairs
+from wingsmith.cli.evidence import evidence_rows, recipe_rows, sizing_rows
 from wingsmith.hub import ArtifactProposal
 
 EXIT_CODES = {"InvalidSource": 2, "RepoNotFound": 3, "RevisionNotFound": 3, "GatedRepo": 4, "MissingConfig": 2}
@@ -69,5 +71,8 @@ def render(p: ArtifactProposal) -> str:
         ("context", f"{p.context_length:,} tokens" if p.context_length else "unknown"),
         ("files", f"{p.files.count} files, {p.files.weight_file_count} weight files" + ignored),
     ]
-    width = max(len(k) for k, _ in rows)
-    return "\n".join(f"{k:<{width}}  {v}" for k, v in rows)
+    # Then the evidence and the plane's own sizing, as a draft of it would show them (nothing is written).
+    sizing = p.sizing or {}
+    draft = recipe_rows(p.evidence, p.repo_id) + evidence_rows(p.evidence)
+    draft += sizing_rows(sizing, sizing.get("warnings") or [])
+    return pairs(rows) + "\n\n" + pairs(draft)

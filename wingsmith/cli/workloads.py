@@ -7,6 +7,7 @@ from __future__ import annotations
 import sys
 import time
 from datetime import UTC, datetime
+from typing import Any
 
 from wingsmith.cli.api_client import add_common, call, pairs, request, table
 
@@ -33,6 +34,8 @@ def register(sub) -> None:
     c.add_argument("--served-model-name")
     c.add_argument("--dry-run", action="store_true", help="show plan, placement and manifests; change nothing")
     c.add_argument("--wait", action="store_true", help="wait until it serves (or fails)")
+    c.add_argument("--detach", action="store_true",
+                   help="sized by traffic: do not wait for the plan; print where to follow it (its status URL)")
     add_common(c)
     c.set_defaults(func=_create)
     ls = verbs.add_parser("list", help="list workloads")
@@ -72,6 +75,8 @@ def register(sub) -> None:
     ec = everbs.add_parser("create", help="create an endpoint (operator)")
     ec.add_argument("name", help="the model name clients send")
     ec.add_argument("workloads", nargs="+")
+    ec.add_argument("--wait", action="store_true",
+                    help="return once the gateway routes the name (a chat sent then is answered)")
     add_common(ec)
     ec.set_defaults(func=_endpoint_create)
     es = everbs.add_parser("set-workloads", help="change an endpoint's workloads; leaving ones are drained (operator)")
@@ -82,8 +87,9 @@ def register(sub) -> None:
     el = everbs.add_parser("list", help="list endpoints")
     add_common(el)
     el.set_defaults(func=_endpoint_list)
-    for verb, func in (("show", _endpoint_show), ("delete", _endpoint_delete)):
-        v = everbs.add_parser(verb)
+    for verb, func, text in (("show", _endpoint_show, "state, conditions, and each backend's weight and health"),
+                             ("delete", _endpoint_delete, "delete: drains, then removes its routes (operator)")):
+        v = everbs.add_parser(verb, help=text)
         v.add_argument("name")
         add_common(v)
         v.set_defaults(func=func)
@@ -96,8 +102,9 @@ TARGET_FLAGS = (("--target-rps", float, "RPS", "requests per second to serve (ta
                 ("--ttft-ms", float, "MS", "time to first token to stay within (target.ttft_ms)"),
                 ("--tpot-ms", float, "MS", "time per output token to stay within (target.tpot_ms)"))
 TARGET_FIELDS = ("requests_per_second", "isl", "osl", "ttft_ms", "tpot_ms")
-# An answer may wait for AIConfigurator's searches (the API gives its planning two hours).
-TARGET_TIMEOUT_SECONDS = 7200.0
+# A create sized by traffic is sent again once its plan is there (the plan is kept, so it is answered at
+# once); a plan kept for less than the follow took is planned again, and followed again, this many times.
+CREATE_TRIES = 3
 
 
 def target_of(args) -> dict | None:
@@ -201,8 +208,7 @@ def _create(args) -> int:
               "minutes)", file=sys.stderr, flush=True)
     else:
         body["replicas"] = 1 if args.replicas is None else args.replicas
-    code, data = request(args, "POST", "/v1/workloads", body, prog=prog,
-                         timeout=TARGET_TIMEOUT_SECONDS if target else 60)
+    code, data = post_workload(args, body, prog=prog)
     candidates = (((data or {}).get("error") or {}).get("details") or {}).get("candidates")
     if code and candidates and not args.json:  # unreachable: what each card reaches, in the same table
         print(candidates_table(candidates), file=sys.stderr)
@@ -211,6 +217,10 @@ def _create(args) -> int:
     if args.json:
         import json
         print(json.dumps(data, indent=2))
+        return 0
+    if data.get("state") == "planning":  # --detach
+        print(pairs([("planning", ", ".join(data["cards"])), ("workflow", data["workflow_url"]),
+                     ("status", data["status_url"]), ("then", data["then"])]))
         return 0
     plan = data["plan"]
     print(pairs([("workload", plan["workload_id"]), ("model", f"{plan['served_model_name']} ({plan['hf_model_id']})"),
@@ -229,6 +239,23 @@ def _create(args) -> int:
         live = wait_for_stage(args, plan["workload_id"], {"serving", "failed"}, prog=prog)
         return 0 if live and live["stage"] == "serving" else 1
     return 0
+
+
+def post_workload(args, body: dict, *, prog: str) -> tuple[int, Any]:
+    """POST /v1/workloads. Sized by traffic, the API answers at once while AIConfigurator plans: the plan is
+    followed, its progress printed (wingsmith/cli/waiting.py), unless --detach; then a create is sent again,
+    and gets the plan the follow saw at once (a dry-run's answer is the status URL's own)."""
+    from wingsmith.cli.waiting import follow_plan
+    code, data = 0, None
+    for _ in range(CREATE_TRIES):
+        # Answered at once while AIConfigurator plans (RFC 7240); without it the API waits for the plan.
+        code, data = request(args, "POST", "/v1/workloads", body, prog=prog, headers={"Prefer": "respond-async"})
+        if code or not (isinstance(data, dict) and data.get("state") == "planning") or args.detach:
+            return code, data
+        code, data = follow_plan(args, data, prog=prog)
+        if code or body["dry_run"]:
+            return code, data
+    return code, data
 
 
 def placement_text(placement: dict, manifests: dict) -> str:
@@ -305,9 +332,10 @@ def upgrade_text(u: dict) -> str:
         figures = (c.get("verdict") or {}).get("figures") or {}
         seen = (f"; new {figures.get('new_requests')} req, errors {figures.get('new_error_rate')}, old "
                 f"{figures.get('old_requests')} req, errors {figures.get('old_error_rate')}" if figures else "")
+        # A finished upgrade decides nothing more: its last step's deadline is history, not a promise.
+        deciding = _deciding_by(c.get("decides_by")) if u["state"] in ("running", "paused") else ""
         rows.append((f"cluster {c['cluster']}", f"{c['phase']}, {c['new_weight_percent']}% new"
-                                                + (" (surge)" if c.get("surge") else "") + seen
-                                                + _deciding_by(c.get("decides_by"))))
+                                                + (" (surge)" if c.get("surge") else "") + seen + deciding))
     rows += [("failure", f) for f in u.get("failures", [])]
     return pairs(rows)
 
@@ -372,9 +400,28 @@ def _delete(args) -> int:
 
 
 def _endpoint_create(args) -> int:
-    return call(args, "POST", "/v1/endpoints", {"name": args.name, "workloads": args.workloads},
-                lambda d: f"endpoint {d['name']} → {', '.join(d['workloads'])}\n  clients use {d['url']} with "
-                          f"model {d['name']!r}\n  watch {d['workflow_url']}", prog="wingsmith endpoints create")
+    prog = "wingsmith endpoints create"
+    code = call(args, "POST", "/v1/endpoints", {"name": args.name, "workloads": args.workloads}, lambda d: (
+        f"endpoint {d['name']} → {', '.join(d['workloads'])}\n  clients use {d['url']} with model {d['name']!r}"
+        f"\n  {_published_text(d.get('published'), args.wait)}\n  watch {d['workflow_url']}"), prog=prog)
+    if code or not args.wait:
+        return code
+    from wingsmith.cli.waiting import wait_until_published
+    endpoint = wait_until_published(args, args.name, prog=prog)
+    if endpoint is None:
+        return 1
+    print(f"  routed: the gateway sends {args.name!r} to {len(endpoint['routes'])} backend(s)", flush=True,
+          file=sys.stderr if args.json else sys.stdout)
+    return 0
+
+
+def _published_text(published: bool | None, waiting: bool) -> str:
+    if published:
+        return "routed now: the gateway sends this name to its backends"
+    if published is None:
+        return "whether the gateway routes it yet could not be read"
+    return ("not routed yet: the gateway answers model_not_found until a workload of it serves"
+            + ("; waiting for it" if waiting else "; --wait returns once it is routed"))
 
 
 def _endpoint_set_workloads(args) -> int:

@@ -53,6 +53,8 @@ log = get_logger("wingsmith.perf")
 _REASON_LIMIT = 300
 # Failures of the machine rather than of the question: they propagate (the activity retries) and are not cached.
 _MACHINE_TROUBLE = (MemoryError, OSError)
+# A first token later than this is no serving at all: the bound of a search for how close a card comes.
+_ANY_TTFT_MS = 600_000.0
 
 
 class PerfNotInstalled(RuntimeError):
@@ -64,25 +66,37 @@ class SearchNoLongerWanted(RuntimeError):
     """The caller stopped waiting (its draft's workflow ended) before this search's turn came."""
 
 
-class _ExperimentErrors(logging.Handler):
+class _ExperimentErrors(logging.Filter):
     """Why each mode found nothing, as the tool logs it: its `cli_default` raises one generic "no feasible
-    configurations" and drops the per-mode cause (e.g. no DeepEP data for cross-node EP on GB200)."""
+    configurations" and drops the per-mode cause (e.g. no DeepEP data for cross-node EP on GB200).
+
+    The tool logs those causes at ERROR, though they are the answer it was asked for ("no estimate for this
+    card", its own `is_expected_cli_error`), and the plane keeps them as the rows' reasons: they are taken
+    off the ERROR stream while a search runs and said once by the plane at INFO (`Estimator._search`). A
+    defect in the tool, logged with its traceback, stays an ERROR."""
+
+    EXPERIMENT_FAILED = "Error running experiment %s: %s"
+    SUMMARY = ("  -> Experiment %s failed: %s", "No successful experiment runs to compare")
 
     def __init__(self) -> None:
-        super().__init__(logging.ERROR)
+        super().__init__()
         self.by_mode: dict[str, str] = {}
         self.logger = logging.getLogger("aiconfigurator.cli.main")
 
-    def emit(self, record: logging.LogRecord) -> None:
-        if record.msg == "Error running experiment %s: %s" and isinstance(record.args, tuple) and len(record.args) == 2:
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.exc_info:
+            return True
+        if record.msg == self.EXPERIMENT_FAILED and isinstance(record.args, tuple) and len(record.args) == 2:
             self.by_mode[str(record.args[0])] = str(record.args[1])
+            return False
+        return not (isinstance(record.msg, str) and record.msg.startswith(self.SUMMARY))
 
     def __enter__(self) -> _ExperimentErrors:
-        self.logger.addHandler(self)
+        self.logger.addFilter(self)
         return self
 
     def __exit__(self, *_exc: object) -> None:
-        self.logger.removeHandler(self)
+        self.logger.removeFilter(self)
 
 
 def installed() -> bool:
@@ -305,6 +319,9 @@ class Estimator:
                 continue
             elif mode in errors:
                 reason = f"no {mode} configuration within {gpus} GPUs: {_reason(errors[mode])}"
+                # An answer, not a fault: the draft's row says it; the log notes it (the tool said it at ERROR).
+                log.info("perf search found no configuration", model=request.model, card=request.card,
+                         layout=request.layout, mode=mode, reason=reason)
             else:
                 # The tool returns nothing without saying which of its three causes it was: all three, in words.
                 reason = (f"no {mode} configuration within {gpus} GPUs meets TTFT ≤ {ttft:g} ms and "
@@ -352,8 +369,8 @@ class Estimator:
                                    ttft=target.ttft_ms, tpot=target.tpot_ms, top_n=5)
             best = result.best_configs
         except NoFeasibleConfigError as err:
-            return CardPlan(card=request.card, target=target, source=source,
-                            why_not=f"no configuration on {system} meets the target: {_reason(err)}")
+            return self._closest(request, system, target, source,
+                                 f"no configuration on {system} meets the target: {_reason(err)}")
         except _MACHINE_TROUBLE:
             raise
         except Exception as err:
@@ -361,4 +378,32 @@ class Estimator:
                             why_not=f"{TOOL} could not plan it: {_reason(err)}")
         candidates = [configuration_from_row(mode, row, None)
                       for mode in MODES if supported[mode] for row in _rows(best.get(mode))]
+        if not candidates:
+            return self._closest(request, system, target, source, f"no configuration on {system} meets the target")
         return plan_card(request.card, target, candidates, source)
+
+    def _closest(self, request: EstimateRequest, system: str, target: TrafficTarget, source: Source,
+                 why: str) -> CardPlan:
+        """What the card reaches when `recommend` finds nothing within the targets: it answers nothing at all
+        then, not even how close it came. The default search reports its best configuration even past the
+        TPOT target, but keeps only configurations within the TTFT target; so it is asked with the TPOT target
+        and no TTFT bound to speak of, within one node, then two (the budgets of the single- and the multi-node
+        layouts), and the plan carries the best found with by how much it misses (issue 52). Its
+        configurations are per replica, as recommend's are. The caller holds the turn."""
+        reasons = []
+        for layout in ("single_node_tp", "multi_node_tp"):
+            gpus = gpus_for_layout(layout, request.card)
+            asked = request.model_copy(update={"layout": layout, "gpus": gpus, "ttft_ms": _ANY_TTFT_MS})
+            entries = self._search(asked, system, gpus, source)
+            found = [_one_replica(e.configuration) for e in entries if e.configuration is not None]
+            if found:
+                return plan_card(request.card, target, found, source)
+            reasons += [e.reason for e in entries if e.reason and e.reason not in reasons]
+        return CardPlan(card=request.card, target=target, source=source,
+                        why_not=f"{why}; nothing reachable within {gpus} GPUs either: {'; '.join(reasons)}")
+
+
+def _one_replica(conf: Configuration) -> Configuration:
+    """A default search's configuration (every replica its GPU budget holds) as one replica."""
+    return conf.model_copy(update={"replicas": 1, "gpus": conf.gpus_per_replica,
+                                   "concurrency": max(1, conf.concurrency // conf.replicas)})

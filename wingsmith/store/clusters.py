@@ -12,7 +12,7 @@ but takes no replicas.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from datetime import datetime
 from typing import Annotated
 
@@ -102,15 +102,19 @@ class ClusterSpec(BaseModel):
         return list(dict.fromkeys(p.hardware for p in pools if get_hardware(p.hardware).placeable))
 
 
-def fleet_offer(clusters: Iterable[ClusterSpec]) -> dict[str, float | None]:
-    """Each card the registered clusters declare, with the cheapest known cost per GPU-hour among the
+def fleet_offer(clusters: Iterable[ClusterSpec],
+                live_cards: Mapping[str, Iterable[str | None]] | None = None) -> dict[str, float | None]:
+    """Each card the registered clusters declare, or, for a cluster without a manual inventory, the cards
+    its live inventory shows (`live_cards`, by cluster), with the cheapest known cost per GPU-hour among the
     clusters offering it (None: none of them says). Cordoned clusters take no new replicas, so they
     offer nothing. Pure: what a plan sized from a traffic target compares cards with."""
     offer: dict[str, float | None] = {}
+    live = live_cards or {}
     for cluster in clusters:
         if cluster.cordoned or cluster.info().unplaceable:
             continue
-        for card in cluster.declared_cards():
+        read = [c for c in dict.fromkeys(live.get(cluster.name, ())) if c is not None and get_hardware(c).placeable]
+        for card in cluster.declared_cards() if cluster.manual_inventory else read:
             known = [p for p in (offer.get(card), cluster.cost_per_gpu_hour) if p is not None]
             offer[card] = min(known) if known else None
     return offer
