@@ -23,7 +23,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import importlib
 import os
+import pkgutil
 import uuid
 from pathlib import Path
 
@@ -99,6 +101,17 @@ def pytest_collection_modifyitems(config, items) -> None:
         # The longest modules first (the journey tier's browsers and planes), so no worker is left
         # with one of them at the end while the others are idle.
         items.sort(key=lambda item: not item.get_closest_marker("journey"))
+
+
+@pytest.fixture(scope="session", autouse=True)
+def cli_modules_imported() -> None:
+    """Every CLI command module imported before any test patches the API client (`api_client.request`): a
+    command module first imported under a test's patch binds that test's fake for the rest of the session,
+    and which test a worker runs first depends on how pytest-xdist deals the modules."""
+    import wingsmith.cli
+
+    for info in pkgutil.iter_modules(wingsmith.cli.__path__):
+        importlib.import_module(f"wingsmith.cli.{info.name}")
 
 
 @pytest.fixture(scope="session", autouse=True)
