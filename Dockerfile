@@ -6,6 +6,8 @@ COPY pyproject.toml README.md ./
 # The locked versions, with their hashes (scripts/lock.sh): the image holds what CI tested.
 COPY requirements ./requirements
 COPY api ./api
+COPY console ./console
+COPY gateway ./gateway
 COPY contracts ./contracts
 COPY workflows ./workflows
 COPY activities ./activities

@@ -29,15 +29,15 @@ from contracts.artifact import (
     SizeDraftInput,
 )
 from contracts.draft_performance import PerfPollingInput, SavePerformanceInput
-from wingsmith.config import Settings
-from wingsmith.drafts import DraftContent, build_draft_content
-from wingsmith.hub.errors import HubError, HubRateLimited
-from wingsmith.hub.proposal import ArtifactProposal
-from wingsmith.logs import get_logger
-from wingsmith.recipes import evidence_for
-from wingsmith.recipes.files import catalog_in_force, load_catalog_version
-from wingsmith.secrets import SecretUnavailable, read_secret_ref
-from wingsmith.store import artifacts as store
+from wingsmith.adapters.logs import get_logger
+from wingsmith.adapters.recipes.files import catalog_in_force, load_catalog_version
+from wingsmith.adapters.secrets import SecretUnavailable, read_secret_ref
+from wingsmith.adapters.store import artifacts as store
+from wingsmith.domain.config import Settings
+from wingsmith.domain.drafts import DraftContent, build_draft_content
+from wingsmith.domain.hub.errors import HubError, HubRateLimited
+from wingsmith.domain.hub.proposal import ArtifactProposal
+from wingsmith.domain.recipes import evidence_for
 
 log = get_logger("wingsmith.activities.artifact")
 
@@ -61,7 +61,7 @@ class ArtifactActivities:
     @property
     def resolver(self):
         if self._resolver is None:
-            from wingsmith.hub.resolver import Resolver
+            from wingsmith.adapters.hub.resolver import Resolver
             self._resolver = Resolver(self.settings.hf_endpoint, self.settings.hf_token_ref,
                                       self.settings.home_dir / "hf-cache")
         return self._resolver

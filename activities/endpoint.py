@@ -16,12 +16,13 @@ from temporalio.exceptions import ApplicationError
 
 from activities.registry import registry_pool
 from contracts import endpoint as contract
-from wingsmith.config import Settings
-from wingsmith.endpoints import endpoint_model, membership_problems, routes_from_deployments
-from wingsmith.gateway import EndpointRoutes, GatewayClient, GatewayError, RouteStatus, gateway_client
-from wingsmith.logs import get_logger
-from wingsmith.store import endpoints as store
-from wingsmith.store.gateway_routes import publish as publish_routes
+from wingsmith.adapters.gateway import GatewayClient, GatewayError, gateway_client
+from wingsmith.adapters.logs import get_logger
+from wingsmith.adapters.store import endpoints as store
+from wingsmith.adapters.store.gateway_routes import publish as publish_routes
+from wingsmith.domain.config import Settings
+from wingsmith.domain.endpoints import endpoint_model, membership_problems, routes_from_deployments
+from wingsmith.domain.gateway import EndpointRoutes, RouteStatus
 
 log = get_logger("wingsmith.activities.endpoint")
 

@@ -23,7 +23,7 @@ from activities.artifact import ArtifactActivities
 from contracts.artifact import ACTIVITY_UPGRADE_FOLLOWERS, FollowApproval, FollowOutcome
 from contracts.ids import workload_workflow_id
 from contracts.upgrade import UPDATE_UPGRADE, UpgradeRequest
-from wingsmith.store import follow as store
+from wingsmith.adapters.store import follow as store
 
 log = logging.getLogger("wingsmith.follow")
 

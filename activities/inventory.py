@@ -15,13 +15,13 @@ from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
 from contracts.inventory import ACTIVITY_READ_INVENTORY, ReadInventoryInput
-from wingsmith.kube import KubeError, shared_api_client
-from wingsmith.placement.models import ClusterInventory
+from wingsmith.adapters.kube import KubeError, shared_api_client
+from wingsmith.domain.placement.models import ClusterInventory
 
 
 @activity.defn(name=ACTIVITY_READ_INVENTORY)
 def read_inventory(input: ReadInventoryInput) -> ClusterInventory:
-    from wingsmith.inventory import read_inventory as read
+    from wingsmith.adapters.inventory import read_inventory as read
 
     try:
         return read(shared_api_client(input.kubeconfig), input.cluster)  # shared: never closed here

@@ -3,7 +3,7 @@
 A serving workload hears from each of its clusters through one observation at a time. It reads the
 DGD (metadata and status) every `status_seconds` and, when asked, probes its frontend's
 `/v1/models` every `probe_seconds`, and answers with an `Observation` for
-`wingsmith.reconcile.judge` only when there is news: what `judge` can tell apart
+`wingsmith.domain.reconcile.judge` only when there is news: what `judge` can tell apart
 (`Observation.news_key`) differs from what the workflow last acted on (`known`), or
 `report_seconds` passed. A workload whose clusters serve as applied so costs its workflow one
 activity every `report_seconds`, not one per status period, and a change is still seen within one.
@@ -26,7 +26,7 @@ SDK sends at most one per 0.8 of it, so the server hears one about every 0.8 of 
 apart cost the worker half as many calls again): the heartbeats of thousands of waiting observations
 are most of the Temporal server's requests (bench/watching.py).
 
-Async (it mostly waits): it runs on the observe task queue (`wingsmith.config.observe_task_queue`),
+Async (it mostly waits): it runs on the observe task queue (`wingsmith.domain.config.observe_task_queue`),
 whose worker holds thousands of them at once; the blocking LIST runs in a thread.
 """
 
@@ -50,9 +50,9 @@ from temporalio.exceptions import ApplicationError
 
 from contracts.workload import ACTIVITY_OBSERVE, ObserveDeploymentInput
 from contracts.workload import last_heard as last_heard  # the workflow reads the heartbeat it writes
-from wingsmith.kube import DgdClient, KubeconfigRef, KubeError, shared_api_client
-from wingsmith.kube.dgd import frontend_url_of
-from wingsmith.reconcile import FrontendCheck, Observation, read_observation
+from wingsmith.adapters.kube import DgdClient, KubeconfigRef, KubeError, shared_api_client
+from wingsmith.adapters.kube.dgd import frontend_url_of
+from wingsmith.domain.reconcile import FrontendCheck, Observation, read_observation
 
 # An observation is cheap and repeated: a few quick attempts (one flaky 500 is not a partition); a cluster
 # whose API refuses or fails them all is unreachable *this time*. Each call gets 3 s to connect and

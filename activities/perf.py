@@ -68,7 +68,7 @@ def _each_card(cards: list[str], work: Callable[[str], T]) -> list[T]:
 
 class PerfActivities:
     def __init__(self, home: Path) -> None:
-        from wingsmith.perf.aiconfigurator import Estimator
+        from wingsmith.adapters.perf.aiconfigurator import Estimator
         self.estimator = Estimator(home)
 
     # No exception thrown into the thread on cancellation: a search is left to finish (the tool's process-wide
@@ -76,7 +76,7 @@ class PerfActivities:
     # no workflow) is skipped when its turn comes instead.
     @activity.defn(name=contract.ACTIVITY_ESTIMATE, no_thread_cancel_exception=True)
     def estimate_performance(self, params: EstimateInput) -> EstimateOutput:
-        from wingsmith.perf.aiconfigurator import PerfNotInstalled, SearchNoLongerWanted
+        from wingsmith.adapters.perf.aiconfigurator import PerfNotInstalled, SearchNoLongerWanted
         try:
             return EstimateOutput(estimates=_each(params.requests, lambda request: self.estimator.estimate(
                 request, wanted=lambda: not activity.is_cancelled())))
@@ -87,7 +87,7 @@ class PerfActivities:
 
     @activity.defn(name=contract.ACTIVITY_PLAN_TARGET)
     def plan_for_traffic_target(self, params: TargetInput) -> TargetOutput:
-        from wingsmith.perf.aiconfigurator import PerfNotInstalled
+        from wingsmith.adapters.perf.aiconfigurator import PerfNotInstalled
         try:
             return TargetOutput(plans=_each_card(params.cards, lambda card: self.estimator.plan_for_target(
                 model=params.model, card=card, target=params.target, model_commit=params.model_commit,

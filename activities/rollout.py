@@ -21,16 +21,16 @@ from temporalio import activity
 from temporalio.exceptions import ApplicationError, CancelledError
 
 from contracts import rollout as contract
-from wingsmith.dynamo.ranks import ranks_problem
-from wingsmith.dynamo.readiness import (
+from wingsmith.adapters.kube import DgdClient, KubeconfigRef, KubeError, shared_api_client
+from wingsmith.domain.dynamo.ranks import ranks_problem
+from wingsmith.domain.dynamo.readiness import (
     evaluate_readiness,
     find_pod_failure,
     pods_ready,
     ready_deadline_seconds,
     unschedulable_pods,
 )
-from wingsmith.dynamo.render import SPEC_HASH_ANNOTATION, RenderError, render_dgd
-from wingsmith.kube import DgdClient, KubeconfigRef, KubeError, shared_api_client
+from wingsmith.domain.dynamo.render import SPEC_HASH_ANNOTATION, RenderError, render_dgd
 
 ClientFactory = Callable[[KubeconfigRef], DgdClient]
 

@@ -14,13 +14,13 @@ from temporalio.exceptions import ApplicationError
 
 from activities.registry import registry_pool
 from contracts import upgrade as contract
-from wingsmith.config import Settings
-from wingsmith.gateway.traffic import BackendCounters, parse_counters
-from wingsmith.gateway.traffic_reader import metrics_headers
-from wingsmith.recipes.files import catalog_of_draft
-from wingsmith.store import workloads as store
-from wingsmith.upgrade import same_repository
-from wingsmith.workloads import (
+from wingsmith.adapters.gateway.traffic_reader import metrics_headers
+from wingsmith.adapters.recipes.files import catalog_of_draft
+from wingsmith.adapters.store import workloads as store
+from wingsmith.domain.config import Settings
+from wingsmith.domain.gateway.traffic import BackendCounters, parse_counters
+from wingsmith.domain.upgrade import same_repository
+from wingsmith.domain.workloads import (
     InvalidWorkload,
     WorkloadPlan,
     WorkloadRequest,

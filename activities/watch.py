@@ -31,14 +31,14 @@ from activities.artifact import ArtifactActivities, hub_failure
 from contracts import watch as watch_contract
 from contracts.artifact import artifact_id
 from contracts.watch import EnsureWatchInput, UpstreamCheck, WatchInput, WatchNotice, watch_memo, watch_schedule_id
-from wingsmith.hub.errors import HubError
-from wingsmith.recipes import Catalog
-from wingsmith.recipes.files import catalog_in_force, load_catalog_version
-from wingsmith.secrets import SecretUnavailable, read_secret_ref
-from wingsmith.store import artifacts as store
-from wingsmith.watch import evidence_moved
+from wingsmith.adapters.recipes.files import catalog_in_force, load_catalog_version
+from wingsmith.adapters.secrets import SecretUnavailable, read_secret_ref
+from wingsmith.adapters.store import artifacts as store
+from wingsmith.domain.hub.errors import HubError
+from wingsmith.domain.recipes import Catalog
+from wingsmith.domain.watch import evidence_moved
 
-log = logging.getLogger("wingsmith.watch")
+log = logging.getLogger("wingsmith.domain.watch")
 
 
 class WatchActivities:

@@ -19,11 +19,11 @@ from contracts.workload import (
     PlacementRecord,
     WorkloadRecord,
 )
-from wingsmith.placement import place
-from wingsmith.placement.models import PlacementDecision
-from wingsmith.placement.place import EXPLAIN_IN_WORKFLOWS_UP_TO
-from wingsmith.store import clusters as cluster_store
-from wingsmith.store import workloads as store
+from wingsmith.adapters.store import clusters as cluster_store
+from wingsmith.adapters.store import workloads as store
+from wingsmith.domain.placement import place
+from wingsmith.domain.placement.models import PlacementDecision
+from wingsmith.domain.placement.place import EXPLAIN_IN_WORKFLOWS_UP_TO
 
 
 class WorkloadActivities:

@@ -6,8 +6,8 @@ import sys
 
 import uvicorn
 
-from wingsmith.config import get_settings
-from wingsmith.temporal import check_before_start
+from wingsmith.adapters.temporal import check_before_start
+from wingsmith.domain.config import get_settings
 
 settings = get_settings()
 check_before_start(settings, "wingsmith api", fatal_when_unreachable=False)

@@ -15,17 +15,17 @@ from fastapi import FastAPI
 from temporalio.client import Client
 
 from api.auth import TokenTable
-from api.body_limit import BodyLimit
 from api.errors import install_error_handlers, request_too_large
 from api.metrics import RequestMetrics
 from api.metrics import router as metrics_router
 from api.security_headers import SecurityHeaders
-from wingsmith.config import Settings, get_settings
-from wingsmith.logs import configure_logging, get_logger
-from wingsmith.oidc import OidcVerifier
-from wingsmith.token_file import local_admin_tokens
-from wingsmith.tracing import configure_tracing, instrument_fastapi
-from wingsmith.version import release
+from wingsmith.adapters.body_limit import BodyLimit
+from wingsmith.adapters.logs import configure_logging, get_logger
+from wingsmith.adapters.oidc import OidcVerifier
+from wingsmith.adapters.token_file import local_admin_tokens
+from wingsmith.adapters.tracing import configure_tracing, instrument_fastapi
+from wingsmith.adapters.version import release
+from wingsmith.domain.config import Settings, get_settings
 
 ROUTE_MODULES = ["health", "recipes", "resolve", "artifacts", "clusters", "workloads", "follow", "endpoints",
                  "watches", "console", "codec", "gateway_routes"]
@@ -47,19 +47,19 @@ async def _lifespan(app: FastAPI):
     settings: Settings = app.state.settings
     owned_pool = None
     if app.state.db is None and settings.database_url:
-        from wingsmith.store.db import open_pool
+        from wingsmith.adapters.store.db import open_pool
         try:
             owned_pool = app.state.db = await open_pool(settings.database_url, wait_seconds=20)
         except (OSError, asyncpg.PostgresError) as exc:
             log.warning("database not reachable at start; /readyz will say so", error=str(exc))
     if app.state.temporal is None:
-        from wingsmith.temporal import configured_address, connect
+        from wingsmith.adapters.temporal import configured_address, connect
         try:
             if configured_address(settings):  # TEMPORAL_ADDRESS or a temporal.toml profile's
                 app.state.temporal = await asyncio.wait_for(connect(settings), timeout=10)
         except Exception as exc:  # noqa: BLE001 - any connect failure only degrades /readyz
             log.warning("temporal not reachable at start; /readyz will say so", error=str(exc))
-    from wingsmith.gateway.traffic_sampler import sampler_for
+    from wingsmith.adapters.gateway.traffic_sampler import sampler_for
     sampler = sampler_for(app.state.db, settings)  # one API replica samples: it holds the lock (docs/console.md)
     if sampler is not None:
         sampler.start()

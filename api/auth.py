@@ -1,7 +1,7 @@
 """Bearer-token auth. Tokens map to a principal (a name and roles); the principal of a request comes
 from its token only, never from the body, so an approval is always attributed to who sent it.
 
-Roles and how they nest are in wingsmith/roles.py.
+Roles and how they nest are in wingsmith/domain/roles.py.
 """
 
 from __future__ import annotations
@@ -16,10 +16,10 @@ from fastapi import Depends, Request
 from pydantic import BaseModel
 
 from api.errors import ApiError
-from wingsmith.logs import get_logger
-from wingsmith.oidc import KeysUnavailable, OidcVerifier, TokenRefused, looks_like_jwt
-from wingsmith.roles import ROLES, grants
-from wingsmith.teams import DEFAULT_TEAM
+from wingsmith.adapters.logs import get_logger
+from wingsmith.adapters.oidc import KeysUnavailable, OidcVerifier, TokenRefused, looks_like_jwt
+from wingsmith.domain.roles import ROLES, grants
+from wingsmith.domain.teams import DEFAULT_TEAM
 
 log = get_logger("wingsmith.api.auth")
 _TEAM = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
@@ -100,7 +100,7 @@ async def authenticate(request: Request) -> Principal:
 
 async def principal_for(app, token: str) -> Principal:
     """The principal a token names: the static table first (constant time), then, with single sign-on
-    on and a token shaped like a JWT, the issuer's verdict (wingsmith/oidc.py)."""
+    on and a token shaped like a JWT, the issuer's verdict (wingsmith/adapters/oidc.py)."""
     table: TokenTable = app.state.tokens
     principal = table.lookup(token)
     if principal is not None:

@@ -20,8 +20,8 @@ from api.errors import ApiError, temporal_unavailable
 from api.services.cluster_checks import ClusterChecks
 from api.services.inventories import LiveReads
 from api.services.proposals import Answers, Proposals
-from wingsmith.config import Settings
-from wingsmith.hub import Resolver
+from wingsmith.adapters.hub.resolver import Resolver
+from wingsmith.domain.config import Settings
 
 _resolver_lock = threading.Lock()
 

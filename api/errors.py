@@ -25,8 +25,8 @@ from fastapi.responses import JSONResponse
 from fastapi.routing import iter_route_contexts
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from api.body_limit import RequestTooLarge
-from wingsmith.text import unstorable_reason
+from wingsmith.adapters.body_limit import RequestTooLarge
+from wingsmith.domain.text import unstorable_reason
 
 _CODES = {400: "bad_request", 401: "unauthenticated", 403: "forbidden", 404: "not_found",
           405: "method_not_allowed", 409: "conflict", 413: "too_large", 422: "invalid", 429: "rate_limited",
@@ -67,7 +67,7 @@ def temporal_unavailable() -> ApiError:
 
 
 def request_too_large(limit: int) -> ErrorResponse:
-    """The answer to a body refused by its declared size (api/body_limit.py), in the words used for one
+    """The answer to a body refused by its declared size (wingsmith/adapters/body_limit.py), in the words used for one
     cut off while it was read."""
     return ErrorResponse(error_body(_CODES[413], str(RequestTooLarge(limit).detail)), status_code=413)
 
@@ -102,7 +102,7 @@ def _framework_message(req: Request, exc: StarletteHTTPException) -> str:
 
 def _problem(err: dict) -> str:
     # pydantic's own words for a lone surrogate ("unable to parse raw data as a unicode string") do
-    # not say which character is wrong; say it the way wingsmith.text does for NUL.
+    # not say which character is wrong; say it the way wingsmith.domain.text does for NUL.
     if err.get("type") == "string_unicode":
         return unstorable_reason("\ud800") or ""
     return str(err.get("msg"))
@@ -126,7 +126,7 @@ def install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(UntranslatableCharacterError)
     @app.exception_handler(UnicodeEncodeError)
     async def _unstorable_text(_req: Request, _exc: Exception):
-        # Request models refuse such text by field (wingsmith.text); this catches what arrives another
+        # Request models refuse such text by field (wingsmith.domain.text); this catches what arrives another
         # way (a path or query value): Postgres cannot hold NUL, nothing can encode a lone surrogate.
         return ErrorResponse(error_body("invalid_text", "a text value in this request contains a character "
                                         "that cannot be stored (NUL \\u0000, or a lone surrogate "

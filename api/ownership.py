@@ -12,11 +12,11 @@ from temporalio.client import Client
 
 from api.auth import Principal
 from api.errors import ApiError
-from wingsmith.logs import get_logger
-from wingsmith.starter import endpoint_status, workload_status
-from wingsmith.store import endpoints as endpoint_store
-from wingsmith.store import workloads as workload_store
-from wingsmith.teams import visible
+from wingsmith.adapters.logs import get_logger
+from wingsmith.adapters.starter import endpoint_status, workload_status
+from wingsmith.adapters.store import endpoints as endpoint_store
+from wingsmith.adapters.store import workloads as workload_store
+from wingsmith.domain.teams import visible
 
 log = get_logger("wingsmith.api.ownership")
 

@@ -19,13 +19,13 @@ from contracts.artifact import ArtifactStatus
 from contracts.conditions import Condition
 from contracts.upgrade import UpgradeStatus
 from contracts.workload import WorkloadStatus
-from wingsmith.draft_performance import PerformanceRow
-from wingsmith.gateway.routes import RouteStatus
-from wingsmith.placement import ClusterInventory, PlacementDecision
-from wingsmith.store.clusters import ClusterRecord
-from wingsmith.target_plan import TargetChoice
-from wingsmith.traffic_plans import PlanProgress
-from wingsmith.workloads import Follow, WorkloadPlan
+from wingsmith.adapters.store.clusters import ClusterRecord
+from wingsmith.adapters.traffic_plans import PlanProgress
+from wingsmith.domain.draft_performance import PerformanceRow
+from wingsmith.domain.gateway.routes import RouteStatus
+from wingsmith.domain.placement import ClusterInventory, PlacementDecision
+from wingsmith.domain.target_plan import TargetChoice
+from wingsmith.domain.workloads import Follow, WorkloadPlan
 
 # A registry timestamp as the API has always written it: ISO 8601 from `datetime.isoformat()` ("+00:00"), a
 # datetime to the console.

@@ -3,7 +3,7 @@
     python bench/gateway.py [--requests N] [--failover-clients N]
 
 Each piece runs in its own process, as on a real machine: two simulated frontends (sim.kube's
-frontend code, one per "cluster"), the gateway (`python -m api.gateway`), and this client.
+frontend code, one per "cluster"), the gateway (`python -m gateway`), and this client.
 
 latency:  the same non-streaming chat completion, N times in a row, straight to the frontend and
           through the gateway (a route with only that frontend); plus time to first streamed byte.
@@ -58,7 +58,7 @@ def serve_frontend(port: int, cluster: str) -> None:
     from starlette.applications import Starlette
     from starlette.routing import Route
 
-    from api.gateway.__main__ import listening_socket
+    from gateway.__main__ import listening_socket
     from sim.kube import frontend
 
     frontends = frontend.Frontends()
@@ -98,7 +98,7 @@ def serve_pipe(port: int, backend_port: int) -> None:
 
     import uvloop
 
-    from api.gateway.scheduling import DEFAULT_SLICE_US, ask_for_slice
+    from gateway.scheduling import DEFAULT_SLICE_US, ask_for_slice
 
     ask_for_slice(DEFAULT_SLICE_US)
 
@@ -205,14 +205,14 @@ class GatewayRig:
     """Two frontend processes (sim-east, sim-west) and a gateway process, stopped on exit."""
 
     def __init__(self, probe_interval: float = 0.5):
-        from wingsmith.gateway import LocalGatewayClient
+        from wingsmith.adapters.gateway import LocalGatewayClient
 
         tmp = Path(tempfile.mkdtemp(prefix="wingsmith-bench-gateway-"))
         token = tmp / "token"
         token.write_text(os.urandom(16).hex())
         self.east, self.west = FrontendProcess("sim-east"), FrontendProcess("sim-west")
         port = free_port()
-        self.gateway = subprocess.Popen([sys.executable, "-m", "api.gateway", "--port", str(port), "--state-dir",
+        self.gateway = subprocess.Popen([sys.executable, "-m", "gateway", "--port", str(port), "--state-dir",
                                          str(tmp / "state"), "--admin-token-ref", f"file:{token}", "--probe-interval",
                                          str(probe_interval), "--log-level", "ERROR"])
         self.url = f"http://127.0.0.1:{port}"
@@ -224,7 +224,7 @@ class GatewayRig:
         self.admin = LocalGatewayClient(self.url, f"file:{token}")
 
     def route(self, *frontends: FrontendProcess) -> None:
-        from wingsmith.gateway import Backend, EndpointRoutes
+        from wingsmith.domain.gateway import Backend, EndpointRoutes
         self.admin.set_routes(EndpointRoutes(model_name=MODEL, backends=[
             Backend(id=f"{f.cluster}/{MODEL}", cluster=f.cluster, workload_id="bench", url=f.url, weight=1)
             for f in frontends]))

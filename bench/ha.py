@@ -148,9 +148,9 @@ async def run(args: argparse.Namespace, tmp: Path, seen: dict | None = None) -> 
             wait_for_port("127.0.0.1", r.port, 120, r.proc, r.name)
         boot = time.monotonic() - started
 
-        from wingsmith.gateway.routes import Backend, EndpointRoutes
-        from wingsmith.store.db import open_pool
-        from wingsmith.store.gateway_routes import publish
+        from wingsmith.adapters.store.db import open_pool
+        from wingsmith.adapters.store.gateway_routes import publish
+        from wingsmith.domain.gateway.routes import Backend, EndpointRoutes
         pool = await open_pool(pg.dsn(), max_size=1)
         await publish(pool, EndpointRoutes(model_name=MODEL, backends=[
             Backend(id="bench/stub", cluster="bench", workload_id="bench", url=backend.url, weight=1)]))
@@ -159,8 +159,8 @@ async def run(args: argparse.Namespace, tmp: Path, seen: dict | None = None) -> 
             await _until(lambda g=g: _models(g.url) == [MODEL], 60, f"{g.name} pulled the routes")
 
         from contracts.ping import PingWorkflowInput
-        from wingsmith.config import Settings
-        from wingsmith.temporal import connect
+        from wingsmith.adapters.temporal import connect
+        from wingsmith.domain.config import Settings
         from workflows.ping import PingWorkflow
         client = await connect(Settings(payload_key_ref="WINGSMITH_BENCH_PAYLOAD_KEY", temporal_namespace=namespace),
                                address=temporal.address)
@@ -384,8 +384,8 @@ async def _register_namespace(address: str, namespace: str) -> None:
     from temporalio.api.workflowservice.v1 import RegisterNamespaceRequest
     from temporalio.service import RPCError
 
-    from wingsmith.config import SEARCH_ATTRIBUTES, Settings
-    from wingsmith.temporal import connect
+    from wingsmith.adapters.temporal import connect
+    from wingsmith.domain.config import SEARCH_ATTRIBUTES, Settings
     if namespace == "default":
         return
     root = await connect(Settings(), address=address)

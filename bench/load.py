@@ -39,9 +39,9 @@ from pathlib import Path
 from urllib.parse import urlencode, urlsplit
 
 import httpx
-from gateway import read_answer  # bench/gateway.py's raw-socket answer reader
 from stats import pct  # bench/stats.py (scripts run with bench/ on the path)
 
+from gateway import read_answer  # bench/gateway.py's raw-socket answer reader
 from sim.hub import shipped_models, start_hub_server
 from wingsmith.local.postgres import LocalPostgres, free_port
 from wingsmith.local.temporal_server import TemporalDevServer, stop_process, wait_for_port
@@ -119,8 +119,8 @@ def start_plane(root: Path) -> Plane:
 
 
 def _register_clusters(dsn: str, described: dict) -> None:
-    from wingsmith.store.clusters import ClusterSpec, create_cluster
-    from wingsmith.store.db import open_pool
+    from wingsmith.adapters.store.clusters import ClusterSpec, create_cluster
+    from wingsmith.adapters.store.db import open_pool
 
     async def go() -> None:
         pool = await open_pool(dsn)
@@ -347,8 +347,8 @@ class JourneyFigures:
 async def measure_journey(plane: Plane, http: httpx.AsyncClient, journeys: int) -> JourneyFigures:
     """Rounds of one journey per model at once, each round followed by a round of as many bare-Temporal
     workflows with the journey's activity count: the two alternate, so both see the same machine."""
-    from wingsmith.config import Settings
-    from wingsmith.temporal import connect
+    from wingsmith.adapters.temporal import connect
+    from wingsmith.domain.config import Settings
     models = await deployable(plane, http)
     if not models:
         raise RuntimeError("no journey model fits one H200 node")

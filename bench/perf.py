@@ -34,8 +34,8 @@ from temporalio.contrib.pydantic import pydantic_data_converter  # noqa: E402
 
 from contracts.draft_performance import DraftPerformanceInput, performance_workflow_id  # noqa: E402
 from contracts.ids import artifact_workflow_id_of  # noqa: E402
-from wingsmith.perf.aiconfigurator import Estimator, tool_version  # noqa: E402
-from wingsmith.perf.estimates import EstimateRequest  # noqa: E402
+from wingsmith.adapters.perf.aiconfigurator import Estimator, tool_version  # noqa: E402
+from wingsmith.domain.perf.estimates import EstimateRequest  # noqa: E402
 
 DEFAULT_MODEL = "openai/gpt-oss-120b"
 CACHED_RUNS = 20

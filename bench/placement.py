@@ -27,7 +27,7 @@ from collections.abc import Callable
 
 from stats import summary  # bench/stats.py (scripts run with bench/ on the path)
 
-from wingsmith.placement import (
+from wingsmith.domain.placement import (
     ClusterInfo,
     ClusterInventory,
     FleetIndex,

@@ -18,7 +18,7 @@ from pathlib import Path
 from stats import pct  # bench/stats.py (scripts run with bench/ on the path)
 
 from sim.hub import shipped_models, start_hub_server
-from wingsmith.hub import Resolver
+from wingsmith.adapters.hub.resolver import Resolver
 
 
 def report(name: str, samples: list[float]) -> None:
@@ -32,7 +32,7 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=5, help="cold resolves per shipped model")
     parser.add_argument("--cached", type=int, default=2000, help="cached resolves")
     args = parser.parse_args()
-    from wingsmith.logs import configure_logging
+    from wingsmith.adapters.logs import configure_logging
     configure_logging("ERROR", "json")
     logging.disable(logging.CRITICAL)
     models = shipped_models()
@@ -62,7 +62,7 @@ def main() -> int:
 
         from api.app import create_app
         from api.auth import TokenTable
-        from wingsmith.config import Settings
+        from wingsmith.domain.config import Settings
         app = create_app(Settings(hf_endpoint=hub.url, hf_token_ref="WINGSMITH_BENCH_HF_TOKEN", home=Path(tmp) / "api"),
                          tokens=TokenTable.from_json(json.dumps({"t": {"name": "bench", "roles": ["viewer"]}})))
         api = []

@@ -12,10 +12,10 @@ import sys
 import time
 
 from sim.hub import load_snapshot
-from wingsmith.hardware import NVIDIA_HARDWARE
-from wingsmith.sizing import LAYOUTS, InvalidLayout, estimate_weight_bytes, read_text_model
-from wingsmith.sizing.fit import fit_check_for
-from wingsmith.sizing.layouts import candidate_gpu_counts, plan
+from wingsmith.domain.hardware import NVIDIA_HARDWARE
+from wingsmith.domain.sizing import LAYOUTS, InvalidLayout, estimate_weight_bytes, read_text_model
+from wingsmith.domain.sizing.fit import fit_check_for
+from wingsmith.domain.sizing.layouts import candidate_gpu_counts, plan
 
 CONTEXT, CONCURRENCY = 8192, 16
 

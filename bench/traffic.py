@@ -7,11 +7,11 @@ One real PostgreSQL (embedded), one set of readings: every gateway replica read 
 The same readings are stored two ways, in the same run:
 
 before: every cumulative reading kept (the first form of migration 0008), loaded at page time and
-        differenced in Python (wingsmith.gateway.traffic_history.increases, reading after reading),
+        differenced in Python (wingsmith.adapters.gateway.traffic_history.increases, reading after reading),
         then added into the chart's 180 intervals per backend in Python.
 after:  each reading differenced when written and added into its backend's 20-second slot
-        (wingsmith.store.traffic_samples.record_samples); the page reads at most 180 slots per backend
-        (api.console.traffic_charts.traffic_section, the real page section, charts and tables drawn).
+        (wingsmith.adapters.store.traffic_samples.record_samples); the page reads at most 180 slots per backend
+        (console.traffic_charts.traffic_section, the real page section, charts and tables drawn).
 
 Printed: the median and worst of `--runs` page reads each way (and the after page's read alone, without
 drawing), the write cost per reading, and the requests each way counted (they must agree).
@@ -33,13 +33,13 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from api.console.traffic_charts import CHART_POINTS, WINDOW_SECONDS, backend_view, traffic_section  # noqa: E402
-from wingsmith.config import Settings  # noqa: E402
-from wingsmith.gateway.traffic import BackendCounters  # noqa: E402
-from wingsmith.gateway.traffic_history import Interval, Series, increases, rolled_up  # noqa: E402
+from console.traffic_charts import CHART_POINTS, WINDOW_SECONDS, backend_view, traffic_section  # noqa: E402
+from wingsmith.adapters.gateway.traffic_history import Interval, Series, increases, rolled_up  # noqa: E402
+from wingsmith.adapters.store import traffic_samples  # noqa: E402
+from wingsmith.adapters.store.db import migrate, open_pool  # noqa: E402
+from wingsmith.domain.config import Settings  # noqa: E402
+from wingsmith.domain.gateway.traffic import BackendCounters  # noqa: E402
 from wingsmith.local.postgres import LocalPostgres, free_port  # noqa: E402
-from wingsmith.store import traffic_samples  # noqa: E402
-from wingsmith.store.db import migrate, open_pool  # noqa: E402
 
 ENDPOINT = "bench-model"
 BOUNDS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0, 600.0, float("inf"))

@@ -50,18 +50,18 @@ from contracts import conditions as reason  # noqa: E402
 from contracts.workload import ClusterState, WatchSettings, WorkloadState, WorkloadStatus, WorkloadWorkflowInput
 from sim.kube import ClusterSpec as SimClusterSpec  # noqa: E402
 from sim.kube import NodePool, SimulatedClusters, default_cluster_specs  # noqa: E402
-from wingsmith.config import Settings  # noqa: E402
-from wingsmith.dynamo import GROUP, PLURAL, VERSION, WorkerPool, render_dgd  # noqa: E402
-from wingsmith.dynamo.render import SPEC_HASH_ANNOTATION  # noqa: E402
-from wingsmith.kube import DgdClient, KubeconfigRef, KubeError, new_api_client  # noqa: E402
+from wingsmith.adapters.kube import DgdClient, KubeconfigRef, KubeError, new_api_client  # noqa: E402
+from wingsmith.adapters.store.clusters import ClusterSpec, create_cluster  # noqa: E402
+from wingsmith.adapters.store.db import migrate, open_pool  # noqa: E402
+from wingsmith.adapters.temporal import connect  # noqa: E402
+from wingsmith.domain.config import Settings  # noqa: E402
+from wingsmith.domain.dynamo import GROUP, PLURAL, VERSION, WorkerPool, render_dgd  # noqa: E402
+from wingsmith.domain.dynamo.render import SPEC_HASH_ANNOTATION  # noqa: E402
+from wingsmith.domain.placement.models import PlacementPlan  # noqa: E402
+from wingsmith.domain.workloads import WorkloadPlan  # noqa: E402
 from wingsmith.local import temporal_server  # noqa: E402
 from wingsmith.local.postgres import LocalPostgres, free_port  # noqa: E402
 from wingsmith.local.temporal_server import TemporalDevServer, stop_process  # noqa: E402
-from wingsmith.placement.models import PlacementPlan  # noqa: E402
-from wingsmith.store.clusters import ClusterSpec, create_cluster  # noqa: E402
-from wingsmith.store.db import migrate, open_pool  # noqa: E402
-from wingsmith.temporal import connect  # noqa: E402
-from wingsmith.workloads import WorkloadPlan  # noqa: E402
 
 T = TypeVar("T")
 SHA = "b" * 40

@@ -24,12 +24,12 @@ from temporalio.client import WorkflowHandle
 
 from sim.hub import start_hub_server
 from sim.kube import SimulatedClusters, default_cluster_specs
-from wingsmith.config import Settings
+from wingsmith.adapters.store.clusters import ClusterSpec, create_cluster
+from wingsmith.adapters.store.db import migrate, open_pool
+from wingsmith.adapters.temporal import connect
+from wingsmith.domain.config import Settings
 from wingsmith.local.postgres import LocalPostgres, free_port
 from wingsmith.local.temporal_server import TemporalDevServer
-from wingsmith.store.clusters import ClusterSpec, create_cluster
-from wingsmith.store.db import migrate, open_pool
-from wingsmith.temporal import connect
 
 MODEL, SHA_OF = "openai/gpt-oss-120b", None
 
@@ -56,11 +56,11 @@ async def main() -> None:
 
 
 async def run(root, pg, temporal, hub, sims) -> None:
-    from wingsmith.recipes.files import load_catalog
-    from wingsmith.review import ReviewRequest
-    from wingsmith.starter import artifact_handle, create_workload, register_artifact
-    from wingsmith.store.workloads import approved_artifact
-    from wingsmith.workloads import WorkloadRequest, approved_artifact_from_row, plan_workload
+    from wingsmith.adapters.recipes.files import load_catalog
+    from wingsmith.adapters.starter import artifact_handle, create_workload, register_artifact
+    from wingsmith.adapters.store.workloads import approved_artifact
+    from wingsmith.domain.review import ReviewRequest
+    from wingsmith.domain.workloads import WorkloadRequest, approved_artifact_from_row, plan_workload
     from worker.main import running_in_process
     from worker.registry import WorkerDeps
     from workflows.artifact import ArtifactWorkflow

@@ -15,18 +15,18 @@ from contracts.ids import MODEL, SHA, STAGE
 from contracts.ids import artifact_id as artifact_id
 from contracts.ids import artifact_workflow_id as artifact_workflow_id
 from contracts.ids import evidence_tag as evidence_tag
-from wingsmith.drafts import DraftContent
-from wingsmith.hub.proposal import ArtifactProposal
-from wingsmith.recipes import Evidence
-from wingsmith.review import DraftFacts, RecordedDecision
-from wingsmith.review import ReviewRequest as ReviewRequest  # the review update's payload
-from wingsmith.review import ReviewSignal as ReviewSignal  # the approve and reject signals' payload
-from wingsmith.teams import DEFAULT_TEAM
+from wingsmith.domain.drafts import DraftContent
+from wingsmith.domain.hub.proposal import ArtifactProposal
+from wingsmith.domain.recipes import Evidence
+from wingsmith.domain.review import DraftFacts, RecordedDecision
+from wingsmith.domain.review import ReviewRequest as ReviewRequest  # the review update's payload
+from wingsmith.domain.review import ReviewSignal as ReviewSignal  # the approve and reject signals' payload
+from wingsmith.domain.teams import DEFAULT_TEAM
 
 # The workflow's type name and its handlers' names: clients start and call it by these.
 WORKFLOW = "ArtifactWorkflow"
 QUERY_STATUS = "status"
-UPDATE_REVIEW = "review"  # ReviewRequest -> ArtifactStatus (wingsmith.review)
+UPDATE_REVIEW = "review"  # ReviewRequest -> ArtifactStatus (wingsmith.domain.review)
 SIGNAL_APPROVE = "approve"  # ReviewSignal
 SIGNAL_REJECT = "reject"  # ReviewSignal
 SIGNAL_SUPERSEDED = "superseded"  # the artifact id of the draft that replaces it

@@ -1,17 +1,17 @@
 """The member cluster preflight's contract: check one registered cluster (`POST /v1/clusters`, `POST
 /v1/clusters/{name}/check`, `wingsmith clusters check`, the console's cluster page), on the kube task queue,
-and answer its checklist (wingsmith/member_clusters.py)."""
+and answer its checklist (wingsmith/domain/member_clusters.py)."""
 
 from __future__ import annotations
 
 from pydantic import BaseModel, Field
 
-from wingsmith.kube_ref import KubeconfigRef
-from wingsmith.member_clusters import Preflight
+from wingsmith.domain.kube_ref import KubeconfigRef
+from wingsmith.domain.member_clusters import Preflight
 
 WORKFLOW = "ClusterCheckWorkflow"
 ACTIVITY_CHECK_CLUSTER = "check_cluster"  # ClusterCheckInput -> Preflight (activities/cluster_check.py)
-# What the checks themselves may take on the cluster (wingsmith/kube/preflight.py stops starting checks then).
+# What the checks themselves may take on the cluster (wingsmith/adapters/kube/preflight.py stops starting checks then).
 CHECK_SECONDS = 25.0
 
 

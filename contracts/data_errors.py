@@ -14,7 +14,7 @@ DATA_ERRORS: tuple[str, ...] = (
     "ConfigOutOfBounds",
     "SizingError",
     "InvalidLayout",
-    # A payload above Temporal's budget (wingsmith/payloads.py).
+    # A payload above Temporal's budget (wingsmith/adapters/payloads.py).
     "PayloadTooLarge",
     # Text Postgres or UTF-8 cannot hold, numbers out of a column's range.
     "UnicodeEncodeError",

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from pydantic import BaseModel, Field
 
-from wingsmith.draft_performance import MAX_ESTIMATES, DraftPerformance
-from wingsmith.perf.estimates import EstimateRequest
+from wingsmith.domain.draft_performance import MAX_ESTIMATES, DraftPerformance
+from wingsmith.domain.perf.estimates import EstimateRequest
 
 WORKFLOW = "DraftPerformanceWorkflow"
 # Its activities, on the main queue (the estimates themselves: contracts.perf.ACTIVITY_ESTIMATE on the perf queue).

@@ -10,10 +10,12 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from contracts.conditions import Condition
-from wingsmith.endpoints import BackendRef
-from wingsmith.endpoints import WorkloadRef as WorkloadRef  # the workload_changed, workload_deleting signals' payload
-from wingsmith.gateway.routes import EndpointRoutes
-from wingsmith.teams import DEFAULT_TEAM
+from wingsmith.domain.endpoints import BackendRef
+from wingsmith.domain.endpoints import (
+    WorkloadRef as WorkloadRef,  # the workload_changed, workload_deleting signals' payload
+)
+from wingsmith.domain.gateway.routes import EndpointRoutes
+from wingsmith.domain.teams import DEFAULT_TEAM
 
 # The workflow's type name and its handlers' names: clients start and call it by these.
 WORKFLOW = "EndpointWorkflow"
@@ -33,7 +35,7 @@ ALREADY_DELETED = "AlreadyDeleted"
 
 # Its activities (names recorded in histories: never rename one).
 ACTIVITY_OBSERVE = "endpoint.observe"  # ObserveInput -> EndpointRoutes
-ACTIVITY_SET_ROUTES = "endpoint.set_routes"  # SetRoutesInput -> wingsmith.gateway.routes.RouteStatus | None
+ACTIVITY_SET_ROUTES = "endpoint.set_routes"  # SetRoutesInput -> wingsmith.domain.gateway.routes.RouteStatus | None
 ACTIVITY_WAIT_DRAINED = "endpoint.wait_drained"  # DrainInput -> bool
 ACTIVITY_RECORD = "endpoint.record"  # EndpointRecord -> None
 ACTIVITY_CHECK_WORKLOADS = "endpoint.check_workloads"  # CheckWorkloadsInput -> CheckWorkloadsOutput

@@ -1,6 +1,6 @@
 """Workflow ids and search-attribute keys in one place: the starters, the workflows (children,
 signals to each other) and the API build ids here, and every workflow upserts its own attributes
-with these keys. The attribute names and types match `wingsmith.config.SEARCH_ATTRIBUTES`, which
+with these keys. The attribute names and types match `wingsmith.domain.config.SEARCH_ATTRIBUTES`, which
 registers them on the server."""
 
 from __future__ import annotations

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from pydantic import BaseModel, Field
 
-from wingsmith.kube_ref import KubeconfigRef
-from wingsmith.placement.models import ClusterInventory
+from wingsmith.domain.kube_ref import KubeconfigRef
+from wingsmith.domain.placement.models import ClusterInventory
 
 WORKFLOW = "LiveInventoryWorkflow"
 ACTIVITY_READ_INVENTORY = "read_inventory"  # ReadInventoryInput -> ClusterInventory (activities/inventory.py)

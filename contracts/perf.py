@@ -1,6 +1,6 @@
 """The perf worker's contract: the activities that ask AIConfigurator for estimates and traffic plans.
 
-They run only on the perf task queue (`wingsmith.config.perf_task_queue`), polled by the perf worker
+They run only on the perf task queue (`wingsmith.domain.config.perf_task_queue`), polled by the perf worker
 (worker/perf.py) that `wingsmith up` starts when the `perf` extra is installed. A caller that finds no
 perf worker gets no figures and says so (`NOT_INSTALLED`); it never waits on the queue for ever: give
 these activities a schedule-to-close timeout.
@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from pydantic import BaseModel, Field, field_validator
 
-from wingsmith.hardware import get_hardware
-from wingsmith.perf.estimates import NOT_INSTALLED, Estimate, EstimateRequest
-from wingsmith.perf.traffic import CardPlan, TrafficTarget
+from wingsmith.domain.hardware import get_hardware
+from wingsmith.domain.perf.estimates import NOT_INSTALLED, Estimate, EstimateRequest
+from wingsmith.domain.perf.traffic import CardPlan, TrafficTarget
 
 ACTIVITY_ESTIMATE = "estimate_performance"
 ACTIVITY_PLAN_TARGET = "plan_for_traffic_target"
@@ -57,7 +57,7 @@ class TargetOutput(BaseModel):
 
 class PlanningBeat(BaseModel):
     """The heartbeat details of `plan_for_traffic_target`: how far the plan is, read by whoever follows it
-    (the API's status URL of a traffic plan, wingsmith/traffic_plans.py). Details, not a result: a plan that
+    (the API's status URL of a traffic plan, wingsmith/adapters/traffic_plans.py). Details, not a result: a plan that
     is retried starts its beats again."""
 
     planned: list[str] = Field(default_factory=list, max_length=MAX_CARDS, description="cards planned so far")

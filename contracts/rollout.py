@@ -9,8 +9,8 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from wingsmith.dynamo.rollout_spec import RolloutSpec
-from wingsmith.kube_ref import KubeconfigRef
+from wingsmith.domain.dynamo.rollout_spec import RolloutSpec
+from wingsmith.domain.kube_ref import KubeconfigRef
 
 WORKFLOW = "ClusterRolloutWorkflow"
 QUERY_PROGRESS = "progress"  # -> str: where the rollout is
@@ -25,19 +25,19 @@ ACTIVITY_RECORD_DEPLOYMENT = "workload.record_deployment"  # DeploymentRecord ->
 # The ApplicationError types of its activities' failures (recorded in histories, shown in events and
 # counted by the metrics: never rename one). Raised by activities/rollout.py itself:
 ERROR_INVALID_ROLLOUT = "InvalidRollout"  # the spec does not render into a DynamoGraphDeployment
-# A pool's engine command asks for other ranks than the GPUs its pods reserve (wingsmith.dynamo.ranks):
+# A pool's engine command asks for other ranks than the GPUs its pods reserve (wingsmith.domain.dynamo.ranks):
 # the DGD would never start. Raised non-retryable by the apply activity before anything is applied.
 ERROR_RANKS_MISMATCH = "RanksMismatch"
 ERROR_INVALID_INPUT = "InvalidInput"  # a probe given neither a URL nor a deployment to find one
-ERROR_DEPLOYMENT_MISSING = "DeploymentMissing"  # (also by wingsmith/kube/dgd.py: no DGD, no frontend URL)
+ERROR_DEPLOYMENT_MISSING = "DeploymentMissing"  # (also by wingsmith/adapters/kube/dgd.py: no DGD, no frontend URL)
 ERROR_DEPLOYMENT_SUPERSEDED = "DeploymentSuperseded"  # another apply moved the generation on while waiting
 ERROR_DEPLOYMENT_FAILED = "DeploymentFailed"  # the operator reports that reconciling it failed
 ERROR_UNSCHEDULABLE = "Unschedulable"  # a pod found no node for the grace period
 ERROR_READY_DEADLINE_EXCEEDED = "ReadyDeadlineExceeded"
 ERROR_FRONTEND_NOT_SERVING = "FrontendNotServing"  # the frontend did not list the model in time
 # ... and passed on as the adapters and the readiness rules name them: the Kubernetes API's refusals
-# (wingsmith/kube/errors.py), a kubeconfig that cannot be read (wingsmith/kube/kubeconfig.py), and pods
-# that will never become ready (wingsmith/dynamo/readiness.py).
+# (wingsmith/adapters/kube/errors.py), a kubeconfig that cannot be read (wingsmith/adapters/kube/kubeconfig.py),
+# and pods that will never become ready (wingsmith/domain/dynamo/readiness.py).
 ERROR_SCHEMA_REJECTED = "SchemaRejected"
 ERROR_FORBIDDEN = "Forbidden"
 ERROR_UNAUTHORIZED = "Unauthorized"

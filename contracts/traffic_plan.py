@@ -19,7 +19,7 @@ from datetime import timedelta
 from pydantic import BaseModel, Field
 
 from contracts.perf import TargetInput
-from wingsmith.perf.traffic import CardPlan
+from wingsmith.domain.perf.traffic import CardPlan
 
 WORKFLOW = "TrafficPlanWorkflow"
 SLOT_WORKFLOW = "TrafficPlanSlotWorkflow"

@@ -1,7 +1,7 @@
 """The upgrade's contract: what a person (or a `follow: auto` approval) asks of a workload's workflow
 (the `upgrade` update and the pause, resume and abort updates), what the upgrade reports, and the
 `ApplicationError` types its refusals carry, and the names and payloads of the activities it calls
-(activities/upgrade.py). The traffic analysis itself is domain (wingsmith.upgrade)."""
+(activities/upgrade.py). The traffic analysis itself is domain (wingsmith.domain.upgrade)."""
 
 from __future__ import annotations
 
@@ -10,11 +10,11 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-from wingsmith.gateway.traffic import BackendCounters
-from wingsmith.teams import DEFAULT_TEAM
-from wingsmith.text import MAX_LIST, CommentText, NameText
-from wingsmith.upgrade import StepVerdict, UpgradeThresholds
-from wingsmith.workloads import WorkloadPlan
+from wingsmith.domain.gateway.traffic import BackendCounters
+from wingsmith.domain.teams import DEFAULT_TEAM
+from wingsmith.domain.text import MAX_LIST, CommentText, NameText
+from wingsmith.domain.upgrade import StepVerdict, UpgradeThresholds
+from wingsmith.domain.workloads import WorkloadPlan
 
 # The workload workflow's upgrade updates (the workflow's type name is contracts.workload.WORKFLOW).
 UPDATE_UPGRADE = "upgrade"  # UpgradeRequest -> UpgradeStatus

@@ -9,7 +9,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 from contracts.artifact import ReviewPolicy
-from wingsmith.teams import DEFAULT_TEAM
+from wingsmith.domain.teams import DEFAULT_TEAM
 
 WORKFLOW = "WatchWorkflow"
 

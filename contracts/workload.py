@@ -14,12 +14,14 @@ from temporalio.common import SearchAttributePair, TypedSearchAttributes
 from contracts.conditions import Condition, Event
 from contracts.ids import MODEL, SHA, STAGE, WORKLOAD
 from contracts.upgrade import UpgradeStatus
-from wingsmith.endpoints import BackendDrained as BackendDrained  # the backend_drained signal's payload
-from wingsmith.endpoints import EndpointRef as EndpointRef  # the subscribe, unsubscribe, drained signals' payload
-from wingsmith.kube_ref import KubeconfigRef
-from wingsmith.placement.models import ClusterInfo, ClusterInventory, PlacementDecision, PlacementPlan
-from wingsmith.teams import DEFAULT_TEAM
-from wingsmith.workloads import WorkloadPlan
+from wingsmith.domain.endpoints import BackendDrained as BackendDrained  # the backend_drained signal's payload
+from wingsmith.domain.endpoints import (
+    EndpointRef as EndpointRef,  # the subscribe, unsubscribe, drained signals' payload
+)
+from wingsmith.domain.kube_ref import KubeconfigRef
+from wingsmith.domain.placement.models import ClusterInfo, ClusterInventory, PlacementDecision, PlacementPlan
+from wingsmith.domain.teams import DEFAULT_TEAM
+from wingsmith.domain.workloads import WorkloadPlan
 
 # The workflow's type name and its handlers' names: clients start and call it by these (the upgrade
 # updates are named in contracts.upgrade).
@@ -43,7 +45,7 @@ ACTIVITY_PLACE = "workload.place"  # PlaceInput -> PlacementDecision
 ACTIVITY_RECORD = "workload.record"  # WorkloadRecord -> None
 ACTIVITY_RECORD_PLACEMENT = "workload.record_placement"  # PlacementRecord -> None
 ACTIVITY_RECORD_HEAL = "workload.record_heal"  # HealRecord -> None
-ACTIVITY_OBSERVE = "workload.observe"  # ObserveDeploymentInput -> wingsmith.reconcile.Observation
+ACTIVITY_OBSERVE = "workload.observe"  # ObserveDeploymentInput -> wingsmith.domain.reconcile.Observation
 # (the deployment rows: contracts.rollout.ACTIVITY_RECORD_DEPLOYMENT; cluster inventories:
 # contracts.inventory.ACTIVITY_READ_INVENTORY)
 
@@ -76,7 +78,7 @@ class ClusterState(BaseModel):
 
 
 class WatchSettings(BaseModel):
-    """How a serving workload watches its clusters (see wingsmith/reconcile.py for the verdicts)."""
+    """How a serving workload watches its clusters (see wingsmith/domain/reconcile.py for the verdicts)."""
 
     status_seconds: float = Field(default=10, gt=0, description="between looks at each DGD's metadata and status")
     probe_seconds: float = Field(default=30, gt=0, description="between probes of each frontend's /v1/models")
@@ -218,7 +220,7 @@ class HealRecord(BaseModel):
     step: str
     cluster: str
     action: str
-    problem: str = "other"  # wingsmith.reconcile.Problem
+    problem: str = "other"  # wingsmith.domain.reconcile.Problem
     cause: str
     seconds: float
     outcome: str

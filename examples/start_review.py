@@ -18,12 +18,12 @@ import asyncio
 import json
 import os
 
+from wingsmith.adapters.hub.resolver import Resolver
+from wingsmith.adapters.starter import register_artifact
+from wingsmith.adapters.temporal import connect, workflow_ui_url
 from wingsmith.cli.plane import hub_endpoint, recorded
-from wingsmith.config import get_settings
-from wingsmith.hub import Resolver
-from wingsmith.hub.source import parse_source
-from wingsmith.starter import register_artifact
-from wingsmith.temporal import connect, workflow_ui_url
+from wingsmith.domain.config import get_settings
+from wingsmith.domain.hub.source import parse_source
 
 
 async def start(source: str, *, requested_by: str, sha: str | None, address: str | None,

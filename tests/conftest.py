@@ -40,11 +40,11 @@ from temporalio.service import RPCError
 from temporalio.testing import WorkflowEnvironment
 
 from tests.upstream import require_upstream
-from wingsmith.config import SEARCH_ATTRIBUTES, Settings
+from wingsmith.adapters.store.db import migrate, migration_files, open_pool
+from wingsmith.adapters.temporal import connect
+from wingsmith.domain.config import SEARCH_ATTRIBUTES, Settings
 from wingsmith.local.postgres import LocalPostgres, free_port
 from wingsmith.local.temporal_server import TemporalDevServer, find_executable
-from wingsmith.store.db import migrate, migration_files, open_pool
-from wingsmith.temporal import connect
 
 # Switches of the test harness itself, read by tests (never by the code under test).
 PLANE_VARIABLES = {"DATABASE_URL", "TEMPORAL_ADDRESS", "TEMPORAL_NAMESPACE"}

@@ -9,7 +9,7 @@ import re
 import tomllib
 from pathlib import Path
 
-from wingsmith.config import KUBE_TASK_QUEUE, TASK_QUEUE, observe_task_queue
+from wingsmith.domain.config import KUBE_TASK_QUEUE, TASK_QUEUE, observe_task_queue
 from worker.registry import workflows
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -83,18 +83,14 @@ def test_the_readme_links_every_page_of_docs():
 
 def _layer_of(module: str) -> str | None:
     """The node of the import-layer diagram a module belongs to (None: not the product's)."""
-    from wingsmith.domain import DOMAIN, NOT_DOMAIN
+    from tests.test_layers import ADAPTERS, DOMAIN, ENTRY_POINTS, PRODUCT
     top = module.split(".")[0]
     if top != "wingsmith":
-        return top if top in ("contracts", "activities", "workflows", "worker", "api", "sim") else None
-    if module == "wingsmith":
-        return None
-    if module.startswith(("wingsmith.cli", "wingsmith.local")):
-        return "entry"
-
-    def under(names: tuple[str, ...]) -> bool:
-        return any(module == n or module.startswith(n + ".") for n in names)
-    return "domain" if under(DOMAIN) and not under(NOT_DOMAIN) else "adapters"
+        return top if top in (*PRODUCT, "sim") else None
+    for node, folders in (("domain", DOMAIN), ("adapters", ADAPTERS), ("entry", ENTRY_POINTS)):
+        if any(module == f or module.startswith(f + ".") for f in folders):
+            return node
+    return None
 
 
 def _drawn_edges() -> set[tuple[str, str]]:
@@ -119,7 +115,8 @@ def test_the_layer_diagram_draws_every_import_the_code_makes():
     from tests.test_layers import FORBIDDEN, imported_modules
     drawn = _drawn_edges()
     undrawn = set()
-    for package in ("wingsmith", "contracts", "activities", "workflows", "worker", "api", "sim"):
+    from tests.test_layers import PRODUCT
+    for package in (*PRODUCT, "sim"):
         for path in sorted((ROOT / package).rglob("*.py")):
             here = _layer_of(".".join(path.relative_to(ROOT).with_suffix("").parts).removesuffix(".__init__"))
             for _, module in imported_modules(path):
@@ -131,14 +128,3 @@ def test_the_layer_diagram_draws_every_import_the_code_makes():
     allowed_wrongly = [(a, b) for a, b in drawn
                        if node_package.get(b, b) in FORBIDDEN.get(node_package.get(a, a), ())]
     assert allowed_wrongly == []
-
-
-def test_the_adapters_inside_domain_packages_are_drawn_as_adapters():
-    """wingsmith/domain.py's NOT_DOMAIN (an adapter inside a domain package, e.g. the catalog on disk) is named
-    in the adapters node of the import-layer diagram, so nobody reads it as domain there."""
-    from wingsmith.domain import NOT_DOMAIN
-    layers = diagrams().split("flowchart")[-1]
-    node = re.search(r'adapters\["([^"]*)"\]', layers)
-    assert node, "the import-layer diagram has an adapters node"
-    missing = [m for m in NOT_DOMAIN if not _named(m.removeprefix("wingsmith."), node.group(1))]
-    assert not missing, f"adapters inside domain packages the adapters node does not name: {missing}"

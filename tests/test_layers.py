@@ -1,8 +1,12 @@
-"""Dependencies point one way (docs/architecture.md, issue #32), and this test is what keeps them so:
+"""Dependencies point one way (docs/architecture.md, issues #32 and #49), and this test is what keeps them so.
+The folders say what each file is, and the rules are written by folder:
 
-    domain (pure: wingsmith/domain.py)  <-  adapters (the rest of wingsmith/)  <-  activities
-    contracts (one module per workflow)  <-  workflows  <-  worker
-    API -> contracts, domain, adapters;  entry points (wingsmith.cli, wingsmith.local) on top
+    wingsmith/domain/ (pure)  <-  wingsmith/adapters/  <-  activities/
+    contracts/ (one module per workflow)  <-  workflows/  <-  worker/
+    api/ (REST, services)  <-  console/ (pages over the services);  gateway/ (data plane, on adapters only)
+    entry points on top: wingsmith/cli/, wingsmith/local/
+
+Every module of wingsmith/ lives in one of its four folders.
 
 The domain and the contracts import no I/O library, and the domain, the contracts and the workflows
 make no file or process call of their own (`open`, `Path.read_text`, `os.replace`, `shutil`, `subprocess`:
@@ -11,7 +15,8 @@ read from the calls, since `os` and `pathlib` also have pure uses); workflows im
 contracts/), and what they load, at any depth, holds no activity, adapter or I/O library; activities
 never import workflows; the API never imports a workflow or an activity, and its process loads no
 `kubernetes` client; the stand-ins in sim/ import nothing of the product; no route module imports
-another, and neither the console nor a service imports a route (both call api/services/). Every import
+another, and neither the console nor a service imports a route (both call api/services/); the gateway
+imports no other program (api, console) and the adapters no entry point. Every import
 counts, also those inside functions. Of the workflow modules, only workflows/policies.py sets activity
 timeouts and retry policies."""
 
@@ -25,21 +30,26 @@ from pathlib import Path
 
 import pytest
 
-from wingsmith.domain import DOMAIN, NOT_DOMAIN
-
 ROOT = Path(__file__).resolve().parent.parent
-PRODUCT = ("wingsmith", "contracts", "workflows", "activities", "api", "worker")
+PRODUCT = ("wingsmith", "contracts", "workflows", "activities", "api", "console", "gateway", "worker")
+DOMAIN = ("wingsmith.domain",)  # the pure domain, by folder
+ADAPTERS = ("wingsmith.adapters",)
+ENTRY_POINTS = ("wingsmith.cli", "wingsmith.local")
 # Libraries that do I/O (or start it): none may be imported by the domain, the contracts or a workflow.
 IO_LIBRARIES = ("asyncpg", "kubernetes", "httpx", "huggingface_hub", "urllib3", "requests", "temporalio.client",
                 "temporalio.worker", "temporalio.service", "subprocess", "socket", "fastapi", "starlette",
                 "uvicorn", "opentelemetry", "structlog", "prometheus_client.exposition", "jwt")
 # package -> top-level packages it must never import
 FORBIDDEN: dict[str, tuple[str, ...]] = {
-    "wingsmith": ("api", "workflows", "activities", "worker", "sim", "tests", "bench"),
-    "contracts": ("api", "workflows", "activities", "worker", "sim", "tests", "bench"),
-    "workflows": ("api", "activities", "worker", "sim", "tests", "bench"),
-    "activities": ("api", "workflows", "worker", "sim", "tests", "bench"),
-    "api": ("workflows", "activities", "worker", "sim", "tests", "bench"),
+    "wingsmith": ("api", "console", "gateway", "workflows", "activities", "worker", "sim", "tests", "bench"),
+    "contracts": ("api", "console", "gateway", "workflows", "activities", "worker", "sim", "tests", "bench"),
+    "workflows": ("api", "console", "gateway", "activities", "worker", "sim", "tests", "bench"),
+    "activities": ("api", "console", "gateway", "workflows", "worker", "sim", "tests", "bench"),
+    # The API process serves the console's pages (api/routes/console.py puts them on the map).
+    "api": ("gateway", "workflows", "activities", "worker", "sim", "tests", "bench"),
+    "console": ("gateway", "workflows", "activities", "worker", "sim", "tests", "bench"),
+    # The data plane is a program of its own: it shares adapters with the plane, nothing of its programs.
+    "gateway": ("api", "console", "contracts", "workflows", "activities", "worker", "sim", "tests", "bench"),
     "sim": (*PRODUCT, "tests", "bench"),
 }
 
@@ -59,8 +69,7 @@ def imported_modules(path: Path, root: Path = ROOT) -> list[tuple[int, str]]:
             else:
                 module = node.module or ""
             # Each name as `module.name`: `from pkg import x` may name a submodule (`from .. import x` always
-            # does), and a name a package exports is judged as the package's own (`wingsmith.hub.Resolver`
-            # is no domain module, though `wingsmith.hub.proposal` is).
+            # does), and a name a package exports is judged as the package's own.
             found += [(node.lineno, (f"{module}.{a.name}" if a.name != "*" else module).lstrip("."))
                       for a in node.names]
         elif isinstance(node, ast.Call) and getattr(node.func, "id", getattr(node.func, "attr", None)) in (
@@ -88,8 +97,21 @@ def violations(package: str, root: Path = ROOT) -> list[str]:
 
 
 def domain_modules(root: Path = ROOT) -> list[Path]:
-    return [p for p in sorted((root / "wingsmith").rglob("*.py"))
-            if _under(_module_of(p, root), DOMAIN) and not _under(_module_of(p, root), NOT_DOMAIN)]
+    return sorted((root / "wingsmith" / "domain").rglob("*.py"))
+
+
+def test_every_module_of_wingsmith_lives_in_a_folder_that_says_what_it_is() -> None:
+    loose = [_module_of(p, ROOT) for p in sorted((ROOT / "wingsmith").rglob("*.py"))
+             if not _under(_module_of(p, ROOT), (*DOMAIN, *ADAPTERS, *ENTRY_POINTS)) and p.name != "__init__.py"]
+    assert loose == []
+    assert sorted(p.name for p in (ROOT / "wingsmith").iterdir() if p.suffix == ".py") == ["__init__.py"]
+
+
+def test_adapters_import_no_entry_point() -> None:
+    bad = [f"{p.relative_to(ROOT)}:{line} imports {module}"
+           for p in sorted((ROOT / "wingsmith" / "adapters").rglob("*.py"))
+           for line, module in imported_modules(p) if _under(module, ENTRY_POINTS)]
+    assert bad == []
 
 
 def impurities(paths: list[Path], allowed_wingsmith: tuple[str, ...], root: Path = ROOT) -> list[str]:
@@ -220,9 +242,9 @@ def route_calls(root: Path = ROOT) -> list[str]:
     module: the routes are thin over the services (api/services/), which the console calls too, so no route
     is anybody's library (issue #49)."""
     bad = []
-    for path in sorted((root / "api").rglob("*.py")):
+    for path in sorted([*(root / "api").rglob("*.py"), *(root / "console").rglob("*.py")]):
         own = _module_of(path, root)
-        if not _under(own, ("api.routes", "api.console", "api.services")):
+        if not _under(own, ("api.routes", "console", "api.services")):
             continue
         for line, module in imported_modules(path, root):
             if _under(module, ("api.routes",)) and not _under(module, (own,)):
@@ -235,19 +257,19 @@ def test_no_route_is_called_by_another_route_a_console_page_or_a_service() -> No
 
 
 def test_the_route_rule_sees_each_way_of_calling_a_route(tmp_path: Path) -> None:
-    for folder in ("routes", "console", "services"):
-        (tmp_path / "api" / folder).mkdir(parents=True)
+    for folder in ("api/routes", "console", "api/services"):
+        (tmp_path / folder).mkdir(parents=True)
     (tmp_path / "api" / "routes" / "workloads.py").write_text(
         "from api.routes.clusters import DryRunRequest, dry_run\nfrom api.services import planning\n"
         "from api.routes.workloads import helper\n")
-    (tmp_path / "api" / "console" / "pages.py").write_text(
-        "from api.routes import artifacts as artifacts_api\n\ndef f():\n    from ..routes.resolve import x\n")
+    (tmp_path / "console" / "pages.py").write_text(
+        "from api.routes import artifacts as artifacts_api\n\ndef f():\n    from api.routes.resolve import x\n")
     (tmp_path / "api" / "services" / "planning.py").write_text("import api.routes.clusters\n")
-    assert route_calls(tmp_path) == ["api/console/pages.py:1 imports api.routes.artifacts",
-                                     "api/console/pages.py:4 imports api.routes.resolve.x",
-                                     "api/routes/workloads.py:1 imports api.routes.clusters.DryRunRequest",
+    assert route_calls(tmp_path) == ["api/routes/workloads.py:1 imports api.routes.clusters.DryRunRequest",
                                      "api/routes/workloads.py:1 imports api.routes.clusters.dry_run",
-                                     "api/services/planning.py:1 imports api.routes.clusters"]
+                                     "api/services/planning.py:1 imports api.routes.clusters",
+                                     "console/pages.py:1 imports api.routes.artifacts",
+                                     "console/pages.py:4 imports api.routes.resolve.x"]
 
 
 # What makes an activity's timeouts and retries: only workflows/policies.py (each with why it is so) builds them.
@@ -315,14 +337,13 @@ def _modules_under(package: str) -> list[str]:
 def test_workflows_load_no_activity_adapter_or_io_library_at_any_depth(tmp_path: Path) -> None:
     """Importing every workflow module loads no activity, no I/O library and no wingsmith module outside the
     domain (only the domain's parent packages), also through the modules it imports in turn."""
-    domain_parents = {".".join(m.split(".")[:i]) for m in DOMAIN for i in range(1, m.count(".") + 1)}
+    domain_parents = {"wingsmith"}
     # prometheus_client's package loads its exposition module whatever one takes from it (the domain takes
-    # its text parser, wingsmith.gateway.traffic); importing it directly is still refused above.
+    # its text parser, wingsmith.domain.gateway.traffic); importing it directly is still refused above.
     io = tuple(m for m in IO_LIBRARIES if m != "prometheus_client.exposition")
     loaded = _loaded_by(_modules_under("workflows"), tmp_path)
-    bad = [m for m in loaded if _under(m, (*io, "activities", "api", "worker", "sim"))
-           or (_under(m, ("wingsmith",)) and m not in domain_parents
-               and (not _under(m, DOMAIN) or _under(m, NOT_DOMAIN)))]
+    bad = [m for m in loaded if _under(m, (*io, "activities", "api", "console", "gateway", "worker", "sim"))
+           or (_under(m, ("wingsmith",)) and m not in domain_parents and not _under(m, DOMAIN))]
     assert bad == []
 
 
@@ -332,7 +353,7 @@ def test_activities_load_no_workflow(tmp_path: Path) -> None:
 
 def test_the_api_process_loads_no_workflow_activity_or_kubernetes(tmp_path: Path) -> None:
     """What the API process really imports (transitively), not what its files say."""
-    code = ("import sys\nfrom api.app import create_app\nfrom wingsmith.config import Settings\n"
+    code = ("import sys\nfrom api.app import create_app\nfrom wingsmith.domain.config import Settings\n"
             "create_app(Settings())\nimport json\nprint(json.dumps(sorted(sys.modules)))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=True,
                          env={"PATH": "/usr/bin:/bin", "WINGSMITH_HOME": str(tmp_path)})
@@ -349,3 +370,12 @@ def test_the_rule_sees_imports_inside_functions(tmp_path: Path) -> None:
     assert violations("wingsmith", tmp_path) == ["wingsmith/local/probe.py:4 imports workflows.workload.X",
                                                  "wingsmith/local/probe.py:6 imports api.app",
                                                  "wingsmith/local/probe.py:7 imports sim"]
+
+
+def test_the_api_reaches_the_console_only_to_serve_its_pages() -> None:
+    """The console calls the API's services; the API imports the console in one place, to put its pages on
+    the map, so the two rooms do not grow into each other."""
+    bad = [f"{p.relative_to(ROOT)}:{line} imports {module}" for p in sorted((ROOT / "api").rglob("*.py"))
+           for line, module in imported_modules(p)
+           if _under(module, ("console",)) and p.relative_to(ROOT).as_posix() != "api/routes/console.py"]
+    assert bad == []

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from wingsmith.secrets import SecretUnavailable, describe_ref, read_secret_ref
+from wingsmith.adapters.secrets import SecretUnavailable, describe_ref, read_secret_ref
 
 
 def test_env_and_file_references(monkeypatch, tmp_path):

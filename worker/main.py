@@ -16,12 +16,12 @@ import asyncpg
 from temporalio.common import WorkerDeploymentVersion
 from temporalio.worker import Worker
 
-from wingsmith.config import KUBE_TASK_QUEUE, TASK_QUEUE, Settings, observe_task_queue
-from wingsmith.kube import preload as preload_kube_client
-from wingsmith.logs import configure_logging, get_logger
-from wingsmith.startup import load_settings, postgres_failure, run_or_exit
-from wingsmith.temporal import connect
-from wingsmith.tracing import configure_tracing
+from wingsmith.adapters.kube import preload as preload_kube_client
+from wingsmith.adapters.logs import configure_logging, get_logger
+from wingsmith.adapters.startup import load_settings, postgres_failure, run_or_exit
+from wingsmith.adapters.temporal import connect
+from wingsmith.adapters.tracing import configure_tracing
+from wingsmith.domain.config import KUBE_TASK_QUEUE, TASK_QUEUE, Settings, observe_task_queue
 from worker.metrics import DomainMetrics, metrics_runtime, serve_metrics
 from worker.registry import WorkerDeps, kube_activities, main_activities, watch_activities, workflows
 from worker.sandbox import WORKFLOW_RUNNER
@@ -109,11 +109,11 @@ async def run(settings: Settings, queues: Collection[str] | None = None) -> None
     configure_tracing("wingsmith-worker")
     runtime, sdk_metrics_url = metrics_runtime(settings)
     # Connected (Temporal, then Postgres) before anything else speaks: a refused certificate or an
-    # unusable DATABASE_URL ends the process in one line (wingsmith/startup.py).
+    # unusable DATABASE_URL ends the process in one line (wingsmith/adapters/startup.py).
     client = await connect(settings, runtime=runtime)
     deps = WorkerDeps(settings=settings)
     if settings.database_url:
-        from wingsmith.store.db import migrate, open_pool
+        from wingsmith.adapters.store.db import migrate, open_pool
         # A worker (re)started while Postgres restarts waits for it rather than dying in a loop.
         try:
             deps.db = await open_pool(settings.database_url, wait_seconds=60)

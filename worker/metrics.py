@@ -3,7 +3,7 @@ one scrape port (WINGSMITH_WORKER_METRICS_PORT, default 9464).
 
 The SDK exports its metrics from Rust, on its own loopback port (`PrometheusConfig`); prometheus_client
 serves the plane's registry on 9464 and, at each scrape, reads the SDK's page and re-exposes its
-families (wingsmith.metrics.ScrapedMetrics). One port, two real exporters, no hand-written text.
+families (wingsmith.adapters.metrics.ScrapedMetrics). One port, two real exporters, no hand-written text.
 
 Domain metrics are counted by an activity interceptor after an activity succeeds, from the activity's
 own input: workflows stay free of side effects, a replay counts nothing, and the activities need no
@@ -23,9 +23,9 @@ from temporalio import activity
 from temporalio.runtime import PrometheusConfig, Runtime, TelemetryConfig
 from temporalio.worker import ActivityInboundInterceptor, ExecuteActivityInput, Interceptor
 
-from wingsmith import metrics
-from wingsmith.config import Settings
-from wingsmith.logs import get_logger
+from wingsmith.adapters import metrics
+from wingsmith.adapters.logs import get_logger
+from wingsmith.domain.config import Settings
 
 log = get_logger("wingsmith.worker.metrics")
 

@@ -19,10 +19,10 @@ from pathlib import Path
 from temporalio.client import Client
 from temporalio.worker import Worker
 
-from wingsmith.config import Settings, perf_task_queue
-from wingsmith.logs import configure_logging, get_logger
-from wingsmith.startup import load_settings, run_or_exit
-from wingsmith.temporal import connect
+from wingsmith.adapters.logs import configure_logging, get_logger
+from wingsmith.adapters.startup import load_settings, run_or_exit
+from wingsmith.adapters.temporal import connect
+from wingsmith.domain.config import Settings, perf_task_queue
 from worker.perf_shutdown import RunningSearches
 
 log = get_logger("wingsmith.worker.perf")
@@ -78,7 +78,7 @@ async def run(settings: Settings) -> None:
 
 
 def main() -> None:
-    from wingsmith.perf.aiconfigurator import PerfNotInstalled, installed
+    from wingsmith.adapters.perf.aiconfigurator import PerfNotInstalled, installed
     settings = run_or_exit("wingsmith perf-worker", load_settings)
     configure_logging(settings.log_level, settings.log_format)
     if not installed():

@@ -28,7 +28,7 @@ ERROR_WORKER_STOPPED = "PerfWorkerStopped"
 
 class _WorkerStopping(BaseException):
     """Raised in a search's thread when the worker stops. Not an Exception: the tool's refusals are caught
-    as Exception and answered in words (wingsmith/perf/aiconfigurator.py), and a stop is no answer."""
+    as Exception and answered in words (wingsmith/adapters/perf/aiconfigurator.py), and a stop is no answer."""
 
 
 def _stopped() -> ApplicationError:

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 
 import asyncpg
 
-from wingsmith.config import Settings
+from wingsmith.domain.config import Settings
 
 
 @dataclass

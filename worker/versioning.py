@@ -31,8 +31,8 @@ from temporalio.common import VersioningBehavior, WorkerDeploymentVersion
 from temporalio.service import RPCError, RPCStatusCode
 from temporalio.worker import WorkerDeploymentConfig
 
-from wingsmith.config import Settings
-from wingsmith.logs import get_logger
+from wingsmith.adapters.logs import get_logger
+from wingsmith.domain.config import Settings
 
 log = get_logger("wingsmith.worker.versioning")
 # Temporal restarting or busy: the worker keeps polling meanwhile, and asks again.

@@ -42,12 +42,12 @@ from contracts.ids import STAGE
 from contracts.inventory import ACTIVITY_READ_INVENTORY, ReadInventoryInput
 from contracts.watch import ACTIVITY_ENSURE_SCHEDULE, EnsureWatchInput, WatchInput
 from contracts.workload import ACTIVITY_LIST_CLUSTERS, ClusterTarget, ClusterTargets, NoInput
-from wingsmith.config import perf_task_queue
-from wingsmith.draft_performance import estimate_requests
-from wingsmith.drafts import DraftContent
-from wingsmith.hub.proposal import ArtifactProposal
-from wingsmith.placement.models import ClusterInventory
-from wingsmith.review import (
+from wingsmith.domain.config import perf_task_queue
+from wingsmith.domain.draft_performance import estimate_requests
+from wingsmith.domain.drafts import DraftContent
+from wingsmith.domain.hub.proposal import ArtifactProposal
+from wingsmith.domain.placement.models import ClusterInventory
+from wingsmith.domain.review import (
     SIGNALS_OFF,
     Decision,
     DraftFacts,
@@ -58,7 +58,7 @@ from wingsmith.review import (
     check_review,
     check_signal_reviewer,
 )
-from wingsmith.watch import watchable
+from wingsmith.domain.watch import watchable
 from workflows import policies
 
 

@@ -20,7 +20,7 @@ from temporalio.common import VersioningBehavior
 
 from contracts import cluster_check as contract
 from contracts.cluster_check import ACTIVITY_CHECK_CLUSTER, ClusterCheckInput
-from wingsmith.member_clusters import Preflight
+from wingsmith.domain.member_clusters import Preflight
 from workflows import policies
 
 

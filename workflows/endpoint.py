@@ -34,8 +34,8 @@ from contracts.endpoint import (
     SetWorkloads,
 )
 from contracts.ids import STAGE, workload_workflow_id
-from wingsmith.endpoints import BackendDrained, BackendRef, EndpointRef, WorkloadRef
-from wingsmith.gateway.routes import EndpointRoutes
+from wingsmith.domain.endpoints import BackendDrained, BackendRef, EndpointRef, WorkloadRef
+from wingsmith.domain.gateway.routes import EndpointRoutes
 from workflows import policies
 from workflows.history import time_to_continue_as_new
 

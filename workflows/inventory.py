@@ -21,7 +21,7 @@ from contracts.inventory import (
     LiveInventoryResult,
     ReadInventoryInput,
 )
-from wingsmith.placement.models import ClusterInventory
+from wingsmith.domain.placement.models import ClusterInventory
 from workflows import policies
 
 

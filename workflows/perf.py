@@ -44,7 +44,7 @@ from contracts.traffic_plan import (
     TrafficPlanSlotInput,
     TrafficPlanTurn,
 )
-from wingsmith.draft_performance import (
+from wingsmith.domain.draft_performance import (
     NOT_INSTALLED,
     DraftPerformance,
     PerformanceRow,
@@ -52,7 +52,7 @@ from wingsmith.draft_performance import (
     rows_of,
     waiting_for_a_perf_worker,
 )
-from wingsmith.perf.estimates import MODES, EstimateRequest
+from wingsmith.domain.perf.estimates import MODES, EstimateRequest
 from workflows import policies
 
 

@@ -31,7 +31,7 @@ from contracts.rollout import (
     ProbeFrontendOutput,
     WaitReadyInput,
 )
-from wingsmith.dynamo import dgd_name
+from wingsmith.domain.dynamo import dgd_name
 from workflows import policies
 
 

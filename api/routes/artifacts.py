@@ -14,7 +14,7 @@ from api.services import artifacts as service
 from api.services.artifacts import RegisterRequest, artifact_id_of
 from api.services.estimates import ask_for_estimates as ask
 from contracts.artifact import ArtifactStatus
-from wingsmith.review import ReviewDecision
+from wingsmith.domain.review import ReviewDecision
 
 router = APIRouter(prefix="/v1/artifacts", tags=["artifacts"])
 

@@ -30,8 +30,8 @@ from api.services import clusters as service
 from api.services import planning
 from api.services.cluster_checks import ClusterChecked
 from api.services.planning import DryRunRequest
-from wingsmith.store import clusters as store
-from wingsmith.store.clusters import ClusterRecord, ClusterSpec, CostPerGpuHour
+from wingsmith.adapters.store import clusters as store
+from wingsmith.adapters.store.clusters import ClusterRecord, ClusterSpec, CostPerGpuHour
 
 router = APIRouter(prefix="/v1", tags=["clusters"])
 

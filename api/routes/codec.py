@@ -30,8 +30,8 @@ from api.auth import Principal, authenticate, authorize
 from api.deps import SettingsDep
 from api.errors import ApiError
 from api.responses import PayloadsAnswer
-from wingsmith.codec import EncryptionCodec, PayloadKeyError, codec_from_settings
-from wingsmith.config import Settings
+from wingsmith.adapters.codec import EncryptionCodec, PayloadKeyError, codec_from_settings
+from wingsmith.domain.config import Settings
 
 router = APIRouter(prefix="/codec", tags=["codec"])
 

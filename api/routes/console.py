@@ -1,5 +1,5 @@
-"""The review console's pages (they live in api/console; this module only puts them on the map)."""
+"""The review console's pages (they live in console; this module only puts them on the map)."""
 
-from api.console import router
+from console import router
 
 __all__ = ["router"]

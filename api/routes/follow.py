@@ -12,7 +12,7 @@ from api.auth import Operator
 from api.deps import DbDep
 from api.responses import FollowPolicy
 from api.services.workloads import set_follow as set_policy
-from wingsmith.workloads import Follow
+from wingsmith.domain.workloads import Follow
 
 router = APIRouter(prefix="/v1/workloads", tags=["workloads"])
 

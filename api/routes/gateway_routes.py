@@ -1,4 +1,4 @@
-"""The published route table, for gateway replicas that pull it (wingsmith/gateway/routes_sync.py).
+"""The published route table, for gateway replicas that pull it (wingsmith/adapters/gateway/routes_sync.py).
 
 A gateway authenticates with the gateway admin token (the one the plane pushes routes with), not a
 person's token: the table names every backend's address, which only the plane and its gateways need.
@@ -16,10 +16,10 @@ from pydantic import BaseModel
 
 from api.deps import DbDep, SettingsDep
 from api.errors import ApiError
-from wingsmith.gateway.routes import EndpointRoutes
-from wingsmith.logs import get_logger
-from wingsmith.secrets import SecretUnavailable, read_secret_ref
-from wingsmith.store.gateway_routes import published, published_version
+from wingsmith.adapters.logs import get_logger
+from wingsmith.adapters.secrets import SecretUnavailable, read_secret_ref
+from wingsmith.adapters.store.gateway_routes import published, published_version
+from wingsmith.domain.gateway.routes import EndpointRoutes
 
 router = APIRouter(prefix="/v1/gateway", tags=["gateway"])
 log = get_logger("wingsmith.api.gateway_routes")

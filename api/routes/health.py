@@ -15,8 +15,8 @@ from temporalio.api.taskqueue.v1 import TaskQueue
 from temporalio.api.workflowservice.v1 import DescribeTaskQueueRequest
 
 from api.responses import Health, Readiness, Version
-from wingsmith.store.clusters import list_clusters
-from wingsmith.version import build, release
+from wingsmith.adapters.store.clusters import list_clusters
+from wingsmith.adapters.version import build, release
 
 router = APIRouter(tags=["health"])
 _POLLED_FOR = (TaskQueueType.TASK_QUEUE_TYPE_WORKFLOW, TaskQueueType.TASK_QUEUE_TYPE_ACTIVITY)
@@ -52,7 +52,7 @@ async def _check_postgres(request: Request) -> str:
         settings = request.app.state.settings
         if not settings.database_url:
             return "not configured (DATABASE_URL)"
-        from wingsmith.store.db import open_pool
+        from wingsmith.adapters.store.db import open_pool
         try:
             request.app.state.db = pool = await open_pool(settings.database_url)
         except Exception as exc:  # noqa: BLE001
@@ -68,7 +68,7 @@ async def _check_temporal(request: Request) -> str:
     client = request.app.state.temporal
     if client is None:
         settings = request.app.state.settings
-        from wingsmith.temporal import connect
+        from wingsmith.adapters.temporal import connect
         try:
             request.app.state.temporal = client = await asyncio.wait_for(connect(settings), timeout=3)
         except Exception as exc:  # noqa: BLE001

@@ -7,8 +7,8 @@ from pydantic import BaseModel
 
 from api.auth import Viewer
 from api.errors import ApiError
-from wingsmith.recipes import DynamoEntry, Evidence, dynamo_entries, evidence_for
-from wingsmith.recipes.files import load_catalog
+from wingsmith.adapters.recipes.files import load_catalog
+from wingsmith.domain.recipes import DynamoEntry, Evidence, dynamo_entries, evidence_for
 
 router = APIRouter(prefix="/v1/recipes", tags=["recipes"])
 

@@ -14,7 +14,7 @@ from fastapi.routing import APIRoute
 from api.auth import Viewer
 from api.deps import proposals_of
 from api.services.proposals import Answer
-from wingsmith.hub import ArtifactProposal
+from wingsmith.domain.hub import ArtifactProposal
 
 router = APIRouter(prefix="/v1/artifacts", tags=["artifacts"])
 

@@ -22,7 +22,7 @@ from api.services import workloads as service
 from api.services.workloads import ControlBody, ScaleBody, UpgradeBody
 from contracts.upgrade import UpgradeStatus
 from contracts.workload import WorkloadStatus
-from wingsmith.workloads import WorkloadRequest
+from wingsmith.domain.workloads import WorkloadRequest
 
 router = APIRouter(prefix="/v1/workloads", tags=["workloads"])
 # What a follower of a plan is told to wait between two looks (Retry-After).

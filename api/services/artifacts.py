@@ -20,15 +20,15 @@ from api.services.proposals import Proposals, parse
 from contracts import artifact as artifact_contract
 from contracts.artifact import ArtifactStatus, ReviewPolicy
 from contracts.ids import artifact_workflow_id_of
-from wingsmith.config import Settings
-from wingsmith.recipes import Catalog
-from wingsmith.recipes.files import load_catalog_version
-from wingsmith.review import HTTP_STATUS, ReviewDecision, ReviewRequest
-from wingsmith.starter import artifact_handle, artifact_status, register_artifact, review_policy
-from wingsmith.store import artifacts as store
-from wingsmith.temporal import workflow_ui_url
-from wingsmith.text import SourceText
-from wingsmith.watch import draft_diff
+from wingsmith.adapters.recipes.files import load_catalog_version
+from wingsmith.adapters.starter import artifact_handle, artifact_status, register_artifact, review_policy
+from wingsmith.adapters.store import artifacts as store
+from wingsmith.adapters.temporal import workflow_ui_url
+from wingsmith.domain.config import Settings
+from wingsmith.domain.recipes import Catalog
+from wingsmith.domain.review import HTTP_STATUS, ReviewDecision, ReviewRequest
+from wingsmith.domain.text import SourceText
+from wingsmith.domain.watch import draft_diff
 
 # A page or answer that adds the workflow's live status waits this long for it, then shows the registry's
 # row: with no worker running, the server held the query for about 30 s and the draft page with it.

@@ -28,13 +28,13 @@ from api.errors import ApiError
 from api.services.inventories import missing_worker
 from contracts import cluster_check as contract
 from contracts.cluster_check import ClusterCheckInput
-from wingsmith.config import Settings
-from wingsmith.kube import KubeError
-from wingsmith.kube.kubeconfig import KubeconfigBeyondLimit, KubeconfigPolicy, check_reference, read_source
-from wingsmith.kube.kubeconfig_check import check_in_child
-from wingsmith.member_clusters import Preflight
-from wingsmith.store import clusters as store
-from wingsmith.store.clusters import ClusterRecord, ClusterSpec
+from wingsmith.adapters.kube import KubeError
+from wingsmith.adapters.kube.kubeconfig import KubeconfigBeyondLimit, KubeconfigPolicy, check_reference, read_source
+from wingsmith.adapters.kube.kubeconfig_check import check_in_child
+from wingsmith.adapters.store import clusters as store
+from wingsmith.adapters.store.clusters import ClusterRecord, ClusterSpec
+from wingsmith.domain.config import Settings
+from wingsmith.domain.member_clusters import Preflight
 
 # The checks take at most contract.CHECK_SECONDS on the cluster; a little more for the worker to start them.
 CHECK_WAIT_SECONDS = contract.CHECK_SECONDS + 15
@@ -91,7 +91,7 @@ async def check_and_record(record: ClusterRecord, *, db: asyncpg.Pool, temporal:
 async def check_kubeconfig(spec: ClusterSpec, *, settings: Settings, checks: ClusterChecks) -> None:
     """The reference's syntax and a file's place always; the content too when it is readable here (a
     file on this machine, a variable in this process), read in a thread and parsed and checked in a
-    child process (wingsmith/kube/kubeconfig_check.py), never on the event loop. The worker's loader
+    child process (wingsmith/adapters/kube/kubeconfig_check.py), never on the event loop. The worker's loader
     checks everything again before it builds any client: the content may live only where the worker runs."""
     policy = KubeconfigPolicy.from_settings(settings)
     try:

@@ -9,9 +9,9 @@ from temporalio.client import Client
 
 from api.errors import ApiError
 from api.services.cluster_checks import ClusterChecked, ClusterChecks, check_and_record, check_kubeconfig
-from wingsmith.config import Settings
-from wingsmith.store import clusters as store
-from wingsmith.store.clusters import ClusterExists, ClusterInUse, ClusterRecord, ClusterSpec
+from wingsmith.adapters.store import clusters as store
+from wingsmith.adapters.store.clusters import ClusterExists, ClusterInUse, ClusterRecord, ClusterSpec
+from wingsmith.domain.config import Settings
 
 
 async def register(spec: ClusterSpec, *, db: asyncpg.Pool, temporal: Client | None, settings: Settings,

@@ -20,13 +20,14 @@ from contracts import endpoint as endpoint_contract
 from contracts.conditions import Condition
 from contracts.endpoint import SetWorkloads
 from contracts.ids import endpoint_workflow_id
-from wingsmith.config import Settings
-from wingsmith.endpoints import endpoint_model, membership_problems
-from wingsmith.gateway import GatewayError, RouteStatus, gateway_client
-from wingsmith.starter import create_endpoint, endpoint_handle, endpoint_status
-from wingsmith.store import endpoints as store
-from wingsmith.temporal import workflow_ui_url
-from wingsmith.text import MAX_LIST, NameText
+from wingsmith.adapters.gateway import GatewayError, gateway_client
+from wingsmith.adapters.starter import create_endpoint, endpoint_handle, endpoint_status
+from wingsmith.adapters.store import endpoints as store
+from wingsmith.adapters.temporal import workflow_ui_url
+from wingsmith.domain.config import Settings
+from wingsmith.domain.endpoints import endpoint_model, membership_problems
+from wingsmith.domain.gateway import RouteStatus
+from wingsmith.domain.text import MAX_LIST, NameText
 
 
 class EndpointRequest(BaseModel):

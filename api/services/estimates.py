@@ -16,10 +16,10 @@ from api.errors import ApiError
 from api.responses import EstimatesAsked
 from contracts import draft_performance as perf_contract
 from contracts.draft_performance import DraftPerformanceInput, performance_workflow_id
-from wingsmith.config import Settings, perf_task_queue
-from wingsmith.draft_performance import NOT_ASKED, PENDING, DraftPerformance, stored_draft_requests
-from wingsmith.store import artifacts as store
-from wingsmith.temporal import workflow_ui_url
+from wingsmith.adapters.store import artifacts as store
+from wingsmith.adapters.temporal import workflow_ui_url
+from wingsmith.domain.config import Settings, perf_task_queue
+from wingsmith.domain.draft_performance import NOT_ASKED, PENDING, DraftPerformance, stored_draft_requests
 
 # The artifact workflow starts a draft's estimates right after saving it: a draft older than this without a
 # performance workflow never had one (it predates estimates).

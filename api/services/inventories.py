@@ -24,9 +24,9 @@ from temporalio.service import RPCError
 from api.errors import ApiError
 from contracts import inventory as inventory_contract
 from contracts.inventory import InventoryTarget, LiveInventoryInput
-from wingsmith.config import Settings
-from wingsmith.placement import ClusterInventory
-from wingsmith.store.clusters import ClusterRecord
+from wingsmith.adapters.store.clusters import ClusterRecord
+from wingsmith.domain.config import Settings
+from wingsmith.domain.placement import ClusterInventory
 
 # A dry run must answer even when a cluster does not: its inventory is then an error, explained.
 LIVE_READ_TIMEOUT_SECONDS = 20.0

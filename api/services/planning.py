@@ -12,24 +12,24 @@ from temporalio.client import Client
 from api.errors import ApiError
 from api.responses import DryRun, DryRunResponse
 from api.services.inventories import LiveReads
-from wingsmith.config import Settings
-from wingsmith.dynamo import render_dgd
-from wingsmith.placement import (
+from wingsmith.adapters.recipes.files import catalog_of_draft
+from wingsmith.adapters.store import clusters as store
+from wingsmith.adapters.store import workloads as workload_store
+from wingsmith.adapters.store.clusters import ClusterRecord
+from wingsmith.domain.config import Settings
+from wingsmith.domain.dynamo import render_dgd
+from wingsmith.domain.placement import (
     EXPLAIN_EVERY_CLUSTER_UP_TO,
     ClusterInventory,
     PlacementInputError,
     PlacementPlan,
     place,
 )
-from wingsmith.recipes import Catalog
-from wingsmith.recipes.files import catalog_of_draft
-from wingsmith.store import clusters as store
-from wingsmith.store import workloads as workload_store
-from wingsmith.store.clusters import ClusterRecord
-from wingsmith.target_plan import TargetChoice
-from wingsmith.target_workload import plan_first_runnable
-from wingsmith.text import MAX_LIST, MAX_POOLS, NameText
-from wingsmith.workloads import (
+from wingsmith.domain.recipes import Catalog
+from wingsmith.domain.target_plan import TargetChoice
+from wingsmith.domain.target_workload import plan_first_runnable
+from wingsmith.domain.text import MAX_LIST, MAX_POOLS, NameText
+from wingsmith.domain.workloads import (
     ApprovedArtifact,
     InvalidWorkload,
     WorkloadPlan,

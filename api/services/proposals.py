@@ -14,7 +14,10 @@ from typing import NamedTuple
 from starlette.concurrency import run_in_threadpool
 
 from api.errors import ApiError
-from wingsmith.hub import (
+from wingsmith.adapters.hub.resolver import MissingConfig, Resolver
+from wingsmith.adapters.proposals import with_evidence_and_sizing
+from wingsmith.adapters.recipes.files import load_catalog
+from wingsmith.domain.hub import (
     ArtifactProposal,
     ConfigOutOfBounds,
     GatedRepo,
@@ -24,15 +27,11 @@ from wingsmith.hub import (
     HubTokenUnavailable,
     HubUnavailable,
     InvalidSource,
-    MissingConfig,
     ModelSource,
     RepoNotFound,
-    Resolver,
     RevisionNotFound,
     parse_source,
 )
-from wingsmith.proposals import with_evidence_and_sizing
-from wingsmith.recipes.files import load_catalog
 
 
 class Answer(NamedTuple):

@@ -1,6 +1,6 @@
 """Planning by load: a workload asked for with a traffic target instead of a replica count is planned by
 AIConfigurator, one plan per candidate card (the one asked for, then every card the fleet offers), through the
-perf queue (wingsmith/traffic_plans.py). A plan the perf worker has cached is there at once; a cold one takes
+perf queue (wingsmith/adapters/traffic_plans.py). A plan the perf worker has cached is there at once; a cold one takes
 minutes, and the caller is answered with where to follow it (`Planning`, issue 52)."""
 
 from __future__ import annotations
@@ -18,13 +18,9 @@ from api.responses import Planning
 from api.services.inventories import LiveReads
 from contracts.perf import MAX_CARDS, TargetInput
 from contracts.traffic_plan import PLAN_TIMEOUT, TrafficPlanInput, TrafficPlanResult, plan_workflow_id
-from wingsmith.config import Settings, perf_task_queue
-from wingsmith.hardware import get_hardware
-from wingsmith.perf.traffic import TrafficTarget
-from wingsmith.store import clusters as cluster_store
-from wingsmith.target_plan import TargetChoice, choose_card
-from wingsmith.temporal import workflow_ui_url
-from wingsmith.traffic_plans import (
+from wingsmith.adapters.store import clusters as cluster_store
+from wingsmith.adapters.temporal import workflow_ui_url
+from wingsmith.adapters.traffic_plans import (
     PLAN_KEPT,
     PlanEnded,
     PlanProgress,
@@ -33,7 +29,11 @@ from wingsmith.traffic_plans import (
     plan_state,
     start_traffic_plan,
 )
-from wingsmith.workloads import ApprovedArtifact, WorkloadRequest
+from wingsmith.domain.config import Settings, perf_task_queue
+from wingsmith.domain.hardware import get_hardware
+from wingsmith.domain.perf.traffic import TrafficTarget
+from wingsmith.domain.target_plan import TargetChoice, choose_card
+from wingsmith.domain.workloads import ApprovedArtifact, WorkloadRequest
 
 # A plan the perf worker has cached is there within this (a workflow, an activity, milliseconds per card).
 ANSWER_WITHIN_SECONDS = 3.0

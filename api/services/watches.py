@@ -16,8 +16,8 @@ from api.errors import ApiError
 from api.ownership import hide, may_see
 from api.responses import Watch, WatchAction, WatchRun
 from contracts.watch import WATCH_PREFIX, watch_team
-from wingsmith.config import Settings
-from wingsmith.temporal import workflow_ui_url
+from wingsmith.adapters.temporal import workflow_ui_url
+from wingsmith.domain.config import Settings
 
 Action = Literal["pause", "resume", "trigger"]
 

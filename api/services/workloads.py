@@ -35,15 +35,15 @@ from contracts.ids import workload_workflow_id
 from contracts.traffic_plan import plan_workflow_id
 from contracts.upgrade import UpgradeControl, UpgradeRequest, UpgradeStatus
 from contracts.workload import DeleteRequest, ScaleRequest, WorkloadStatus
-from wingsmith.config import Settings
-from wingsmith.starter import create_workload, workload_handle, workload_status
-from wingsmith.store import follow as follow_store
-from wingsmith.store import workloads as store
-from wingsmith.temporal import workflow_ui_url
-from wingsmith.text import CommentText, SourceText
-from wingsmith.traffic_plans import PlanProgress
-from wingsmith.upgrade import steps_problem
-from wingsmith.workloads import (
+from wingsmith.adapters.starter import create_workload, workload_handle, workload_status
+from wingsmith.adapters.store import follow as follow_store
+from wingsmith.adapters.store import workloads as store
+from wingsmith.adapters.temporal import workflow_ui_url
+from wingsmith.adapters.traffic_plans import PlanProgress
+from wingsmith.domain.config import Settings
+from wingsmith.domain.text import CommentText, SourceText
+from wingsmith.domain.upgrade import steps_problem
+from wingsmith.domain.workloads import (
     Follow,
     InvalidWorkload,
     WorkloadRequest,

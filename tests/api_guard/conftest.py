@@ -22,7 +22,7 @@ from api.app import create_app
 from api.auth import TokenTable
 from sim.hub import start_hub_server
 from tests.conftest import unique_queue
-from wingsmith.config import Settings
+from wingsmith.domain.config import Settings
 from wingsmith.local.postgres import free_port
 from worker.registry import WorkerDeps
 

@@ -29,7 +29,7 @@ from fastapi.routing import iter_route_contexts
 
 from tests.api_guard.conftest import ROLE_TOKENS, TOKENS, WRONG_TOKEN, as_
 from tests.support import running_worker, wait_until
-from wingsmith.starter import artifact_handle
+from wingsmith.adapters.starter import artifact_handle
 
 PUBLIC = "public"
 GATEWAY = "the gateway admin token"
@@ -81,7 +81,7 @@ ACCESS: dict[tuple[str, str], str] = {
     ("DELETE", "/v1/endpoints/{name}"): "operator",
     ("GET", "/console/static/console.css"): PUBLIC,
     ("GET", "/console/static/console.js"): PUBLIC,
-    ("GET", "/console/static/favicon.svg"): PUBLIC,  # the console's icon (api/console/favicon.py)
+    ("GET", "/console/static/favicon.svg"): PUBLIC,  # the console's icon (console/favicon.py)
     ("GET", "/favicon.ico"): PUBLIC,  # the same icon where browsers ask for it by habit
     ("GET", "/console/artifacts/new"): "operator",
     ("POST", "/console/artifacts/new"): "operator",
@@ -129,7 +129,7 @@ TEAM_OWNED: set[tuple[str, str]] = {
     # Creating a workload or endpoint is the creator's team's by construction; the new-object forms
     # list only the caller's team's workloads (tests/teams checks that too).
     # A traffic plan's status is no team's object: its ticket is the request itself, checked again on each
-    # read, and answers what a dry run of that request answers to any operator (wingsmith/traffic_plans.py).
+    # read, and answers what a dry run of that request answers to any operator (wingsmith/adapters/traffic_plans.py).
     and not path.startswith("/v1/workloads/plans/")
 }
 

@@ -22,7 +22,7 @@ import pytest
 from api.app import create_app
 from api.auth import TokenTable
 from tests.api_guard.conftest import TOKENS, as_
-from wingsmith.config import Settings
+from wingsmith.domain.config import Settings
 from wingsmith.local.postgres import free_port
 
 MB = 1024 * 1024
@@ -144,10 +144,10 @@ async def test_the_cap_is_a_setting_and_holds_for_signed_in_callers_too():
 
 @pytest.fixture(scope="module")
 def gateway_process(tmp_path_factory) -> Iterator[tuple[str, psutil.Process]]:
-    """`python -m api.gateway` as deployed, with its default cap (10 MB)."""
+    """`python -m gateway` as deployed, with its default cap (10 MB)."""
     port = free_port()
     state = tmp_path_factory.mktemp("gateway-cap")
-    proc = subprocess.Popen([sys.executable, "-m", "api.gateway", "--port", str(port), "--state-dir", str(state),
+    proc = subprocess.Popen([sys.executable, "-m", "gateway", "--port", str(port), "--state-dir", str(state),
                              "--log-level", "WARNING"], cwd=Path(__file__).resolve().parents[2],
                             stderr=subprocess.DEVNULL)
     yield from _served(proc, port, "gateway")

@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 
 from tests.api_guard.conftest import as_
-from wingsmith.text import MAX_LIST, MAX_POOLS
+from wingsmith.domain.text import MAX_LIST, MAX_POOLS
 
 POOL = {"hardware": "h200", "nodes": 1}
 

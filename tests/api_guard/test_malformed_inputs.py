@@ -23,7 +23,7 @@ from api.auth import TokenTable
 from sim.hub import start_hub_server
 from sim.hub.snapshot import load_snapshot
 from tests.api_guard.conftest import TOKENS, as_
-from wingsmith.config import Settings
+from wingsmith.domain.config import Settings
 
 BASE = "Qwen/Qwen3-8B"
 # (repo, change to the base model's config.json, words the answer must carry): within the config's schema,
@@ -31,7 +31,7 @@ BASE = "Qwen/Qwen3-8B"
 WRONG_FIELDS = [
     ("acme/no-layers", {"num_hidden_layers": None}, ["num_hidden_layers"]),
 ]
-# Outside the schema (wingsmith/hub/config_schema.py): refused, naming the field and the bound (issue 46).
+# Outside the schema (wingsmith/domain/hub/config_schema.py): refused, naming the field and the bound (issue 46).
 OUT_OF_SCHEMA = [
     ("acme/layers-as-words", {"num_hidden_layers": "thirty-six"}, ["num_hidden_layers", "thirty-six", "whole number"]),
     ("acme/negative-layers", {"num_hidden_layers": -3}, ["num_hidden_layers", "greater than or equal to 1"]),

@@ -36,7 +36,7 @@ from api.responses import (
     WorkloadSummary,
     answer_fields,
 )
-from wingsmith.config import Settings
+from wingsmith.domain.config import Settings
 
 
 def _app():

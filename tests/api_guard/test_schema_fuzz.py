@@ -27,7 +27,7 @@ from hypothesis import HealthCheck, settings
 from api.app import create_app
 from api.auth import TokenTable
 from tests.api_guard.conftest import as_
-from wingsmith.config import Settings
+from wingsmith.domain.config import Settings
 
 # Bounded so the whole module stays well under 90 s on 2 cores.
 MAX_EXAMPLES = 50
@@ -231,6 +231,6 @@ async def test_nul_in_text_bound_for_a_workflow_is_refused_before_it_starts(api,
 
 
 def test_a_signalled_decision_keeps_its_words_without_the_nul():
-    from wingsmith.review import ReviewSignal
+    from wingsmith.domain.review import ReviewSignal
     signal = ReviewSignal(reviewer="ana\x00", comment="fine\x00by me")
     assert signal.reviewer == "ana\ufffd" and signal.comment == "fine\ufffdby me"

@@ -69,7 +69,8 @@ async def test_served_model_name_is_a_model_id(api, name, problem):
 
 
 async def test_a_name_that_would_reach_temporals_limit_never_reaches_the_model(api):
-    """3 MB would reach Temporal's 4 MB gRPC limit; the body cap (api/body_limit.py, 1 MB) answers first."""
+    """3 MB would reach Temporal's 4 MB gRPC limit; the body cap (wingsmith/adapters/body_limit.py, 1 MB)
+    answers first."""
     r = await api.post("/v1/workloads", json={**WORKLOAD, "served_model_name": "k" * 3_000_000},
                        headers=as_("tok-olga"))
     assert r.status_code == 413 and r.json()["error"]["code"] == "too_large", r.text[:300]

@@ -13,7 +13,7 @@ import pytest
 from api.app import create_app
 from api.auth import TokenTable
 from tests.api_guard.conftest import TOKENS, as_
-from wingsmith.config import Settings
+from wingsmith.domain.config import Settings
 
 
 @pytest.fixture

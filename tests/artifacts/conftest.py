@@ -13,7 +13,7 @@ from api.app import create_app
 from api.auth import TokenTable
 from sim.hub import start_hub_server
 from tests.conftest import unique_queue
-from wingsmith.config import Settings
+from wingsmith.domain.config import Settings
 from worker.registry import WorkerDeps
 
 HF_TOKEN = "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42"

@@ -15,10 +15,10 @@ import wingsmith.cli.api_client as api_client
 from api.app import create_app
 from api.auth import TokenTable
 from tests.console.conftest import sign_in
+from wingsmith.adapters.store import artifacts as store
 from wingsmith.cli.main import build_parser
-from wingsmith.config import Settings
-from wingsmith.review import RecordedDecision
-from wingsmith.store import artifacts as store
+from wingsmith.domain.config import Settings
+from wingsmith.domain.review import RecordedDecision
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
 

@@ -12,8 +12,8 @@ import uuid
 from contracts.artifact import ArtifactWorkflowInput, ReviewPolicy, start_search_attributes
 from tests.artifacts.conftest import KIMI
 from tests.support import running_worker, wait_until
-from wingsmith.review import ReviewRequest
-from wingsmith.starter import artifact_handle, register_artifact
+from wingsmith.adapters.starter import artifact_handle, register_artifact
+from wingsmith.domain.review import ReviewRequest
 from workflows.artifact import ArtifactWorkflow
 
 SHA = "460b4da85b29d2ff6a52eb994049a001f654f8af"  # Kimi-K3's commit in the snapshot

@@ -17,9 +17,9 @@ import pytest
 from tests.artifacts.conftest import TOKENS, as_
 from tests.console.conftest import sign_in
 from tests.support import running_worker, wait_until
-from wingsmith.drafts import sizing_target
-from wingsmith.recipes import evidence_for
-from wingsmith.recipes.files import load_catalog
+from wingsmith.adapters.recipes.files import load_catalog
+from wingsmith.domain.drafts import sizing_target
+from wingsmith.domain.recipes import evidence_for
 
 MODEL = "deepseek-ai/DeepSeek-V3"
 FLEET: dict[str, dict[str, Any]] = {"fleet-h200": {"hardware": "h200", "nodes": 2},

@@ -28,8 +28,8 @@ from contracts.artifact import QUERY_STATUS, ArtifactStatus
 from tests.artifacts.conftest import as_
 from tests.support import running_worker
 from tests.upstream import snapshot_config
-from wingsmith.hub.config_schema import MAX_DEPTH, MAX_LAYERS
-from wingsmith.starter import register_artifact
+from wingsmith.adapters.starter import register_artifact
+from wingsmith.domain.hub.config_schema import MAX_DEPTH, MAX_LAYERS
 
 REPO = "Qwen/Qwen3-8B"
 # The most attempts any activity of the draft may take (workflows/policies.py: HUB_RESOLVE).

@@ -8,7 +8,7 @@ from huggingface_hub import HfApi
 
 from tests.artifacts.conftest import as_
 from tests.support import running_worker, wait_until
-from wingsmith.starter import artifact_handle
+from wingsmith.adapters.starter import artifact_handle
 from workflows.artifact import ArtifactWorkflow
 
 

@@ -16,10 +16,10 @@ from temporalio.client import Client, WorkflowFailureError
 
 from tests.artifacts.conftest import as_
 from tests.support import running_worker
-from wingsmith.codec import data_converter
-from wingsmith.hub.resolver import Resolver
-from wingsmith.payloads import MB
-from wingsmith.starter import register_artifact
+from wingsmith.adapters.codec import data_converter
+from wingsmith.adapters.hub.resolver import Resolver
+from wingsmith.adapters.payloads import MB
+from wingsmith.adapters.starter import register_artifact
 
 REPO = "Qwen/Qwen3-8B"
 

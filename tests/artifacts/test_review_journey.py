@@ -8,7 +8,7 @@ from temporalio.api.enums.v1 import EventType
 
 from tests.artifacts.conftest import HF_TOKEN, KIMI, as_
 from tests.support import history_json, running_worker, save_history, wait_until
-from wingsmith.starter import artifact_handle
+from wingsmith.adapters.starter import artifact_handle
 from workflows.artifact import ArtifactWorkflow
 
 RECORD = os.environ.get("WINGSMITH_RECORD_HISTORIES") == "1"
@@ -116,7 +116,7 @@ async def test_reject_stale_self_approval_and_validation(api, deps, temporal_cli
 
 
 async def test_signals_decide_and_refusals_are_recorded(api, deps, temporal_client, pg_pool):
-    from wingsmith.review import ReviewSignal
+    from wingsmith.domain.review import ReviewSignal
     async with running_worker(temporal_client, deps):
         reg = await _register(api, source="hf:openai/gpt-oss-120b")
         await _draft(api, reg["id"])

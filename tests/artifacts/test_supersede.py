@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from tests.artifacts.conftest import as_
 from tests.support import running_worker, wait_until
-from wingsmith.starter import artifact_handle
+from wingsmith.adapters.starter import artifact_handle
 from workflows.artifact import ArtifactWorkflow
 
 NEW_SHA = "1111111111111111111111111111111111111111"

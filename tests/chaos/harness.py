@@ -258,7 +258,7 @@ def _start_gateway(bed: _Bed) -> None:
     port = int(bed.gateway_url.rsplit(":", 1)[1])
     log = open(bed.root / "logs" / "gateway.log", "ab")
     bed.gateway = subprocess.Popen(
-        [sys.executable, "-m", "api.gateway", "--port", str(port), "--state-dir", str(bed.root / "gateway"),
+        [sys.executable, "-m", "gateway", "--port", str(port), "--state-dir", str(bed.root / "gateway"),
          "--admin-token-ref", bed.gateway_token_ref, "--log-level", "WARNING"],
         stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True)
     log.close()
@@ -281,9 +281,9 @@ def _stop_bed(bed: _Bed) -> None:
 async def _connect(bed: _Bed) -> None:
     from api.app import create_app
     from api.auth import TokenTable
-    from wingsmith.config import Settings
-    from wingsmith.store.db import migrate, open_pool
-    from wingsmith.temporal import connect
+    from wingsmith.adapters.store.db import migrate, open_pool
+    from wingsmith.adapters.temporal import connect
+    from wingsmith.domain.config import Settings
 
     c = bed.config
     bed.settings = Settings(
@@ -616,7 +616,7 @@ async def _wait_rows(bed: _Bed, workloads: list[str], within: float = 300) -> No
 
 
 async def _status(bed: _Bed, name: str):
-    from wingsmith.starter import workload_handle
+    from wingsmith.adapters.starter import workload_handle
     from workflows.workload import WorkloadWorkflow
     try:
         return await workload_handle(bed.client, name).query(WorkloadWorkflow.status,
@@ -719,7 +719,7 @@ async def _registry_agrees(bed: _Bed, statuses: dict[str, Any]) -> list[str]:
 
 def _dgds_by_workload(bed: _Bed) -> dict[Pair, list[str]]:
     """(workload, cluster) → DGD names, found by label on every cluster (not by the expected name)."""
-    from wingsmith.dynamo.names import LABEL_WORKLOAD
+    from wingsmith.domain.dynamo.names import LABEL_WORKLOAD
     found: dict[Pair, list[str]] = {}
     for cluster in bed.sims.names:
         for d in bed.sims.cluster(cluster).dgds():
@@ -730,7 +730,7 @@ def _dgds_by_workload(bed: _Bed) -> dict[Pair, list[str]]:
 
 
 async def _gateway_routes(bed: _Bed) -> dict[str, set[str]]:
-    from wingsmith.gateway import LocalGatewayClient
+    from wingsmith.adapters.gateway import LocalGatewayClient
     gw = LocalGatewayClient(bed.gateway_url, bed.gateway_token_ref)
     try:
         return {r.model_name: {b.id for b in r.backends} for r in await asyncio.to_thread(gw.get_routes)}
@@ -881,14 +881,14 @@ def _kube_call(bed: _Bed, cluster: str, call: Any, attempts: int = 40) -> Any:
 
 
 def _delete_by_hand(bed: _Bed, cluster: str, name: str) -> None:
-    from wingsmith.dynamo import GROUP, PLURAL, VERSION
+    from wingsmith.domain.dynamo import GROUP, PLURAL, VERSION
     _kube_call(bed, cluster, lambda custom: custom.delete_namespaced_custom_object(
         GROUP, VERSION, "default", PLURAL, name))
 
 
 def _edit_by_hand(bed: _Bed, cluster: str, name: str) -> int:
     """Point the worker at another image, as a hurried hand-fix would; returns the new generation."""
-    from wingsmith.dynamo import GROUP, PLURAL, VERSION
+    from wingsmith.domain.dynamo import GROUP, PLURAL, VERSION
 
     def edit(custom: Any) -> int:
         live = custom.get_namespaced_custom_object(GROUP, VERSION, "default", PLURAL, name)
@@ -907,7 +907,7 @@ def _edit_by_hand(bed: _Bed, cluster: str, name: str) -> int:
 
 def _live_dgds(bed: _Bed) -> dict[Pair, dict[str, Any]]:
     """(workload, cluster) → the DGD, for workloads holding exactly one there."""
-    from wingsmith.dynamo.names import LABEL_WORKLOAD
+    from wingsmith.domain.dynamo.names import LABEL_WORKLOAD
     found: dict[Pair, dict[str, Any]] = {}
     for cluster in bed.sims.names:
         for d in bed.sims.cluster(cluster).dgds():
@@ -918,7 +918,7 @@ def _live_dgds(bed: _Bed) -> dict[Pair, dict[str, Any]]:
 
 def _as_applied(dgd: dict[str, Any] | None) -> bool:
     """The live spec is what the plane rendered (it hashes to the plane's annotation)."""
-    from wingsmith.dynamo.render import SPEC_HASH_ANNOTATION, spec_hash
+    from wingsmith.domain.dynamo.render import SPEC_HASH_ANNOTATION, spec_hash
     return dgd is not None and spec_hash(dgd["spec"]) == (dgd["metadata"].get("annotations") or {}).get(
         SPEC_HASH_ANNOTATION) and not dgd["metadata"].get("deletionTimestamp")
 
@@ -990,7 +990,7 @@ async def _edit_then_delete(bed: _Bed, chaos: _Chaos, report: ChaosReport, servi
     tests/upgrade/test_overlapping_faults.py. Whether the delete landed during that wait is recorded. The
     endpoint's other backends must keep answering: not one client request may fail while the plane heals."""
     from contracts.ids import cluster_rollout_workflow_id
-    from wingsmith.dynamo.names import ANNOTATION_REVISION
+    from wingsmith.domain.dynamo.names import ANNOTATION_REVISION
     c = bed.config
     shared = [(ep, [n for n in group if n in serving]) for ep, group in sorted(endpoints.items())]
     shared = [(ep, group) for ep, group in shared if len(group) > 1]  # another backend serves meanwhile

@@ -15,7 +15,7 @@ import pytest
 
 from tests.console.conftest import sign_in
 from tests.placement.test_clusters_cli import api_url, cli  # noqa: F401 - fixtures
-from wingsmith.config import get_settings
+from wingsmith.domain.config import get_settings
 
 
 @pytest.fixture(autouse=True)

@@ -24,7 +24,7 @@ from sim.hub import load_snapshot
 from tests.foundation.test_up import Up
 from tests.perf.conftest import perf_home  # noqa: F401  (the session's perf cache)
 from tests.perf_extra import require_perf_extra
-from wingsmith.perf.estimates import NOT_INSTALLED
+from wingsmith.domain.perf.estimates import NOT_INSTALLED
 
 README = Path(__file__).resolve().parents[2] / "README.md"
 

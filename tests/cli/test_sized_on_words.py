@@ -8,10 +8,10 @@ from __future__ import annotations
 import re
 
 import wingsmith.cli.api_client as api_client
+from wingsmith.adapters.recipes.files import load_catalog
 from wingsmith.cli.main import build_parser
-from wingsmith.drafts import sizing_target
-from wingsmith.recipes import evidence_for
-from wingsmith.recipes.files import load_catalog
+from wingsmith.domain.drafts import sizing_target
+from wingsmith.domain.recipes import evidence_for
 
 KIMI = "moonshotai/Kimi-K3"
 

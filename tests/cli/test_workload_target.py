@@ -17,10 +17,10 @@ import pytest
 
 from tests.perf.test_planning import _config
 from wingsmith.cli.main import _run
-from wingsmith.config import get_settings
-from wingsmith.draft_performance import NOT_INSTALLED
-from wingsmith.perf.traffic import TrafficTarget, plan_card
-from wingsmith.target_plan import choose_card
+from wingsmith.domain.config import get_settings
+from wingsmith.domain.draft_performance import NOT_INSTALLED
+from wingsmith.domain.perf.traffic import TrafficTarget, plan_card
+from wingsmith.domain.target_plan import choose_card
 
 TARGET = {"requests_per_second": 20.0, "isl": 4000, "osl": 1000, "ttft_ms": 1000.0, "tpot_ms": 40.0}
 FLAGS = ["--target-rps", "20", "--isl", "4000", "--osl", "1000", "--ttft-ms", "1000", "--tpot-ms", "40"]

@@ -13,7 +13,7 @@ import pytest_asyncio
 from api.app import create_app
 from api.auth import TokenTable
 from tests.artifacts.conftest import KIMI, TOKENS, as_, deps, hub, settings  # noqa: F401 - fixtures
-from wingsmith.config import Settings
+from wingsmith.domain.config import Settings
 
 CSRF = re.compile(r'name="csrf" value="([^"]+)"')
 

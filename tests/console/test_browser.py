@@ -17,7 +17,7 @@ import httpx
 from tests.console.browser import chromium, csp_violations, served
 from tests.console.conftest import KIMI, as_
 from tests.support import running_worker, wait_until
-from wingsmith.recipes.files import load_catalog
+from wingsmith.adapters.recipes.files import load_catalog
 
 SCREENSHOTS = Path(__file__).resolve().parents[2] / "test-output" / "screenshots"
 KIMI_LAYOUTS = ["single_node_tp", "multi_node_tp", "multi_node_tep", "multi_node_tp_pp", "multi_node_dep",

@@ -21,17 +21,17 @@ from pathlib import Path
 
 from markupsafe import Markup
 
-from api.console.clusters import ClusterView, gpu_chart
-from api.console.memory import MemoryRow, memory_chart
-from api.console.time_charts import MAX_MARK_LINES
-from api.console.tradeoff import tradeoff_view
-from api.console.traffic_charts import backend_view
-from api.console.upgrade_timeline import upgrade_timelines
+from console.clusters import ClusterView, gpu_chart
+from console.memory import MemoryRow, memory_chart
+from console.time_charts import MAX_MARK_LINES
+from console.tradeoff import tradeoff_view
+from console.traffic_charts import backend_view
+from console.upgrade_timeline import upgrade_timelines
 from tests.console.browser import chromium, served
 from tests.console.test_tradeoff_chart import row as perf_row
 from tests.gateway.test_traffic_history import counters, spans_of
-from wingsmith.draft_performance import PerformanceRow
-from wingsmith.perf.estimates import MAX_FRONTIER_POINTS, FrontierPoint
+from wingsmith.domain.draft_performance import PerformanceRow
+from wingsmith.domain.perf.estimates import MAX_FRONTIER_POINTS, FrontierPoint
 
 SCREENSHOTS = Path(__file__).resolve().parents[2] / "test-output" / "screenshots" / "charts"
 KIMI = Path(__file__).parent / "fixtures" / "kimi-k3-h200-performance.json"

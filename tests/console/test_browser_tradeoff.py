@@ -21,7 +21,7 @@ from temporalio.testing import ActivityEnvironment
 import tests.needs_perf_extra  # noqa: F401  (missing: skipped outside CI with why, fails in CI)
 from activities.artifact import ArtifactActivities
 from activities.perf import PerfActivities
-from api.console.tradeoff import MODE_WORDS, describe, figure
+from console.tradeoff import MODE_WORDS, describe, figure
 from contracts.draft_performance import SavePerformanceInput
 from contracts.perf import EstimateInput
 from tests.console.accessibility import serious_violations
@@ -29,8 +29,8 @@ from tests.console.browser import chromium, served, signed_in_page
 from tests.console.conftest import as_, browser_for, sign_in
 from tests.console.test_review_pages import _register_and_wait
 from tests.support import running_worker, wait_until
-from wingsmith.draft_performance import NOT_INSTALLED, PENDING, DraftPerformance, PerformanceRow, rows_of
-from wingsmith.perf.estimates import EstimateRequest
+from wingsmith.domain.draft_performance import NOT_INSTALLED, PENDING, DraftPerformance, PerformanceRow, rows_of
+from wingsmith.domain.perf.estimates import EstimateRequest
 
 SCREENSHOTS = Path(__file__).resolve().parents[2] / "test-output" / "screenshots" / "pictures"
 QWEN = "Qwen/Qwen3-8B"

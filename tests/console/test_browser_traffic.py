@@ -20,12 +20,12 @@ from tests.console.accessibility import serious_violations
 from tests.console.browser import chromium, served, signed_in_page
 from tests.gateway.conftest import RunningGateway, ScriptedBackend
 from tests.support import wait_until
-from wingsmith.config import Settings
-from wingsmith.gateway import Backend, EndpointRoutes
-from wingsmith.gateway.traffic_sampler import TrafficSampler
-from wingsmith.store import endpoints as endpoint_store
-from wingsmith.store import traffic_samples
-from wingsmith.store import workloads as workload_store
+from wingsmith.adapters.gateway.traffic_sampler import TrafficSampler
+from wingsmith.adapters.store import endpoints as endpoint_store
+from wingsmith.adapters.store import traffic_samples
+from wingsmith.adapters.store import workloads as workload_store
+from wingsmith.domain.config import Settings
+from wingsmith.domain.gateway import Backend, EndpointRoutes
 
 SCREENSHOTS = Path(__file__).resolve().parents[2] / "test-output" / "screenshots" / "traffic"
 TOKENS = {"tok-vic": {"name": "vic", "roles": ["viewer"]}}
@@ -33,7 +33,7 @@ MODEL, WORKLOAD, ARTIFACT, NEXT = "traffic-model", "traffic-wl", "org/tm@aaa", "
 SPEC = {"engine": "vllm", "hardware": "h200", "layout": "single_node_tp", "replicas": 1, "variant": "default",
         "features": [], "gpus_per_replica": 8, "served_model_name": MODEL}
 # The approved draft's estimate for the workload's card and layout, as the draft's performance workflow
-# stores it (wingsmith.draft_performance.PerformanceRow).
+# stores it (wingsmith.domain.draft_performance.PerformanceRow).
 ESTIMATE = {"card": "h200", "layout": "single_node_tp", "mode": "agg", "backend": "vllm", "isl": 4000, "osl": 1000,
             "ttft_ms": 412.5, "tpot_ms": 23.4, "parallelism": "TP8", "concurrency": 64,
             "source": "AIConfigurator 0.12.0 (database h200_sxm vllm)"}

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from api.console.charts import BarRow, Point, Segment, Series, bars, scatter, stacked_bars, time_series
+from console.charts import BarRow, Point, Segment, Series, bars, scatter, stacked_bars, time_series
 
 HOSTILE = '<script>alert(1)</script>"&'
 

@@ -11,7 +11,7 @@ import shlex
 from html import unescape
 from urllib.parse import urlencode
 
-from api.console.workloads import failure_sentence
+from console.workloads import failure_sentence
 from tests.console.conftest import browser_for, csrf_of, sign_in
 from tests.console.test_public_pages import commands, rows
 from tests.endpoints.conftest import gateway, settings  # noqa: F401 - fixtures
@@ -27,7 +27,7 @@ from tests.workloads.conftest import (  # noqa: F401
     sims,
 )
 from tests.workloads.test_workload_journey import _until_stage
-from wingsmith.recipes.files import load_catalog
+from wingsmith.adapters.recipes.files import load_catalog
 
 GPT_OSS = "openai/gpt-oss-120b"
 

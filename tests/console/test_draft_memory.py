@@ -10,7 +10,7 @@ from tests.console.conftest import as_, browser_for, sign_in
 from tests.console.test_public_pages import rows
 from tests.console.test_review_pages import _register_and_wait
 from tests.support import running_worker
-from wingsmith.hardware import HARDWARE
+from wingsmith.domain.hardware import HARDWARE
 
 PARTS = ("weights", "kv_cache", "activations", "runtime_overhead")
 

@@ -12,7 +12,7 @@ from html import unescape
 
 import httpx
 
-from api.console.endpoints import backend_rows, health_of
+from console.endpoints import backend_rows, health_of
 from tests.console.conftest import browser_for, csrf_of, sign_in
 from tests.console.test_public_pages import commands, rows
 from tests.endpoints.conftest import api, approved_kimi, clusters, deps, gateway, hub, settings, sims  # noqa: F401
@@ -20,8 +20,8 @@ from tests.support import running_worker, wait_until
 from tests.workloads.conftest import as_
 from tests.workloads.test_workload_journey import _until_stage
 from wingsmith.cli.workloads import endpoint_text
-from wingsmith.gateway import Backend, BackendStatus
-from wingsmith.gateway.traffic import BackendTraffic, parse_traffic
+from wingsmith.domain.gateway import Backend, BackendStatus
+from wingsmith.domain.gateway.traffic import BackendTraffic, parse_traffic
 
 WL, MODEL = "kimi-ep-console", "kimi-k3-console"
 

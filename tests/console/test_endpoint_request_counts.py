@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from types import SimpleNamespace
 
-from api.console.rendering import templates
+from console.rendering import templates
 
 
 def _page(requests: int | None) -> str:

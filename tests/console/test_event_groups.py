@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from api.console.events import ROLLOUT, WATCH, event_groups, operation_of
-from api.console.workloads import event_rows
+from console.events import ROLLOUT, WATCH, event_groups, operation_of
+from console.workloads import event_rows
 
 T0 = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
 

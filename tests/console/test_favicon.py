@@ -10,7 +10,7 @@ import tomllib
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
-from api.console.favicon import ICON
+from console.favicon import ICON
 
 PYPROJECT = Path(__file__).resolve().parents[2] / "pyproject.toml"
 
@@ -28,5 +28,5 @@ async def test_the_icon_is_answered_where_browsers_ask_and_where_pages_name_it(a
 
 def test_an_installed_plane_carries_the_icon():
     data = tomllib.loads(PYPROJECT.read_text())["tool"]["setuptools"]["package-data"]
-    patterns = [g for key in ("", "*", "api.console.static") for g in data.get(key, [])]
+    patterns = [g for key in ("", "*", "console.static") for g in data.get(key, [])]
     assert any(fnmatch.fnmatchcase(ICON.name, g) for g in patterns), patterns

@@ -11,10 +11,10 @@ from api.app import create_app
 from api.auth import TokenTable
 from tests.console.conftest import browser_for, sign_in
 from tests.console.test_public_pages import rows
-from wingsmith.inventory import ManualInventory, ManualPool
-from wingsmith.store import clusters as cluster_store
-from wingsmith.store import workloads as workload_store
-from wingsmith.store.clusters import ClusterSpec
+from wingsmith.adapters.inventory import ManualInventory, ManualPool
+from wingsmith.adapters.store import clusters as cluster_store
+from wingsmith.adapters.store import workloads as workload_store
+from wingsmith.adapters.store.clusters import ClusterSpec
 
 TEAMS = {"tok-rita": {"name": "rita", "roles": ["operator"], "team": "red"},
          "tok-bo": {"name": "bo", "roles": ["viewer"], "team": "blue"}}

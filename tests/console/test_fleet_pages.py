@@ -8,14 +8,14 @@ from __future__ import annotations
 import re
 from html import unescape
 
-from api.console.words import card_name
+from console.words import card_name
 from tests.console.conftest import browser_for, sign_in
 from tests.console.test_public_pages import rows
-from wingsmith.inventory import ManualInventory, ManualPool
-from wingsmith.store import clusters as cluster_store
-from wingsmith.store import endpoints as endpoint_store
-from wingsmith.store import workloads as workload_store
-from wingsmith.store.clusters import ClusterSpec
+from wingsmith.adapters.inventory import ManualInventory, ManualPool
+from wingsmith.adapters.store import clusters as cluster_store
+from wingsmith.adapters.store import endpoints as endpoint_store
+from wingsmith.adapters.store import workloads as workload_store
+from wingsmith.adapters.store.clusters import ClusterSpec
 
 SPEC = {"engine": "vllm", "hardware": "h200", "layout": "single_node_tp", "replicas": 1, "variant": "default",
         "features": [], "gpus_per_replica": 8}

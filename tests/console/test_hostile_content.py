@@ -21,8 +21,8 @@ from api.auth import TokenTable
 from sim.hub import load_snapshot, start_hub_server
 from tests.console.browser import chromium, csp_violations, served
 from tests.console.conftest import TOKENS, sign_in
-from wingsmith.config import Settings
-from wingsmith.recipes.files import load_catalog
+from wingsmith.adapters.recipes.files import load_catalog
+from wingsmith.domain.config import Settings
 
 JS_LINK = "javascript:alert(document.domain)"
 DATA_LINK = "data:text/html,<script>alert(document.domain)</script>"
@@ -66,7 +66,7 @@ def hostile_catalog():
 
 @pytest.fixture
 def hostile_app(hostile_hub, tmp_path, monkeypatch):
-    monkeypatch.setattr("api.console.models.load_catalog", hostile_catalog)
+    monkeypatch.setattr("console.models.load_catalog", hostile_catalog)
     settings = Settings(home=tmp_path / "home", hf_endpoint=hostile_hub.url, auth_tokens=json.dumps(TOKENS),
                         log_format="json")
     return create_app(settings, tokens=TokenTable.from_json(settings.auth_tokens))

@@ -6,11 +6,11 @@ from __future__ import annotations
 
 from html import unescape
 
-from wingsmith.draft_performance import PerformanceRow
-from wingsmith.recipes import evidence_for
-from wingsmith.recipes.dynamo_import import import_dynamo
-from wingsmith.recipes.files import load_catalog
-from wingsmith.recipes.layouts_compared import ChosenLayout, layouts_compared
+from wingsmith.adapters.recipes.files import load_catalog
+from wingsmith.domain.draft_performance import PerformanceRow
+from wingsmith.domain.recipes import evidence_for
+from wingsmith.domain.recipes.dynamo_import import import_dynamo
+from wingsmith.domain.recipes.layouts_compared import ChosenLayout, layouts_compared
 
 # NVIDIA's aggregated recipe for the model on H200: one worker, TP 2 (AIConfigurator recommends 4 × TP2).
 _AGG_TP2 = """
@@ -62,7 +62,7 @@ def test_each_card_shows_the_deployed_recommended_and_chosen_layouts_with_their_
 
 
 def test_the_draft_table_names_every_backend():
-    from api.console.rendering import templates
+    from console.rendering import templates
 
     catalog = _catalog_with_entry()
     evidence = evidence_for(catalog.find("Qwen/Qwen3-32B"), catalog)

@@ -9,9 +9,9 @@ from html import unescape
 
 import pytest
 
-from api.console.model_index import size_bucket
-from wingsmith.recipes import evidence_for
-from wingsmith.recipes.files import load_catalog
+from console.model_index import size_bucket
+from wingsmith.adapters.recipes.files import load_catalog
+from wingsmith.domain.recipes import evidence_for
 
 
 def listed(html: str) -> set[str]:

@@ -8,9 +8,9 @@ import math
 import re
 from html import unescape
 
-from api.console.run_locally import README, readme_section
-from wingsmith.recipes import dynamo_entries, evidence_for
-from wingsmith.recipes.files import load_catalog
+from console.run_locally import README, readme_section
+from wingsmith.adapters.recipes.files import load_catalog
+from wingsmith.domain.recipes import dynamo_entries, evidence_for
 
 KIMI = "moonshotai/Kimi-K3"
 

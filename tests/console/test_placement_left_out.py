@@ -7,12 +7,12 @@ from __future__ import annotations
 from html.parser import HTMLParser
 from typing import Any
 
-from api.console.new_workload import Check
-from api.console.rendering import templates
+from console.new_workload import Check
+from console.rendering import templates
 from tests.placement.test_index import busy_fleet
 from wingsmith.cli.workloads import placement_text
-from wingsmith.placement import ClusterInventory, PlacementConstraints, PlacementPlan, place
-from wingsmith.placement.left_out import SHOWN_GROUPS, SHOWN_NAMES, left_out
+from wingsmith.domain.placement import ClusterInventory, PlacementConstraints, PlacementPlan, place
+from wingsmith.domain.placement.left_out import SHOWN_GROUPS, SHOWN_NAMES, left_out
 
 HOSTILE = "<script>alert('x')</script> & friends"
 

@@ -8,9 +8,9 @@ from html import unescape
 
 import yaml
 
-from wingsmith.recipes import InvalidChoice, max_num_seqs_default, serve_command
-from wingsmith.recipes.files import load_catalog
-from wingsmith.workloads import max_num_seqs_for
+from wingsmith.adapters.recipes.files import load_catalog
+from wingsmith.domain.recipes import InvalidChoice, max_num_seqs_default, serve_command
+from wingsmith.domain.workloads import max_num_seqs_for
 
 KIMI_LAYOUTS = ["single_node_tp", "multi_node_tp", "multi_node_tep", "multi_node_tp_pp", "multi_node_dep",
                 "pd_cluster", "multi_node_tp_dp"]
@@ -145,10 +145,10 @@ def test_journey_calls_are_well_formed_shell_with_bodies_the_api_accepts():
     import shlex
     import subprocess
 
-    from api.console.journey import journey_steps, workload_body
     from api.services.artifacts import RegisterRequest
-    from wingsmith.review import ReviewDecision
-    from wingsmith.workloads import WorkloadRequest
+    from console.journey import journey_steps, workload_body
+    from wingsmith.domain.review import ReviewDecision
+    from wingsmith.domain.workloads import WorkloadRequest
 
     steps = journey_steps("http://plane:8000/", "moonshotai/Kimi-K3", hardware="gb200", gpus=8, layout="multi_node_tp")
     assert [s.title.split(".")[0] for s in steps] == ["1", "2", "3", "4"]
@@ -176,13 +176,13 @@ def test_journey_calls_are_well_formed_shell_with_bodies_the_api_accepts():
 def test_a_floor_warning_is_highlighted_on_the_draft():
     """Kimi-K3's own floors only inform (upstream marks its figure an estimate), so the warning is
     checked here: the plane's sizing of the real config with weights a third over the published floor."""
-    from api.console.rendering import templates
-    from api.console.views import variant_rows
+    from console.rendering import templates
+    from console.views import variant_rows
     from tests.upstream import snapshot_config
-    from wingsmith.drafts import VariantSizing
-    from wingsmith.recipes import evidence_for
-    from wingsmith.recipes.files import load_catalog
-    from wingsmith.sizing import size_model
+    from wingsmith.adapters.recipes.files import load_catalog
+    from wingsmith.domain.drafts import VariantSizing
+    from wingsmith.domain.recipes import evidence_for
+    from wingsmith.domain.sizing import size_model
 
     catalog = load_catalog()
     evidence = evidence_for(catalog.find("moonshotai/Kimi-K3"), catalog)
@@ -207,7 +207,7 @@ def test_a_floor_warning_is_highlighted_on_the_draft():
 async def test_every_model_in_the_catalog_has_its_model_page(anon):
     """Issue 35: every recipe of the shipped snapshot has a page, which lists each of its NVIDIA Dynamo
     entries and the facts the recipe carries beside its command (install, DCP, offloading, omni tasks)."""
-    from wingsmith.recipes import dynamo_entries, evidence_for
+    from wingsmith.domain.recipes import dynamo_entries, evidence_for
 
     catalog = load_catalog()
     for recipe in catalog.recipes.values():

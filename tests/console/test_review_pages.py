@@ -9,7 +9,7 @@ from html import unescape
 from tests.console.conftest import KIMI, as_, browser_for, csrf_of, sign_in
 from tests.console.test_public_pages import rows
 from tests.support import running_worker, wait_until
-from wingsmith.recipes.files import load_catalog
+from wingsmith.adapters.recipes.files import load_catalog
 
 
 async def _register_and_wait(plane, source: str = f"hf:{KIMI}") -> str:

@@ -10,7 +10,7 @@ import pytest
 
 from api.app import create_app
 from api.auth import TokenTable
-from wingsmith.config import Settings
+from wingsmith.domain.config import Settings
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
 TOKENS = {"tok-vic": {"name": "vic", "roles": ["viewer"]}}

@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
-from api.console import suggest
 from api.responses import DryRunResponse
-from wingsmith.placement import ClusterInventory, PlacementDecision
+from console import suggest
+from wingsmith.domain.placement import ClusterInventory, PlacementDecision
 
 
 def _request() -> Any:

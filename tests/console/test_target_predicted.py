@@ -13,13 +13,13 @@ import httpx
 
 from api.app import create_app
 from api.auth import TokenTable
-from api.console.predicted import predicted_for
+from console.predicted import predicted_for
 from tests.console.browser import served
 from tests.console.conftest import sign_in
 from tests.console.test_public_pages import rows
 from tests.perf.test_target_sized_plan import sized_plan
-from wingsmith.config import Settings
-from wingsmith.store import workloads as workload_store
+from wingsmith.adapters.store import workloads as workload_store
+from wingsmith.domain.config import Settings
 
 TOKENS = {"tok-vic": {"name": "vic", "roles": ["viewer"]}}
 ARTIFACT, WORKLOAD, DRAFT_ONLY = "Qwen/Qwen3-8B@" + "c" * 40, "qwen-by-target", "qwen-by-replicas"

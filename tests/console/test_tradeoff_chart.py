@@ -9,10 +9,10 @@ from __future__ import annotations
 import math
 import re
 
-from api.console.charts import MAX_PLOTTED, PLOT_LEFT, PLOT_RIGHT, PLOT_TOP, WIDTH, XY_HEIGHT
-from api.console.tradeoff import MAX_REASONS, MAX_WORDS, by_card, draft_tradeoff, tradeoff_chart, tradeoff_view
-from wingsmith.draft_performance import NOT_INSTALLED, PENDING, PerformanceRow
-from wingsmith.perf.estimates import FrontierPoint
+from console.charts import MAX_PLOTTED, PLOT_LEFT, PLOT_RIGHT, PLOT_TOP, WIDTH, XY_HEIGHT
+from console.tradeoff import MAX_REASONS, MAX_WORDS, by_card, draft_tradeoff, tradeoff_chart, tradeoff_view
+from wingsmith.domain.draft_performance import NOT_INSTALLED, PENDING, PerformanceRow
+from wingsmith.domain.perf.estimates import FrontierPoint
 
 AGG_FRONTIER = ((25.0, 3578.7), (34.5, 3284.8), (366.6, 401.3))
 SOURCE = "AIConfigurator 0.12.0, database h200_sxm vllm 0.24.0"
@@ -175,7 +175,7 @@ def test_a_frontier_longer_than_a_picture_can_show_is_cut():
 
 def _fixture_rows(tpot_target: float) -> list[PerformanceRow]:
     from tests.perf.test_disaggregated_plan import TARGET, _rows
-    from wingsmith.perf.aiconfigurator import configuration_from_row
+    from wingsmith.adapters.perf.aiconfigurator import configuration_from_row
     layouts = ("single_node_tp", "multi_node_tp", "single_node_dep", "multi_node_dep")
     found = []
     for layout, raw in zip(layouts, _rows("agg"), strict=False):
@@ -192,7 +192,7 @@ def _fixture_frontier() -> list[FrontierPoint]:
     import pandas as pd
 
     from tests.perf.test_disaggregated_plan import FIXTURE
-    from wingsmith.perf.aiconfigurator import frontier_of
+    from wingsmith.adapters.perf.aiconfigurator import frontier_of
     return frontier_of(pd.read_csv(FIXTURE / "agg" / "best_config_topn.csv"))
 
 

@@ -1,4 +1,4 @@
-"""The traffic and upgrade pictures' geometry (api/console/time_charts.py, traffic_charts.py,
+"""The traffic and upgrade pictures' geometry (console/time_charts.py, traffic_charts.py,
 upgrade_timeline.py): the window is the one asked for, missing figures break a line, labels are escaped,
 the upgrade's weights step and its rollback is marked. Pure: no server."""
 
@@ -9,10 +9,10 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from api.console.charts import WIDTH
-from api.console.time_charts import LEFT, RIGHT, TOP, Level, TimeLine, TimeMark, nice_top, time_lines, time_ticks
-from api.console.traffic_charts import backend_view, backend_words
-from api.console.upgrade_timeline import upgrade_timelines
+from console.charts import WIDTH
+from console.time_charts import LEFT, RIGHT, TOP, Level, TimeLine, TimeMark, nice_top, time_lines, time_ticks
+from console.traffic_charts import backend_view, backend_words
+from console.upgrade_timeline import upgrade_timelines
 from contracts import conditions as reason
 from tests.gateway.test_traffic_history import counters, spans_of
 

@@ -10,11 +10,11 @@ from html import unescape
 
 import pytest
 
-from api.console.new_workload import Check
-from api.console.rendering import templates
+from console.new_workload import Check
+from console.rendering import templates
 from tests.perf.test_target_sized_plan import sized_plan
-from wingsmith.placement.models import PlacementDecision
-from wingsmith.workloads import WorkloadPlan
+from wingsmith.domain.placement.models import PlacementDecision
+from wingsmith.domain.workloads import WorkloadPlan
 
 
 def _check_words(plan: WorkloadPlan) -> str:

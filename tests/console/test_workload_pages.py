@@ -8,7 +8,7 @@ import re
 from datetime import UTC, datetime
 from html import unescape
 
-from api.console.workloads import cluster_rows, event_rows
+from console.workloads import cluster_rows, event_rows
 from tests.console.conftest import browser_for, csrf_of, sign_in
 from tests.console.test_public_pages import rows
 from tests.support import running_worker

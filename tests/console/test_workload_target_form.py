@@ -10,10 +10,10 @@ import re
 from html import unescape
 from urllib.parse import parse_qs, urlencode
 
-from api.console.new_workload import Check, WorkloadForm, unreachable
-from api.console.rendering import templates
 from api.errors import ApiError
 from api.responses import Planning
+from console.new_workload import Check, WorkloadForm, unreachable
+from console.rendering import templates
 from tests.console.conftest import browser_for, csrf_of, sign_in
 from tests.perf.test_planning import _config
 from tests.support import running_worker
@@ -26,10 +26,10 @@ from tests.workloads.conftest import (  # noqa: F401 - fixtures
     settings,
     sims,
 )
-from wingsmith.draft_performance import NOT_INSTALLED
-from wingsmith.perf.traffic import TrafficTarget, plan_card
-from wingsmith.target_plan import choose_card
-from wingsmith.traffic_plans import PlanProgress
+from wingsmith.adapters.traffic_plans import PlanProgress
+from wingsmith.domain.draft_performance import NOT_INSTALLED
+from wingsmith.domain.perf.traffic import TrafficTarget, plan_card
+from wingsmith.domain.target_plan import choose_card
 
 TARGET = {"requests_per_second": "7.5", "isl": "4000", "osl": "1000", "ttft_ms": "1000", "tpot_ms": "40"}
 

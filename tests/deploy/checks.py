@@ -23,7 +23,8 @@ from starlette.applications import Starlette
 from starlette.routing import Match
 
 from tests.deploy.render import ROOT, Process, by_kind, processes, secret_refs
-from wingsmith.config import Settings
+from tests.test_layers import PRODUCT
+from wingsmith.domain.config import Settings
 
 Problems = list[str]
 
@@ -145,7 +146,6 @@ def object_problems(obj: dict[str, Any]) -> Problems:
 
 # --- what the code reads and serves -------------------------------------------------------------------
 
-PRODUCT = ("api", "wingsmith", "worker", "activities", "workflows", "contracts")
 _LITERAL = re.compile(r"[\"']([A-Z][A-Z0-9_]{3,})[\"']")
 # Names of where a secret is (an env var name, a file, a Secret's name), never a secret themselves.
 _NAMES_A_PLACE = re.compile(r"_(REF|REFS|PATH|SECRET|SERVER_NAME)$")
@@ -190,7 +190,7 @@ def code_reads(name: str, env: Mapping[str, str]) -> bool:
 
 
 # The processes that serve HTTP: their containers declare the port, and are probed on it.
-HTTP_SERVERS = ("api", "api.gateway", "worker")
+HTTP_SERVERS = ("api", "gateway", "worker")
 
 
 def serves(module: str, path: str) -> bool:
@@ -208,8 +208,8 @@ def _app(module: str) -> Any:
         from api.app import create_app
         from api.auth import TokenTable
         return create_app(Settings(auth_tokens="{}"), tokens=TokenTable.from_json("{}"))
-    if module == "api.gateway":
-        from api.gateway.app import create_gateway_app
+    if module == "gateway":
+        from gateway.app import create_gateway_app
         return create_gateway_app()
     if module == "worker":
         return None

@@ -38,7 +38,7 @@ from tests.deploy.render import (
     render_with,
     secret_refs,
 )
-from wingsmith.config import SEARCH_ATTRIBUTES, Settings, perf_task_queue
+from wingsmith.domain.config import SEARCH_ATTRIBUTES, Settings, perf_task_queue
 from worker.main import task_queues
 
 
@@ -238,7 +238,7 @@ def test_every_process_accepts_the_arguments_it_is_given(rendered, tmp_path):
     """Each distinct command once (with the environment of its first Deployment: which task queues
     exist is checked per overlay by the test above), two at a time."""
     checkable = _argparse_modules()
-    assert {"worker", "api.gateway", "wingsmith.store"} <= checkable
+    assert {"worker", "gateway", "wingsmith.adapters.store"} <= checkable
     commands: dict[tuple[str, ...], dict[str, str]] = {}
     for objects in rendered.values():
         for proc in processes(objects, {ref: "x" for ref in secret_refs(objects)}).values():
@@ -253,7 +253,7 @@ def test_every_process_accepts_the_arguments_it_is_given(rendered, tmp_path):
                               capture_output=True, text=True, timeout=120)
         return None if done.returncode == 0 else f"{shlex.join(command)}: {done.stderr}"
 
-    misspelt = ("python", "-m", "api.gateway", "--prot", "8080")  # the check can fail
+    misspelt = ("python", "-m", "gateway", "--prot", "8080")  # the check can fail
     commands[misspelt] = next(iter(commands.values()))
     with ThreadPoolExecutor(2) as pool:
         refused = [r for r in pool.map(parses, commands) if r]

@@ -1,4 +1,4 @@
-"""Pods of every Deployment run `python -m wingsmith.store migrate` as an init container, so several
+"""Pods of every Deployment run `python -m wingsmith.adapters.store migrate` as an init container, so several
 migrate one database at the same moment: each migration must be applied exactly once and every
 migrator must succeed. Against the real test Postgres, on a fresh database each."""
 
@@ -13,7 +13,7 @@ from pathlib import Path
 import asyncpg
 
 from tests.conftest import empty_database
-from wingsmith.store.db import migrate, migration_files
+from wingsmith.adapters.store.db import migrate, migration_files
 
 ROOT = Path(__file__).resolve().parents[2]
 MIGRATORS = 4
@@ -77,7 +77,8 @@ def test_the_init_containers_command_migrates_from_several_processes_at_once(pg_
     dsn = asyncio.run(empty_database(pg_server))
     env = {k: v for k, v in os.environ.items() if not k.startswith("WINGSMITH_")}
     env.update(DATABASE_URL=dsn, WINGSMITH_HOME=str(tmp_path))
-    procs = [subprocess.Popen([sys.executable, "-m", "wingsmith.store", "migrate", "--wait", "30"], cwd=ROOT, env=env,
+    procs = [subprocess.Popen([sys.executable, "-m", "wingsmith.adapters.store", "migrate", "--wait", "30"],
+                              cwd=ROOT, env=env,
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in range(MIGRATORS)]
     try:
         outcomes = [p.communicate(timeout=120) for p in procs]
@@ -93,7 +94,7 @@ def test_the_init_containers_command_migrates_from_several_processes_at_once(pg_
 def test_migrate_without_database_url_says_so_in_one_line(tmp_path):
     env = {k: v for k, v in os.environ.items() if not k.startswith("WINGSMITH_") and k != "DATABASE_URL"}
     env["WINGSMITH_HOME"] = str(tmp_path)
-    done = subprocess.run([sys.executable, "-m", "wingsmith.store", "migrate"], cwd=ROOT, env=env,
+    done = subprocess.run([sys.executable, "-m", "wingsmith.adapters.store", "migrate"], cwd=ROOT, env=env,
                           capture_output=True, text=True, timeout=60)
     assert done.returncode == 1
     assert done.stderr.strip() == "migrate: DATABASE_URL is not set"

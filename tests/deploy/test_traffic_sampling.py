@@ -1,4 +1,4 @@
-"""The production form of the traffic sampler (wingsmith/gateway/traffic_sampler.py): the gateway runs
+"""The production form of the traffic sampler (wingsmith/adapters/gateway/traffic_sampler.py): the gateway runs
 two replicas or more, each with its own counters, so in every overlay the API reads each replica
 through a headless Service's name (one address per ready pod), never through the load-balanced
 Service, whose successive readings would come from different replicas and look like resets."""
@@ -10,7 +10,7 @@ from urllib.parse import urlsplit
 import pytest
 
 from tests.deploy.render import OVERLAYS, by_kind, render
-from wingsmith.config import Settings
+from wingsmith.domain.config import Settings
 
 
 def _selects(selector: dict[str, str], labels: dict[str, str]) -> bool:

@@ -10,7 +10,7 @@ import sys
 
 from tests.conftest import unique_queue
 from tests.deploy.render import ROOT
-from wingsmith.config import Settings
+from wingsmith.domain.config import Settings
 from worker.main import build_workers, task_queues
 from worker.registry import WorkerDeps
 

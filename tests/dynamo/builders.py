@@ -10,7 +10,7 @@ from typing import Any
 import jsonschema
 
 from sim.kube.resources import DEFAULT_CRD_DIR
-from wingsmith.dynamo import Engine, Layout, RolloutSpec, WorkerPool
+from wingsmith.domain.dynamo import Engine, Layout, RolloutSpec, WorkerPool
 
 # The DGD CRD as the repository ships it (built from upstream by `python -m sim.kube.build_crds`).
 CRD_PATH = DEFAULT_CRD_DIR / "nvidia.com_dynamographdeployments.json"
@@ -50,7 +50,7 @@ def validate_dgd(dgd: dict[str, Any]) -> None:
     jsonschema.Draft7Validator(dgd_schema()).validate(dgd)
 
 
-# Arguments as wingsmith.recipes' serve_command synthesises them from the vLLM Kimi-K3 recipe
+# Arguments as wingsmith.domain.recipes' serve_command synthesises them from the vLLM Kimi-K3 recipe
 # (base args, layout sizes, hardware block, on-by-default features), frozen here so the golden
 # files pin the renderer alone.
 _BLACKWELL_TAIL = ["--load-format", "fastsafetensors", "--no-enable-flashinfer-autotune",

@@ -2,7 +2,7 @@ import re
 
 import pytest
 
-from wingsmith.dynamo.names import dgd_name, dns1123, label_value
+from wingsmith.domain.dynamo.names import dgd_name, dns1123, label_value
 
 DNS1123 = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 

@@ -1,7 +1,7 @@
 import pytest
 
 from tests.dynamo.builders import KIMI_K3_WEIGHT_BYTES
-from wingsmith.dynamo.readiness import (
+from wingsmith.domain.dynamo.readiness import (
     READY_BASE_SECONDS,
     READY_MAX_SECONDS,
     evaluate_readiness,

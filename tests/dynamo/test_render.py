@@ -10,8 +10,8 @@ import yaml
 from pydantic import ValidationError
 
 from tests.dynamo.builders import KIMI_K3_ARGS, KIMI_K3_PD_B300, kimi_k3_spec, small_spec, validate_dgd
-from wingsmith.dynamo import Engine, Layout, RenderError, WorkerPool, dgd_name, render_dgd
-from wingsmith.dynamo.render import SPEC_HASH_ANNOTATION, spec_hash
+from wingsmith.domain.dynamo import Engine, Layout, RenderError, WorkerPool, dgd_name, render_dgd
+from wingsmith.domain.dynamo.render import SPEC_HASH_ANNOTATION, spec_hash
 
 GOLDEN = Path(__file__).parent / "golden"
 CASES = [*KIMI_K3_ARGS, ("b300", "pd_cluster")]
@@ -330,9 +330,9 @@ def test_trtllm_with_an_engine_config_file_renders():
     ("b200", "multi_node_tp_pp"), ("b200", "multi_node_dep"), ("h200", "multi_node_tp_dp"),
     ("gb200", "multi_node_tp_dp"), ("b300", "pd_cluster")])
 def test_serve_commands_from_the_recipe_catalog_render_valid_graphs(hardware, layout):
-    from wingsmith.recipes.catalog import find_recipe
-    from wingsmith.recipes.command import serve_command
-    from wingsmith.recipes.files import load_catalog
+    from wingsmith.adapters.recipes.files import load_catalog
+    from wingsmith.domain.recipes.catalog import find_recipe
+    from wingsmith.domain.recipes.command import serve_command
 
     catalog = load_catalog()
     cmd = serve_command(find_recipe(catalog, "moonshotai/Kimi-K3"), "default", hardware, layout, catalog=catalog)

@@ -7,7 +7,7 @@ import pytest
 from pydantic import ValidationError
 
 from tests.dynamo.builders import small_spec, validate_dgd
-from wingsmith.dynamo import Layout, WorkerPool, render_dgd
+from wingsmith.domain.dynamo import Layout, WorkerPool, render_dgd
 
 KV = '{"kv_connector":"NixlConnector","kv_role":"kv_both"}'
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from wingsmith.endpoints import WorkloadFacts, endpoint_model, membership_problems
+from wingsmith.domain.endpoints import WorkloadFacts, endpoint_model, membership_problems
 
 FACTS = {w.workload_id: w for w in (
     WorkloadFacts(workload_id="kimi-a", state="serving", served_model_name="kimi-k3", repo_id="moonshotai/Kimi-K3"),

@@ -16,7 +16,7 @@ from tests.support import running_worker, wait_until
 from tests.workloads.conftest import as_
 from tests.workloads.test_workload_journey import _until_stage
 from wingsmith.cli.main import _run
-from wingsmith.config import get_settings
+from wingsmith.domain.config import get_settings
 
 
 def _chat(gateway_url: str, model: str) -> httpx.Response:

@@ -1,4 +1,4 @@
-"""A setting that does not parse stops the worker in one line (wingsmith/startup.py), exit 78 (EX_CONFIG:
+"""A setting that does not parse stops the worker in one line (wingsmith/adapters/startup.py), exit 78 (EX_CONFIG:
 restarting cannot help), naming the variable a person sets and what is wrong with it, never the value
 (it may hold a password) and never a pydantic traceback. The process is the real `python -m worker`."""
 
@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
-from wingsmith.config import Settings
-from wingsmith.startup import EXIT_MISCONFIGURED, settings_failure
+from wingsmith.adapters.startup import EXIT_MISCONFIGURED, settings_failure
+from wingsmith.domain.config import Settings
 
 ROOT = Path(__file__).resolve().parents[2]
 SECRET = "s3cret-do-not-print"

@@ -8,8 +8,8 @@ import sys
 
 import pytest
 
+from wingsmith.adapters.startup import EXIT_MISCONFIGURED
 from wingsmith.local.child import FIRST_DELAY, GIVE_UP_AFTER, START_GRACE, Child, ChildKeepsFailing
-from wingsmith.startup import EXIT_MISCONFIGURED
 
 
 def _child(tmp_path, code: int) -> Child:

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import yaml
 
-from wingsmith.config import SEARCH_ATTRIBUTES
+from wingsmith.domain.config import SEARCH_ATTRIBUTES
 
 ROOT = Path(__file__).resolve().parents[2]
 

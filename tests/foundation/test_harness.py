@@ -8,8 +8,8 @@ import uuid
 from activities.ping import PingResult
 from contracts.ping import PingWorkflowInput
 from tests.conftest import unique_queue
-from wingsmith.config import SEARCH_ATTRIBUTES, Settings
-from wingsmith.store.db import migrate, migration_files
+from wingsmith.adapters.store.db import migrate, migration_files
+from wingsmith.domain.config import SEARCH_ATTRIBUTES, Settings
 from worker.main import build_workers
 from worker.registry import WorkerDeps
 from workflows.ping import PingWorkflow

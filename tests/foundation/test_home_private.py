@@ -15,7 +15,7 @@ import textwrap
 SCRIPT = textwrap.dedent("""
     import sys, time
     from pathlib import Path
-    from wingsmith.config import Settings
+    from wingsmith.domain.config import Settings
     from wingsmith.local.supervisor import Child, _acquire_lock, write_plane_file
     from wingsmith.local.postgres import free_port
     from wingsmith.local.temporal_server import TemporalDevServer

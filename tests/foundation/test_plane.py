@@ -16,11 +16,11 @@ import pytest_asyncio
 
 from api.app import create_app
 from api.auth import TokenTable
+from wingsmith.adapters.store.clusters import ClusterSpec, create_cluster
 from wingsmith.cli import api_client, plane
-from wingsmith.config import Settings, get_settings
+from wingsmith.domain.config import Settings, get_settings
 from wingsmith.local.supervisor import Plane, _start_child, write_plane_file
 from wingsmith.local.tokens import holder_with, local_admin_tokens
-from wingsmith.store.clusters import ClusterSpec, create_cluster
 
 TEAM = {"tok-vic": {"name": "vic", "roles": ["viewer"]}, "tok-ana": {"name": "ana", "roles": ["admin"]},
         "tok-bo": {"name": "bo", "roles": ["approver"]}, "tok-ola": {"name": "ola", "roles": ["operator"]}}

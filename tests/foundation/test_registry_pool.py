@@ -5,7 +5,7 @@ from temporalio.exceptions import ApplicationError
 
 from activities.upgrade import UpgradeActivities
 from activities.workload import WorkloadActivities
-from wingsmith.config import Settings
+from wingsmith.domain.config import Settings
 
 
 def test_activities_without_a_database_name_what_is_missing() -> None:

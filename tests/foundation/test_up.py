@@ -87,8 +87,8 @@ def _worker_pid(up: Up) -> int:
 
 async def _ping(up: Up) -> str:
     from contracts.ping import PingWorkflowInput
-    from wingsmith.config import Settings
-    from wingsmith.temporal import connect
+    from wingsmith.adapters.temporal import connect
+    from wingsmith.domain.config import Settings
     from workflows.ping import PingWorkflow
     client = await connect(Settings(), address=f"127.0.0.1:{up.ports['temporal']}")
     wid = f"smoke-{uuid.uuid4()}"
@@ -130,7 +130,7 @@ async def test_up_serves_survives_a_worker_kill_and_restarts_with_its_state(tmp_
         await _ping(up)
 
         # Write something to the registry so the restart can prove it survived.
-        from wingsmith.store.db import open_pool
+        from wingsmith.adapters.store.db import open_pool
         pool = await open_pool(f"postgresql://postgres@127.0.0.1:{up.ports['pg']}/wingsmith", max_size=1)
         await pool.execute("insert into events (source, step, subject, kind) values ('test', 'x', 's', 'k')")
         await pool.close()
@@ -148,12 +148,12 @@ async def test_up_serves_survives_a_worker_kill_and_restarts_with_its_state(tmp_
     again.start()
     try:
         again.wait_ready()
-        from wingsmith.config import Settings
-        from wingsmith.temporal import connect
+        from wingsmith.adapters.temporal import connect
+        from wingsmith.domain.config import Settings
         client = await connect(Settings(), address=f"127.0.0.1:{up.ports['temporal']}")
         desc = await client.get_workflow_handle(wid).describe()
         assert desc.status.name == "COMPLETED"  # the workflow from before the restart is still there
-        from wingsmith.store.db import open_pool
+        from wingsmith.adapters.store.db import open_pool
         pool = await open_pool(f"postgresql://postgres@127.0.0.1:{up.ports['pg']}/wingsmith", max_size=1)
         assert await pool.fetchval("select count(*) from events where source = 'test'") == 1
         await pool.close()

@@ -20,7 +20,7 @@ from temporalio.api.taskqueue.v1 import TaskQueue
 from temporalio.api.workflowservice.v1 import DescribeTaskQueueRequest
 
 from tests.foundation.test_up import Up
-from wingsmith.perf.aiconfigurator import installed as perf_installed
+from wingsmith.adapters.perf.aiconfigurator import installed as perf_installed
 
 pytestmark = pytest.mark.slow
 
@@ -40,8 +40,8 @@ def _said_up(up: Up, timeout: float = 240) -> None:
 
 
 async def _client(up: Up):
-    from wingsmith.config import Settings
-    from wingsmith.temporal import connect
+    from wingsmith.adapters.temporal import connect
+    from wingsmith.domain.config import Settings
     return await connect(Settings(), address=f"127.0.0.1:{up.ports['temporal']}")
 
 
@@ -81,7 +81,7 @@ async def _start_a_search(up: Up) -> str:
     """A traffic plan on the perf queue, once the perf worker runs its search (a fresh home: no cache)."""
     from contracts.perf import ACTIVITY_PLAN_TARGET, TargetInput
     from contracts.traffic_plan import TrafficPlanInput
-    from wingsmith.perf.traffic import TrafficTarget
+    from wingsmith.domain.perf.traffic import TrafficTarget
     from workflows.perf import TrafficPlanWorkflow
     client = await _client(up)
     wid = f"citizen-{uuid.uuid4()}"

@@ -17,10 +17,10 @@ import pytest
 
 from tests.foundation.test_up import Up, _cmd
 from tests.gateway.conftest import MODEL, ScriptedBackend
-from wingsmith.gateway.routes import Backend, EndpointRoutes
+from wingsmith.adapters.store.db import open_pool
+from wingsmith.adapters.store.gateway_routes import publish
+from wingsmith.domain.gateway.routes import Backend, EndpointRoutes
 from wingsmith.local.child import GIVE_UP_AFTER
-from wingsmith.store.db import open_pool
-from wingsmith.store.gateway_routes import publish
 
 pytestmark = pytest.mark.slow
 

@@ -18,13 +18,13 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
-from api.gateway import create_gateway_app
-from api.gateway.app import GatewayApp
-from api.gateway.bounds import Bounds
-from api.gateway.serving import gateway_server
+from gateway import create_gateway_app
+from gateway.app import GatewayApp
+from gateway.bounds import Bounds
+from gateway.serving import gateway_server
 from sim.kube.clusters import ClusterSpec, SimulatedClusters, default_cluster_specs
 from sim.kube.resources import DEFAULT_CRD_DIR
-from wingsmith.gateway import LocalGatewayClient
+from wingsmith.adapters.gateway import LocalGatewayClient
 
 MODEL = "kimi-k3"
 ENVOY_CRDS = DEFAULT_CRD_DIR
@@ -32,7 +32,7 @@ ENVOY_CRDS = DEFAULT_CRD_DIR
 
 class Served:
     """An ASGI app on 127.0.0.1:<free port> in a thread, until stop(). The gateway's app runs on its
-    server (api/gateway/serving.py: uvicorn with the gateway's bounds), as `python -m api.gateway` runs
+    server (gateway/serving.py: uvicorn with the gateway's bounds), as `python -m gateway` runs
     it; every other app here on plain uvicorn."""
 
     def __init__(self, app, port: int = 0, bounds: Bounds | None = None):

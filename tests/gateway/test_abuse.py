@@ -1,4 +1,4 @@
-"""The gateway as an attacker meets it (issue 47): a real `python -m api.gateway` process, real sockets,
+"""The gateway as an attacker meets it (issue 47): a real `python -m gateway` process, real sockets,
 and a raw backend that answers `103 Early Hints` before every final answer. Slowloris on the head and
 the body, stalled `100-continue`, a body sent without a key, early hints with two clients on one pooled
 backend connection, CL+TE and duplicate lengths, pipelining, a client leaving mid-stream, thousands of
@@ -22,7 +22,8 @@ from pathlib import Path
 import psutil
 import pytest
 
-from wingsmith.gateway import Backend, EndpointRoutes, LocalGatewayClient
+from wingsmith.adapters.gateway import LocalGatewayClient
+from wingsmith.domain.gateway import Backend, EndpointRoutes
 from wingsmith.local.postgres import free_port
 from wingsmith.local.temporal_server import stop_process, wait_for_port
 
@@ -105,7 +106,7 @@ class HintingBackend:
 
 
 class GatewayProcess:
-    """`python -m api.gateway` with short deadlines, client keys for m1 and m2, both routed to one backend."""
+    """`python -m gateway` with short deadlines, client keys for m1 and m2, both routed to one backend."""
 
     def __init__(self, tmp: Path, backend: HintingBackend, *extra: str):
         token = tmp / "token"
@@ -114,7 +115,7 @@ class GatewayProcess:
         keys.write_text(json.dumps({m: [hashlib.sha256(k.encode()).hexdigest()] for m, k in KEYS.items()}))
         self.port = free_port()
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "api.gateway", "--port", str(self.port), "--state-dir", str(tmp / "state"),
+            [sys.executable, "-m", "gateway", "--port", str(self.port), "--state-dir", str(tmp / "state"),
              "--admin-token-ref", f"file:{token}", "--client-keys-ref", f"file:{keys}", "--log-level", "ERROR",
              "--head-timeout", str(HEAD_TIMEOUT), "--body-timeout", str(BODY_TIMEOUT), "--keep-alive-timeout", "5",
              "--max-connections-per-client", "3000", *extra], cwd=ROOT)
@@ -480,7 +481,7 @@ def test_connections_past_the_cap_per_client_are_closed_as_they_come(tmp_path, b
 
 
 def test_the_bounds_are_checked_when_the_gateway_starts(tmp_path):
-    done = subprocess.run([sys.executable, "-m", "api.gateway", "--port", str(free_port()), "--state-dir",
+    done = subprocess.run([sys.executable, "-m", "gateway", "--port", str(free_port()), "--state-dir",
                            str(tmp_path / "state"), "--body-timeout", "0"], cwd=ROOT, capture_output=True,
                           text=True, timeout=60, env={**os.environ})
     assert done.returncode == 2 and "body_timeout must be a positive number" in done.stderr

@@ -11,10 +11,10 @@ from pathlib import Path
 
 import openai
 
-from api.gateway import BACKEND_HEADER
+from gateway import BACKEND_HEADER
 from tests.gateway.conftest import RunningGateway, ScriptedBackend
-from wingsmith.gateway import Backend, EndpointRoutes
-from wingsmith.gateway.envoy import render_envoy_resources
+from wingsmith.adapters.gateway.envoy import render_envoy_resources
+from wingsmith.domain.gateway import Backend, EndpointRoutes
 
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "design-choices.md"
 ENDPOINT, SERVED = "red-ep", "red-kimi"

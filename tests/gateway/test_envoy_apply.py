@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import pytest
 
-from wingsmith.gateway import Backend, EndpointRoutes, EnvoyGatewayClient, GatewayClient, GatewayError
-from wingsmith.gateway.envoy import ENDPOINT_LABEL, endpoint_key, route_name
-from wingsmith.kube.client import KubeconfigRef
+from wingsmith.adapters.gateway import EnvoyGatewayClient, GatewayClient, GatewayError
+from wingsmith.adapters.gateway.envoy import ENDPOINT_LABEL, endpoint_key, route_name
+from wingsmith.adapters.kube.client import KubeconfigRef
+from wingsmith.domain.gateway import Backend, EndpointRoutes
 
 NAMESPACE = "envoy-ai-gateway"
 KINDS = {"AIGatewayRoute": ("aigateway.envoyproxy.io", "aigatewayroutes"),

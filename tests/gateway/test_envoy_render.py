@@ -9,8 +9,7 @@ import pytest
 import yaml
 
 from sim.kube.schema import ObjectSchema
-from wingsmith.gateway import Backend, EndpointRoutes
-from wingsmith.gateway.envoy import (
+from wingsmith.adapters.gateway.envoy import (
     BACKEND_ANNOTATION,
     ENDPOINT_LABEL,
     backend_name,
@@ -19,6 +18,7 @@ from wingsmith.gateway.envoy import (
     route_name,
     routes_from_objects,
 )
+from wingsmith.domain.gateway import Backend, EndpointRoutes
 
 CRDS = Path(__file__).resolve().parents[2] / "sim/kube/crds/envoy-ai-gateway.yaml"
 SCHEMAS = {doc["spec"]["names"]["kind"]: ObjectSchema(doc["spec"]["versions"][0]["schema"]["openAPIV3Schema"])

@@ -1,4 +1,4 @@
-"""What the plane renders for `WINGSMITH_GATEWAY=envoy` (wingsmith/gateway/envoy.py) against the CRD
+"""What the plane renders for `WINGSMITH_GATEWAY=envoy` (wingsmith/adapters/gateway/envoy.py) against the CRD
 schemas Envoy AI Gateway, Envoy Gateway and Gateway API publish (sim/envoy_crds, SOURCE.md names the
 commits): every object is of a served version, valid against its `openAPIV3Schema`, and holds no field
 the schema does not declare (a real API server would prune it without a word). The CEL rules
@@ -14,8 +14,8 @@ from typing import Any
 import jsonschema
 import pytest
 
-from wingsmith.gateway import Backend, EndpointRoutes
-from wingsmith.gateway.envoy import render_envoy_resources
+from wingsmith.adapters.gateway.envoy import render_envoy_resources
+from wingsmith.domain.gateway import Backend, EndpointRoutes
 
 CRDS = Path(__file__).resolve().parents[2] / "sim" / "envoy_crds"
 

@@ -11,9 +11,10 @@ import httpx
 import openai
 import pytest
 
-from api.gateway import BACKEND_HEADER
+from gateway import BACKEND_HEADER
 from tests.gateway.conftest import MODEL, RunningGateway, ScriptedBackend
-from wingsmith.gateway import Backend, EndpointRoutes, GatewayError, LocalGatewayClient
+from wingsmith.adapters.gateway import GatewayError, LocalGatewayClient
+from wingsmith.domain.gateway import Backend, EndpointRoutes
 
 MESSAGES = [{"role": "user", "content": "Say hello"}]
 
@@ -352,7 +353,7 @@ def test_admin_api_refuses_missing_and_wrong_tokens(gateway, tmp_path):
 
 
 def test_admin_api_is_disabled_without_a_token_reference(tmp_path):
-    from api.gateway import create_gateway_app
+    from gateway import create_gateway_app
     from tests.gateway.conftest import Served
     served = Served(create_gateway_app(state_dir=None, admin_token_ref=None))
     try:

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 from pydantic import ValidationError
 
-from wingsmith.gateway import Backend, EndpointRoutes, RouteStatus
-from wingsmith.gateway.routes import BackendStatus
+from wingsmith.domain.gateway import Backend, EndpointRoutes, RouteStatus
+from wingsmith.domain.gateway.routes import BackendStatus
 
 GOOD = {"id": "sim-east/kimi-k3-7f3a", "cluster": "sim-east", "workload_id": "wl-1",
         "url": "http://127.0.0.1:8123/frontends/sim-east/default/kimi-k3", "weight": 2}

@@ -1,6 +1,6 @@
 """Several gateway replicas, one route table: each pulls what the plane published (docs/production.md,
 "Several gateways"). Real processes: the API (`python -m api`) over the test Postgres, gateways
-(`python -m api.gateway --routes-source`), scripted backends; routes go in through the endpoint
+(`python -m gateway --routes-source`), scripted backends; routes go in through the endpoint
 activity itself, which publishes and then pushes to one replica."""
 
 from __future__ import annotations
@@ -26,16 +26,16 @@ from temporalio.exceptions import ApplicationError
 from activities.endpoint import EndpointActivities
 from api.app import create_app
 from api.auth import TokenTable
-from api.gateway.app import create_gateway_app
-from api.gateway.table import RouteTable
 from contracts.endpoint import SetRoutesInput
+from gateway.app import create_gateway_app
+from gateway.table import RouteTable
 from tests.gateway.conftest import MODEL, ScriptedBackend, Served
-from wingsmith.config import Settings
-from wingsmith.gateway.routes import Backend, EndpointRoutes
-from wingsmith.gateway.routes_sync import RoutesSync, attach
+from wingsmith.adapters.gateway.routes_sync import RoutesSync, attach
+from wingsmith.adapters.store.gateway_routes import publish, published
+from wingsmith.domain.config import Settings
+from wingsmith.domain.gateway.routes import Backend, EndpointRoutes
 from wingsmith.local.postgres import free_port
 from wingsmith.local.temporal_server import stop_process, wait_for_port
-from wingsmith.store.gateway_routes import publish, published
 
 ROOT = Path(__file__).resolve().parents[2]
 POLL = 0.5  # seconds between a replica's pulls in these tests
@@ -90,7 +90,7 @@ def _env(**extra: str) -> dict[str, str]:
 
 def _gateway(tmp_path: Path, name: str, token_file: Path, source: str) -> Process:
     port = free_port()
-    return Process([sys.executable, "-m", "api.gateway", "--port", str(port), "--state-dir", str(tmp_path / name),
+    return Process([sys.executable, "-m", "gateway", "--port", str(port), "--state-dir", str(tmp_path / name),
                     "--admin-token-ref", f"file:{token_file}", "--routes-source", source,
                     "--routes-poll-interval", str(POLL)], _env(), port, tmp_path / f"{name}.log")
 

@@ -1,5 +1,5 @@
-"""The gateway process asks the scheduler for a short time slice (api/gateway/scheduling.py): real
-`python -m api.gateway` processes, their slice read from the kernel (/proc/<pid>/sched)."""
+"""The gateway process asks the scheduler for a short time slice (gateway/scheduling.py): real
+`python -m gateway` processes, their slice read from the kernel (/proc/<pid>/sched)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from api.gateway.scheduling import DEFAULT_SLICE_US, SLICE_ENV, current_slice_us, slice_us
+from gateway.scheduling import DEFAULT_SLICE_US, SLICE_ENV, current_slice_us, slice_us
 from wingsmith.local.postgres import free_port
 from wingsmith.local.temporal_server import stop_process, wait_for_port
 
@@ -29,7 +29,7 @@ def start(tmp_path: Path, token_file: Path) -> Iterator:
 
     def start(*flags: str, env: dict[str, str] | None = None) -> subprocess.Popen:
         port = free_port()
-        cmd = [sys.executable, "-m", "api.gateway", "--port", str(port), "--state-dir", str(tmp_path / "state"),
+        cmd = [sys.executable, "-m", "gateway", "--port", str(port), "--state-dir", str(tmp_path / "state"),
                "--admin-token-ref", f"file:{token_file}", *flags]
         proc = subprocess.Popen(cmd, cwd=ROOT, env={**os.environ, **(env or {})}, stderr=subprocess.PIPE)
         started.append(proc)
@@ -56,7 +56,7 @@ def test_the_slice_is_chosen_by_flag_or_environment_and_zero_keeps_the_kernels(s
 
 @pytest.mark.parametrize("value", ["50", "100001", "-1", "fast"])
 def test_a_slice_out_of_the_kernels_range_is_refused_before_the_gateway_starts(tmp_path, token_file, value):
-    done = subprocess.run([sys.executable, "-m", "api.gateway", "--port", str(free_port()), "--state-dir",
+    done = subprocess.run([sys.executable, "-m", "gateway", "--port", str(free_port()), "--state-dir",
                            str(tmp_path / "state"), "--admin-token-ref", f"file:{token_file}",
                            "--sched-slice-us", value], cwd=ROOT, capture_output=True, text=True, timeout=60)
     assert done.returncode == 2
@@ -65,7 +65,7 @@ def test_a_slice_out_of_the_kernels_range_is_refused_before_the_gateway_starts(t
 
 
 def test_asking_sets_the_slice_of_the_caller_and_leaves_its_parents():
-    code = ("from api.gateway.scheduling import ask_for_slice, current_slice_us\n"
+    code = ("from gateway.scheduling import ask_for_slice, current_slice_us\n"
             "before = current_slice_us()\n"
             "print(ask_for_slice(300), before, current_slice_us())\n")
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=60)

@@ -1,4 +1,4 @@
-"""The gateway's HTTP/1.1 server (uvicorn with the gateway's bounds, api/gateway/serving.py), spoken to
+"""The gateway's HTTP/1.1 server (uvicorn with the gateway's bounds, gateway/serving.py), spoken to
 byte by byte over a socket: keep-alive and its end, pipelining, `Expect: 100-continue`, chunked bodies
 both ways, what it refuses, and stopping with an answer in flight. The proxying itself is tested in
 test_local_gateway.py, the bounds on slow and hostile clients in test_abuse.py."""
@@ -14,7 +14,7 @@ import time
 import httpx
 import pytest
 
-from api.gateway.bounds import Bounds
+from gateway.bounds import Bounds
 from tests.gateway.conftest import MODEL, RunningGateway
 from tests.gateway.test_local_gateway import routes, wait_until
 

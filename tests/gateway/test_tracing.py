@@ -1,6 +1,6 @@
 """The gateway continues its clients' traces (W3C trace context): its span is the client's span's
 child in the client's trace, and the backend is told the gateway's span as its parent. Real HTTP
-everywhere; spans caught by an in-memory exporter, and once, from the real `python -m api.gateway`
+everywhere; spans caught by an in-memory exporter, and once, from the real `python -m gateway`
 process, by a loopback OTLP/HTTP collector."""
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from opentelemetry.trace import SpanKind, StatusCode
 
 from tests.gateway.conftest import MODEL, RunningGateway
 from tests.gateway.test_local_gateway import MESSAGES, routes
-from wingsmith.gateway import LocalGatewayClient
+from wingsmith.adapters.gateway import LocalGatewayClient
 from wingsmith.local.postgres import free_port
 
 CLIENT_TRACE = "0af7651916cd43dd8448eb211c80319c"
@@ -158,7 +158,7 @@ def test_the_gateway_process_exports_its_spans_in_the_clients_trace(tmp_path, to
     port = free_port()
     env = {**os.environ, "OTEL_EXPORTER_OTLP_ENDPOINT": f"http://127.0.0.1:{collector.server_address[1]}",
            "OTEL_BSP_SCHEDULE_DELAY": "50", "OTEL_SDK_DISABLED": "false"}
-    gateway = subprocess.Popen([sys.executable, "-m", "api.gateway", "--port", str(port), "--state-dir",
+    gateway = subprocess.Popen([sys.executable, "-m", "gateway", "--port", str(port), "--state-dir",
                                 str(tmp_path / "state"), "--admin-token-ref", f"file:{token_file}"], env=env)
     url = f"http://127.0.0.1:{port}"
     try:

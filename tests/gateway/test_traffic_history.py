@@ -1,4 +1,4 @@
-"""Traffic over time from sampled counters (wingsmith.gateway.traffic_history): increases between two
+"""Traffic over time from sampled counters (wingsmith.adapters.gateway.traffic_history): increases between two
 readings of one gateway, counter resets as Prometheus' increase() takes them, series that begin between
 readings, intervals added up with quantiles from the buckets' increases, and the roll-up a table shows.
 Pure: counters in, points out."""
@@ -9,8 +9,8 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from wingsmith.gateway.traffic import BackendCounters, bucket_quantile
-from wingsmith.gateway.traffic_history import Interval, increases, point_of, rolled_up, whole
+from wingsmith.adapters.gateway.traffic_history import Interval, increases, point_of, rolled_up, whole
+from wingsmith.domain.gateway.traffic import BackendCounters, bucket_quantile
 
 T0 = datetime(2026, 12, 2, 9, 0, tzinfo=UTC)
 BOUNDS = (0.1, 0.5, 1.0, float("inf"))

@@ -21,15 +21,21 @@ from pydantic import ValidationError
 
 from api.app import create_app
 from api.auth import TokenTable
-from api.gateway import create_gateway_app
+from gateway import create_gateway_app
 from tests.gateway.conftest import MODEL, RunningGateway, Served
 from tests.gateway.test_local_gateway import MESSAGES, routes
 from tests.support import wait_until
-from wingsmith.config import Settings
-from wingsmith.gateway import LocalGatewayClient
-from wingsmith.gateway.traffic import BackendCounters
-from wingsmith.gateway.traffic_sampler import SAMPLER_LOCK, TrafficSampler, addresses_of, replica_url, sampler_for
-from wingsmith.store import traffic_samples
+from wingsmith.adapters.gateway import LocalGatewayClient
+from wingsmith.adapters.gateway.traffic_sampler import (
+    SAMPLER_LOCK,
+    TrafficSampler,
+    addresses_of,
+    replica_url,
+    sampler_for,
+)
+from wingsmith.adapters.store import traffic_samples
+from wingsmith.domain.config import Settings
+from wingsmith.domain.gateway.traffic import BackendCounters
 
 PERIOD = 0.3
 

@@ -1,4 +1,4 @@
-"""The gateway's backend client (aiohttp behind api/gateway/upstream.py) against real sockets: raw
+"""The gateway's backend client (aiohttp behind gateway/upstream.py) against real sockets: raw
 HTTP/1.1 servers scripted per test."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from contextlib import asynccontextmanager
 
 import pytest
 
-from api.gateway.upstream import Upstream, UpstreamError, Upstreams
+from gateway.upstream import Upstream, UpstreamError, Upstreams
 
 OK = b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: 2\r\n\r\n{}"
 Handler = Callable[[asyncio.StreamReader, asyncio.StreamWriter, int], Awaitable[None]]

@@ -9,7 +9,7 @@ import pytest
 
 from sim.hub import start_hub_server
 from tests.upstream import require_upstream, snapshot_config, snapshot_meta, snapshot_repos
-from wingsmith.hub import Resolver, RetryPolicy
+from wingsmith.adapters.hub.resolver import Resolver, RetryPolicy
 
 TOKEN = "hf_TestTokenThatMustNeverLeak0123456789"
 TOKEN_ENV = "WINGSMITH_TEST_HF_TOKEN"

@@ -10,8 +10,8 @@ from api.app import create_app
 from api.auth import TokenTable
 from sim.hub import load_snapshot
 from tests.hub.conftest import FAST_RETRY, TOKEN
-from wingsmith.config import Settings
-from wingsmith.hub import Resolver
+from wingsmith.adapters.hub.resolver import Resolver
+from wingsmith.domain.config import Settings
 
 VIEWER, OPERATOR = "viewer-token-abc", "operator-token-xyz"
 TOKENS = json.dumps({VIEWER: {"name": "vera", "roles": ["viewer"]},

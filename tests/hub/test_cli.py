@@ -6,7 +6,7 @@ import pytest
 
 from sim.hub import load_snapshot
 from wingsmith.cli.main import build_parser
-from wingsmith.config import get_settings
+from wingsmith.domain.config import get_settings
 
 SNAP = load_snapshot()["models"]
 

@@ -12,7 +12,7 @@ from huggingface_hub import HfApi, hf_hub_download
 
 from sim.hub import start_hub_server
 from wingsmith.cli.main import build_parser
-from wingsmith.config import get_settings
+from wingsmith.domain.config import get_settings
 
 REPO = "Qwen/Qwen3-8B"
 

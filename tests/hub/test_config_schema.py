@@ -22,14 +22,22 @@ from hypothesis import strategies as st
 from sim.hub import start_hub_server
 from tests.hub.conftest import FAST_RETRY, shipped_models, upstream_models
 from tests.perf_extra import require_perf_extra
-from wingsmith.drafts import build_draft_content
-from wingsmith.hub import ConfigOutOfBounds, Resolver
-from wingsmith.hub.config_schema import MAX_DEPTH, MAX_LAYERS, ConfigRefused, ModelConfig, TextModelConfig, check_config
-from wingsmith.hub.proposal import HubFacts, HubFile, build_proposal
-from wingsmith.hub.weights import estimate_from_config
-from wingsmith.sizing import SizingError, read_text_model, size_model
-from wingsmith.sizing.kv_cache import kv_cache_spec_for
-from wingsmith.sizing.weights import estimate_weight_bytes
+from wingsmith.adapters.hub.resolver import Resolver
+from wingsmith.domain.drafts import build_draft_content
+from wingsmith.domain.hub import ConfigOutOfBounds
+from wingsmith.domain.hub.config_schema import (
+    MAX_DEPTH,
+    MAX_LAYERS,
+    ConfigRefused,
+    ModelConfig,
+    TextModelConfig,
+    check_config,
+)
+from wingsmith.domain.hub.proposal import HubFacts, HubFile, build_proposal
+from wingsmith.domain.hub.weights import estimate_from_config
+from wingsmith.domain.sizing import SizingError, read_text_model, size_model
+from wingsmith.domain.sizing.kv_cache import kv_cache_spec_for
+from wingsmith.domain.sizing.weights import estimate_weight_bytes
 
 REPO = "Qwen/Qwen3-8B"
 

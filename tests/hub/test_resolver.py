@@ -8,7 +8,7 @@ import pytest
 from sim.hub import load_snapshot
 from tests.hub.conftest import TOKEN
 from tests.upstream import snapshot_config
-from wingsmith.hub import (
+from wingsmith.domain.hub import (
     GatedRepo,
     HubError,
     HubRateLimited,
@@ -153,7 +153,7 @@ def test_timeouts_become_unavailable(hub, make_resolver):
 
 def test_unreachable_hub_is_unavailable(tmp_path):
     from tests.hub.conftest import FAST_RETRY
-    from wingsmith.hub import Resolver
+    from wingsmith.adapters.hub.resolver import Resolver
     with pytest.raises(HubUnavailable, match="cannot connect"):
         Resolver("http://127.0.0.1:9", None, tmp_path, retry=FAST_RETRY, timeout=1).resolve("Qwen/Qwen3-8B")
 

@@ -1,6 +1,6 @@
 import pytest
 
-from wingsmith.hub import InvalidSource, ModelSource, parse_source
+from wingsmith.domain.hub import InvalidSource, ModelSource, parse_source
 
 VALID = [
     ("hf:moonshotai/Kimi-K3", "moonshotai/Kimi-K3", "main", False, "hf"),

@@ -4,8 +4,8 @@ Hub snapshot carries them)."""
 import pytest
 
 from tests.hub.conftest import shipped_models
-from wingsmith.hub import config_facts, weights
-from wingsmith.hub.proposal import HubFacts, HubFile, build_proposal
+from wingsmith.domain.hub import config_facts, weights
+from wingsmith.domain.hub.proposal import HubFacts, HubFile, build_proposal
 
 UP = shipped_models()
 PUBLISHED = {k: v for k, v in UP.items() if v["meta"].get("total_size_bytes")}

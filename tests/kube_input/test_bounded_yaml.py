@@ -1,4 +1,4 @@
-"""The bounded YAML loader (wingsmith/bounded_yaml.py) and the kubeconfig loader built on it, without
+"""The bounded YAML loader (wingsmith/domain/bounded_yaml.py) and the kubeconfig loader built on it, without
 servers: each limit refuses what passes it, names itself, quotes nothing of the document, and costs
 no more than the limit allows; documents within the limits load as `yaml.safe_load` loads them."""
 
@@ -10,8 +10,7 @@ import pytest
 import yaml
 
 from tests.kube_input.documents import MIB, TOKEN, deep, fleet, kubeconfig, laughs, small_mappings
-from wingsmith.bounded_yaml import YamlLimits, YamlRefused, load
-from wingsmith.kube.kubeconfig import (
+from wingsmith.adapters.kube.kubeconfig import (
     MAX_KUBECONFIG_DEPTH,
     MAX_KUBECONFIG_NODES,
     KubeconfigBeyondLimit,
@@ -19,7 +18,8 @@ from wingsmith.kube.kubeconfig import (
     load_kubeconfig,
     parse_source,
 )
-from wingsmith.kube.kubeconfig_check import check_in_child
+from wingsmith.adapters.kube.kubeconfig_check import check_in_child
+from wingsmith.domain.bounded_yaml import YamlLimits, YamlRefused, load
 
 LIMITS = YamlLimits(max_bytes=MIB, max_nodes=MAX_KUBECONFIG_NODES, max_depth=MAX_KUBECONFIG_DEPTH)
 

@@ -17,7 +17,7 @@ import pytest
 
 from tests.kube_input.conftest import ADMIN, ApiProcess
 from tests.kube_input.documents import MIB, TOKEN, deep, fleet, laughs, small_mappings
-from wingsmith.kube.kubeconfig_check import CHECK_SECONDS
+from wingsmith.adapters.kube.kubeconfig_check import CHECK_SECONDS
 
 P99_BOUND = 0.100
 ANSWER_BOUND = 2.0  # every registration, refused or not, answers within this

@@ -12,9 +12,9 @@ import pytest_asyncio
 from api.app import create_app
 from api.auth import TokenTable
 from tests.conftest import unique_queue
-from wingsmith.config import Settings
-from wingsmith.member_clusters import CheckLine, Preflight
-from wingsmith.store import clusters as store
+from wingsmith.adapters.store import clusters as store
+from wingsmith.domain.config import Settings
+from wingsmith.domain.member_clusters import CheckLine, Preflight
 
 TOKENS = {"tok-admin": {"name": "ada", "roles": ["admin"]}}
 ADMIN = {"Authorization": "Bearer tok-admin"}

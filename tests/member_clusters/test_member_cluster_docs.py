@@ -1,5 +1,5 @@
 """docs/member-clusters.md says what the code does: its Role is the plane's one list of permissions
-(wingsmith/member_clusters.py), its `temporal operator search-attribute create` commands are the plane's
+(wingsmith/domain/member_clusters.py), its `temporal operator search-attribute create` commands are the plane's
 search attributes with their types; every Deployment the overlays render has a readiness probe (the perf
 worker's reads its Temporal connection, checked here on real /proc/net/tcp lines); the ingress component
 renders and routes to the plane's Services."""
@@ -15,8 +15,8 @@ import pytest
 import yaml
 
 from tests.deploy.render import KUSTOMIZE, OVERLAYS, kubectl, render
-from wingsmith.config import SEARCH_ATTRIBUTES
-from wingsmith.member_clusters import PLANE_PERMISSIONS, permissions, rbac_manifests
+from wingsmith.domain.config import SEARCH_ATTRIBUTES
+from wingsmith.domain.member_clusters import PLANE_PERMISSIONS, permissions, rbac_manifests
 
 ROOT = Path(__file__).resolve().parents[2]
 DOC = (ROOT / "docs" / "member-clusters.md").read_text()

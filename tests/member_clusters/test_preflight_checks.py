@@ -13,8 +13,8 @@ from contracts.cluster_check import ClusterCheckInput
 from sim.kube import ClusterSpec, NodePool, SimulatedClusters
 from sim.kube.access import PolicyRule
 from sim.kube.setup import ClusterSetup
-from wingsmith.kube import KubeconfigRef
-from wingsmith.member_clusters import PLANE_PERMISSIONS, Preflight, rbac_manifests
+from wingsmith.adapters.kube import KubeconfigRef
+from wingsmith.domain.member_clusters import PLANE_PERMISSIONS, Preflight, rbac_manifests
 
 # The plane's Role as a platform team applies it (docs/member-clusters.md), minus `patch` on DGDs.
 FULL_ROLE = [PolicyRule.model_validate(rule) for doc in rbac_manifests("default", "hf-token")

@@ -31,10 +31,10 @@ from tests.conftest import unique_queue
 from tests.console.conftest import sign_in
 from tests.support import record_history_if_asked, running_worker, wait_for_pollers
 from wingsmith.cli.main import build_parser
-from wingsmith.config import Settings, get_settings
-from wingsmith.kube_ref import KubeconfigRef
+from wingsmith.domain.config import Settings, get_settings
+from wingsmith.domain.kube_ref import KubeconfigRef
+from wingsmith.domain.member_clusters import Preflight, rbac_manifests
 from wingsmith.local.postgres import free_port
-from wingsmith.member_clusters import Preflight, rbac_manifests
 from worker.registry import WorkerDeps
 
 TOKENS = {"tok-admin": {"name": "ada", "roles": ["admin"]}, "tok-view": {"name": "vic", "roles": ["viewer"]}}

@@ -11,10 +11,10 @@ from temporalio.testing import ActivityEnvironment
 
 from activities.workload import WorkloadActivities
 from contracts.workload import NoInput
-from wingsmith.member_clusters import CheckLine, Preflight
-from wingsmith.placement import ClusterInfo, ClusterInventory, NodePool, PlacementPlan, place
-from wingsmith.store import clusters as store
-from wingsmith.store.clusters import ClusterSpec, fleet_offer
+from wingsmith.adapters.store import clusters as store
+from wingsmith.adapters.store.clusters import ClusterSpec, fleet_offer
+from wingsmith.domain.member_clusters import CheckLine, Preflight
+from wingsmith.domain.placement import ClusterInfo, ClusterInventory, NodePool, PlacementPlan, place
 
 NO_SECRET = Preflight(checked_at=datetime(2026, 1, 1, tzinfo=UTC), lines=[
     CheckLine(check="api_server", status="pass", detail="answers"),

@@ -8,11 +8,11 @@ import json
 import re
 from pathlib import Path
 
-from api.gateway.metrics import GatewayMetrics
-from api.gateway.table import RouteTable
 from api.metrics import API_REGISTRY
+from gateway.metrics import GatewayMetrics
+from gateway.table import RouteTable
 from tests.observability.test_worker_metrics import SDK_FAMILIES
-from wingsmith.metrics import WORKER_REGISTRY
+from wingsmith.adapters.metrics import WORKER_REGISTRY
 
 DASHBOARD = Path(__file__).resolve().parents[2] / "deploy" / "grafana" / "dashboards" / "wingsmith.json"
 # Failure families the SDK creates at the first failure (so a healthy test worker has none yet).

@@ -9,7 +9,7 @@ import httpx
 from tests.gateway.conftest import MODEL, backends, gateway, token_file  # noqa: F401 - fixtures
 from tests.gateway.test_local_gateway import chat, routes
 from tests.observability.scrape import GATEWAY_FAMILIES, scrape, total
-from wingsmith.gateway.traffic import bucket_quantile, parse_traffic
+from wingsmith.domain.gateway.traffic import bucket_quantile, parse_traffic
 
 
 def test_gateway_metrics_follow_answers_retries_and_cooldowns(gateway, backends):  # noqa: F811
@@ -52,7 +52,7 @@ def test_bucket_quantile_interpolates_like_promql():
 
 
 def test_a_time_on_a_bucket_bound_counts_in_that_bucket_as_prometheus_histograms_do():
-    from api.gateway.metrics import _Timings
+    from gateway.metrics import _Timings
 
     timings = _Timings()
     for seconds in (0.001, 0.005, 0.3, 1000.0):  # below the first bound, on it, between two, past the last

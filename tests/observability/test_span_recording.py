@@ -13,8 +13,8 @@ from opentelemetry import trace
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-from wingsmith.logs import _trace_ids
-from wingsmith.tracing import PlaneTracerProvider, instrument_fastapi
+from wingsmith.adapters.logs import _trace_ids
+from wingsmith.adapters.tracing import PlaneTracerProvider, instrument_fastapi
 
 CALLER_TRACE = "4bf92f3577b34da6a3ce929d0e0e4736"
 TRACEPARENT = f"00-{CALLER_TRACE}-00f067aa0ba902b7-01"

@@ -20,9 +20,9 @@ from api.auth import TokenTable
 from sim.hub import start_hub_server
 from tests.conftest import unique_queue
 from tests.support import running_worker, wait_until
-from wingsmith.config import Settings
-from wingsmith.logs import _trace_ids
-from wingsmith.tracing import configure_tracing
+from wingsmith.adapters.logs import _trace_ids
+from wingsmith.adapters.tracing import configure_tracing
+from wingsmith.domain.config import Settings
 from worker.registry import WorkerDeps
 
 TOKENS = {"tok-olga": {"name": "olga", "roles": ["operator"]}}

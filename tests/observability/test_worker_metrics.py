@@ -10,10 +10,10 @@ from activities.workload import DeploymentRecord, HealRecord
 from contracts.ping import PingWorkflowInput
 from tests.observability.scrape import WORKER_FAMILIES, scrape, total
 from tests.support import running_worker
-from wingsmith import metrics
-from wingsmith.config import Settings
+from wingsmith.adapters import metrics
+from wingsmith.adapters.temporal import connect
+from wingsmith.domain.config import Settings
 from wingsmith.local.postgres import free_port
-from wingsmith.temporal import connect
 from worker.metrics import count, metrics_runtime, serve_metrics
 from worker.registry import WorkerDeps
 from workflows.ping import PingWorkflow

@@ -11,7 +11,7 @@ import pytest_asyncio
 from api.app import create_app
 from tests.artifacts.conftest import TOKENS
 from tests.oidc.issuer import AUDIENCE, Issuer
-from wingsmith.config import Settings
+from wingsmith.domain.config import Settings
 
 
 @pytest.fixture

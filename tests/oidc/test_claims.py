@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from wingsmith.oidc import OidcConfig, TokenRefused, claim_at, identity_of, looks_like_jwt
+from wingsmith.adapters.oidc import OidcConfig, TokenRefused, claim_at, identity_of, looks_like_jwt
 
 CONFIG = OidcConfig(issuer="https://idp.example", audience="wingsmith")
 

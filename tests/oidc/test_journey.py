@@ -25,7 +25,7 @@ from tests.workloads.conftest import (  # noqa: F401 - pytest fixtures
     hub,
     sims,
 )
-from wingsmith.config import Settings
+from wingsmith.domain.config import Settings
 
 
 @pytest.fixture(scope="module")

@@ -123,7 +123,7 @@ async def test_a_slow_issuer_holds_no_request_past_the_fetch_deadline(issuer):
 
 
 def test_depth_is_counted_outside_strings_only():
-    from wingsmith.json_bounds import JsonRefused, depth_of, loads_bounded
+    from wingsmith.domain.json_bounds import JsonRefused, depth_of, loads_bounded
     assert depth_of(b'{"keys": [{"x5c": ["a"]}]}') == 4
     assert depth_of(json.dumps({"a": '"[[[{{{', "b": "\\\"[[", "c": "\\\\"}).encode()) == 1
     assert depth_of(json.dumps([["\\"], ["]]]]"], [[["x"]]]]).encode()) == 4

@@ -24,8 +24,8 @@ from temporalio.api.taskqueue.v1 import TaskQueue
 from temporalio.api.workflowservice.v1 import DescribeTaskQueueRequest
 
 from tests.support import running_worker, wait_for_pollers, wait_until
-from wingsmith.config import perf_task_queue
-from wingsmith.perf.cards import system_for
+from wingsmith.domain.config import perf_task_queue
+from wingsmith.domain.perf.cards import system_for
 
 # The issue's own measured case. (gpt-oss-120b, the done-when model, takes about five times the CPU per
 # search: bench/perf.py runs it.)

@@ -13,17 +13,17 @@ import yaml
 
 from tests.dynamo.builders import validate_dgd
 from tests.upstream import snapshot_config, snapshot_meta
-from wingsmith.dynamo import render_dgd
-from wingsmith.dynamo.engine_args import flag_value
-from wingsmith.perf.aiconfigurator import configuration_from_row
-from wingsmith.perf.estimates import MODES, Pool, Source
-from wingsmith.perf.traffic import CardPlan, TrafficTarget, plan_card
-from wingsmith.placement import place
-from wingsmith.placement.models import ClusterInfo, ClusterInventory, NodePool
-from wingsmith.recipes import evidence_for
-from wingsmith.recipes.files import load_catalog
-from wingsmith.target_plan import choose_card
-from wingsmith.workloads import (
+from wingsmith.adapters.perf.aiconfigurator import configuration_from_row
+from wingsmith.adapters.recipes.files import load_catalog
+from wingsmith.domain.dynamo import render_dgd
+from wingsmith.domain.dynamo.engine_args import flag_value
+from wingsmith.domain.perf.estimates import MODES, Pool, Source
+from wingsmith.domain.perf.traffic import CardPlan, TrafficTarget, plan_card
+from wingsmith.domain.placement import place
+from wingsmith.domain.placement.models import ClusterInfo, ClusterInventory, NodePool
+from wingsmith.domain.recipes import evidence_for
+from wingsmith.domain.target_plan import choose_card
+from wingsmith.domain.workloads import (
     ApprovedArtifact,
     WorkloadRequest,
     plan_workload,

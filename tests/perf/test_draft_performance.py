@@ -12,14 +12,14 @@ from contracts.draft_performance import performance_workflow_id
 from contracts.perf import ACTIVITY_ESTIMATE
 from tests.artifacts.conftest import api, as_, deps, hub, settings  # noqa: F401  (the artifact journey's test bed)
 from tests.support import record_history_if_asked, running_worker, wait_until
-from wingsmith.config import perf_task_queue
-from wingsmith.draft_performance import NOT_INSTALLED, estimate_requests
-from wingsmith.drafts import sizing_target
-from wingsmith.hardware import get_hardware
-from wingsmith.hub.proposal import ArtifactProposal
-from wingsmith.perf.estimates import DEFAULT_ISL, DEFAULT_OSL
-from wingsmith.recipes import evidence_for
-from wingsmith.recipes.files import load_catalog
+from wingsmith.adapters.recipes.files import load_catalog
+from wingsmith.domain.config import perf_task_queue
+from wingsmith.domain.draft_performance import NOT_INSTALLED, estimate_requests
+from wingsmith.domain.drafts import sizing_target
+from wingsmith.domain.hardware import get_hardware
+from wingsmith.domain.hub.proposal import ArtifactProposal
+from wingsmith.domain.perf.estimates import DEFAULT_ISL, DEFAULT_OSL
+from wingsmith.domain.recipes import evidence_for
 
 ROOT = Path(__file__).resolve().parents[2]
 GPT_OSS = "openai/gpt-oss-120b"

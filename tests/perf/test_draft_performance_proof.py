@@ -33,13 +33,13 @@ from tests.artifacts.conftest import api, as_, deps, hub, settings  # noqa: F401
 from tests.perf.conftest import best_rows, cli_default, perf_worker_polls, start_perf_worker
 from tests.perf.test_draft_performance import _draft, _register
 from tests.support import record_history_if_asked, running_worker, wait_until
-from wingsmith.config import perf_task_queue
-from wingsmith.draft_performance import NOT_INSTALLED
-from wingsmith.inventory import ManualInventory, ManualPool
-from wingsmith.perf.cards import gpus_for_layout, system_for
-from wingsmith.perf.estimates import DEFAULT_TPOT_MS, DEFAULT_TTFT_MS, EstimateRequest
-from wingsmith.store import clusters as cluster_store
-from wingsmith.store.clusters import ClusterSpec
+from wingsmith.adapters.inventory import ManualInventory, ManualPool
+from wingsmith.adapters.store import clusters as cluster_store
+from wingsmith.adapters.store.clusters import ClusterSpec
+from wingsmith.domain.config import perf_task_queue
+from wingsmith.domain.draft_performance import NOT_INSTALLED
+from wingsmith.domain.perf.cards import gpus_for_layout, system_for
+from wingsmith.domain.perf.estimates import DEFAULT_TPOT_MS, DEFAULT_TTFT_MS, EstimateRequest
 
 MODELS = ("openai/gpt-oss-120b", "deepseek-ai/DeepSeek-V3", "moonshotai/Kimi-K3")
 CARDS = ("h200", "gb200")

@@ -40,7 +40,7 @@ from tests.workloads.conftest import (  # noqa: F401  (the workload test bed's f
     hub,
     sims,
 )
-from wingsmith.config import Settings
+from wingsmith.domain.config import Settings
 
 QWEN = "Qwen/Qwen3-8B"
 BOUND = 2

@@ -8,10 +8,10 @@ import pytest
 from pydantic import ValidationError
 
 from tests.perf.test_planning import _config
-from wingsmith.inventory import ManualInventory, ManualPool
-from wingsmith.perf.traffic import TrafficTarget, plan_card
-from wingsmith.store.clusters import ClusterSpec, fleet_offer
-from wingsmith.target_plan import choose_card
+from wingsmith.adapters.inventory import ManualInventory, ManualPool
+from wingsmith.adapters.store.clusters import ClusterSpec, fleet_offer
+from wingsmith.domain.perf.traffic import TrafficTarget, plan_card
+from wingsmith.domain.target_plan import choose_card
 
 TARGET = TrafficTarget(requests_per_second=20, isl=4000, osl=1000, ttft_ms=1000, tpot_ms=40)
 

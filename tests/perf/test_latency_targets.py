@@ -10,9 +10,9 @@ import pandas as pd
 
 from api.services.estimates import with_performance
 from tests.perf.test_disaggregated_plan import CARD, FIXTURE, MODEL, TARGET, _rows
-from wingsmith.draft_performance import DraftPerformance, PerformanceRow, rows_of
-from wingsmith.perf.aiconfigurator import configuration_from_row, frontier_of
-from wingsmith.perf.estimates import (
+from wingsmith.adapters.perf.aiconfigurator import configuration_from_row, frontier_of
+from wingsmith.domain.draft_performance import DraftPerformance, PerformanceRow, rows_of
+from wingsmith.domain.perf.estimates import (
     DEFAULT_TPOT_MS,
     DEFAULT_TTFT_MS,
     MODES,

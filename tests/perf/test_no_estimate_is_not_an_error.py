@@ -12,8 +12,8 @@ import pytest
 from structlog.testing import capture_logs
 
 import tests.needs_perf_extra  # noqa: F401  (missing: skipped outside CI with why, fails in CI)
-from wingsmith.perf.aiconfigurator import Estimator, _ExperimentErrors
-from wingsmith.perf.estimates import EstimateRequest
+from wingsmith.adapters.perf.aiconfigurator import Estimator, _ExperimentErrors
+from wingsmith.domain.perf.estimates import EstimateRequest
 
 
 def test_a_card_without_data_logs_no_error(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:

@@ -16,10 +16,10 @@ from contracts.perf import ACTIVITY_ESTIMATE
 from tests.artifacts.conftest import api, as_, deps, hub, settings  # noqa: F401  (the artifact journey's test bed)
 from tests.support import running_worker, wait_until
 from tests.upstream import snapshot_config
-from wingsmith.draft_performance import NOT_ASKED, NOT_INSTALLED, PENDING
-from wingsmith.recipes import evidence_for
-from wingsmith.recipes.files import load_catalog
-from wingsmith.store import artifacts as store
+from wingsmith.adapters.recipes.files import load_catalog
+from wingsmith.adapters.store import artifacts as store
+from wingsmith.domain.draft_performance import NOT_ASKED, NOT_INSTALLED, PENDING
+from wingsmith.domain.recipes import evidence_for
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
 

@@ -24,10 +24,10 @@ import tests.needs_perf_extra  # noqa: F401  (missing: skipped outside CI with w
 from contracts.perf import ACTIVITY_ESTIMATE, ERROR_NOT_INSTALLED, EstimateInput, EstimateOutput
 from tests.conftest import unique_queue
 from tests.perf.conftest import CARD, ISL, MODEL, OSL, TPOT_MS, TTFT_MS, best_rows, cli_default, stopped_at_the_end
-from wingsmith.config import perf_task_queue
-from wingsmith.perf.aiconfigurator import Estimator
-from wingsmith.perf.cards import gpus_for_layout, system_for
-from wingsmith.perf.estimates import NOT_INSTALLED, EstimateRequest
+from wingsmith.adapters.perf.aiconfigurator import Estimator
+from wingsmith.domain.config import perf_task_queue
+from wingsmith.domain.perf.cards import gpus_for_layout, system_for
+from wingsmith.domain.perf.estimates import NOT_INSTALLED, EstimateRequest
 from worker.perf import build_perf_worker
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -138,7 +138,7 @@ def test_the_perf_worker_will_not_start_without_the_extra() -> None:
 
 def test_up_starts_no_perf_worker_without_the_extra_and_says_why(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                                   capsys: pytest.CaptureFixture[str]) -> None:
-    from wingsmith.config import Settings
+    from wingsmith.domain.config import Settings
     from wingsmith.local.supervisor import Plane, _perf_worker
     monkeypatch.setitem(sys.modules, "aiconfigurator", None)
     plane = Plane(settings=Settings(home=tmp_path), offline_hub=True)

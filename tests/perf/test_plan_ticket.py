@@ -8,8 +8,8 @@ import base64
 import zlib
 from datetime import UTC, datetime, timedelta
 
-from wingsmith.traffic_plans import MAX_TICKET_CHARS, STARTING_WITHIN, PlanTicket
-from wingsmith.workloads import WorkloadRequest
+from wingsmith.adapters.traffic_plans import MAX_TICKET_CHARS, STARTING_WITHIN, PlanTicket
+from wingsmith.domain.workloads import WorkloadRequest
 
 TARGET = {"requests_per_second": 0.1, "isl": 4000, "osl": 1000, "ttft_ms": 2000, "tpot_ms": 40}
 

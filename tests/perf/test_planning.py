@@ -9,9 +9,9 @@ import pytest
 from pydantic import ValidationError
 
 from contracts.perf import TargetInput
-from wingsmith.hardware import HARDWARE, NVIDIA_HARDWARE
-from wingsmith.perf.cards import SYSTEMS, gpus_for_layout, no_system_reason, system_for
-from wingsmith.perf.estimates import (
+from wingsmith.domain.hardware import HARDWARE, NVIDIA_HARDWARE
+from wingsmith.domain.perf.cards import SYSTEMS, gpus_for_layout, no_system_reason, system_for
+from wingsmith.domain.perf.estimates import (
     MAX_FRONTIER_POINTS,
     Configuration,
     EstimateRequest,
@@ -21,8 +21,8 @@ from wingsmith.perf.estimates import (
     thin_frontier,
     unsupported_entries,
 )
-from wingsmith.perf.traffic import TrafficTarget, misses, plan_card, replicas_needed
-from wingsmith.sizing.layouts import LAYOUTS
+from wingsmith.domain.perf.traffic import TrafficTarget, misses, plan_card, replicas_needed
+from wingsmith.domain.sizing.layouts import LAYOUTS
 
 
 def test_every_nvidia_card_has_a_system_and_no_other_card_has_one() -> None:

@@ -1,4 +1,4 @@
-"""Searches take turns in the order asked (wingsmith/perf/turns.py): a plan that releases the turn and asks
+"""Searches take turns in the order asked (wingsmith/adapters/perf/turns.py): a plan that releases the turn and asks
 again for its next card goes behind a plan already waiting, so plans in flight are answered search by search.
 The perf worker's plain lock before it handed itself straight back to the thread that had just released
 it: the same two plans ran a1, a2, a3, b1 with it (19 runs of 20 here), so the first test fails on it."""
@@ -10,7 +10,7 @@ import time
 from collections.abc import Callable
 from contextlib import AbstractContextManager
 
-from wingsmith.perf.turns import Turns
+from wingsmith.adapters.perf.turns import Turns
 
 
 def _two_plans(turn: Callable[[], AbstractContextManager], waiting: Callable[[], bool]) -> list[str]:

@@ -13,8 +13,8 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import tests.needs_perf_extra  # noqa: F401  (missing: skipped outside CI with why, fails in CI)
-from wingsmith.perf.aiconfigurator import Estimator
-from wingsmith.perf.traffic import TrafficTarget
+from wingsmith.adapters.perf.aiconfigurator import Estimator
+from wingsmith.domain.perf.traffic import TrafficTarget
 from worker.perf import preload
 
 TARGET = TrafficTarget(requests_per_second=2, isl=4000, osl=1000, ttft_ms=2000, tpot_ms=50)

@@ -4,9 +4,9 @@ the fewest GPUs; every loser says why; a target nobody meets is refused with wha
 from __future__ import annotations
 
 from tests.perf.test_planning import _config
-from wingsmith.perf.estimates import Configuration, Parallelism, Pool
-from wingsmith.perf.traffic import TrafficTarget, plan_card
-from wingsmith.target_plan import choose_card
+from wingsmith.domain.perf.estimates import Configuration, Parallelism, Pool
+from wingsmith.domain.perf.traffic import TrafficTarget, plan_card
+from wingsmith.domain.target_plan import choose_card
 
 TARGET = TrafficTarget(requests_per_second=20, isl=4000, osl=1000, ttft_ms=1000, tpot_ms=40)
 

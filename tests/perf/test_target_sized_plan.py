@@ -12,14 +12,14 @@ from activities.upgrade import upgrade_request_of
 from contracts.upgrade import UpgradeRequest
 from tests.perf.test_disaggregated_plan import CARD, MODEL, TARGET, _card_plan, _int, _rows
 from tests.upstream import snapshot_config, snapshot_meta
-from wingsmith.dynamo.engine_args import flag_value
-from wingsmith.perf.aiconfigurator import configuration_from_row
-from wingsmith.perf.traffic import CardPlan, plan_card
-from wingsmith.recipes import evidence_for
-from wingsmith.recipes.files import load_catalog
-from wingsmith.target_plan import choose_card
-from wingsmith.target_workload import plan_first_runnable
-from wingsmith.workloads import (
+from wingsmith.adapters.perf.aiconfigurator import configuration_from_row
+from wingsmith.adapters.recipes.files import load_catalog
+from wingsmith.domain.dynamo.engine_args import flag_value
+from wingsmith.domain.perf.traffic import CardPlan, plan_card
+from wingsmith.domain.recipes import evidence_for
+from wingsmith.domain.target_plan import choose_card
+from wingsmith.domain.target_workload import plan_first_runnable
+from wingsmith.domain.workloads import (
     ApprovedArtifact,
     InvalidWorkload,
     SizedBy,
@@ -33,7 +33,7 @@ from wingsmith.workloads import (
 
 OLD, NEW = "c" * 40, "d" * 40
 WHERE = {"image": "nvcr.io/nvidia/ai-dynamo/vllm-runtime:1.3.0", "namespace": "default", "hf_token_secret": None}
-# The flags AIConfigurator's configuration sets on each pool (wingsmith.workloads.pool_engine_args).
+# The flags AIConfigurator's configuration sets on each pool (wingsmith.domain.workloads.pool_engine_args).
 TOOL_FLAGS = ("--tensor-parallel-size", "--pipeline-parallel-size", "--data-parallel-size", "--max-num-seqs",
               "--max-num-batched-tokens", "--kv-transfer-config")
 

@@ -9,12 +9,12 @@ from __future__ import annotations
 import pytest
 
 from tests.upstream import snapshot_config, snapshot_meta
-from wingsmith.dynamo.engine_args import flag_value
-from wingsmith.perf.estimates import Configuration, Parallelism, Pool
-from wingsmith.perf.traffic import TrafficTarget, plan_card
-from wingsmith.recipes import evidence_for
-from wingsmith.recipes.files import load_catalog
-from wingsmith.workloads import ApprovedArtifact, WorkloadRequest, plan_configuration
+from wingsmith.adapters.recipes.files import load_catalog
+from wingsmith.domain.dynamo.engine_args import flag_value
+from wingsmith.domain.perf.estimates import Configuration, Parallelism, Pool
+from wingsmith.domain.perf.traffic import TrafficTarget, plan_card
+from wingsmith.domain.recipes import evidence_for
+from wingsmith.domain.workloads import ApprovedArtifact, WorkloadRequest, plan_configuration
 
 KIMI = "moonshotai/Kimi-K3"
 SHA = "e" * 40

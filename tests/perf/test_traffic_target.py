@@ -11,9 +11,9 @@ import pytest
 
 import tests.needs_perf_extra  # noqa: F401  (missing: skipped outside CI with why, fails in CI)
 from tests.perf.conftest import CARD, ISL, MODEL, OSL, best_rows, cli_recommend, stopped_at_the_end
-from wingsmith.perf.aiconfigurator import Estimator
-from wingsmith.perf.cards import system_for
-from wingsmith.perf.traffic import TrafficTarget
+from wingsmith.adapters.perf.aiconfigurator import Estimator
+from wingsmith.domain.perf.cards import system_for
+from wingsmith.domain.perf.traffic import TrafficTarget
 
 # The example target.
 TARGET = TrafficTarget(requests_per_second=20, isl=ISL, osl=OSL, ttft_ms=1000, tpot_ms=40)

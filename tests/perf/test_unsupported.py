@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 import tests.needs_perf_extra  # noqa: F401  (missing: skipped outside CI with why, fails in CI)
-from wingsmith.perf.aiconfigurator import Estimator
-from wingsmith.perf.estimates import EstimateRequest
+from wingsmith.adapters.perf.aiconfigurator import Estimator
+from wingsmith.domain.perf.estimates import EstimateRequest
 
 
 @pytest.fixture

@@ -15,8 +15,8 @@ from contracts.perf import ACTIVITY_ESTIMATE
 from tests.artifacts.conftest import api, as_, deps, hub, settings  # noqa: F401  (the artifact journey's test bed)
 from tests.support import running_worker, wait_until
 from wingsmith.cli.main import build_parser
-from wingsmith.config import get_settings, perf_task_queue
-from wingsmith.draft_performance import NOT_INSTALLED
+from wingsmith.domain.config import get_settings, perf_task_queue
+from wingsmith.domain.draft_performance import NOT_INSTALLED
 
 REPO = "openai/gpt-oss-20b"
 

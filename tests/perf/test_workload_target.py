@@ -25,9 +25,9 @@ from tests.workloads.conftest import (  # noqa: F401  (the workload test bed's f
     settings,
     sims,
 )
-from wingsmith.draft_performance import NOT_INSTALLED
-from wingsmith.store.clusters import set_cordoned
-from wingsmith.teams import DEFAULT_TEAM
+from wingsmith.adapters.store.clusters import set_cordoned
+from wingsmith.domain.draft_performance import NOT_INSTALLED
+from wingsmith.domain.teams import DEFAULT_TEAM
 
 GPT_OSS = "openai/gpt-oss-120b"
 TARGET = {"requests_per_second": 5, "isl": 4000, "osl": 1000, "ttft_ms": 1000, "tpot_ms": 40}

@@ -25,8 +25,8 @@ from tests.workloads.conftest import (  # noqa: F401  (the workload test bed's f
     sims,
 )
 from tests.workloads.test_workload_journey import _until_stage
-from wingsmith.dynamo.engine_args import flag_value
-from wingsmith.store.clusters import set_cordoned
+from wingsmith.adapters.store.clusters import set_cordoned
+from wingsmith.domain.dynamo.engine_args import flag_value
 
 MODEL = "Qwen/Qwen3-8B"
 # A long prompt, a short answer and a tight TPOT at a high rate: the case where AIConfigurator finds that

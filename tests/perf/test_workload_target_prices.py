@@ -24,8 +24,8 @@ from tests.workloads.conftest import (  # noqa: F401  (the workload test bed's f
     settings,
     sims,
 )
-from wingsmith.inventory import ManualInventory, ManualPool
-from wingsmith.store.clusters import ClusterSpec, create_cluster, set_cost
+from wingsmith.adapters.inventory import ManualInventory, ManualPool
+from wingsmith.adapters.store.clusters import ClusterSpec, create_cluster, set_cost
 
 QWEN = "Qwen/Qwen3-8B"
 CARDS = {"fleet-h200": "h200", "fleet-b200": "b200"}

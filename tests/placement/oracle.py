@@ -1,4 +1,4 @@
-"""An oracle for placement: the rules stated as directly as they can be, to hold wingsmith/placement to.
+"""An oracle for placement: the rules stated as directly as they can be, to hold wingsmith/domain/placement to.
 Not product code, and nothing here is meant to be fast; it shares nothing with the product but its
 models and its weights.
 
@@ -16,9 +16,9 @@ import math
 from collections import Counter
 from dataclasses import dataclass, field
 
-from wingsmith.hardware import get_hardware
-from wingsmith.placement.models import ClusterInfo, ClusterInventory, PlacementPlan
-from wingsmith.placement.scoring import SPREAD_WEIGHT, WEIGHTS
+from wingsmith.domain.hardware import get_hardware
+from wingsmith.domain.placement.models import ClusterInfo, ClusterInventory, PlacementPlan
+from wingsmith.domain.placement.scoring import SPREAD_WEIGHT, WEIGHTS
 
 STATIC = ("registered", "inventory", "cordon", "preflight", "allowed_clusters", "denied_clusters", "region",
           "required_labels")

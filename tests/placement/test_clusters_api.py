@@ -12,9 +12,9 @@ from pydantic import ValidationError
 
 from api.app import create_app
 from api.auth import TokenTable
-from wingsmith.config import Settings
-from wingsmith.store import clusters as store
-from wingsmith.store.clusters import ClusterExists, ClusterInUse, ClusterSpec
+from wingsmith.adapters.store import clusters as store
+from wingsmith.adapters.store.clusters import ClusterExists, ClusterInUse, ClusterSpec
+from wingsmith.domain.config import Settings
 
 TOKENS = {"tok-admin": {"name": "ada", "roles": ["admin"]},
           "tok-op": {"name": "otto", "roles": ["operator"]},

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from tests.placement.test_index import random_fleet
 from tests.placement.test_properties import fleets, plans
-from wingsmith.placement import ClusterVerdict, NodePool, PlacementDecision, PlacementPlan, place
+from wingsmith.domain.placement import ClusterVerdict, NodePool, PlacementDecision, PlacementPlan, place
 
 PLAN = PlacementPlan(hardware="h200", gpus_per_node=8, nodes_per_replica=2, replicas=12)
 

@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 
 from tests.placement import oracle
 from tests.placement.test_properties import fleets, plans
-from wingsmith.placement import (
+from wingsmith.domain.placement import (
     ClusterInfo,
     ClusterInventory,
     ClusterVerdict,
@@ -30,7 +30,8 @@ from wingsmith.placement import (
     place,
 )
 
-place_module = importlib.import_module("wingsmith.placement.place")  # the package exports the function by that name
+# The package exports the function by that name.
+place_module = importlib.import_module("wingsmith.domain.placement.place")
 
 
 def assert_as_oracle(verdict: ClusterVerdict, outcome: oracle.Outcome) -> None:

@@ -7,9 +7,9 @@ import pytest
 from kubernetes import client as k8s
 from pydantic import ValidationError
 
-from wingsmith.inventory import ManualInventory, node_facts, pod_facts, summarize
-from wingsmith.placement import PlacementPlan, place
-from wingsmith.placement.models import ClusterInfo
+from wingsmith.adapters.inventory import ManualInventory, node_facts, pod_facts, summarize
+from wingsmith.domain.placement import PlacementPlan, place
+from wingsmith.domain.placement.models import ClusterInfo
 
 
 def node(name, gpus=None, product=None, *, unschedulable=None, ready="True"):
@@ -98,8 +98,8 @@ class _Answer:
 
 @pytest.mark.parametrize("data", [b"not json", b"[]", b'{"items": {}}', b'{"kind": "PodList"}', b"[" * 100_000])
 def test_a_list_answer_that_is_not_a_list_is_a_clear_error_not_a_crash(data):
-    from wingsmith.inventory import _items
-    from wingsmith.kube import KubeError
+    from wingsmith.adapters.inventory import _items
+    from wingsmith.adapters.kube import KubeError
 
     answer = _Answer(data)
     with pytest.raises(KubeError) as err:

@@ -10,8 +10,8 @@ from temporalio.testing import ActivityEnvironment
 
 from activities.inventory import ReadInventoryInput, read_inventory
 from sim.kube import ClusterSpec, NodePool, SimulatedClusters, default_cluster_specs
-from wingsmith.kube import KubeconfigRef
-from wingsmith.placement import ClusterInfo, PlacementPlan, place
+from wingsmith.adapters.kube import KubeconfigRef
+from wingsmith.domain.placement import ClusterInfo, PlacementPlan, place
 
 
 @pytest.fixture(scope="module")

@@ -19,8 +19,8 @@ from api.auth import TokenTable
 from sim.kube import SimulatedClusters, default_cluster_specs
 from tests.conftest import unique_queue
 from tests.support import running_worker, wait_for_pollers
-from wingsmith.config import Settings
-from wingsmith.store.clusters import ClusterSpec, create_cluster
+from wingsmith.adapters.store.clusters import ClusterSpec, create_cluster
+from wingsmith.domain.config import Settings
 from worker.registry import WorkerDeps
 
 TOKENS = {"tok-admin": {"name": "ada", "roles": ["admin"]}, "tok-view": {"name": "vic", "roles": ["viewer"]}}

@@ -1,4 +1,4 @@
-"""The plane's own kubeconfig loader (wingsmith/kube/kubeconfig.py): a reference in, a checked client
+"""The plane's own kubeconfig loader (wingsmith/adapters/kube/kubeconfig.py): a reference in, a checked client
 out. Every refusal is typed and not retryable, names the reason, and never echoes the content."""
 
 from __future__ import annotations
@@ -15,15 +15,15 @@ import yaml
 from api.app import create_app
 from api.auth import TokenTable
 from sim.kube import SimulatedClusters, default_cluster_specs
-from wingsmith.config import Settings
-from wingsmith.kube import KubeconfigRef, KubeError, new_api_client, shared_api_client
-from wingsmith.kube.kubeconfig import (
+from wingsmith.adapters.kube import KubeconfigRef, KubeError, new_api_client, shared_api_client
+from wingsmith.adapters.kube.kubeconfig import (
     KubeconfigPolicy,
     KubeSecrets,
     canonical,
     load_kubeconfig,
     parse_source,
 )
+from wingsmith.domain.config import Settings
 
 SECRET = "s3cr3t-token-never-echoed"
 

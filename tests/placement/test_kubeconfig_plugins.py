@@ -17,9 +17,9 @@ import yaml
 
 from api.app import create_app
 from api.auth import TokenTable
-from wingsmith.config import Settings
-from wingsmith.kube import KubeconfigRef, KubeError, new_api_client
-from wingsmith.kube.kubeconfig import KubeconfigPolicy
+from wingsmith.adapters.kube import KubeconfigRef, KubeError, new_api_client
+from wingsmith.adapters.kube.kubeconfig import KubeconfigPolicy
+from wingsmith.domain.config import Settings
 
 TOKENS = {"tok-admin": {"name": "ada", "roles": ["admin"]}}
 ADMIN = {"Authorization": "Bearer tok-admin"}

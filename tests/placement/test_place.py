@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 from pydantic import ValidationError
 
-from wingsmith.placement import (
+from wingsmith.domain.placement import (
     ClusterInfo,
     ClusterInventory,
     NodePool,
@@ -17,7 +17,7 @@ from wingsmith.placement import (
     PlacementInputError,
     PlacementPlan,
 )
-from wingsmith.placement import place as place_compactly
+from wingsmith.domain.placement import place as place_compactly
 
 KIMI_K26_H200 = dict(hardware="h200", gpus_per_node=8, nodes_per_replica=1)
 KIMI_K3_GB200 = dict(hardware="gb200", gpus_per_node=4, nodes_per_replica=4)

@@ -8,7 +8,14 @@ from collections import Counter
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from wingsmith.placement import ClusterInfo, ClusterInventory, NodePool, PlacementConstraints, PlacementPlan, place
+from wingsmith.domain.placement import (
+    ClusterInfo,
+    ClusterInventory,
+    NodePool,
+    PlacementConstraints,
+    PlacementPlan,
+    place,
+)
 
 CARDS = {"h200": 8, "b200": 8, "gb200": 4, "mi355x": 8}
 NAMES = [f"c{i}" for i in range(7)]

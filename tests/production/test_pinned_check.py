@@ -26,8 +26,8 @@ from tests.production.next_plane import NEXT
 from tests.production.test_plane_upgrade import build_id, next_workflows, plane, start_watched
 from tests.support import wait_until
 from tests.workflows.upgrade_world import UpgradeWorld
-from wingsmith.kube_ref import KubeconfigRef
-from wingsmith.member_clusters import CheckLine, Preflight
+from wingsmith.domain.kube_ref import KubeconfigRef
+from wingsmith.domain.member_clusters import CheckLine, Preflight
 from worker.registry import workflows
 from worker.versioning import deployment_config
 

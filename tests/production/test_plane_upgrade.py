@@ -31,8 +31,8 @@ from tests.production.next_plane import MEMO_KEY, NEXT, PATCH, NextWorkloadWorkf
 from tests.support import wait_until
 from tests.workflows.fakes import workload_input
 from tests.workflows.upgrade_world import NEW_ARTIFACT, UpgradeWorld
-from wingsmith.config import Settings, observe_task_queue
-from wingsmith.upgrade import UpgradeThresholds
+from wingsmith.domain.config import Settings, observe_task_queue
+from wingsmith.domain.upgrade import UpgradeThresholds
 from worker.registry import workflows
 from worker.sandbox import WORKFLOW_RUNNER
 from worker.versioning import deployment_config, take_over

@@ -21,11 +21,11 @@ import pytest
 
 from tests.foundation.test_up import Up
 from tests.production.tls import SERVER_NAME, Pki, make_pki, tls_terminator
-from wingsmith.config import Settings
+from wingsmith.adapters.startup import EXIT_MISCONFIGURED
+from wingsmith.adapters.store.db import open_pool
+from wingsmith.adapters.temporal import TemporalConnectError, connect, workflow_ui_url
+from wingsmith.domain.config import Settings
 from wingsmith.local.postgres import free_port
-from wingsmith.startup import EXIT_MISCONFIGURED
-from wingsmith.store.db import open_pool
-from wingsmith.temporal import TemporalConnectError, connect, workflow_ui_url
 
 pytestmark = pytest.mark.slow
 

@@ -6,9 +6,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from wingsmith.recipes import Catalog
-from wingsmith.recipes.files import SHIPPED_CATALOG, build_catalog, read_catalog
-from wingsmith.recipes.models import Override, PdRole, Strategy
+from wingsmith.adapters.recipes.files import SHIPPED_CATALOG, build_catalog, read_catalog
+from wingsmith.domain.recipes import Catalog
+from wingsmith.domain.recipes.models import Override, PdRole, Strategy
 
 
 @pytest.fixture(scope="session")

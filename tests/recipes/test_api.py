@@ -7,8 +7,8 @@ from fastapi.testclient import TestClient
 
 from api.app import create_app
 from api.auth import TokenTable
-from wingsmith.config import Settings
-from wingsmith.recipes.files import load_catalog
+from wingsmith.adapters.recipes.files import load_catalog
+from wingsmith.domain.config import Settings
 
 TOKENS = {"view-token": {"name": "vera", "roles": ["viewer"]}}
 AUTH = {"Authorization": "Bearer view-token"}

@@ -8,9 +8,9 @@ import pytest
 import yaml
 
 from tests.recipes.conftest import FIXTURES
-from wingsmith.recipes import evidence_for
-from wingsmith.recipes.files import build_catalog, load_catalog
-from wingsmith.recipes.known_fields import unknown_fields
+from wingsmith.adapters.recipes.files import build_catalog, load_catalog
+from wingsmith.domain.recipes import evidence_for
+from wingsmith.domain.recipes.known_fields import unknown_fields
 
 
 @pytest.fixture
@@ -124,14 +124,14 @@ def page_for(built_fixtures, monkeypatch):
 
     from api.app import create_app
     from api.auth import TokenTable
-    from wingsmith.config import Settings
+    from wingsmith.domain.config import Settings
 
     def page(catalog, path: str) -> str:
         # The fixture trees have no SOURCE.md: stamp them as the shipped catalog is (the page names its sources).
         shipped = load_catalog()
         catalog = catalog.model_copy(update={"vllm_source": shipped.vllm_source,
                                              "dynamo_source": shipped.dynamo_source})
-        monkeypatch.setattr("api.console.models.load_catalog", lambda: catalog)
+        monkeypatch.setattr("console.models.load_catalog", lambda: catalog)
         settings = Settings(auth_tokens=json.dumps({}), log_format="json", hf_endpoint="http://127.0.0.1:9")
         app = create_app(settings, tokens=TokenTable.from_json(settings.auth_tokens))
         app.state.hub_quiet_until = float("inf")  # no Hub here: the page shows the recipe's facts alone

@@ -4,9 +4,9 @@ from collections import Counter
 
 import pytest
 
-from wingsmith.recipes import InvalidChoice, evidence_for, serve_command
-from wingsmith.recipes.command import dedupe_args
-from wingsmith.recipes.rules import pinned_tp, precision_problem
+from wingsmith.domain.recipes import InvalidChoice, evidence_for, serve_command
+from wingsmith.domain.recipes.command import dedupe_args
+from wingsmith.domain.recipes.rules import pinned_tp, precision_problem
 
 BLACKWELL_K3 = ["--load-format", "fastsafetensors", "--no-enable-flashinfer-autotune", "--max-model-len", "1048576",
                 "--kv-cache-dtype", "fp8", "--enable-prefix-caching"]

@@ -9,12 +9,12 @@ import math
 
 import pytest
 
+from wingsmith.adapters.recipes.files import build_catalog, write_catalog
 from wingsmith.cli.main import build_parser
-from wingsmith.drafts import sizing_target
-from wingsmith.recipes import evidence_for, offered_command, serve_command
-from wingsmith.recipes.files import build_catalog, write_catalog
-from wingsmith.recipes.models import Catalog
-from wingsmith.recipes.rules import BelowFloor, shape_gb
+from wingsmith.domain.drafts import sizing_target
+from wingsmith.domain.recipes import evidence_for, offered_command, serve_command
+from wingsmith.domain.recipes.models import Catalog
+from wingsmith.domain.recipes.rules import BelowFloor, shape_gb
 
 
 @pytest.fixture

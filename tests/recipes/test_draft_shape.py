@@ -9,11 +9,11 @@ import pytest
 
 from sim.hub import start_hub_server
 from tests.upstream import snapshot_config_text
+from wingsmith.adapters.hub.resolver import Resolver
+from wingsmith.adapters.proposals import with_evidence_and_sizing
+from wingsmith.adapters.recipes.files import load_catalog
 from wingsmith.cli.main import build_parser
-from wingsmith.hub import Resolver
-from wingsmith.proposals import with_evidence_and_sizing
-from wingsmith.recipes import serve_command
-from wingsmith.recipes.files import load_catalog
+from wingsmith.domain.recipes import serve_command
 
 
 @pytest.fixture(scope="module")

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from wingsmith.recipes import dynamo_entries, max_num_seqs_default
+from wingsmith.domain.recipes import dynamo_entries, max_num_seqs_default
 
 from .conftest import FIXTURES
 
@@ -40,7 +40,7 @@ def test_disaggregated_entry_lists_prefill_and_decode(catalog):
 
 
 def test_card_from_directory_name_when_no_selector(tmp_path):
-    from wingsmith.recipes.dynamo_import import parse_deploy
+    from wingsmith.domain.recipes.dynamo_import import parse_deploy
     # A deploy file without a node selector (the project's fixture in upstream's format).
     src = (FIXTURES / "dynamo/recipes/fixture-moe/vllm/agg-folded/deploy.yaml").read_text()
     assert "nodeSelector" not in src

@@ -6,7 +6,7 @@ upstream's own format (v1alpha1 `services`, v1beta1 `components`)."""
 
 from __future__ import annotations
 
-from wingsmith.recipes.dynamo_import import import_dynamo
+from wingsmith.domain.recipes.dynamo_import import import_dynamo
 
 _V1BETA1 = """
 apiVersion: nvidia.com/v1beta1

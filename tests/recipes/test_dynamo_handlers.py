@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import pytest
 
-from wingsmith.recipes import dynamo_components as dc
-from wingsmith.recipes import dynamo_import as di
-from wingsmith.recipes import dynamo_worker as dw
-from wingsmith.recipes.models import DynamoWorker, MaxConcurrency
-from wingsmith.recipes.problems import BadField, PartProblems
+from wingsmith.domain.recipes import dynamo_components as dc
+from wingsmith.domain.recipes import dynamo_import as di
+from wingsmith.domain.recipes import dynamo_worker as dw
+from wingsmith.domain.recipes.models import DynamoWorker, MaxConcurrency
+from wingsmith.domain.recipes.problems import BadField, PartProblems
 
 
 def _component(name: str = "VllmWorker", kind: str = "worker", *, args: list[str] | None = None,

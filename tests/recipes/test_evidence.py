@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from wingsmith.recipes import evidence_for
+from wingsmith.domain.recipes import evidence_for
 
 KIMI_K3_LAYOUTS = ["single_node_tp", "multi_node_tp", "multi_node_tep", "multi_node_tp_pp", "multi_node_dep",
                    "pd_cluster"]

@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from wingsmith.drafts import sizing_target
-from wingsmith.recipes import InvalidChoice, evidence_for, serve_command
-from wingsmith.recipes.files import build_catalog
-from wingsmith.recipes.models import Catalog, DynamoEntry
+from wingsmith.adapters.recipes.files import build_catalog
+from wingsmith.domain.drafts import sizing_target
+from wingsmith.domain.recipes import InvalidChoice, evidence_for, serve_command
+from wingsmith.domain.recipes.models import Catalog, DynamoEntry
 
 
 @pytest.fixture
@@ -196,7 +196,7 @@ def test_strategy_override_pool_modes_are_imported(fixtures_catalog):
 
 
 def test_strategy_min_gpus_per_card_per_layout_and_as_a_bare_number(fixtures_catalog):
-    from wingsmith.recipes.rules import minimum_gpus
+    from wingsmith.domain.recipes.rules import minimum_gpus
     card_sized = fixtures_catalog.recipes["fixture-lab/Card-Sized-70B"]
     assert card_sized.strategy_min_gpus == {"pd_cluster": 4, "mi300x": {"single_node_tp": 8}}
     tp = fixtures_catalog.strategies["single_node_tp"]
@@ -209,7 +209,7 @@ def test_strategy_min_gpus_per_card_per_layout_and_as_a_bare_number(fixtures_cat
 
 
 def test_upstream_order_of_variants_and_features_survives_the_catalog_file(fixtures_catalog, tmp_path):
-    from wingsmith.recipes.files import read_catalog, write_catalog
+    from wingsmith.adapters.recipes.files import read_catalog, write_catalog
     path = tmp_path / "catalog.json"
     write_catalog(fixtures_catalog, path)
     recipe = read_catalog(path).recipes["fixture-lab/Card-Sized-70B"]

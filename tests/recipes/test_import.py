@@ -9,8 +9,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from wingsmith.cli.main import build_parser
-from wingsmith.recipes.files import (
+from wingsmith.adapters.recipes.files import (
     SHIPPED_CATALOG,
     CatalogVersionExists,
     build_catalog,
@@ -19,7 +18,8 @@ from wingsmith.recipes.files import (
     store_catalog_version,
     write_catalog,
 )
-from wingsmith.recipes.problems import ImportProblem
+from wingsmith.cli.main import build_parser
+from wingsmith.domain.recipes.problems import ImportProblem
 
 
 def _dgd_files(dynamo_dir: Path) -> set[str]:
@@ -147,9 +147,9 @@ def _package_data_patterns(package: str) -> list[str]:
 @pytest.mark.parametrize("name", ["catalog.json", "SOURCE.md", "LICENSE-upstream"])
 def test_the_catalog_its_source_note_and_licence_are_package_data(name):
     assert (RECIPES_PACKAGE / name).is_file()
-    patterns = _package_data_patterns("wingsmith.recipes")
+    patterns = _package_data_patterns("wingsmith.adapters.recipes")
     assert any(fnmatch.fnmatchcase(name, g) for g in patterns), (
-        f"{name} is not in wingsmith.recipes' package data ({patterns}): an installed plane would lack it")
+        f"{name} is not in wingsmith.adapters.recipes' package data ({patterns}): an installed plane would lack it")
 
 
 def test_catalog_holds_facts_not_prose(catalog):

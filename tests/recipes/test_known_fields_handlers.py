@@ -4,7 +4,7 @@ knows, whether read or left out on purpose."""
 
 from __future__ import annotations
 
-from wingsmith.recipes import known_fields as kf
+from wingsmith.domain.recipes import known_fields as kf
 
 
 def test_meta_knows_read_and_prose_fields():

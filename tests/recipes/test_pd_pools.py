@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from wingsmith.recipes.models import HardwareProfile, Override, PdRole
-from wingsmith.recipes.pd_pools import for_card, pd_pool
-from wingsmith.recipes.rules import InvalidChoice
+from wingsmith.domain.recipes.models import HardwareProfile, Override, PdRole
+from wingsmith.domain.recipes.pd_pools import for_card, pd_pool
+from wingsmith.domain.recipes.rules import InvalidChoice
 
 H200 = HardwareProfile(id="h200", brand="NVIDIA", generation="hopper", display_name="H200", gpu_count=8,
                        vram_gb=141)

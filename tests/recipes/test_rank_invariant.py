@@ -1,4 +1,4 @@
-"""The invariant every shape the plane renders keeps (wingsmith.dynamo.ranks): the ranks a rendered command
+"""The invariant every shape the plane renders keeps (wingsmith.domain.dynamo.ranks): the ranks a rendered command
 asks for (TP × PP × DP as vLLM reads its flags, the last occurrence winning) equal the GPUs its worker
 reserves, and a recipe's pins are kept or the shape is refused naming the pin. Checked exhaustively over the
 shipped catalog (every recipe × every card × every layout it offers, and every Dynamo entry's workers), and on
@@ -10,10 +10,10 @@ import pytest
 import yaml
 
 from tests.recipes.conftest import catalog_of
-from wingsmith.dynamo.ranks import RanksMismatch, check_ranks, engine_ranks, ranks_problem
-from wingsmith.recipes import InvalidChoice, serve_command
-from wingsmith.recipes.files import load_catalog
-from wingsmith.workloads import _pools
+from wingsmith.adapters.recipes.files import load_catalog
+from wingsmith.domain.dynamo.ranks import RanksMismatch, check_ranks, engine_ranks, ranks_problem
+from wingsmith.domain.recipes import InvalidChoice, serve_command
+from wingsmith.domain.workloads import _pools
 
 
 def _every_shape(catalog):

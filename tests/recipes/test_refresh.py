@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
+from wingsmith.adapters.recipes.files import build_catalog, read_catalog
+from wingsmith.adapters.recipes.refresh import RefreshFailed, refresh_catalog
 from wingsmith.cli.main import build_parser
-from wingsmith.recipes.files import build_catalog, read_catalog
-from wingsmith.recipes.refresh import RefreshFailed, refresh_catalog
 
 VLLM_SHA = "1" * 40
 VLLM_SHA_2 = "2" * 40

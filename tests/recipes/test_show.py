@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import json
 
+from wingsmith.adapters.recipes.files import build_catalog, write_catalog
 from wingsmith.cli.main import build_parser
-from wingsmith.recipes.files import build_catalog, write_catalog
 
 
 def _run(capsys, *argv: str) -> tuple[int, str, str]:

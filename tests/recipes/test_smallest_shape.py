@@ -7,8 +7,8 @@ from __future__ import annotations
 import pytest
 
 from tests.recipes.conftest import catalog_of
-from wingsmith.drafts import sizing_target
-from wingsmith.recipes import evidence_for, serve_command
+from wingsmith.domain.drafts import sizing_target
+from wingsmith.domain.recipes import evidence_for, serve_command
 
 # NVIDIA's 30B-A3B NVFP4 checkpoint (an 18 GB floor), which vLLM also runs on Hopper; Dynamo runs it at TP1.
 _SMALL_MOE = """

@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 
 from tests.recipes.conftest import catalog_of
-from wingsmith.recipes import evidence_for
-from wingsmith.workloads import ApprovedArtifact, WorkloadRequest, plan_workload
+from wingsmith.domain.recipes import evidence_for
+from wingsmith.domain.workloads import ApprovedArtifact, WorkloadRequest, plan_workload
 
 # The default variant is NVFP4 in NVIDIA's repo; the BF16 variant names the recipe's own id as its checkpoint.
 _BF16_IS_THE_RECIPE_ID = """

@@ -8,7 +8,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from wingsmith.reconcile import read_observation
+from wingsmith.domain.reconcile import read_observation
 
 AT = datetime(2026, 12, 2, 7, 0, tzinfo=UTC)
 

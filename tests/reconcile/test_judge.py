@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from wingsmith.reconcile import DEPLOYMENT_MISSING, Applied, FrontendCheck, Observation, Verdict, judge
+from wingsmith.domain.reconcile import DEPLOYMENT_MISSING, Applied, FrontendCheck, Observation, Verdict, judge
 
 T0 = datetime(2026, 12, 1, 3, 0, 0, tzinfo=UTC)
 HASH, OTHER = "sha256:" + "a" * 32, "sha256:" + "b" * 32

@@ -20,10 +20,10 @@ from activities.rollout import RolloutActivities
 from contracts.rollout import ApplyInput, ApplyOutput, WaitReadyInput
 from sim.kube import SimulatedClusters
 from tests.dynamo.builders import small_spec
-from wingsmith.dynamo import GROUP, PLURAL, VERSION, render_dgd
-from wingsmith.dynamo.render import SPEC_HASH_ANNOTATION
-from wingsmith.kube import KubeconfigRef
-from wingsmith.reconcile import Applied, Observation, judge
+from wingsmith.adapters.kube import KubeconfigRef
+from wingsmith.domain.dynamo import GROUP, PLURAL, VERSION, render_dgd
+from wingsmith.domain.dynamo.render import SPEC_HASH_ANNOTATION
+from wingsmith.domain.reconcile import Applied, Observation, judge
 
 CLUSTER = "sim-east"
 _ids = itertools.count()

@@ -1,5 +1,5 @@
 """Which code answers: `wingsmith --version` and the API's `/version` name the release and the build
-(issue 50), from one place (wingsmith/version.py)."""
+(issue 50), from one place (wingsmith/adapters/version.py)."""
 
 from __future__ import annotations
 
@@ -12,8 +12,8 @@ import httpx
 
 from api.app import create_app
 from api.auth import TokenTable
-from wingsmith.config import Settings
-from wingsmith.version import build, release
+from wingsmith.adapters.version import build, release
+from wingsmith.domain.config import Settings
 
 ROOT = Path(__file__).resolve().parents[2]
 

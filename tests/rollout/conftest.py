@@ -7,7 +7,7 @@ from temporalio.testing import ActivityEnvironment
 
 from activities.rollout import RolloutActivities
 from sim.kube import SimulatedClusters
-from wingsmith.kube import KubeconfigRef
+from wingsmith.adapters.kube import KubeconfigRef
 
 CLUSTER = "sim-east"
 _ids = itertools.count()

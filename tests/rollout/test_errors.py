@@ -4,7 +4,7 @@ import pytest
 import urllib3
 from kubernetes.client.exceptions import ApiException
 
-from wingsmith.kube import KubeError, classify, with_retries
+from wingsmith.adapters.kube import KubeError, classify, with_retries
 
 
 def api_error(status: int, message: str = "boom") -> ApiException:

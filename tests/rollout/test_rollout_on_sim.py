@@ -11,9 +11,9 @@ from activities.rollout import RolloutActivities
 from contracts.rollout import ApplyInput, DeleteInput, ProbeFrontendInput, WaitReadyInput
 from tests.dynamo.builders import small_spec
 from tests.rollout.conftest import CLUSTER
-from wingsmith.dynamo import WorkerPool, dgd_name
-from wingsmith.dynamo.readiness import evaluate_readiness
-from wingsmith.kube import DgdClient, KubeconfigRef, new_api_client
+from wingsmith.adapters.kube import DgdClient, KubeconfigRef, new_api_client
+from wingsmith.domain.dynamo import WorkerPool, dgd_name
+from wingsmith.domain.dynamo.readiness import evaluate_readiness
 
 
 def apply(env, acts, kubeconfig, spec):

@@ -9,7 +9,7 @@ import shutil
 import pytest
 
 from activities.rollout import dgd_client_for
-from wingsmith.kube import KubeconfigRef, KubeError, shared_api_client
+from wingsmith.adapters.kube import KubeconfigRef, KubeError, shared_api_client
 
 
 def test_one_client_per_kubeconfig_and_context(sim, kubeconfig, tmp_path):

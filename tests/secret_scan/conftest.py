@@ -21,7 +21,7 @@ from sim.hub import start_hub_server
 from sim.hub.snapshot import load_snapshot
 from tests.endpoints.conftest import HF_TOKEN, HF_TOKEN_ENV, TOKENS, api, approved_kimi, deps, gateway, settings, sims  # noqa: F401
 from tests.workloads.conftest import KIMI
-from wingsmith.store.clusters import ClusterSpec, create_cluster
+from wingsmith.adapters.store.clusters import ClusterSpec, create_cluster
 
 
 @pytest.fixture(scope="module")

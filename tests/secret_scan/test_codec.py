@@ -20,7 +20,7 @@ from api.auth import TokenTable
 from tests.conftest import unique_queue
 from tests.secret_scan.echo_workflow import EchoIn, EchoOut, EchoWorkflow, describe
 from tests.secret_scan.scan import history_export
-from wingsmith.codec import (
+from wingsmith.adapters.codec import (
     ENCODING,
     KEY_ID_KEY,
     EncryptionCodec,
@@ -30,9 +30,9 @@ from wingsmith.codec import (
     key_id,
     parse_key,
 )
-from wingsmith.config import Settings
-from wingsmith.payloads import PayloadBudgetCodec
-from wingsmith.temporal import connect
+from wingsmith.adapters.payloads import PayloadBudgetCodec
+from wingsmith.adapters.temporal import connect
+from wingsmith.domain.config import Settings
 
 KIMI = "moonshotai/Kimi-K3"
 TOKENS = {"tok-vic": {"name": "vic", "roles": ["viewer"]}, "tok-olga": {"name": "olga", "roles": ["operator"]},

@@ -24,9 +24,9 @@ from tests.secret_scan.scan import find_secrets, history_export, secret_forms
 from tests.support import running_worker, wait_until
 from tests.workloads.conftest import KIMI, as_, dgds
 from tests.workloads.test_workload_journey import _until_stage
-from wingsmith.kube import KubeconfigRef
-from wingsmith.kube.client import new_api_client
-from wingsmith.logs import configure_logging
+from wingsmith.adapters.kube import KubeconfigRef
+from wingsmith.adapters.kube.client import new_api_client
+from wingsmith.adapters.logs import configure_logging
 
 
 def test_the_scanner_finds_a_secret_inside_base64_at_every_alignment():
@@ -163,7 +163,7 @@ async def test_journey_leaves_no_secret_in_histories_logs_registry_or_clusters(
 
 
 def settings_token(settings) -> str:
-    from wingsmith.secrets import read_secret_ref
+    from wingsmith.adapters.secrets import read_secret_ref
     token = read_secret_ref(settings.hf_token_ref)
     assert token.startswith("hf_") and len(token) > 20
     return token

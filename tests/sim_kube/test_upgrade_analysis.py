@@ -13,9 +13,9 @@ import pytest
 
 from tests.gateway.conftest import RunningGateway
 from tests.sim_kube.kit import apply, dgd, get, ready_for, wait_for
-from wingsmith.gateway import Backend, EndpointRoutes
-from wingsmith.gateway.traffic import parse_counters
-from wingsmith.upgrade import UpgradeThresholds, judge
+from wingsmith.domain.gateway import Backend, EndpointRoutes
+from wingsmith.domain.gateway.traffic import parse_counters
+from wingsmith.domain.upgrade import UpgradeThresholds, judge
 
 MODEL = "acme/Tiny-1B"
 ENDPOINT = "tiny"

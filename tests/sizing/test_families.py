@@ -16,9 +16,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tests.hub.conftest import shipped_models
-from wingsmith.sizing import SizingError, read_text_model
-from wingsmith.sizing.kv_cache import kv_cache_spec_for
-from wingsmith.sizing.weights import estimate_parameters, split_weights
+from wingsmith.domain.sizing import SizingError, read_text_model
+from wingsmith.domain.sizing.kv_cache import kv_cache_spec_for
+from wingsmith.domain.sizing.weights import estimate_parameters, split_weights
 
 NEMOTRON_PATTERN = "MEMEM*EMEMEM*EMEMEM*EMEMEM*EMEMEM*EMEMEMEM*EMEMEMEME"
 NEMOTRON_NANO = {

@@ -4,10 +4,17 @@ import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
-from wingsmith.hardware import NVIDIA_HARDWARE, get_hardware
-from wingsmith.sizing import LAYOUTS, InvalidLayout, SizingError, estimate_weight_bytes, fit_check, read_text_model
-from wingsmith.sizing.fit import fit_check_for
-from wingsmith.sizing.layouts import candidate_gpu_counts, plan
+from wingsmith.domain.hardware import NVIDIA_HARDWARE, get_hardware
+from wingsmith.domain.sizing import (
+    LAYOUTS,
+    InvalidLayout,
+    SizingError,
+    estimate_weight_bytes,
+    fit_check,
+    read_text_model,
+)
+from wingsmith.domain.sizing.fit import fit_check_for
+from wingsmith.domain.sizing.layouts import candidate_gpu_counts, plan
 
 from .conftest import config, shipped_repos, weight_bytes
 

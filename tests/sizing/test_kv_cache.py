@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from wingsmith.sizing import SizingError, kv_cache_spec, read_text_model
+from wingsmith.domain.sizing import SizingError, kv_cache_spec, read_text_model
 
 from .conftest import config
 

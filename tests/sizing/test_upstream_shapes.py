@@ -10,10 +10,10 @@ import pytest
 import yaml
 
 from tests.upstream import require_upstream
+from wingsmith.adapters.recipes.files import load_catalog
 from wingsmith.cli.main import build_parser
-from wingsmith.recipes.files import load_catalog
-from wingsmith.sizing import LAYOUTS, InvalidLayout, estimate_weight_bytes, fit_check, read_text_model
-from wingsmith.sizing.weights import BYTES_PER_PARAMETER, bytes_per_parameter, estimate_parameters, known_scheme
+from wingsmith.domain.sizing import LAYOUTS, InvalidLayout, estimate_weight_bytes, fit_check, read_text_model
+from wingsmith.domain.sizing.weights import BYTES_PER_PARAMETER, bytes_per_parameter, estimate_parameters, known_scheme
 
 from .conftest import config, config_file, weight_bytes
 

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from wingsmith.sizing import (
+from wingsmith.domain.sizing import (
     SizingError,
     compare_floor,
     estimate_weight_bytes,
@@ -10,7 +10,7 @@ from wingsmith.sizing import (
     variant_weight_bytes,
     weights_floor,
 )
-from wingsmith.sizing.weights import split_weights
+from wingsmith.domain.sizing.weights import split_weights
 
 from .conftest import config, meta, weight_bytes
 

@@ -34,7 +34,7 @@ TEAM_TOKENS = {
 @pytest.fixture
 def settings(hub, sims, gateway, tmp_path, monkeypatch):  # noqa: F811 - pytest fixtures imported above
     from tests.conftest import unique_queue
-    from wingsmith.config import Settings
+    from wingsmith.domain.config import Settings
     monkeypatch.setenv(HF_TOKEN_ENV, HF_TOKEN)
     queue = unique_queue("team")
     return Settings(home=tmp_path / "home", hf_endpoint=hub.url, hf_token_ref=HF_TOKEN_ENV, task_queue=queue,

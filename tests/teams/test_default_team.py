@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from api.auth import TokenTable
 from tests.conftest import database_before
-from wingsmith.store import endpoints as endpoint_store
-from wingsmith.store import workloads as workload_store
-from wingsmith.store.db import migrate
-from wingsmith.teams import DEFAULT_TEAM
+from wingsmith.adapters.store import endpoints as endpoint_store
+from wingsmith.adapters.store import workloads as workload_store
+from wingsmith.adapters.store.db import migrate
+from wingsmith.domain.teams import DEFAULT_TEAM
 
 TEAMS_MIGRATION = "0004_teams.sql"
 

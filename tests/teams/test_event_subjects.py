@@ -17,11 +17,11 @@ import pytest_asyncio
 from api.app import create_app
 from api.auth import TokenTable
 from tests.conftest import database_before
-from wingsmith.config import Settings
-from wingsmith.store import artifacts as artifact_store
-from wingsmith.store import endpoints as endpoint_store
-from wingsmith.store import workloads as workload_store
-from wingsmith.store.db import migrate
+from wingsmith.adapters.store import artifacts as artifact_store
+from wingsmith.adapters.store import endpoints as endpoint_store
+from wingsmith.adapters.store import workloads as workload_store
+from wingsmith.adapters.store.db import migrate
+from wingsmith.domain.config import Settings
 
 TOKENS = {"tok-bo": {"name": "bo", "roles": ["operator"], "team": "blue"},
           "tok-rita": {"name": "rita", "roles": ["operator"], "team": "red"}}

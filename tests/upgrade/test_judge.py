@@ -1,7 +1,7 @@
-"""`wingsmith.upgrade.judge`: what one window's figures say about the new version."""
+"""`wingsmith.domain.upgrade.judge`: what one window's figures say about the new version."""
 
-from wingsmith.gateway.traffic import BackendTraffic
-from wingsmith.upgrade import UpgradeThresholds, judge
+from wingsmith.domain.gateway.traffic import BackendTraffic
+from wingsmith.domain.upgrade import UpgradeThresholds, judge
 
 FAST = BackendTraffic(requests=100, failures=0, p50_seconds=0.05, p99_seconds=0.1, ttft_p99_seconds=0.05)
 

@@ -13,7 +13,7 @@ from contracts.upgrade import UpgradeStatus
 from tests.support import wait_until
 from tests.workflows.test_upgrade import bed
 from tests.workflows.upgrade_world import UpgradeWorld
-from wingsmith.upgrade import UpgradeThresholds
+from wingsmith.domain.upgrade import UpgradeThresholds
 from workflows.workload import WorkloadWorkflow
 from workflows.workload.upgrade import WINDOWS_TO_DECIDE
 

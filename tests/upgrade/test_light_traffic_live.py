@@ -17,7 +17,7 @@ from tests.upgrade.test_upgrade_journey import CLUSTERS, client_loops, served_on
 from tests.workloads.conftest import as_, dgds
 from tests.workloads.test_workload_journey import _until_stage
 from wingsmith.cli.workloads import upgrade_text
-from wingsmith.dynamo import dgd_name
+from wingsmith.domain.dynamo import dgd_name
 from workflows.workload.upgrade import WINDOWS_TO_DECIDE
 
 WORKLOAD = "gpt-light"

@@ -19,7 +19,7 @@ from tests.upgrade.test_upgrade_journey import MODEL, client_loops, two_cluster_
 from tests.workloads.conftest import as_, dgds
 from tests.workloads.test_workload_journey import _until_stage
 from wingsmith.cli.workloads import show_text
-from wingsmith.dynamo import GROUP, PLURAL, VERSION, dgd_name
+from wingsmith.domain.dynamo import GROUP, PLURAL, VERSION, dgd_name
 
 WORKLOAD = "gpt-overlap"
 

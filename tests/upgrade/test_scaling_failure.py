@@ -27,7 +27,7 @@ from tests.upgrade.test_overlapping_faults import (
 )
 from tests.upgrade.test_upgrade_journey import client_loops
 from tests.workloads.conftest import as_
-from wingsmith.dynamo import dgd_name
+from wingsmith.domain.dynamo import dgd_name
 
 WORKLOAD = "gpt-scale-fails"
 

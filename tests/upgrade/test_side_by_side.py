@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from wingsmith.dynamo import dgd_name
-from wingsmith.endpoints import BackendRef, ServingDeployment, routes_from_deployments
+from wingsmith.domain.dynamo import dgd_name
+from wingsmith.domain.endpoints import BackendRef, ServingDeployment, routes_from_deployments
 
 
 def test_a_revision_has_its_own_dgd_name_and_the_first_keeps_the_old_one():

@@ -16,11 +16,11 @@ from activities.upgrade import UpgradeActivities
 from contracts.upgrade import ARTIFACT_NOT_UPGRADABLE, INVALID_UPGRADE, PlanUpgradeInput, UpgradeRequest
 from tests.perf.test_disaggregated_plan import CARD, MODEL
 from tests.perf.test_target_sized_plan import NEW, OLD, artifact, sized_plan, tool_flags
-from wingsmith.config import Settings
-from wingsmith.recipes.files import load_catalog
-from wingsmith.review import RecordedDecision
-from wingsmith.store.artifacts import record_decision, save_draft
-from wingsmith.workloads import ApprovedArtifact
+from wingsmith.adapters.recipes.files import load_catalog
+from wingsmith.adapters.store.artifacts import record_decision, save_draft
+from wingsmith.domain.config import Settings
+from wingsmith.domain.review import RecordedDecision
+from wingsmith.domain.workloads import ApprovedArtifact
 
 BROKEN = "e" * 40  # a version whose recipe marks the workload's card unsupported
 
@@ -84,7 +84,7 @@ async def test_a_change_of_layout_is_refused(registry, tmp_path):
 
 
 async def test_a_workload_sized_by_replicas_upgrades_as_before(registry, tmp_path):
-    from wingsmith.workloads import WorkloadRequest, plan_workload
+    from wingsmith.domain.workloads import WorkloadRequest, plan_workload
     current = plan_workload(WorkloadRequest(artifact_id=f"{MODEL}@{OLD}", hardware=CARD, replicas=2),
                             artifact(OLD), load_catalog(), image="img", namespace="default", hf_token_secret=None)
     answer = await _plan(registry, tmp_path, current, UpgradeRequest(artifact_id=f"{MODEL}@{NEW}"))

@@ -26,8 +26,8 @@ from tests.watch.test_watch import REPO, WATCH, _approve, _next_run, _register_a
 from tests.workloads.conftest import as_
 from tests.workloads.test_workload_journey import _until_stage
 from wingsmith.cli.main import build_parser
-from wingsmith.config import get_settings
-from wingsmith.dynamo import GROUP, PLURAL, VERSION, dgd_name
+from wingsmith.domain.config import get_settings
+from wingsmith.domain.dynamo import GROUP, PLURAL, VERSION, dgd_name
 
 WORKLOAD = "gpt-up"
 MODEL = "gpt-oss"

@@ -21,7 +21,7 @@ from tests.support import running_worker, wait_until
 from tests.upgrade.test_upgrade_journey import MODEL, WORKLOAD, _new_commit, client_loops, two_cluster_workload
 from tests.watch.test_watch import REPO, WATCH, _approve
 from tests.workloads.conftest import as_
-from wingsmith.gateway.traffic_sampler import TrafficSampler
+from wingsmith.adapters.gateway.traffic_sampler import TrafficSampler
 
 SCREENSHOTS = Path(__file__).resolve().parents[2] / "test-output" / "screenshots" / "upgrade"
 

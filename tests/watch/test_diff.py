@@ -5,11 +5,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from wingsmith.drafts import sizing_target
-from wingsmith.recipes import Catalog, evidence_for
-from wingsmith.recipes.catalog import edit_recipe
-from wingsmith.recipes.files import catalog_in_force, load_catalog, put_in_force
-from wingsmith.watch import draft_diff, evidence_moved, flags_of
+from wingsmith.adapters.recipes.files import catalog_in_force, load_catalog, put_in_force
+from wingsmith.domain.drafts import sizing_target
+from wingsmith.domain.recipes import Catalog, evidence_for
+from wingsmith.domain.recipes.catalog import edit_recipe
+from wingsmith.domain.watch import draft_diff, evidence_moved, flags_of
 
 REPO = "openai/gpt-oss-20b"
 

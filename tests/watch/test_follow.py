@@ -24,11 +24,11 @@ from tests.conftest import unique_queue
 from tests.console.conftest import sign_in
 from tests.support import history_json, running_worker, save_history, wait_until
 from tests.watch.test_watch import _approve, _register_and_approve
+from wingsmith.adapters.recipes.files import load_catalog
+from wingsmith.adapters.store import workloads as workloads_store
 from wingsmith.cli.main import build_parser
-from wingsmith.config import Settings, get_settings
-from wingsmith.recipes.files import load_catalog
-from wingsmith.store import workloads as workloads_store
-from wingsmith.workloads import WorkloadRequest, approved_artifact_from_row, plan_workload
+from wingsmith.domain.config import Settings, get_settings
+from wingsmith.domain.workloads import WorkloadRequest, approved_artifact_from_row, plan_workload
 
 REPO = "openai/gpt-oss-20b"
 

@@ -21,8 +21,8 @@ from temporalio.testing import ActivityEnvironment
 import activities.observe as observe_module
 from activities.observe import ObserveActivities, SharedReads
 from contracts.workload import ObserveDeploymentInput, WatchSettings
-from wingsmith.kube import KubeconfigRef
-from wingsmith.reconcile import Observation, read_observation
+from wingsmith.adapters.kube import KubeconfigRef
+from wingsmith.domain.reconcile import Observation, read_observation
 from workflows import policies
 
 REF = KubeconfigRef(source="/fake/kubeconfig", context="sim-east")

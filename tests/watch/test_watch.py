@@ -19,9 +19,9 @@ from temporalio.service import RPCError
 from tests.artifacts.conftest import HF_TOKEN, HF_TOKEN_ENV, TOKENS, api, as_, deps, hub  # noqa: F401
 from tests.console.conftest import sign_in
 from tests.support import history_json, running_worker, save_history, wait_until
+from wingsmith.adapters.recipes.files import load_catalog
 from wingsmith.cli.main import build_parser
-from wingsmith.config import Settings, get_settings
-from wingsmith.recipes.files import load_catalog
+from wingsmith.domain.config import Settings, get_settings
 
 REPO = "openai/gpt-oss-20b"
 WATCH = f"watch/{REPO}@main"

@@ -23,14 +23,14 @@ from temporalio.worker import Worker
 
 from contracts import endpoint, rollout, workload
 from contracts.workload import WorkloadWorkflowInput
-from wingsmith.config import observe_task_queue
-from wingsmith.dynamo import WorkerPool, dgd_name
-from wingsmith.endpoints import ServingDeployment, routes_from_deployments
-from wingsmith.gateway import EndpointRoutes, RouteStatus
-from wingsmith.kube import KubeconfigRef
-from wingsmith.placement.models import ClusterInfo, ClusterInventory, PlacementDecision, PlacementPlan
-from wingsmith.reconcile import FrontendCheck, Observation
-from wingsmith.workloads import WorkloadPlan
+from wingsmith.adapters.kube import KubeconfigRef
+from wingsmith.domain.config import observe_task_queue
+from wingsmith.domain.dynamo import WorkerPool, dgd_name
+from wingsmith.domain.endpoints import ServingDeployment, routes_from_deployments
+from wingsmith.domain.gateway import EndpointRoutes, RouteStatus
+from wingsmith.domain.placement.models import ClusterInfo, ClusterInventory, PlacementDecision, PlacementPlan
+from wingsmith.domain.reconcile import FrontendCheck, Observation
+from wingsmith.domain.workloads import WorkloadPlan
 from worker.registry import workflows
 from worker.sandbox import WORKFLOW_RUNNER
 

@@ -17,11 +17,11 @@ import pytest
 from temporalio.common import RetryPolicy
 
 from contracts.data_errors import DATA_ERRORS
+from tests.test_layers import PRODUCT
 from workflows import policies
 
 ROOT = Path(__file__).resolve().parents[2]
 WORKFLOWS = ROOT / "workflows"
-PRODUCT = ("wingsmith", "contracts", "workflows", "activities", "api", "worker")
 ACTIVITY_CALLS = {"execute_activity", "start_activity", "execute_local_activity", "start_local_activity",
                   "execute_activity_method", "start_activity_method", "execute_activity_class",
                   "start_activity_class", "execute_local_activity_method", "start_local_activity_method",

@@ -12,7 +12,7 @@ from contracts.rollout import ClusterRolloutInput
 from contracts.workload import DeleteRequest
 from tests.support import wait_until
 from tests.workflows.fakes import SHA, World, fake_worker, workload_input
-from wingsmith.kube import KubeconfigRef
+from wingsmith.adapters.kube import KubeconfigRef
 from workflows.rollout import ClusterRolloutWorkflow
 from workflows.workload import WorkloadWorkflow
 

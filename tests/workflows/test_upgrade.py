@@ -19,7 +19,7 @@ from contracts.workload import DeleteRequest, WatchSettings, WorkloadStatus
 from tests.support import wait_until
 from tests.workflows.fakes import SHA, workload_input
 from tests.workflows.upgrade_world import NEW_ARTIFACT, NEW_SHA, UpgradeWorld, upgrade_worker
-from wingsmith.upgrade import UpgradeThresholds
+from wingsmith.domain.upgrade import UpgradeThresholds
 from workflows.endpoint import EndpointWorkflow
 from workflows.workload import WorkloadWorkflow
 from workflows.workload.upgrade import WINDOWS_TO_DECIDE

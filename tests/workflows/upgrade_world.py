@@ -20,12 +20,12 @@ from temporalio.exceptions import ApplicationError
 from contracts import rollout, upgrade, workload
 from contracts.endpoint import ObserveInput
 from tests.workflows.fakes import World, fake_worker
-from wingsmith.dynamo import dgd_name
-from wingsmith.endpoints import ServingDeployment, routes_from_deployments
-from wingsmith.gateway import EndpointRoutes
-from wingsmith.gateway.traffic import BackendCounters
-from wingsmith.placement.models import PlacementDecision
-from wingsmith.reconcile import FrontendCheck, Observation
+from wingsmith.domain.dynamo import dgd_name
+from wingsmith.domain.endpoints import ServingDeployment, routes_from_deployments
+from wingsmith.domain.gateway import EndpointRoutes
+from wingsmith.domain.gateway.traffic import BackendCounters
+from wingsmith.domain.placement.models import PlacementDecision
+from wingsmith.domain.reconcile import FrontendCheck, Observation
 
 NEW_SHA = "b" * 40
 NEW_ARTIFACT = f"Qwen/Qwen3-8B@{NEW_SHA}"

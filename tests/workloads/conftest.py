@@ -9,7 +9,7 @@ import pytest_asyncio
 from sim.kube import SimulatedClusters, default_cluster_specs
 from tests.artifacts.conftest import HF_TOKEN, HF_TOKEN_ENV, KIMI, TOKENS, api, as_, deps, hub  # noqa: F401
 from tests.support import running_worker, wait_until
-from wingsmith.store.clusters import ClusterSpec, create_cluster
+from wingsmith.adapters.store.clusters import ClusterSpec, create_cluster
 
 
 @pytest.fixture(scope="module")
@@ -23,7 +23,7 @@ def settings(hub, sims, tmp_path, monkeypatch):  # noqa: F811 - pytest fixtures 
     import json
 
     from tests.conftest import unique_queue
-    from wingsmith.config import Settings
+    from wingsmith.domain.config import Settings
     monkeypatch.setenv(HF_TOKEN_ENV, HF_TOKEN)
     queue = unique_queue("wl")
     return Settings(home=tmp_path / "home", hf_endpoint=hub.url, hf_token_ref=HF_TOKEN_ENV, task_queue=queue,

@@ -13,7 +13,7 @@ from api.services.inventories import LIVE_CACHE_SECONDS
 from contracts.inventory import live_inventory_workflow_id
 from tests.support import history_json, running_worker, save_history, wait_for_pollers, wait_until
 from tests.workloads.conftest import as_
-from wingsmith.store.clusters import ClusterSpec, create_cluster, delete_cluster
+from wingsmith.adapters.store.clusters import ClusterSpec, create_cluster, delete_cluster
 
 PLAN = {"hardware": "h200", "gpus_per_node": 8, "replicas": 1}
 

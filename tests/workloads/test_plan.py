@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 
 from tests.upstream import snapshot_config
-from wingsmith.recipes import evidence_for
-from wingsmith.recipes.files import load_catalog
-from wingsmith.workloads import ApprovedArtifact, InvalidWorkload, WorkloadRequest, plan_workload
+from wingsmith.adapters.recipes.files import load_catalog
+from wingsmith.domain.recipes import evidence_for
+from wingsmith.domain.workloads import ApprovedArtifact, InvalidWorkload, WorkloadRequest, plan_workload
 
 SHA = "a" * 40
 

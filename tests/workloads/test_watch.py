@@ -11,12 +11,12 @@ from typing import Any, cast
 import pytest
 from kubernetes import client
 
-from api.console.workloads import heal_times
+from console.workloads import heal_times
 from contracts import conditions as reason
 from tests.support import record_history_if_asked, running_worker, wait_until
 from tests.workloads.conftest import as_, dgds
 from tests.workloads.test_workload_journey import _status, _until_stage
-from wingsmith.dynamo import GROUP, PLURAL, VERSION
+from wingsmith.domain.dynamo import GROUP, PLURAL, VERSION
 
 
 @pytest.fixture
@@ -25,7 +25,7 @@ def settings(settings):  # noqa: F811 - the workload test bed, watching fast
                                        "drift_grace_seconds": 4.0})
 
 
-# What the observer can report of a DGD deleted outside the plane (wingsmith.reconcile.judge): its problem
+# What the observer can report of a DGD deleted outside the plane (wingsmith.domain.reconcile.judge): its problem
 # codes, and the words of their causes.
 MISSING_DGD_PROBLEMS = {"DeploymentMissing", "DeploymentDeleting", "FrontendNotServing"}
 MISSING_DGD_CAUSES = ("deployment missing", "deployment being deleted outside the plane", "frontend does not answer")

@@ -26,7 +26,7 @@ def token(role: str = "admin") -> str | None:
     (else). Otherwise a principal from the plane's table (WINGSMITH_AUTH_TOKENS, else the local
     tokens `wingsmith up` made): for approvals, the first approver who is *not* the principal the CLI
     registers and operates as, so four-eyes review passes with a team table as on a laptop."""
-    from wingsmith.config import get_settings
+    from wingsmith.domain.config import get_settings
     from wingsmith.local.tokens import holder_with
 
     if role == "approver" and os.environ.get("WINGSMITH_APPROVER_TOKEN"):

@@ -121,7 +121,7 @@ def _checked(args, path: str, body, render) -> int:
 def _role(args) -> int:
     import yaml
 
-    from wingsmith.member_clusters import rbac_manifests
+    from wingsmith.domain.member_clusters import rbac_manifests
     print(yaml.safe_dump_all(rbac_manifests(args.namespace, args.hf_token_secret or None, args.user),
                              sort_keys=False), end="")
     return 0
@@ -162,7 +162,7 @@ def _inventory_text(c: dict) -> str:
     manual = c.get("manual_inventory")
     if not manual:
         return "live"
-    from wingsmith.hardware import get_hardware
+    from wingsmith.domain.hardware import get_hardware
     return "manual: " + ", ".join(
         f"{p['hardware']} {p['nodes']}x{p.get('gpus_per_node') or get_hardware(p['hardware']).gpus_per_node}"
         for p in manual["pools"])

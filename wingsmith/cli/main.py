@@ -8,7 +8,7 @@ import importlib
 import os
 import sys
 
-from wingsmith.version import describe
+from wingsmith.adapters.version import describe
 
 COMMAND_MODULES = ["up", "demo", "resolve", "artifacts", "workloads", "follow", "recipes", "size", "clusters", "hub",
                    "watch"]

@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from wingsmith.config import Settings, get_settings
+from wingsmith.domain.config import Settings, get_settings
 
 
 def recorded(settings: Settings | None = None) -> dict[str, Any]:

@@ -10,9 +10,9 @@ import shlex
 import sys
 from pathlib import Path
 
-from wingsmith.recipes.command import ServeCommand
-from wingsmith.recipes.files import SHIPPED_CATALOG, build_catalog, load_catalog, write_catalog
-from wingsmith.recipes.models import Catalog
+from wingsmith.adapters.recipes.files import SHIPPED_CATALOG, build_catalog, load_catalog, write_catalog
+from wingsmith.domain.recipes.command import ServeCommand
+from wingsmith.domain.recipes.models import Catalog
 
 
 def register(subparsers) -> None:
@@ -87,8 +87,8 @@ def _import(args: argparse.Namespace) -> int:
 
 
 def _refresh(args: argparse.Namespace) -> int:
-    from wingsmith.config import get_settings
-    from wingsmith.recipes.refresh import GITHUB_API, GITHUB_RAW, RefreshFailed, refresh_catalog
+    from wingsmith.adapters.recipes.refresh import GITHUB_API, GITHUB_RAW, RefreshFailed, refresh_catalog
+    from wingsmith.domain.config import get_settings
     directory = args.catalog_dir or get_settings().home_dir / "catalogs"
     try:
         result = refresh_catalog(directory, vllm_ref=args.vllm_ref, dynamo_ref=args.dynamo_ref,
@@ -107,14 +107,14 @@ def _refresh(args: argparse.Namespace) -> int:
 
 
 def _catalogs_dir(args: argparse.Namespace) -> Path:
-    from wingsmith.config import get_settings
+    from wingsmith.domain.config import get_settings
     return args.catalog_dir or get_settings().catalogs_dir
 
 
 def _edit(args: argparse.Namespace) -> int:
+    from wingsmith.adapters.recipes.files import catalog_in_force, put_in_force
     from wingsmith.cli.hub import parse_change
-    from wingsmith.recipes.catalog import RecipeEditRefused, edit_recipe
-    from wingsmith.recipes.files import catalog_in_force, put_in_force
+    from wingsmith.domain.recipes.catalog import RecipeEditRefused, edit_recipe
     try:
         changes = dict(parse_change(c) for c in args.changes)
     except argparse.ArgumentTypeError as exc:
@@ -134,7 +134,7 @@ def _edit(args: argparse.Namespace) -> int:
 
 
 def _use(args: argparse.Namespace) -> int:
-    from wingsmith.recipes.files import load_catalog_version, put_in_force
+    from wingsmith.adapters.recipes.files import load_catalog_version, put_in_force
     directory = _catalogs_dir(args)
     try:
         catalog = load_catalog() if args.version == "shipped" else load_catalog_version(args.version, directory)
@@ -147,7 +147,7 @@ def _use(args: argparse.Namespace) -> int:
 
 
 def _catalog(path: Path | None) -> Catalog:
-    from wingsmith.recipes.files import read_catalog
+    from wingsmith.adapters.recipes.files import read_catalog
     return load_catalog() if path is None else read_catalog(path)
 
 
@@ -163,7 +163,7 @@ def floor_warning(command: ServeCommand, floor_gb: float, precision: str, per_gp
 
 
 def _show(args: argparse.Namespace) -> int:
-    from wingsmith.recipes import InvalidChoice, dynamo_entries, evidence_for, serve_command
+    from wingsmith.domain.recipes import InvalidChoice, dynamo_entries, evidence_for, serve_command
     try:
         catalog = _catalog(args.catalog)
     except (OSError, ValueError) as exc:

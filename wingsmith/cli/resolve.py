@@ -8,7 +8,7 @@ import sys
 
 from wingsmith.cli.api_client import pairs
 from wingsmith.cli.evidence import evidence_rows, recipe_rows, sizing_rows
-from wingsmith.hub import ArtifactProposal
+from wingsmith.domain.hub import ArtifactProposal
 
 EXIT_CODES = {"InvalidSource": 2, "RepoNotFound": 3, "RevisionNotFound": 3, "GatedRepo": 4, "MissingConfig": 2}
 
@@ -22,11 +22,12 @@ def register(sub) -> None:
 
 
 def _run(args) -> int:
+    from wingsmith.adapters.hub.resolver import Resolver
+    from wingsmith.adapters.logs import configure_logging
+    from wingsmith.adapters.proposals import with_evidence_and_sizing
     from wingsmith.cli.plane import hub_endpoint
-    from wingsmith.config import get_settings
-    from wingsmith.hub import HubError, InvalidSource, Resolver
-    from wingsmith.logs import configure_logging
-    from wingsmith.proposals import with_evidence_and_sizing
+    from wingsmith.domain.config import get_settings
+    from wingsmith.domain.hub import HubError, InvalidSource
 
     settings = get_settings()
     configure_logging("WARNING", settings.log_format)

@@ -7,9 +7,9 @@ import json
 import sys
 from pathlib import Path
 
-from wingsmith.hardware import UnknownHardware
-from wingsmith.sizing import LAYOUTS, SizingError, estimate_weight_bytes, read_text_model, size_model
-from wingsmith.sizing.kv_cache import KV_DTYPES
+from wingsmith.domain.hardware import UnknownHardware
+from wingsmith.domain.sizing import LAYOUTS, SizingError, estimate_weight_bytes, read_text_model, size_model
+from wingsmith.domain.sizing.kv_cache import KV_DTYPES
 
 
 def register(sub) -> None:

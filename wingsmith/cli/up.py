@@ -13,9 +13,9 @@ def register(sub) -> None:
 
 
 def _run(args) -> int:
-    from wingsmith.config import get_settings
+    from wingsmith.adapters.temporal import check_before_start
+    from wingsmith.domain.config import get_settings
     from wingsmith.local.supervisor import run_up
-    from wingsmith.temporal import check_before_start
     # An external Temporal that refuses this plane's certificate, or does not answer, fails `up` in one
     # line before anything starts; `up` starts its own only when none is configured.
     check_before_start(get_settings(), "wingsmith up", fatal_when_unreachable=True)

@@ -261,8 +261,8 @@ def post_workload(args, body: dict, *, prog: str) -> tuple[int, Any]:
 def placement_text(placement: dict, manifests: dict) -> str:
     """A dry run's placement: the summary, each cluster's DGD, then (a fleet past 1,000 clusters, whose
     decision explains only the clusters taking replicas) why the others took none, bounded."""
-    from wingsmith.placement import RuledOut
-    from wingsmith.placement.left_out import left_out
+    from wingsmith.domain.placement import RuledOut
+    from wingsmith.domain.placement.left_out import left_out
     lines = [f"placement: {placement['summary']}"]
     lines += [f"  {cluster}: DynamoGraphDeployment {m['metadata']['name']}" for cluster, m in manifests.items()]
     others = left_out([RuledOut.model_validate(g) for g in placement.get("ruled_out") or ()],

@@ -17,9 +17,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from wingsmith.adapters.startup import EXIT_MISCONFIGURED
 from wingsmith.local.launcher import start_part
 from wingsmith.local.private import open_private_log
-from wingsmith.startup import EXIT_MISCONFIGURED
 
 LOG_TAIL_LINES = 20
 LAST_WORDS_LINES = 8

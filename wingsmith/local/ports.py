@@ -14,7 +14,7 @@ import socket
 from dataclasses import dataclass
 from pathlib import Path
 
-from wingsmith.config import Settings
+from wingsmith.domain.config import Settings
 
 _LISTEN = "0A"  # the TCP state LISTEN in /proc/net/tcp
 _COMMAND_LIMIT = 160
@@ -45,7 +45,7 @@ class PlanePort:
 
 def plane_ports(settings: Settings, *, offline_hub: bool, simulated_clusters: bool) -> list[PlanePort]:
     """Every port this `up` will serve on (not those of parts pointed elsewhere), in starting order."""
-    from wingsmith.temporal import configured_address
+    from wingsmith.adapters.temporal import configured_address
     s = settings
     loopback = "127.0.0.1"
 

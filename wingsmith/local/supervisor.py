@@ -25,7 +25,7 @@ from pathlib import Path
 
 import httpx
 
-from wingsmith.config import Settings, get_settings, observe_task_queue, perf_task_queue
+from wingsmith.domain.config import Settings, get_settings, observe_task_queue, perf_task_queue
 from wingsmith.local.child import Child, ChildKeepsFailing, ServerChild, Spare, WarmChild, stop_all
 from wingsmith.local.ports import plane_ports
 from wingsmith.local.private import make_private, private_file
@@ -172,8 +172,8 @@ def _listen(host: str, port: int, what: str) -> socket.socket:
 def _perf_worker(plane: Plane, env_extra: dict[str, str]) -> Child | None:
     """AIConfigurator's worker (worker/perf.py), only where the `perf` extra is installed: without it the
     plane runs the same and says why its drafts carry no figures."""
-    from wingsmith.perf.aiconfigurator import installed
-    from wingsmith.perf.estimates import NOT_INSTALLED
+    from wingsmith.adapters.perf.aiconfigurator import installed
+    from wingsmith.domain.perf.estimates import NOT_INSTALLED
     if not installed():
         _say(f"{NOT_INSTALLED} (pip install -e '.[perf]' adds it)")
         return None
@@ -198,9 +198,9 @@ def _start_backing_services(plane: Plane) -> dict[str, str]:
     """Start (or point at) Postgres and Temporal; returns the env the worker and API need."""
     import asyncio
 
+    from wingsmith.adapters.store.db import migrate, open_pool
     from wingsmith.local.postgres import LocalPostgres
     from wingsmith.local.temporal_server import TemporalDevServer
-    from wingsmith.store.db import migrate, open_pool
 
     s, home = plane.settings, plane.home
     env: dict[str, str] = {}
@@ -229,7 +229,7 @@ def _start_backing_services(plane: Plane) -> dict[str, str]:
     if applied:
         _say(f"postgres: applied migrations {', '.join(applied)}")
 
-    from wingsmith.temporal import configured_address
+    from wingsmith.adapters.temporal import configured_address
     if external := configured_address(s):  # TEMPORAL_ADDRESS or a temporal.toml profile's
         env["TEMPORAL_ADDRESS"] = external
         _say(f"temporal: using {external} (external; TLS and API key from Temporal's client configuration)")
@@ -265,7 +265,7 @@ def _start_backing_services(plane: Plane) -> dict[str, str]:
                 fh.write(secrets.token_urlsafe(24))
         env["WINGSMITH_GATEWAY_ADMIN_TOKEN_REF"] = f"file:{token_file}"
         env["WINGSMITH_GATEWAY_URL"] = s.gateway_url
-        _start_child(plane, "gateway", [sys.executable, "-m", "api.gateway", "--port", str(s.gateway_port),
+        _start_child(plane, "gateway", [sys.executable, "-m", "gateway", "--port", str(s.gateway_port),
                                         "--state-dir", str(home / "gateway"),
                                         "--admin-token-ref", f"file:{token_file}",
                                         # Pulls what the plane published, so it catches up after a restart

@@ -13,7 +13,7 @@ import sysconfig
 import time
 from pathlib import Path
 
-from wingsmith.config import SEARCH_ATTRIBUTES
+from wingsmith.domain.config import SEARCH_ATTRIBUTES
 
 
 def find_executable(name: str) -> str:

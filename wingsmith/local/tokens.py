@@ -1,16 +1,16 @@
 """The token table a local plane and its CLI share: `WINGSMITH_AUTH_TOKENS` when a team configured
 one, else `$WINGSMITH_HOME/tokens.json`, created once by `wingsmith up` with two principals
 (`local-admin`, `local-reviewer`) so four-eyes review works on one laptop (the file itself:
-wingsmith/token_file.py, which the API reads too)."""
+wingsmith/adapters/token_file.py, which the API reads too)."""
 
 from __future__ import annotations
 
 import json
 from dataclasses import dataclass
 
-from wingsmith.config import Settings
-from wingsmith.roles import grants
-from wingsmith.token_file import local_admin_tokens
+from wingsmith.adapters.token_file import local_admin_tokens
+from wingsmith.domain.config import Settings
+from wingsmith.domain.roles import grants
 
 __all__ = ["TokenHolder", "holder_with", "local_admin_tokens", "token_holders"]
 

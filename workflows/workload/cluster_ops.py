@@ -21,9 +21,9 @@ from contracts.ids import CLUSTERS, STAGE, WORKLOAD, cluster_rollout_workflow_id
 from contracts.inventory import ACTIVITY_READ_INVENTORY, ReadInventoryInput
 from contracts.rollout import ClusterRolloutInput, ClusterRolloutResult
 from contracts.workload import ACTIVITY_LIST_CLUSTERS, ClusterState, ClusterTarget, ClusterTargets, NoInput
-from wingsmith.endpoints import BackendRef, WorkloadRef
-from wingsmith.placement.models import ClusterInventory
-from wingsmith.workloads import WorkloadPlan
+from wingsmith.domain.endpoints import BackendRef, WorkloadRef
+from wingsmith.domain.placement.models import ClusterInventory
+from wingsmith.domain.workloads import WorkloadPlan
 from workflows import policies
 from workflows.workload.state import Workload
 

@@ -9,7 +9,7 @@ from temporalio import workflow
 
 from contracts import conditions as reason
 from contracts.workload import ACTIVITY_PLACE, ACTIVITY_RECORD_PLACEMENT, ClusterState, PlaceInput, PlacementRecord
-from wingsmith.placement.models import ClusterInventory, PlacementDecision
+from wingsmith.domain.placement.models import ClusterInventory, PlacementDecision
 from workflows import policies
 from workflows.workload.cluster_ops import ClusterOps
 from workflows.workload.state import HOLDING, Workload

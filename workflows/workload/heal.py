@@ -1,4 +1,4 @@
-"""Healing: acting on what an observation saw, by the verdict of `wingsmith.reconcile.judge`. A missing or
+"""Healing: acting on what an observation saw, by the verdict of `wingsmith.domain.reconcile.judge`. A missing or
 edited deployment is applied again; one that stays unready or unreachable past the grace is drained and
 its replicas placed elsewhere (its old DGD is removed once its cluster answers again); replicas that
 could not be placed are placed again, backing off. Stage, conditions and registry say what was
@@ -16,8 +16,8 @@ from temporalio.exceptions import ChildWorkflowError
 from contracts import conditions as reason
 from contracts.rollout import ACTIVITY_RECORD_DEPLOYMENT, DeploymentRecord
 from contracts.workload import ACTIVITY_RECORD_HEAL, ClusterState, ClusterTarget, HealRecord, Stage
-from wingsmith.dynamo import dgd_name
-from wingsmith.reconcile import Applied, Observation, Verdict, judge
+from wingsmith.domain.dynamo import dgd_name
+from wingsmith.domain.reconcile import Applied, Observation, Verdict, judge
 from workflows import policies
 from workflows.workload.cluster_ops import ClusterOps, cause_of
 from workflows.workload.converge import Converger, Unplaceable

@@ -18,9 +18,9 @@ from temporalio.exceptions import TimeoutError as TemporalTimeout
 
 from contracts import conditions as reason
 from contracts.workload import ACTIVITY_OBSERVE, ClusterTarget, ObserveDeploymentInput, last_heard
-from wingsmith.config import observe_task_queue
-from wingsmith.dynamo import dgd_name
-from wingsmith.reconcile import Observation
+from wingsmith.domain.config import observe_task_queue
+from wingsmith.domain.dynamo import dgd_name
+from wingsmith.domain.reconcile import Observation
 from workflows import policies
 from workflows.workload.cluster_ops import ClusterOps
 from workflows.workload.heal import Healer

@@ -20,7 +20,7 @@ from contracts.workload import (
     WorkloadStatus,
     WorkloadWorkflowInput,
 )
-from wingsmith.workloads import WorkloadPlan
+from wingsmith.domain.workloads import WorkloadPlan
 from workflows import policies
 from workflows.workload.conditions import show_conditions
 

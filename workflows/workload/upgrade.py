@@ -10,7 +10,7 @@ the rollout goes on in the workflow:
 - cluster by cluster, the canary (the cluster holding most replicas) first: the new version's DGD
   (`<workload>-<cluster>-r<n>`) comes up beside the old one at 0 % of that cluster's traffic;
 - the gateway weight moves in the request's steps (default 10 → 50 → 100 %); each step dwells,
-  and the gateway's counters of the two versions over the dwell are compared (`wingsmith.upgrade.judge`);
+  and the gateway's counters of the two versions over the dwell are compared (`wingsmith.domain.upgrade.judge`);
 - a cluster without room for both versions surges: the new version one replica at a time while
   the old one gives one back, each replica a step;
 - past a threshold, or on `abort_upgrade`: weights back, every new DGD drained and removed, the
@@ -55,12 +55,12 @@ from contracts.upgrade import (
     UpgradeStatus,
 )
 from contracts.workload import ACTIVITY_PLACE, ClusterState, ClusterTarget, PlaceInput
-from wingsmith.dynamo import dgd_name
-from wingsmith.endpoints import BackendRef
-from wingsmith.gateway.traffic import BackendCounters, BackendTraffic
-from wingsmith.placement.models import PlacementDecision
-from wingsmith.upgrade import judge, same_repository, steps_problem
-from wingsmith.workloads import WorkloadPlan
+from wingsmith.domain.dynamo import dgd_name
+from wingsmith.domain.endpoints import BackendRef
+from wingsmith.domain.gateway.traffic import BackendCounters, BackendTraffic
+from wingsmith.domain.placement.models import PlacementDecision
+from wingsmith.domain.upgrade import judge, same_repository, steps_problem
+from wingsmith.domain.workloads import WorkloadPlan
 from workflows import policies
 from workflows.workload.cluster_ops import ClusterOps, cause_of
 from workflows.workload.state import Workload

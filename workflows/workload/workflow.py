@@ -35,7 +35,7 @@ from contracts.workload import (
     WorkloadWorkflowInput,
     search_attributes,
 )
-from wingsmith.endpoints import BackendDrained, EndpointRef
+from wingsmith.domain.endpoints import BackendDrained, EndpointRef
 from workflows.history import time_to_continue_as_new
 from workflows.workload.cluster_ops import ClusterOps
 from workflows.workload.converge import Converger, Unplaceable

@@ -1,7 +1,0 @@
-"""The local gateway: an OpenAI-compatible router, its own ASGI app (`create_gateway_app`), served by
-`python -m api.gateway --port 8080`. The plane drives it through `wingsmith.gateway.LocalGatewayClient`."""
-
-from api.gateway.app import create_gateway_app
-from api.gateway.proxy import BACKEND_HEADER
-
-__all__ = ["BACKEND_HEADER", "create_gateway_app"]
