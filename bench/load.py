@@ -41,7 +41,7 @@ from urllib.parse import urlencode, urlsplit
 import httpx
 from stats import pct  # bench/stats.py (scripts run with bench/ on the path)
 
-from gateway import read_answer  # bench/gateway.py's raw-socket answer reader
+from gateway_speed import read_answer  # bench/gateway_speed.py's raw-socket answer reader
 from sim.hub import shipped_models, start_hub_server
 from wingsmith.local.postgres import LocalPostgres, free_port
 from wingsmith.local.temporal_server import TemporalDevServer, stop_process, wait_for_port
@@ -152,7 +152,7 @@ async def bounded(concurrency: int, jobs) -> list:
 async def raw_gets(base_url: str, requests: list[bytes], concurrency: int) -> list[float]:
     """Each of `requests` (whole HTTP/1.1 GETs, built once) sent once, `concurrency` kept-alive connections
     at a time, each sending its next as soon as it has its answer; every latency in seconds. The client is
-    raw asyncio sockets, as bench/gateway.py's throughput client: with httpx, the client took twice the
+    raw asyncio sockets, as bench/gateway_speed.py's throughput client: with httpx, the client took twice the
     API's CPU at 8 callers (its pool's per-request checks, reading and unzipping the answer), so the
     figures measured the client more than the API."""
     host, port = _host_port(base_url)

@@ -26,7 +26,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))  # the sibling bench mo
 
 import httpx  # noqa: E402
 import load  # noqa: E402
-from gateway import GatewayRig, paired_latency  # noqa: E402
+from gateway_speed import GatewayRig, paired_latency  # noqa: E402
 
 FRAME = re.compile(r"^(?P<func>.*) \((?P<file>[^()]*?)(?::\d+)?\)$")
 LAYERS = ("api", "wingsmith", "worker", "workflows", "activities", "sim")

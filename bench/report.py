@@ -9,10 +9,10 @@ measure several times, the worst run judged against its target and shown beside 
   at 8 concurrent callers, 5,000 of each in 50 alternating blocks (a p99 of 2,000 moved with a few slow
   requests under load);
 - gateway_p99_vs_pipe_ratio (<= 1.25): a non-streaming chat completion through the gateway
-  (bench/gateway.py), against the same request through a byte pipe (no HTTP parsed: the floor of any
+  (bench/gateway_speed.py), against the same request through a byte pipe (no HTTP parsed: the floor of any
   proxy hop on the machine; issue 47), 10,000 of each, in turn with the same request straight to the
   frontend (the gateway's p99 against direct is reported beside it), the order rotating each round
-  (bench/gateway.py `rotated`); sse_first_byte_added_p50_ms (<= 1): time to the first streamed byte
+  (bench/gateway_speed.py `rotated`); sse_first_byte_added_p50_ms (<= 1): time to the first streamed byte
   through the gateway minus straight to the frontend, at p50; and throughput: requests per second the
   gateway (one process, one core) answers to 8 connections, p99 under 100 ms, beside the frontend alone
   and, when `WINGSMITH_BENCH_LITELLM` names the python of a virtualenv holding `litellm[proxy]`, the
@@ -53,7 +53,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))  # the sibling bench mo
 import httpx  # noqa: E402
 import load  # noqa: E402
 import placement  # noqa: E402
-from gateway import (  # noqa: E402
+from gateway_speed import (  # noqa: E402
     GatewayRig,
     LiteLLMProxy,
     PipeProcess,

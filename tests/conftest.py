@@ -73,6 +73,13 @@ JOURNEY_PLACES = ("console/", "chaos/", "bench/", "production/", "examples/", "f
 SERVER_FIXTURES = {"temporal_server", "pg_server", "time_skipping_env", "hub_server", "hub", "api", "plane",
                    "cluster", "clusters", "sim_cluster", "gateway", "issuer"}
 TIERS = ("unit", "integration", "journey")
+# Seconds a module took on CI's machine (the slowest of `.ci/run`'s `--durations=40`, beside the other
+# workers), for the order above; a module not named here is judged by its tier.
+LONGEST_MODULES = {"perf/test_draft_performance_proof.py": 528, "perf/test_workload_target.py": 365,
+                   "cli/test_readme_journey.py": 271, "perf/test_plan_status.py": 196,
+                   "perf/test_workload_target_prices.py": 141, "perf/test_workload_target_disaggregated.py": 77,
+                   "perf/test_fair_planning.py": 73, "production/test_plane_upgrade.py": 57,
+                   "upgrade/test_scaling_failure.py": 57}
 # Tests that judge time or memory against a bound calibrated on a machine doing nothing else (benches,
 # chaos deadlines, HA failover times, held-memory caps): `solo`, run after the parallel part, one at a time.
 SOLO_PLACES = ("bench/", "chaos/", "production/test_ha.py", "gateway/test_abuse.py",
@@ -98,9 +105,13 @@ def pytest_collection_modifyitems(config, items) -> None:
             tier = "integration"
         item.add_marker(getattr(pytest.mark, tier))
     if config.getoption("dist", "no") != "no":
-        # The longest modules first (the journey tier's browsers and planes), so no worker is left
-        # with one of them at the end while the others are idle.
-        items.sort(key=lambda item: not item.get_closest_marker("journey"))
+        # The longest modules first (longest-processing-time first: the measured ones by their seconds, then
+        # the journey tier's browsers and planes), so no worker is left with one of them at the end while the
+        # others are idle. A stable sort: a module's tests stay in their order.
+        def expected(item) -> tuple[float, bool]:
+            module = Path(str(item.fspath)).relative_to(root).as_posix()
+            return (-LONGEST_MODULES.get(module, 0.0), not item.get_closest_marker("journey"))
+        items.sort(key=expected)
 
 
 @pytest.fixture(scope="session", autouse=True)

@@ -129,7 +129,7 @@ def test_series_take_turns_in_a_rotating_order(monkeypatch):
     import collections
 
     monkeypatch.syspath_prepend(str(ROOT / "bench"))
-    rotated = importlib.import_module("gateway").rotated
+    rotated = importlib.import_module("gateway_speed").rotated
 
     order = rotated(3, 300)
     assert collections.Counter(order) == {0: 300, 1: 300, 2: 300}

@@ -1,6 +1,6 @@
 """The local gateway's added latency, and how fast it stops sending traffic to a failed backend.
 
-    python bench/gateway.py [--requests N] [--failover-clients N]
+    python bench/gateway_speed.py [--requests N] [--failover-clients N]
 
 Each piece runs in its own process, as on a real machine: two simulated frontends (sim.kube's
 frontend code, one per "cluster"), the gateway (`python -m gateway`), and this client.
