@@ -29,6 +29,7 @@ from pydantic import BaseModel, Field
 
 from sim.kube.faults import Faults
 from sim.kube.frontend import Frontends
+from sim.kube.load_model import LoadSettings
 from sim.kube.operator import FRONTEND_URL_ANNOTATION, SimulatedOperator
 from sim.kube.resources import CORE_TYPES, crd_dir, load_crds
 from sim.kube.server import build_app
@@ -106,6 +107,8 @@ class SimulatedCluster:
         self.user = f"{spec.name}-admin"  # the kubeconfig's user, as RBAC messages name it
         self.faults = Faults()
         self.setup = spec.setup.model_copy(deep=True)
+        self.load = LoadSettings()  # load profiles set from a test or the admin route (load_model.py)
+        frontends.use_settings(spec.name, self.load)
         self.crds = {doc["metadata"]["name"]: doc for doc, _ in crds}
         self.store = ClusterStore([*CORE_TYPES, *(rt for _, rt in crds)], strict_by_default=strict_fields)
         self.operator = SimulatedOperator(spec.name, self.store, self.faults, frontends, frontend_base_url,
@@ -181,6 +184,11 @@ class SimulatedCluster:
     def frontend_url(self, namespace: str, name: str) -> str:
         """Where the DGD's frontend answers; also on the DGD as annotation `sim.wingsmith.dev/frontend-url`."""
         return self.operator.frontend_url(namespace, name)
+
+    def load_report(self, namespace: str, name: str, window: float = 60.0) -> dict[str, Any] | None:
+        """What the deployment's simulated engine sees (its `/sim/load` body), None while no frontend runs."""
+        frontend = self._frontends.get(self.name, namespace, name)
+        return None if frontend is None else self._frontends.engine(frontend).report(window)
 
     def describe(self) -> dict[str, Any]:
         return {"server": self.server_url, "frontend_base_url": self.frontend_base_url, "region": self.spec.region,
@@ -271,6 +279,10 @@ class SimulatedClusters:
 
     def setup(self, name: str) -> ClusterSetup:
         return self.cluster(name).setup
+
+    def load(self, name: str) -> LoadSettings:
+        """The cluster's load profiles: `sim.load("sim-east").deployments = {"default/my-dgd": LoadProfile(...)}`."""
+        return self.cluster(name).load
 
     @property
     def ca_file(self) -> Path:

@@ -12,6 +12,10 @@ from typing import Any
 _ENV_REF = re.compile(r"\$\{(\w+)\}|\$(\w+)")
 _NAME_FLAGS = ("--served-model-name",)
 _MODEL_FLAGS = ("--model", "--model-path")
+# The engines' limit on sequences running at once: vLLM, SGLang, TensorRT-LLM.
+_SLOTS_FLAGS = ("--max-num-seqs", "--max-running-requests", "--max_batch_size", "--max-batch-size")
+# Components that run beside the engines and serve no tokens themselves.
+AUXILIARY_TYPES = ("epp", "planner")
 
 
 @dataclass(frozen=True)
@@ -30,6 +34,11 @@ class Component:
     @property
     def is_frontend(self) -> bool:
         return self.type == "frontend"
+
+    @property
+    def is_engine(self) -> bool:
+        """A worker that serves tokens (aggregated, prefill or decode), not the frontend or a helper."""
+        return not self.is_frontend and self.type not in AUXILIARY_TYPES
 
     @property
     def spec_hash(self) -> str:
@@ -130,3 +139,15 @@ def served_model_names(dgd: dict[str, Any]) -> list[str]:
             if component.env.get(key):
                 return [component.env[key]]
     return [(dgd.get("metadata") or {}).get("name", "model")]
+
+
+def max_num_seqs(dgd: dict[str, Any], most: int) -> int | None:
+    """How many sequences one replica runs at once, as its engine's command line says (the decode
+    worker's when prefill and decode are apart); None when it says nothing usable (at most `most`)."""
+    engines = sorted((c for c in components(dgd) if c.is_engine), key=lambda c: c.type != "decode")
+    for component in engines:
+        values = _flag_values([_expand(t, component.env) for t in _tokens(component)], _SLOTS_FLAGS)
+        if values:
+            value = _int(values[0], 0)
+            return value if 1 <= value <= most else None
+    return None

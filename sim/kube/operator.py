@@ -33,7 +33,8 @@ from typing import Any
 from sim.kube import errors
 from sim.kube.faults import Faults
 from sim.kube.frontend import Frontend, Frontends
-from sim.kube.graph import Component, components, served_model_names
+from sim.kube.graph import Component, components, max_num_seqs, served_model_names
+from sim.kube.load_model import MAX_NUM_SEQS, PROFILE_ANNOTATION
 from sim.kube.store import MERGE, ClusterStore, WriteOptions, now
 
 FINALIZER = "nvidia.com/finalizer"
@@ -44,7 +45,6 @@ LABEL_COMPONENT_TYPE = "nvidia.com/dynamo-component-type"
 LABEL_GENERATION = "sim.wingsmith.dev/generation"  # the generation a pod was made for
 LABEL_SPEC_HASH = "sim.wingsmith.dev/spec-hash"  # its component's pod template, replicas left out
 MANAGER = "dynamo-operator"
-_AUXILIARY = ("epp", "planner")
 
 
 # Wake a little before a time-driven change is due: float rounding must not make a pass come late.
@@ -59,6 +59,7 @@ class _Seen:
     # The spec of this generation, parsed once: the store bumps the generation whenever the spec changes.
     parts: list[Component] | None = None
     models: list[str] | None = None
+    slots: int | None = None  # the engine's `--max-num-seqs`, if its command line sets one
 
 
 @dataclass
@@ -203,6 +204,7 @@ class SimulatedOperator:
             seen = self._seen[meta["uid"]] = _Seen(generation, clock, first=seen is None)
         if seen.parts is None:
             seen.parts = components(dgd)
+            seen.slots = max_num_seqs(dgd, MAX_NUM_SEQS)
         parts = seen.parts
         pods = self._sync_pods(namespace, name, generation, parts, work)
 
@@ -215,7 +217,10 @@ class SimulatedOperator:
         # The frontend routes to any registered worker: one whole ready replica per component serves.
         serving = all(any(set(replica) <= ready_pods for replica in _replica_pods(name, part))
                       for part in parts if not part.is_frontend)
-        self._publish_frontend(namespace, name, dgd, seen, pods, serving)
+        # The load the frontend can spread: the fewest whole ready replicas of any engine component.
+        replicas = min((sum(set(replica) <= ready_pods for replica in _replica_pods(name, part))
+                        for part in parts if part.is_engine), default=1)
+        self._publish_frontend(namespace, name, dgd, seen, pods, serving, replicas)
         work.frontends[(namespace, name)] = self.frontends.get(self.cluster, namespace, name)
         self._write_status(dgd, version, seen, work, parts, pods, ready_by_component, workers_ready)
 
@@ -285,7 +290,7 @@ class SimulatedOperator:
                    f"affinity/selector, {len(matching)} Insufficient nvidia.com/gpu.")
             return {"phase": "Pending", "conditions": [_condition("PodScheduled", "False", "Unschedulable", why)]}
         age = clock - scheduled_at
-        faulty = not part.is_frontend and part.type not in _AUXILIARY
+        faulty = part.is_engine
         f = self.faults
         started = age >= self.delay * 0.5
         if not started:  # the container starts (and, off the workers, gets ready) at delay / 2
@@ -326,7 +331,7 @@ class SimulatedOperator:
     # ---- frontend and status -------------------------------------------------------------------
 
     def _publish_frontend(self, namespace: str, name: str, dgd: dict[str, Any], seen: _Seen,
-                          pods: list[dict[str, Any]], workers_serve: bool) -> None:
+                          pods: list[dict[str, Any]], workers_serve: bool, replicas: int) -> None:
         front = [p for p in pods if p["metadata"]["labels"][LABEL_COMPONENT_TYPE] == "frontend"]
         if not front or not any(_pod_running(p) for p in front):
             self.frontends.remove(self.cluster, namespace, name)
@@ -334,7 +339,10 @@ class SimulatedOperator:
         serving = workers_serve and not self.faults.operator_failed
         if serving and seen.models is None:
             seen.models = served_model_names(dgd)
-        self.frontends.publish(self.cluster, namespace, name, list(seen.models or []) if serving else [])
+        profile = (dgd["metadata"].get("annotations") or {}).get(PROFILE_ANNOTATION)
+        self.frontends.publish(self.cluster, namespace, name, list(seen.models or []) if serving else [],
+                               replicas=replicas if serving else 0, max_num_seqs=seen.slots,
+                               load_profile=profile if isinstance(profile, str) else None)
 
     def _write_status(self, dgd: dict[str, Any], version: str, seen: _Seen, work: _Pass, parts: list[Component],
                       pods: list[dict[str, Any]], ready_by_component: dict[str, tuple[int, int]],

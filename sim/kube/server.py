@@ -5,6 +5,7 @@
     /admin/clusters                          clusters, their URLs and faults
     /admin/clusters/<cluster>/faults         GET, PATCH (set some), PUT (reset then set), DELETE (reset)
     /admin/clusters/<cluster>/setup          GET, PATCH: the Dynamo CRDs served and the user's Role (setup.py)
+    /admin/clusters/<cluster>/load           GET, PATCH, PUT, DELETE: load profiles of the simulated engines
 
 Kubernetes and admin routes need the cluster's bearer token; frontends, like a model server behind
 a cluster's ingress, take no credentials. Every Kubernetes request is also authorized against the
@@ -64,6 +65,7 @@ def build_app(clusters: dict[str, SimulatedCluster], frontends: Frontends) -> St
         Route("/admin/clusters", routes.admin_list, methods=["GET"]),
         Route("/admin/clusters/{cluster}/faults", routes.admin_faults, methods=["GET", "PUT", "PATCH", "DELETE"]),
         Route("/admin/clusters/{cluster}/setup", routes.admin_setup, methods=["GET", "PATCH"]),
+        Route("/admin/clusters/{cluster}/load", routes.admin_load, methods=["GET", "PUT", "PATCH", "DELETE"]),
     ])
 
 
@@ -141,6 +143,26 @@ class _Routes:
             for name in changes:
                 setattr(cluster.setup, name, getattr(merged, name))
         return JSONResponse(cluster.setup.model_dump(by_alias=True))
+
+
+    async def admin_load(self, request: Request) -> Response:
+        """The cluster's load profiles (`LoadSettings`): PATCH sets the fields given, PUT replaces them
+        all, DELETE resets; a bad profile is refused whole (422), the settings stay as they were."""
+        cluster = self._admin_cluster(request)
+        if isinstance(cluster, Response):
+            return cluster
+        if request.method != "GET":
+            try:
+                changes = json.loads(await request.body() or b"{}") if request.method != "DELETE" else {}
+                if not isinstance(changes, dict):
+                    return JSONResponse({"error": "body must be a JSON object of load settings"}, status_code=400)
+                base = cluster.load.model_dump() if request.method == "PATCH" else {}
+                merged = type(cluster.load).model_validate({**base, **changes})
+            except (json.JSONDecodeError, ValidationError) as exc:
+                return JSONResponse({"error": f"bad load settings: {exc}"}, status_code=422)
+            for name in type(cluster.load).model_fields:
+                setattr(cluster.load, name, getattr(merged, name))
+        return JSONResponse(cluster.load.model_dump())
 
 
 async def _injected_fault(cluster: SimulatedCluster, request: Request) -> Response | None:
