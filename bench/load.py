@@ -39,9 +39,9 @@ from pathlib import Path
 from urllib.parse import urlencode, urlsplit
 
 import httpx
+from gateway_speed import read_answer  # bench/gateway_speed.py's raw-socket answer reader
 from stats import pct  # bench/stats.py (scripts run with bench/ on the path)
 
-from gateway_speed import read_answer  # bench/gateway_speed.py's raw-socket answer reader
 from sim.hub import shipped_models, start_hub_server
 from wingsmith.local.postgres import LocalPostgres, free_port
 from wingsmith.local.temporal_server import TemporalDevServer, stop_process, wait_for_port
