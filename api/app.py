@@ -28,7 +28,7 @@ from wingsmith.adapters.version import release
 from wingsmith.domain.config import Settings, get_settings
 
 ROUTE_MODULES = ["health", "recipes", "resolve", "artifacts", "clusters", "workloads", "follow", "endpoints",
-                 "watches", "console", "codec", "gateway_routes"]
+                 "watches", "teams", "console", "codec", "gateway_routes"]
 
 # The Temporal UI's codec calls carry whole payloads (up to Temporal's 4 MB message, base64-encoded);
 # their handler reads the body only after checking the caller's token.

@@ -19,10 +19,10 @@ from api.errors import ApiError
 from wingsmith.adapters.logs import get_logger
 from wingsmith.adapters.oidc import KeysUnavailable, OidcVerifier, TokenRefused, looks_like_jwt
 from wingsmith.domain.roles import ROLES, grants
-from wingsmith.domain.teams import DEFAULT_TEAM
+from wingsmith.domain.teams import DEFAULT_TEAM, TEAM_NAME
 
 log = get_logger("wingsmith.api.auth")
-_TEAM = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
+_TEAM = re.compile(TEAM_NAME)
 
 
 class Principal(BaseModel, frozen=True):

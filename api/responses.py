@@ -24,6 +24,7 @@ from wingsmith.adapters.traffic_plans import PlanProgress
 from wingsmith.domain.draft_performance import PerformanceRow
 from wingsmith.domain.gateway.routes import RouteStatus
 from wingsmith.domain.placement import ClusterInventory, PlacementDecision
+from wingsmith.domain.quotas import Line, Quota, Use, Verdict
 from wingsmith.domain.target_plan import TargetChoice
 from wingsmith.domain.workloads import Follow, WorkloadPlan
 
@@ -257,6 +258,8 @@ class DryRun(BaseModel):
     manifests: dict[str, dict[str, Any]] = Field(description="cluster → the DynamoGraphDeployment it would get")
     target_plan: TargetChoice | None = Field(None, description="with a traffic target: each candidate card's plan "
                                              "(configuration, replicas, GPUs, predicted TTFT/TPOT) and why it lost")
+    quota: Verdict | None = Field(None, description="whether creating it fits the team's quota (docs/teams-and-"
+                                  "sign-in.md#quotas): each limit it touches with used, asked and quota")
 
 
 class Planning(BaseModel):
@@ -280,6 +283,20 @@ class FollowPolicy(BaseModel):
     workload_id: str
     follow: Follow
     set_by: str
+
+
+# ---- team quotas ----------------------------------------------------------------------------------
+
+class TeamQuota(BaseModel):
+    """A team's quota (None: not limited) and what its workloads hold against it."""
+    team: str
+    quota: Quota | None = Field(description="GPUs per card (or `*`), the budget per hour and the policy; None: no "
+                                "quota, nothing is limited")
+    set_by: str | None = Field(description="the admin who set it last")
+    updated_at: Timestamp | None
+    use: Use = Field(description="what the team's live workloads hold: GPUs per card, cost per hour")
+    lines: list[Line] = Field(description="each limit of the quota with what is used against it (asked: 0)")
+    words: str = Field(description="use against quota, in a sentence")
 
 
 # ---- endpoints -------------------------------------------------------------------------------------

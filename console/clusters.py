@@ -1,6 +1,7 @@
 """The fleet: every registered cluster with its cards, GPUs used and free, region and labels, the
-workloads on it and its health as the watch last recorded it; and one cluster's page with its
-deployments and its last preflight checklist, each line with what to do, and (admins) "Check again".
+workloads on it and its health as the watch last recorded it, and the teams' use against their quotas
+(console/quotas.py); and one cluster's page with its deployments and its last preflight checklist, each line
+with what to do, and (admins) "Check again".
 Inventories are read, and checks run, by the worker (as the placement dry run does), never by the API."""
 
 from __future__ import annotations
@@ -17,9 +18,11 @@ from api.auth import Principal
 from api.deps import DbDep, SettingsDep, cluster_checks_of, live_reads_of, temporal_or_none
 from api.errors import ApiError
 from api.responses import answer_fields
+from api.services import quotas
 from api.services.cluster_checks import check_and_record
 from api.services.workloads import list_workloads
 from console.charts import BarRow, Segment, stacked_bars
+from console.quotas import quota_chart
 from console.rendering import ConsoleRoute, read_form, render
 from console.session import ConsoleViewer, check_csrf, require_console
 from console.words import card_name
@@ -136,7 +139,9 @@ async def _views(request: Request, principal, db, settings, records: list[Cluste
 @router.get("/clusters")
 async def fleet(request: Request, principal: ConsoleViewer, db: DbDep, settings: SettingsDep):
     views = await _views(request, principal, db, settings, await store.list_clusters(db))
-    return render(request, "clusters.html", principal=principal, clusters=views, chart=gpu_chart(views))
+    teams = await quotas.fleet(principal, db=db)
+    return render(request, "clusters.html", principal=principal, clusters=views, chart=gpu_chart(views),
+                  teams=teams, quota_chart=quota_chart(teams))
 
 
 @router.get("/clusters/{name}")

@@ -38,6 +38,7 @@ from wingsmith.adapters.store import workloads as workload_store
 from wingsmith.domain.config import Settings
 from wingsmith.domain.placement import PlacementDecision
 from wingsmith.domain.placement.left_out import LeftOut, left_out
+from wingsmith.domain.quotas import Verdict
 from wingsmith.domain.recipes.evidence import Evidence
 from wingsmith.domain.target_plan import TargetChoice
 from wingsmith.domain.workloads import WorkloadPlan, WorkloadRequest
@@ -123,6 +124,7 @@ class Check(BaseModel):
     target_plan: TargetChoice | None = None
     unplanned_target: bool = False
     planning: Planning | None = None  # sized by traffic: the plan on its way
+    quota: Verdict | None = None  # whether creating it fits the team's quota
 
 
 async def _approved(db: asyncpg.Pool) -> list[dict[str, Any]]:
@@ -202,7 +204,8 @@ async def check_workload(form: WorkloadForm, request: Request, principal: Princi
         raise TypeError(f"a dry-run create answered {type(result).__name__}")
     placement = PlacementDecision.model_validate(result.placement)
     return Check(plan=result.plan, placement=placement,
-                 left_out=left_out(placement.ruled_out, placement.passed_over), target_plan=result.target_plan)
+                 left_out=left_out(placement.ruled_out, placement.passed_over), target_plan=result.target_plan,
+                 quota=result.quota)
 
 
 def unreachable(err: ApiError) -> TargetChoice | None:

@@ -19,6 +19,7 @@ from fastapi.templating import Jinja2Templates
 from api.errors import ApiError
 from console.links import outside_url
 from console.words import card_name, layout_name
+from wingsmith.domain.quotas import line_words
 
 HERE = Path(__file__).resolve().parent
 templates = Jinja2Templates(directory=HERE / "templates")
@@ -64,6 +65,7 @@ templates.env.filters["outside_url"] = outside_url
 templates.env.globals["shell_command"] = shell_command
 templates.env.globals["layout_name"] = layout_name
 templates.env.globals["card_name"] = card_name
+templates.env.globals["line_words"] = line_words
 
 
 def _when(value) -> str:

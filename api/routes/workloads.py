@@ -67,13 +67,14 @@ def asked_wait(request: Request) -> float:
 
 @router.get("/plans/{ticket}", response_model=DryRun | Planning,
             summary="A traffic plan's status: how far it is, then the dry-run's answer (as POST gives it)")
-async def plan_status(ticket: str, _operator: Operator, db: DbDep, settings: SettingsDep, response: Response,
+async def plan_status(ticket: str, operator: Operator, db: DbDep, settings: SettingsDep, response: Response,
                       temporal: MaybeTemporalDep, live_reads: LiveReadsDep) -> DryRun | Planning:
     """The status URL a workload sized by traffic answers with while AIConfigurator plans it. While the plan
     runs: `state: planning` and its progress; then the very answer `POST /v1/workloads` gives the same request
     as a dry-run (or its refusal: 422 `target_unreachable` with what each card reaches, 503 without a perf
     worker). The plan is the workflow `workflow_id` names (visible in the Temporal UI)."""
-    answer = await service.plan_status(ticket, db=db, temporal=temporal, settings=settings, live_reads=live_reads)
+    answer = await service.plan_status(ticket, principal=operator, db=db, temporal=temporal, settings=settings,
+                                       live_reads=live_reads)
     if isinstance(answer, Planning):
         response.headers["Retry-After"] = str(FOLLOW_EVERY_SECONDS)
     return answer

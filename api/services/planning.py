@@ -11,6 +11,7 @@ from temporalio.client import Client
 
 from api.errors import ApiError
 from api.responses import DryRun, DryRunResponse
+from api.services import quotas
 from api.services.inventories import LiveReads
 from wingsmith.adapters.recipes.files import catalog_of_draft
 from wingsmith.adapters.store import clusters as store
@@ -138,11 +139,15 @@ def plan(body: WorkloadRequest, artifact: ApprovedArtifact, catalog: Catalog, ch
 
 
 async def workload_dry_run(planned: WorkloadPlan, choice: TargetChoice | None, *, db: asyncpg.Pool,
-                           temporal: Client | None, settings: Settings, live_reads: LiveReads) -> DryRun:
-    """What creating the planned workload would do, writing nothing: its placement and each cluster's graph."""
+                           temporal: Client | None, settings: Settings, live_reads: LiveReads, team: str) -> DryRun:
+    """What creating the planned workload would do, writing nothing: its placement, each cluster's graph, and
+    whether it fits `team`'s quota (the very judgement the create makes)."""
     placed = await dry_run(DryRunRequest(plan=planned.placement), db=db, temporal=temporal, settings=settings,
                            live_reads=live_reads)
     manifests = {cluster: render_dgd(planned.rollout_spec(cluster, n))
                  for cluster, n in placed.decision.replicas.items()}
+    fits = await quotas.verdict(team, planned.workload_id, planned.hardware,
+                                planned.gpus_per_replica * planned.replicas, db=db)
     return DryRun(plan=planned, placement=placed.decision.model_dump(mode="json"), manifests=manifests,
-                  target_plan=choice)
+                  target_plan=choice, quota=fits)
+

@@ -27,7 +27,7 @@ from api.responses import (
     WorkloadDetail,
     WorkloadSummary,
 )
-from api.services import planning, target_plans
+from api.services import planning, quotas, target_plans
 from api.services.inventories import LiveReads
 from contracts import upgrade as upgrade_contract
 from contracts import workload as workload_contract
@@ -89,20 +89,27 @@ async def create(body: WorkloadRequest, *, principal: Principal, db: asyncpg.Poo
     plan, choice = planning.plan(body, artifact, catalog, choice, settings=settings)
     if body.dry_run:
         return await planning.workload_dry_run(plan, choice, db=db, temporal=temporal, settings=settings,
-                                               live_reads=live_reads)
+                                               live_reads=live_reads, team=principal.team)
     if temporal is None:
         raise temporal_unavailable()
     # Ids are global (they name the workflow): one another team holds answers 409 "taken" and nothing
     # more, where the same id of one's own team would return that workload (a repeated create).
     await own_workload(principal, db, temporal, plan.workload_id, _taken(plan.workload_id))
-    handle = await create_workload(temporal, settings, plan=plan, requested_by=principal.name,
-                                   repo_id=artifact.repo_id, team=principal.team)
+    # Room in the team's quota first (403 quota_exceeded past it), given back if the workflow does not start.
+    taken = await quotas.claim(principal.team, plan.workload_id, plan.hardware, plan.gpus_per_replica,
+                               plan.replicas, db=db)
+    try:
+        handle = await create_workload(temporal, settings, plan=plan, requested_by=principal.name,
+                                       repo_id=artifact.repo_id, team=principal.team)
+    except BaseException:
+        await quotas.release(taken, db=db)
+        raise
     return Created(id=plan.workload_id, workflow_id=handle.id, workflow_url=workflow_ui_url(settings, handle.id),
                    plan=plan)
 
 
-async def plan_status(ticket: str, *, db: asyncpg.Pool, temporal: Client | None, settings: Settings,
-                      live_reads: LiveReads) -> DryRun | Planning:
+async def plan_status(ticket: str, *, principal: Principal, db: asyncpg.Pool, temporal: Client | None,
+                      settings: Settings, live_reads: LiveReads) -> DryRun | Planning:
     """A traffic plan's status: how far it is while it runs, then the very answer a dry-run create of the
     same request gives (or its refusal: 422 `target_unreachable`, 503 without a perf worker)."""
     held, body = target_plans.held_request(ticket)
@@ -118,7 +125,7 @@ async def plan_status(ticket: str, *, db: asyncpg.Pool, temporal: Client | None,
     _, prices = await target_plans.fleet(body, db=db, temporal=temporal, settings=settings, live_reads=live_reads)
     plan, choice = planning.plan(body, artifact, catalog, target_plans.chosen(state, prices), settings=settings)
     return await planning.workload_dry_run(plan, choice, db=db, temporal=temporal, settings=settings,
-                                           live_reads=live_reads)
+                                           live_reads=live_reads, team=principal.team)
 
 
 async def list_workloads(viewer: Principal, *, db: asyncpg.Pool, limit: int) -> list[WorkloadSummary]:
@@ -153,11 +160,13 @@ async def get_workload(workload_id: str, *, viewer: Principal, db: asyncpg.Pool,
 async def scale(workload_id: str, replicas: int, *, principal: Principal, db: asyncpg.Pool,
                 temporal: Client) -> WorkloadStatus:
     await own_workload(principal, db, temporal, workload_id, gone(workload_id))
+    taken = await quotas.claim_scale(workload_id, replicas, db=db)  # the owner team's quota (403 past it)
     handle = workload_handle(temporal, workload_id)
     try:
         return await handle.execute_update(workload_contract.UPDATE_SCALE, ScaleRequest(
             replicas=replicas, requested_by=principal.name, team=principal.team), result_type=WorkloadStatus)
     except _UPDATE_ERRORS as err:
+        await _give_back(taken, err, db)
         raise update_error(err, workload_id) from None
 
 
@@ -170,15 +179,18 @@ async def upgrade(workload_id: str, body: UpgradeBody, *, principal: Principal, 
     # The registry's word first (the workflow's planning checks the same again before anything starts).
     row = await store.approved_artifact(db, body.artifact_id)
     try:
-        check_artifact(approved_artifact_from_row(row) if row is not None else None, body.artifact_id)
+        artifact = check_artifact(approved_artifact_from_row(row) if row is not None else None, body.artifact_id)
     except InvalidWorkload as exc:
         raise ApiError(422, str(exc), code="invalid_upgrade", details={"field": exc.field}) from None
+    # Another layout may take more GPUs per replica: those count against the owner team's quota (403 past it).
+    taken = await quotas.claim_upgrade(workload_id, body, artifact, db=db, settings=settings)
     request = UpgradeRequest(**body.model_dump(exclude={"requested_by", "team"}), requested_by=principal.name,
                              team=principal.team)
     try:
         status = await workload_handle(temporal, workload_id).execute_update(upgrade_contract.UPDATE_UPGRADE, request,
                                                                                 result_type=UpgradeStatus)
     except _UPDATE_ERRORS as err:
+        await _give_back(taken, err, db)
         raise update_error(err, workload_id) from None
     return UpgradeAnswer(upgrade=status, workflow_url=workflow_ui_url(settings, workload_workflow_id(workload_id)))
 
@@ -228,6 +240,13 @@ async def set_follow(workload_id: str, follow: Follow, *, principal: Principal, 
 # What sending an update can raise: refused or failed (its validator's or handler's words), the workflow
 # unknown, or Temporal not answering in time (the update may still take effect: asking again is safe).
 _UPDATE_ERRORS = (WorkflowUpdateFailedError, RPCError, RPCTimeoutOrCancelledError)
+
+
+async def _give_back(taken: quotas.Claim, err: Exception, db: asyncpg.Pool) -> None:
+    """The quota room an update took, given back when the workflow refused it or does not run; kept when
+    Temporal did not answer in time (the update may still take effect)."""
+    if not isinstance(err, RPCTimeoutOrCancelledError):
+        await quotas.release(taken, db=db)
 
 
 def update_error(err: Exception, workload_id: str) -> ApiError:

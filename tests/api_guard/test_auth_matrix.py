@@ -79,6 +79,11 @@ ACCESS: dict[tuple[str, str], str] = {
     ("GET", "/v1/watches"): "viewer",
     ("POST", "/v1/watches/{org}/{name_at_branch}/{action}"): "operator",
     ("DELETE", "/v1/endpoints/{name}"): "operator",
+    # Team quotas: an admin sets and removes them; a team reads its own (another team's answers 404, as an
+    # absent one would), an admin every team's.
+    ("PUT", "/v1/teams/{team}/quota"): "admin",
+    ("GET", "/v1/teams/{team}/quota"): "viewer",
+    ("DELETE", "/v1/teams/{team}/quota"): "admin",
     ("GET", "/console/static/console.css"): PUBLIC,
     ("GET", "/console/static/console.js"): PUBLIC,
     ("GET", "/console/static/favicon.svg"): PUBLIC,  # the console's icon (console/favicon.py)
@@ -145,7 +150,7 @@ SATISFIES = {
 # Dummy path parameters: well-formed, naming nothing that exists.
 PARAMS = {"operation": "decode", "org": "acme", "name": "nothing-here", "name_at_sha": "nothing@" + "0" * 40,
           "name_at_branch": "nothing@main", "action": "trigger", "workload_id": "wl-nothing", "version": "1",
-          "ticket": "not-a-ticket"}
+          "ticket": "not-a-ticket", "team": "nothing-here"}
 QUERY = {"/v1/artifacts/resolve": {"source": "hf:nobody/nothing-here"}}
 # Bodies that pass validation where that is cheap, so "allowed" reaches the handler's own answer.
 BODIES = {
@@ -158,6 +163,7 @@ BODIES = {
     ("PATCH", "/v1/workloads/{workload_id}/follow"): {"follow": "auto"},
     ("POST", "/v1/endpoints"): {"name": "nothing-here", "workloads": ["wl-nothing"]},
     ("PATCH", "/v1/endpoints/{name}"): {"workloads": ["wl-nothing"]},
+    ("PUT", "/v1/teams/{team}/quota"): {"gpus": {"h200": 8, "*": 16}, "budget_per_hour": 100},
     ("POST", "/codec/decode"): {"payloads": []},
     ("POST", "/codec/encode"): {"payloads": []},
 }

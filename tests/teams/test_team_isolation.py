@@ -291,14 +291,7 @@ async def _console(api) -> None:
 async def _cli(served, pg_pool, capsys, monkeypatch) -> None:
     """`wingsmith workloads ...` against the API served over HTTP, with each team's token."""
     with _serving(create_app(served, tokens=TokenTable.from_json(served.auth_tokens))) as base:
-        async def cli(token: str, *argv: str) -> tuple[int, str, str]:
-            monkeypatch.setenv("WINGSMITH_TOKEN", token)
-            args = build_parser().parse_args([*argv, "--api", base])
-            capsys.readouterr()
-            code = await asyncio.to_thread(args.func, args)
-            out = capsys.readouterr()
-            return code, out.out, out.err
-
+        cli = cli_over_http(base, capsys, monkeypatch)
         code, out, _ = await cli("tok-rita", "workloads", "list")
         assert code == 0 and RED in out and BLUE not in out, out
         code, out, err = await cli("tok-rita", "workloads", "show", BLUE)
@@ -316,6 +309,18 @@ async def _cli(served, pg_pool, capsys, monkeypatch) -> None:
         code, out, _ = await cli("tok-olga", "workloads", "list")
         assert code == 0 and BLUE in out and RED not in out, out
     assert (await pg_pool.fetchval("select state from workloads where id = $1", BLUE)) not in ("deleting", "deleted")
+
+
+def cli_over_http(base: str, capsys, monkeypatch):
+    """`wingsmith ...` against the API at `base` with a token, off the event loop: (exit code, stdout, stderr)."""
+    async def cli(token: str, *argv: str) -> tuple[int, str, str]:
+        monkeypatch.setenv("WINGSMITH_TOKEN", token)
+        args = build_parser().parse_args([*argv, "--api", base])
+        capsys.readouterr()
+        code = await asyncio.to_thread(args.func, args)
+        out = capsys.readouterr()
+        return code, out.out, out.err
+    return cli
 
 
 class _serving:

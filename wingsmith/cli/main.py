@@ -11,7 +11,7 @@ import sys
 from wingsmith.adapters.version import describe
 
 COMMAND_MODULES = ["up", "demo", "resolve", "artifacts", "workloads", "follow", "recipes", "size", "clusters", "hub",
-                   "watch"]
+                   "watch", "teams"]
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -212,6 +212,9 @@ def _create(args) -> int:
     candidates = (((data or {}).get("error") or {}).get("details") or {}).get("candidates")
     if code and candidates and not args.json:  # unreachable: what each card reaches, in the same table
         print(candidates_table(candidates), file=sys.stderr)
+    refused = ((data or {}).get("error") or {})
+    if code and refused.get("code") == "quota_exceeded" and not args.json:  # every limit's numbers, a line each
+        print("\n".join(f"  {words}" for words in refused["details"]["words"]), file=sys.stderr)
     if code:
         return code
     if args.json:
@@ -234,6 +237,9 @@ def _create(args) -> int:
         print(f"\nsized by traffic: {target_text(target)} (--dry-run shows every card's plan)")
     if args.dry_run:
         print("\n" + placement_text(data["placement"], data["manifests"]))
+        if data.get("quota"):
+            from wingsmith.cli.teams import verdict_text
+            print("\n" + verdict_text(data["quota"]))
         return 0
     if args.wait:
         live = wait_for_stage(args, plan["workload_id"], {"serving", "failed"}, prog=prog)

@@ -7,6 +7,8 @@ from __future__ import annotations
 # The team of every identity that names none, and of every row made before teams existed, so a
 # single-team plane keeps working unchanged.
 DEFAULT_TEAM = "default"
+# What a team may be called: a DNS-1123 label (a-z, 0-9, '-', at most 63), as in a token or a path.
+TEAM_NAME = r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$"
 
 
 def visible(owner: str | None, team: str, *, sees_all: bool) -> bool:
