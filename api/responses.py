@@ -21,6 +21,7 @@ from contracts.upgrade import UpgradeStatus
 from contracts.workload import WorkloadStatus
 from wingsmith.adapters.store.clusters import ClusterRecord
 from wingsmith.adapters.traffic_plans import PlanProgress
+from wingsmith.domain.autoscaling import AutoscalingPolicy
 from wingsmith.domain.draft_performance import PerformanceRow
 from wingsmith.domain.gateway.routes import RouteStatus
 from wingsmith.domain.placement import ClusterInventory, PlacementDecision
@@ -283,6 +284,31 @@ class FollowPolicy(BaseModel):
     workload_id: str
     follow: Follow
     set_by: str
+
+
+class AutoscaleDecisionRow(BaseModel):
+    """One decision of a workload's autoscaler, with the inputs it was taken on and what came of it."""
+    at: datetime
+    action: Literal["scale_out", "scale_in", "hold"]
+    replicas_from: int
+    replicas_to: int
+    outcome: str = Field(description="held, scaled, waiting_approval, held_quota, held_budget, refused")
+    words: str = Field(description="the decision in a sentence")
+    note: str = Field(default="", description="what came of it: the quota's numbers, who approved")
+    reasons: list[str]
+    inputs: dict[str, Any] = Field(description="policy, replicas, capacity per replica, the window's figures")
+    step: str
+
+
+class Autoscaling(BaseModel):
+    workload_id: str
+    policy: AutoscalingPolicy | None = Field(description="None: the workload does not scale itself")
+    set_by: str | None = None
+    workflow_id: str
+    workflow_url: str
+    waiting: dict[str, Any] | None = Field(default=None, description="the decision waiting for an approval "
+                                           "(POST .../autoscaling/approve with its tick)")
+    decisions: list[AutoscaleDecisionRow] = Field(description="the newest first")
 
 
 # ---- team quotas ----------------------------------------------------------------------------------

@@ -51,3 +51,8 @@ def upgrade_id(workload_id: str, revision: int) -> str:
 
 def endpoint_workflow_id(name: str) -> str:
     return f"endpoint/{name}"
+
+
+def autoscaler_workflow_id(workload_id: str) -> str:
+    """The one autoscaling loop of a workload with a policy."""
+    return f"autoscaler/{workload_id}"

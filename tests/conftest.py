@@ -67,7 +67,7 @@ UNIT_PLACES = ("sizing/", "dynamo/", "placement/", "recipes/", "reconcile/test_j
                "watch/test_diff.py", "hub/test_config_schema.py", "hub/test_source.py", "hub/test_weights.py",
                "workflows/test_retry_bounds.py", "test_layers.py", "test_replay.py", "test_doc_links.py",
                "test_architecture_doc.py", "sim_kube/test_conversion.py", "sim_kube/test_graph.py",
-               "sim_kube/test_load_model.py", "quotas/test_judge.py")
+               "sim_kube/test_load_model.py", "quotas/test_judge.py", "autoscaling/test_decide.py")
 JOURNEY_PLACES = ("console/", "chaos/", "bench/", "production/", "examples/", "foundation/test_up",
                   "foundation/test_demo.py", "cli/test_readme_journey.py", "perf/test_draft_performance_proof.py")
 # Fixtures that start a server (at any depth of a test's fixtures).

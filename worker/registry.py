@@ -24,6 +24,7 @@ def workflows(*, versioned: bool = False) -> list[type]:
     """Every workflow type; `versioned`: for a worker under Worker Versioning, where the cluster check is
     pinned (workflows/cluster_check.py)."""
     from workflows.artifact import ArtifactWorkflow
+    from workflows.autoscaler import AutoscalerWorkflow
     from workflows.cluster_check import ClusterCheckWorkflow, PinnedClusterCheckWorkflow
     from workflows.endpoint import EndpointWorkflow
     from workflows.inventory import LiveInventoryWorkflow
@@ -34,11 +35,13 @@ def workflows(*, versioned: bool = False) -> list[type]:
     from workflows.workload import WorkloadWorkflow
     return [PingWorkflow, ArtifactWorkflow, WorkloadWorkflow, ClusterRolloutWorkflow, EndpointWorkflow,
             LiveInventoryWorkflow, WatchWorkflow, DraftPerformanceWorkflow, TrafficPlanWorkflow,
-            TrafficPlanSlotWorkflow, PinnedClusterCheckWorkflow if versioned else ClusterCheckWorkflow]
+            TrafficPlanSlotWorkflow, PinnedClusterCheckWorkflow if versioned else ClusterCheckWorkflow,
+            AutoscalerWorkflow]
 
 
 def main_activities(deps: WorkerDeps) -> list:
     from activities.artifact import ArtifactActivities
+    from activities.autoscaler import AutoscalerActivities
     from activities.endpoint import EndpointActivities
     from activities.follow import FollowActivities
     from activities.ping import ping
@@ -52,7 +55,7 @@ def main_activities(deps: WorkerDeps) -> list:
             *WorkloadActivities(deps.db).all(),
             *EndpointActivities(deps.settings, deps.db).all(), *WatchActivities(artifacts).all(),
             *UpgradeActivities(deps.settings, deps.db).all(),
-            *FollowActivities(artifacts).all()]
+            *FollowActivities(artifacts).all(), *AutoscalerActivities(deps.db).all()]
 
 
 def kube_activities(deps: WorkerDeps) -> list:

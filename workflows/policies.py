@@ -247,3 +247,18 @@ def drain_wait(grace_seconds: float) -> workflow.ActivityConfig:
 # --- the ping ----------------------------------------------------------------------------------------------
 
 PING = workflow.ActivityConfig(start_to_close_timeout=timedelta(seconds=30), retry_policy=retry(attempts=3))
+
+
+# --- the autoscaler ----------------------------------------------------------------------------------
+
+# Reading a workload's measurements and deciding is a few queries: a Postgres restart is waited out for minutes,
+# then the tick is skipped (the loop goes on with the next period).
+AUTOSCALER_DECIDE = workflow.ActivityConfig(
+    start_to_close_timeout=timedelta(seconds=20),
+    retry_policy=retry(attempts=30, maximum_interval=timedelta(seconds=10)))
+# Claiming the quota and sending the workload its scale update (answered once accepted): retried while
+# Temporal or Postgres do not answer, a bounded number of times; a refusal (quota, the workload busy) is an
+# answer, recorded and not retried.
+AUTOSCALER_SCALE = workflow.ActivityConfig(
+    start_to_close_timeout=timedelta(seconds=30),
+    retry_policy=retry(attempts=10, initial=timedelta(seconds=2), maximum_interval=timedelta(seconds=30)))

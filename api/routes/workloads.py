@@ -5,10 +5,12 @@ api/services/workloads.py, planning.py, target_plans.py). The workload workflow 
 from __future__ import annotations
 
 from fastapi import APIRouter, Query, Request, Response
+from pydantic import BaseModel, Field
 
 from api.auth import Operator, Viewer
 from api.deps import DbDep, LiveReadsDep, MaybeTemporalDep, SettingsDep, TemporalDep
 from api.responses import (
+    Autoscaling,
     Created,
     DryRun,
     Planning,
@@ -17,12 +19,22 @@ from api.responses import (
     WorkloadDetail,
     WorkloadList,
 )
+from api.services import autoscaling as autoscaling_service
 from api.services import target_plans
 from api.services import workloads as service
-from api.services.workloads import ControlBody, ScaleBody, UpgradeBody
+from api.services.workloads import ControlBody, PatchBody, UpgradeBody
+from contracts.autoscaler import AutoscalerStatus
 from contracts.upgrade import UpgradeStatus
 from contracts.workload import WorkloadStatus
+from wingsmith.domain.text import CommentText
 from wingsmith.domain.workloads import WorkloadRequest
+
+
+class ApprovalBody(BaseModel):
+    tick: int = Field(ge=1, description="the decision waiting (`waiting.tick` in GET .../autoscaling)")
+    approve: bool = True
+    comment: CommentText = ""
+
 
 router = APIRouter(prefix="/v1/workloads", tags=["workloads"])
 # What a follower of a plan is told to wait between two looks (Retry-After).
@@ -93,10 +105,27 @@ async def get_workload(workload_id: str, viewer: Viewer, db: DbDep, settings: Se
     return await service.get_workload(workload_id, viewer=viewer, db=db, temporal=temporal, settings=settings)
 
 
-@router.patch("/{workload_id}", response_model=WorkloadStatus, summary="Scale a workload")
-async def scale(workload_id: str, body: ScaleBody, principal: Operator, temporal: TemporalDep,
-                db: DbDep) -> WorkloadStatus:
-    return await service.scale(workload_id, body.replicas, principal=principal, db=db, temporal=temporal)
+@router.patch("/{workload_id}", response_model=WorkloadStatus,
+              summary="Scale a workload, or set (null: remove) its autoscaling policy")
+async def scale(workload_id: str, body: PatchBody, principal: Operator, temporal: TemporalDep,
+                db: DbDep, settings: SettingsDep) -> WorkloadStatus:
+    return await service.patch(workload_id, body, principal=principal, db=db, temporal=temporal, settings=settings)
+
+
+@router.get("/{workload_id}/autoscaling", response_model=Autoscaling,
+            summary="A workload's autoscaling policy and its autoscaler's last decisions, with their inputs")
+async def autoscaling(workload_id: str, viewer: Viewer, db: DbDep, settings: SettingsDep,
+                      temporal: MaybeTemporalDep, limit: int = Query(50, ge=1, le=500)) -> Autoscaling:
+    return await autoscaling_service.show(workload_id, viewer=viewer, db=db, temporal=temporal, settings=settings,
+                                          limit=limit)
+
+
+@router.post("/{workload_id}/autoscaling/approve", response_model=AutoscalerStatus,
+             summary="Approve (or reject) the autoscaler's scale-out waiting past the team's budget (operator)")
+async def approve_autoscaling(workload_id: str, body: ApprovalBody, principal: Operator, temporal: TemporalDep,
+                              db: DbDep) -> AutoscalerStatus:
+    return await autoscaling_service.approve(workload_id, body.tick, approve=body.approve, comment=body.comment,
+                                             principal=principal, db=db, temporal=temporal)
 
 
 @router.post("/{workload_id}/upgrade", status_code=202, response_model=UpgradeAnswer,

@@ -10,8 +10,6 @@ advisory lock, so two requests at once cannot both take the last GPUs.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import asyncpg
 from pydantic import ValidationError
 
@@ -20,13 +18,14 @@ from api.errors import ApiError
 from api.ownership import may_see, sees_all
 from api.responses import TeamQuota
 from contracts.upgrade import UpgradeRequest
+from wingsmith.adapters import quota_claims as claims
 from wingsmith.adapters.logs import get_logger
+from wingsmith.adapters.quota_claims import NOTHING_HELD, Claim, QuotaRefused
 from wingsmith.adapters.recipes.files import catalog_of_draft
 from wingsmith.adapters.store import quotas as store
 from wingsmith.adapters.store.quotas import Shape
 from wingsmith.domain.config import Settings
 from wingsmith.domain.quotas import (
-    Allowed,
     PricedCluster,
     Quota,
     Verdict,
@@ -91,18 +90,6 @@ async def team_quota(team: str, *, db: asyncpg.Pool, clusters: list[PricedCluste
 
 # ---- claims: the workload use cases ask before they act ----------------------------------------------------
 
-@dataclass(frozen=True)
-class Claim:
-    """Room a request took under its team's quota; `release` gives it back when the request did not happen."""
-    workload_id: str
-    team: str
-    before: Allowed | None
-    held: bool
-
-
-NOTHING_HELD = Claim(workload_id="", team="", before=None, held=False)
-
-
 async def verdict(team: str, workload_id: str, card: str, gpus: int, *, db: asyncpg.Pool) -> Verdict:
     """Whether `workload_id` holding `gpus` GPUs of `card` fits `team`'s quota, writing nothing (a dry run)."""
     record = await store.get_quota(db, team)
@@ -118,31 +105,18 @@ async def claim(team: str, workload_id: str, card: str, gpus_per_replica: int, r
                 db: asyncpg.Pool) -> Claim:
     """Take room for `workload_id` to hold `replicas` × `gpus_per_replica` GPUs of `card` in `team`'s quota, or
     raise 403 `quota_exceeded` with the numbers. A team without a quota is not limited and nothing is held."""
-    if await store.get_quota(db, team) is None:
-        return NOTHING_HELD
-    clusters = await store.priced_clusters(db)
-    async with store.locked(db, team) as conn:
-        record = await store.get_quota(conn, team)  # again, under the lock: it may have changed
-        if record is None:
-            return NOTHING_HELD
-        held = await store.holdings(conn, team, clusters)
-        current = next((h for h in held if h.workload_id == workload_id), None)
-        ask = ask_of(workload_id, card, gpus_per_replica * replicas, card_price(card, clusters), current)
-        answer = judge(team, record.quota, held, ask)
-        if not answer.fits:
-            log.info("refused: past the team's quota", quota_team=team, workload=workload_id, words=answer.words)
-            raise quota_exceeded(answer)
-        before = await store.hold(conn, workload_id=workload_id, team=team, card=card,
-                                  gpus_per_replica=gpus_per_replica, replicas=replicas)
-    return Claim(workload_id=workload_id, team=team, before=before, held=True)
+    try:
+        return await claims.claim(team, workload_id, card, gpus_per_replica, replicas, db=db)
+    except QuotaRefused as refused:
+        raise quota_exceeded(refused.verdict) from None
 
 
 async def claim_scale(workload_id: str, replicas: int, *, db: asyncpg.Pool) -> Claim:
     """Room for a workload scaled to `replicas`, in its owner team's quota (an admin's scale counts there too)."""
-    shape = await store.shape_of(db, workload_id)
-    if shape is None or not shape.card:
-        return NOTHING_HELD  # not recorded yet nor held: the workflow answers (404 when it does not run)
-    return await claim(shape.team, workload_id, shape.card, shape.gpus_per_replica, replicas, db=db)
+    try:
+        return await claims.claim_scale(workload_id, replicas, db=db)
+    except QuotaRefused as refused:
+        raise quota_exceeded(refused.verdict) from None
 
 
 async def claim_upgrade(workload_id: str, body: UpgradeRequest, artifact: ApprovedArtifact, *, db: asyncpg.Pool,
@@ -158,10 +132,7 @@ async def claim_upgrade(workload_id: str, body: UpgradeRequest, artifact: Approv
     return await claim(shape.team, workload_id, shape.card, per_replica, shape.replicas, db=db)
 
 
-async def release(taken: Claim, *, db: asyncpg.Pool) -> None:
-    """Give back what a claim held: the request it was for did not take effect."""
-    if taken.held:
-        await store.restore(db, workload_id=taken.workload_id, team=taken.team, before=taken.before)
+release = claims.release
 
 
 def quota_exceeded(answer: Verdict) -> ApiError:

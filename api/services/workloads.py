@@ -9,7 +9,7 @@ import uuid
 from typing import Literal
 
 import asyncpg
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, model_validator
 from temporalio.client import Client, RPCTimeoutOrCancelledError, WorkflowUpdateFailedError, WorkflowUpdateStage
 from temporalio.exceptions import ApplicationError
 from temporalio.service import RPCError, RPCStatusCode
@@ -27,7 +27,7 @@ from api.responses import (
     WorkloadDetail,
     WorkloadSummary,
 )
-from api.services import planning, quotas, target_plans
+from api.services import autoscaling, planning, quotas, target_plans
 from api.services.inventories import LiveReads
 from contracts import upgrade as upgrade_contract
 from contracts import workload as workload_contract
@@ -40,6 +40,7 @@ from wingsmith.adapters.store import follow as follow_store
 from wingsmith.adapters.store import workloads as store
 from wingsmith.adapters.temporal import workflow_ui_url
 from wingsmith.adapters.traffic_plans import PlanProgress
+from wingsmith.domain.autoscaling import AutoscalingPolicy
 from wingsmith.domain.config import Settings
 from wingsmith.domain.text import CommentText, SourceText
 from wingsmith.domain.upgrade import steps_problem
@@ -54,6 +55,19 @@ from wingsmith.domain.workloads import (
 UpgradeVerb = Literal["pause", "resume", "abort"]
 _VERBS = {"pause": upgrade_contract.UPDATE_PAUSE, "resume": upgrade_contract.UPDATE_RESUME,
           "abort": upgrade_contract.UPDATE_ABORT}
+
+
+class PatchBody(BaseModel):
+    """A scale, an autoscaling policy (`null`: remove it), or both."""
+    replicas: int | None = Field(default=None, ge=1, le=256)
+    autoscaling: AutoscalingPolicy | None = Field(default=None, description="set the workload's autoscaling policy; "
+                                                  "null removes it (docs/autoscaling.md)")
+
+    @model_validator(mode="after")
+    def _something(self) -> PatchBody:
+        if self.replicas is None and "autoscaling" not in self.model_fields_set:
+            raise ValueError("give replicas, autoscaling (null removes it) or both")
+        return self
 
 
 class ScaleBody(BaseModel):
@@ -87,6 +101,8 @@ async def create(body: WorkloadRequest, *, principal: Principal, db: asyncpg.Poo
             return planned
         choice = planned
     plan, choice = planning.plan(body, artifact, catalog, choice, settings=settings)
+    if body.autoscaling is not None:
+        autoscaling.checked(body.autoscaling, plan)  # 422 before anything starts
     if body.dry_run:
         return await planning.workload_dry_run(plan, choice, db=db, temporal=temporal, settings=settings,
                                                live_reads=live_reads, team=principal.team)
@@ -104,6 +120,9 @@ async def create(body: WorkloadRequest, *, principal: Principal, db: asyncpg.Poo
     except BaseException:
         await quotas.release(taken, db=db)
         raise
+    if body.autoscaling is not None:
+        await autoscaling.set_policy(plan.workload_id, body.autoscaling, principal=principal, db=db, temporal=temporal,
+                                     settings=settings, plan=plan, team=principal.team)
     return Created(id=plan.workload_id, workflow_id=handle.id, workflow_url=workflow_ui_url(settings, handle.id),
                    plan=plan)
 
@@ -167,6 +186,23 @@ async def scale(workload_id: str, replicas: int, *, principal: Principal, db: as
             replicas=replicas, requested_by=principal.name, team=principal.team), result_type=WorkloadStatus)
     except _UPDATE_ERRORS as err:
         await _give_back(taken, err, db)
+        raise update_error(err, workload_id) from None
+
+
+async def patch(workload_id: str, body: PatchBody, *, principal: Principal, db: asyncpg.Pool, temporal: Client,
+                settings: Settings) -> WorkloadStatus:
+    """Set or remove the autoscaling policy, then scale when asked; answers with the workload's status."""
+    if "autoscaling" in body.model_fields_set:
+        if body.autoscaling is None:
+            await autoscaling.remove_policy(workload_id, principal=principal, db=db)
+        else:
+            await autoscaling.set_policy(workload_id, body.autoscaling, principal=principal, db=db, temporal=temporal,
+                                         settings=settings)
+    if body.replicas is not None:
+        return await scale(workload_id, body.replicas, principal=principal, db=db, temporal=temporal)
+    try:
+        return await workload_status(temporal, workload_id)
+    except RPCError as err:
         raise update_error(err, workload_id) from None
 
 

@@ -11,16 +11,30 @@ from typing import Any
 
 from pydantic import BaseModel
 from temporalio.client import Client, WorkflowExecutionStatus, WorkflowHandle
-from temporalio.common import WorkflowIDConflictPolicy, WorkflowIDReusePolicy
+from temporalio.common import (
+    SearchAttributePair,
+    TypedSearchAttributes,
+    WorkflowIDConflictPolicy,
+    WorkflowIDReusePolicy,
+)
 from temporalio.exceptions import WorkflowAlreadyStartedError
 from temporalio.service import RPCError, RPCStatusCode
 
 from contracts import artifact as artifact_contract
+from contracts import autoscaler as autoscaler_contract
 from contracts import endpoint as endpoint_contract
 from contracts import workload as workload_contract
 from contracts.artifact import ArtifactOutcome, ArtifactStatus, ArtifactWorkflowInput, ReviewPolicy, artifact_id
+from contracts.autoscaler import AutoscalerInput, AutoscalerStatus
 from contracts.endpoint import EndpointStatus, EndpointWorkflowInput
-from contracts.ids import artifact_workflow_id, artifact_workflow_id_of, endpoint_workflow_id, workload_workflow_id
+from contracts.ids import (
+    WORKLOAD,
+    artifact_workflow_id,
+    artifact_workflow_id_of,
+    autoscaler_workflow_id,
+    endpoint_workflow_id,
+    workload_workflow_id,
+)
 from contracts.workload import WatchSettings, WorkloadStatus, WorkloadWorkflowInput
 from wingsmith.domain.config import Settings
 from wingsmith.domain.hub.source import ModelSource, parse_source
@@ -171,3 +185,23 @@ def endpoint_handle(client: Client, name: str) -> WorkflowHandle[Any, EndpointSt
 
 async def endpoint_status(client: Client, name: str) -> EndpointStatus:
     return await endpoint_handle(client, name).query(endpoint_contract.QUERY_STATUS, result_type=EndpointStatus)
+
+
+async def start_autoscaler(client: Client, settings: Settings, *, workload_id: str,
+                           team: str = DEFAULT_TEAM) -> WorkflowHandle[Any, AutoscalerStatus]:
+    """Start the workload's autoscaling loop; while one runs, that one (it reads the policy every period, so a
+    changed policy needs no restart). It ends by itself once the policy is removed or the workload is gone."""
+    params = AutoscalerInput(workload_id=workload_id, team=team, period_seconds=settings.autoscaler_period_seconds,
+                             approval_timeout_seconds=settings.autoscaler_approval_seconds)
+    return await client.start_workflow(
+        autoscaler_contract.WORKFLOW, params, id=autoscaler_workflow_id(workload_id), task_queue=settings.task_queue,
+        result_type=AutoscalerStatus, id_conflict_policy=WorkflowIDConflictPolicy.USE_EXISTING,
+        id_reuse_policy=WorkflowIDReusePolicy.ALLOW_DUPLICATE,
+        search_attributes=TypedSearchAttributes([SearchAttributePair(WORKLOAD, workload_id)]),
+        static_summary=f"Autoscaler of {workload_id}",
+        static_details=f"Holds workload {workload_id} (team {team}) to its autoscaling policy; decisions in "
+                       f"GET /v1/workloads/{workload_id}/autoscaling.")
+
+
+def autoscaler_handle(client: Client, workload_id: str) -> WorkflowHandle[Any, AutoscalerStatus]:
+    return client.get_workflow_handle(autoscaler_workflow_id(workload_id), result_type=AutoscalerStatus)

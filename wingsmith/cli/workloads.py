@@ -9,6 +9,7 @@ import time
 from datetime import UTC, datetime
 from typing import Any
 
+from wingsmith.cli import autoscaling
 from wingsmith.cli.api_client import add_common, call, pairs, request, table
 
 
@@ -69,6 +70,7 @@ def register(sub) -> None:
         c.add_argument("--reason")
         add_common(c)
         c.set_defaults(func=_control, control=verb)
+    autoscaling.register(verbs)
 
     e = sub.add_parser("endpoints", help="one model name routed to workloads on every cluster")
     everbs = e.add_subparsers(dest="verb", metavar="VERB", required=True)

@@ -126,6 +126,9 @@ class Settings(BaseSettings):
     # this often).
     watch_report_seconds: float = Field(default=300, gt=0)
     drift_grace_seconds: float = Field(default=120, ge=0)
+    # A workload's autoscaler (docs/autoscaling.md) decides this often, and waits this long for an approval.
+    autoscaler_period_seconds: float = Field(default=30, gt=0, le=3600)
+    autoscaler_approval_seconds: float = Field(default=3600, gt=0, le=7 * 86_400)
     watch_looks_per_run: int = Field(default=360, ge=1,
                                      description="answered looks before the workflow continues as new")
 

@@ -10,6 +10,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field, field_validator, model_validator
 
+from wingsmith.domain.autoscaling import AutoscalingPolicy
 from wingsmith.domain.dynamo import Engine, Layout, RolloutSpec, WorkerPool
 from wingsmith.domain.dynamo import engine_args as ea
 from wingsmith.domain.dynamo.ranks import ranks_problem
@@ -67,6 +68,9 @@ class WorkloadRequest(BaseModel):
         default=None, description="instead of `replicas`: the traffic to serve (requests_per_second, isl, osl, "
         "ttft_ms, tpot_ms); the plane asks AIConfigurator for the smallest configuration per card that meets the "
         "latencies and counts the replicas the rate needs (docs/planning-by-load.md)")
+    autoscaling: AutoscalingPolicy | None = Field(
+        default=None, description="scale by itself within these bounds to hold these targets (docs/autoscaling.md); "
+        "with a traffic target, the plan's TTFT and TPOT are the targets unless given here")
     dry_run: bool = False
 
     @model_validator(mode="after")

@@ -1,0 +1,101 @@
+"""Autoscaling rows (migration 0012): each workload's policy (written by the API) and its autoscaler's decisions
+(written by the autoscaler's activity, keyed by workflow id and tick), and the measurements the autoscaler
+decides on: the gateway's sampled counters of the workload's backends, one sample per slot."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+from typing import Any
+
+import asyncpg
+
+from wingsmith.adapters.gateway.traffic_history import Interval, whole
+from wingsmith.adapters.store import traffic_samples
+from wingsmith.domain.autoscaling import AutoscalingPolicy, Decision, Sample
+from wingsmith.domain.gateway.traffic import bucket_quantile
+
+
+async def policy_of(db: asyncpg.Pool, workload_id: str) -> tuple[AutoscalingPolicy, str] | None:
+    """The workload's policy and who set it; None when it has none."""
+    row = await db.fetchrow("select policy, set_by from autoscaling_policies where workload_id = $1", workload_id)
+    return (AutoscalingPolicy.model_validate(row["policy"]), row["set_by"]) if row else None
+
+
+async def set_policy(db: asyncpg.Pool, workload_id: str, policy: AutoscalingPolicy, set_by: str) -> None:
+    await db.execute(
+        """insert into autoscaling_policies (workload_id, policy, set_by) values ($1, $2, $3)
+           on conflict (workload_id) do update set policy = excluded.policy, set_by = excluded.set_by,
+               set_at = now()""",
+        workload_id, policy.model_dump(mode="json"), set_by)
+
+
+async def remove_policy(db: asyncpg.Pool, workload_id: str) -> bool:
+    return (await db.execute("delete from autoscaling_policies where workload_id = $1", workload_id)) != "DELETE 0"
+
+
+async def record_decision(db: asyncpg.Pool, *, workload_id: str, source: str, step: str, decision: Decision,
+                          outcome: str, note: str = "") -> None:
+    """One decision and what came of it; a retried write (same source and step) keeps the first."""
+    await db.execute(
+        """insert into autoscale_decisions (workload_id, source, step, action, replicas_from, replicas_to, outcome,
+                                            words, note, reasons, inputs, at)
+           values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) on conflict (source, step) do nothing""",
+        workload_id, source, step, decision.action, decision.replicas_from, decision.replicas_to, outcome,
+        decision.words(), note, decision.reasons, decision.inputs.model_dump(mode="json"), decision.inputs.at)
+
+
+async def decisions_of(db: asyncpg.Pool, workload_id: str, *, limit: int = 50) -> list[dict[str, Any]]:
+    """The newest decisions first."""
+    rows = await db.fetch(
+        "select action, replicas_from, replicas_to, outcome, words, note, reasons, inputs, at, source, step "
+        "from autoscale_decisions where workload_id = $1 order by at desc, step desc limit $2", workload_id, limit)
+    return [dict(r) for r in rows]
+
+
+async def workload_now(db: asyncpg.Pool, workload_id: str) -> dict[str, Any] | None:
+    """The workload's state, replicas and the plan's capacity per replica (a workload sized by a traffic target)."""
+    row = await db.fetchrow("select state, team, spec from workloads where id = $1", workload_id)
+    if row is None:
+        return None
+    spec = row["spec"] or {}
+    conf = (spec.get("sized_by") or {}).get("configuration") or {}
+    return {"state": row["state"], "team": row["team"], "replicas": int(spec.get("replicas") or 0),
+            "capacity": conf.get("requests_per_second_per_replica")}
+
+
+async def samples_of(db: asyncpg.Pool, workload_id: str, *, now: datetime, seconds: float) -> list[Sample]:
+    """One sample per slot of the last `seconds`, oldest first, every backend of the workload added up. A slot
+    the sampler read but nobody called is a sample of no traffic; none at all when the sampler has not read
+    the gateways lately (no measurement is not "no traffic")."""
+    latest = await traffic_samples.latest_sample_at(db)
+    slot = timedelta(seconds=traffic_samples.SLOT_SECONDS)
+    if latest is None or latest < now - 2 * slot:
+        return []
+    start = now - timedelta(seconds=seconds)
+    by_backend = await traffic_samples.traffic_by_backend(db, start=start, end=now, workload_id=workload_id)
+    slots: dict[datetime, dict[str, Interval]] = {}
+    for backend, intervals in by_backend.items():
+        for interval in intervals:
+            slots.setdefault(traffic_samples.slot_of(interval.end), {})[backend] = interval
+    out = []
+    at, last = traffic_samples.slot_of(start), traffic_samples.slot_of(min(now, latest))
+    while at <= last:
+        end = min(at + slot, latest)
+        if end > at:
+            out.append(_sample(at, end, slots.get(at, {})))
+        at += slot
+    return out
+
+
+def _sample(start: datetime, end: datetime, found: dict[str, Interval]) -> Sample:
+    seconds = (end - start).total_seconds()
+    backends = {b: {"requests_per_second": i.counts.requests / seconds, "ttft_p95_ms": _p95_ms(i)}
+                for b, i in sorted(found.items())}
+    total = whole(list(found.values())) if found else None
+    return Sample(start=start, end=end, requests_per_second=total.counts.requests / seconds if total else 0.0,
+                  ttft_p95_ms=_p95_ms(total) if total else None, backends=backends)
+
+
+def _p95_ms(interval: Interval) -> float | None:
+    q = bucket_quantile(0.95, list(interval.counts.first_byte.items()))
+    return None if q is None else q * 1000
