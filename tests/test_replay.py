@@ -41,7 +41,7 @@ def test_histories_are_committed():
             "workload_failed_cluster_removed", "live_inventory", "workload_healed_missing_dgd",
             "endpoint_set_workloads", "watch_opened_draft", "workload_upgraded_then_rolled_back",
             "watch_opened_catalog_draft", "artifact_approved_with_followers",
-            "workload_scaling_failed_kept_serving"} <= names
+            "workload_scaling_failed_kept_serving", "autoscaler_hold_then_removed"} <= names
 
 
 def test_the_released_histories_are_frozen():

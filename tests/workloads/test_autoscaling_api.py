@@ -5,10 +5,12 @@ principal does not see them; `PATCH` with `"autoscaling": null` removes the poli
 
 from __future__ import annotations
 
+import os
+
 import pytest
 from temporalio.client import WorkflowExecutionStatus
 
-from tests.support import running_worker, wait_until
+from tests.support import history_json, running_worker, save_history, wait_until
 from tests.workloads.conftest import as_
 
 NAME = "kimi-scaler"
@@ -60,6 +62,8 @@ async def test_a_policy_is_checked_shown_with_its_decisions_and_removed(api, dep
         async def ended():
             return (await loop.describe()).status == WorkflowExecutionStatus.COMPLETED
         await wait_until(ended, timeout=60, what="the autoscaler to end once its policy is gone")
+        if os.environ.get("WINGSMITH_RECORD_HISTORIES") == "1":
+            save_history("autoscaler_hold_then_removed", loop.id, await history_json(loop))
 
         r = await api.delete(f"/v1/workloads/{NAME}", headers=as_("tok-olga"))
         assert r.status_code == 202, r.text
