@@ -48,7 +48,8 @@ from wingsmith.local.temporal_server import TemporalDevServer, find_executable
 
 # Switches of the test harness itself, read by tests (never by the code under test).
 PLANE_VARIABLES = {"DATABASE_URL", "TEMPORAL_ADDRESS", "TEMPORAL_NAMESPACE"}
-HARNESS_VARIABLES = {"WINGSMITH_RECORD_HISTORIES", "WINGSMITH_UPDATE_GOLDEN", "WINGSMITH_TEST_WITHOUT_PERF"}
+HARNESS_VARIABLES = {"WINGSMITH_RECORD_HISTORIES", "WINGSMITH_UPDATE_GOLDEN", "WINGSMITH_TEST_WITHOUT_PERF",
+                     "WINGSMITH_UPSTREAM_DIR"}
 
 
 def _isolate_from_the_shell() -> None:
