@@ -76,12 +76,16 @@ class Plane:
     api_url: str
     env: dict[str, str]
     children: list[subprocess.Popen] = field(default_factory=list)
+    gateway_url: str | None = None  # with_gateway: the plane's own router, routes pulled from the API
 
     def headers(self, token: str) -> dict[str, str]:
         return {"Authorization": f"Bearer {token}"}
 
 
-def start_plane(root: Path) -> Plane:
+def start_plane(root: Path, *, extra_env: dict[str, str] | None = None, with_gateway: bool = False,
+                gateway_args: tuple[str, ...] = (), operator_delay: float = 0.0) -> Plane:
+    """`extra_env`: more settings for the API and the worker; `with_gateway`: the gateway too (`wingsmith up`'s
+    command: an admin token in a file, the routes pulled from the API, and `gateway_args`)."""
     pg = LocalPostgres(root / "pg", free_port(), durable=False, log_file=root / "pg.log").start()
     temporal = TemporalDevServer(port=free_port(), ui_port=None, db_file=None, log_file=root / "temporal.log").start()
     os.environ["WINGSMITH_BENCH_HF_TOKEN"] = "bench-hub-token"
@@ -93,7 +97,15 @@ def start_plane(root: Path) -> Plane:
                WINGSMITH_AUTH_TOKENS=json.dumps(TOKENS), WINGSMITH_API_PORT=str(api_port),
                WINGSMITH_ROLLOUT_POLL_SECONDS="0.1", WINGSMITH_UNSCHEDULABLE_GRACE_SECONDS="10",
                WINGSMITH_LOG_LEVEL="WARNING", WINGSMITH_LOG_FORMAT="json")
-    plane = Plane(root, hub, temporal, pg, f"http://127.0.0.1:{api_port}", env)
+    gateway_port = free_port()
+    if with_gateway:
+        token = root / "gateway-admin-token"
+        token.write_text(uuid.uuid4().hex)
+        env.update(WINGSMITH_GATEWAY_URL=f"http://127.0.0.1:{gateway_port}",
+                   WINGSMITH_GATEWAY_ADMIN_TOKEN_REF=f"file:{token}")
+    env.update(extra_env or {})
+    plane = Plane(root, hub, temporal, pg, f"http://127.0.0.1:{api_port}", env,
+                  gateway_url=env.get("WINGSMITH_GATEWAY_URL") if with_gateway else None)
 
     def child(name: str, *cmd: str) -> subprocess.Popen:
         proc = subprocess.Popen([sys.executable, *cmd], env=env, stdout=open(root / f"{name}.log", "ab"),
@@ -105,11 +117,16 @@ def start_plane(root: Path) -> Plane:
         # The plane takes kubeconfig files only from its kubeconfig directory (default $WINGSMITH_HOME/kubeconfigs).
         sims = child("sim", "-m", "sim.kube", "--home", str(root / "sim"), "--port", str(sim_port),
                      "--kubeconfig", str(root / "home" / "kubeconfigs" / "sim.yaml"),
-                     "--operator-delay", "0")
+                     "--operator-delay", str(operator_delay))
         wait_for_port("127.0.0.1", sim_port, 30, sims)
         child("worker", "-m", "worker")
         api = child("api", "-m", "api")
         wait_for_port("127.0.0.1", api_port, 60, api)
+        if with_gateway:
+            gateway = child("gateway", "-m", "gateway", "--port", str(gateway_port), "--state-dir",
+                            str(root / "gateway"), "--admin-token-ref", env["WINGSMITH_GATEWAY_ADMIN_TOKEN_REF"],
+                            "--routes-source", plane.api_url, "--log-level", "WARNING", *gateway_args)
+            wait_for_port("127.0.0.1", gateway_port, 30, gateway)
         # Straight into the registry, as `wingsmith up` does through the API with its admin token.
         _register_clusters(pg.dsn(), json.loads((root / "sim" / "clusters.json").read_text()))
     except BaseException:

@@ -14,6 +14,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime, timedelta
+from typing import Literal
 
 from markupsafe import Markup, escape
 from pydantic import BaseModel
@@ -43,10 +44,12 @@ class Level(BaseModel):
 
 
 class TimeMark(BaseModel):
-    """A vertical line at a moment (a decision); `kind` 0 draws it red (a rollback), 1 dark, 2 amber."""
+    """A vertical line at a moment (a decision); `kind` 0 draws it red (a rollback), 1 dark, 2 amber; `head` an
+    arrowhead at its top, pointing up (more: a scale-out) or down (fewer: a scale-in)."""
     label: str
     at: datetime
     kind: int = 1
+    head: Literal["", "up", "down"] = ""
 
 
 def nice_top(top: float) -> float:
@@ -146,8 +149,15 @@ def time_lines(title: str, lines: Sequence[TimeLine], start: datetime, end: date
 
 
 def _mark_line(mark: TimeMark, mx: float, bottom: float) -> str:
-    return (f'<line class="mark mark-{mark.kind % 3}" x1="{mx:.1f}" x2="{mx:.1f}" y1="{TOP}" y2="{bottom}">'
-            f'<title>{escape(mark.at.strftime("%H:%M:%S"))} {escape(mark.label)}</title></line>')
+    title = f'<title>{escape(mark.at.strftime("%H:%M:%S"))} {escape(mark.label)}</title>'
+    line = (f'<line class="mark mark-{mark.kind % 3}" x1="{mx:.1f}" x2="{mx:.1f}" y1="{TOP}" y2="{bottom}">'
+            f'{title}</line>')
+    if not mark.head:
+        return line
+    # A small triangle on the plot's top edge, inside the plot, pointing the way the count moved.
+    tip, base = (TOP, TOP + 7) if mark.head == "up" else (TOP + 7, TOP)
+    return line + (f'<path class="mark-head mark-{mark.kind % 3}" data-head="{mark.head}" '
+                   f'd="M{mx - 4:.1f},{base} L{mx + 4:.1f},{base} L{mx:.1f},{tip} Z">{title}</path>')
 
 
 def mark_groups(marks: Sequence[TimeMark], x: Callable[[datetime], float]) -> list[list[TimeMark]]:

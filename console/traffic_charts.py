@@ -7,13 +7,14 @@ the sampling period and however many gateway replicas were read."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 
 import asyncpg
 from markupsafe import Markup
 from pydantic import BaseModel, ConfigDict
 
-from console.time_charts import Level, TimeLine, time_lines
+from console.time_charts import Level, TimeLine, TimeMark, time_lines
 from wingsmith.adapters.gateway.traffic_history import NO_BACKEND, Interval, TrafficPoint, point_of, rolled_up, whole
 from wingsmith.adapters.store import traffic_samples
 from wingsmith.domain.config import Settings
@@ -66,7 +67,10 @@ def backend_words(backend: str) -> str:
 
 
 def backend_view(backend: str, spans: list[Interval], start: datetime, end: datetime,
-                 predicted_ttft_ms: float | None = None) -> BackendView:
+                 predicted_ttft_ms: float | None = None, *, marks: Sequence[TimeMark] = (),
+                 levels: Sequence[Level] = ()) -> BackendView:
+    """`marks`: moments drawn over both charts (the autoscaler's decisions); `levels`: more horizontal lines on the
+    latency chart (the autoscaling target)."""
     # A line needs no more points than the picture has room for: readings added up (counts, not
     # averages of quantiles) into at most CHART_POINTS intervals over the window.
     drawn = spans if len(spans) <= CHART_POINTS else rolled_up(spans, (end - start).total_seconds() / CHART_POINTS)
@@ -79,10 +83,11 @@ def backend_view(backend: str, spans: list[Interval], start: datetime, end: date
         f"Requests and errors per second, {words}", [
             TimeLine(label="requests per second", points=[(p.end, p.requests_per_second) for p in points]),
             TimeLine(label="errors per second", colour=5, points=[(p.end, p.errors_per_second) for p in points])],
-        start, end, "per second",
+        start, end, "per second", marks=marks,
         description=f"Over the last {round((end - start).total_seconds() / 60)} minutes: {total.requests} requests "
                     f"(peak {peak:.2f} per second), {total.errors} errors.")
-    levels = [Level(label="predicted time to first token", value=predicted_ttft_ms)] if predicted_ttft_ms else []
+    levels = [*([Level(label="predicted time to first token", value=predicted_ttft_ms)] if predicted_ttft_ms else []),
+              *levels]
     latency = time_lines(
         f"Latency, {words}", [
             TimeLine(label="p50 latency", points=[(p.end, p.p50_ms) for p in points]),
@@ -91,7 +96,7 @@ def backend_view(backend: str, spans: list[Interval], start: datetime, end: date
                      points=[(p.end, p.ttft_p50_ms) for p in points]),
             TimeLine(label="p99 time to first token", colour=2, dashed=True,
                      points=[(p.end, p.ttft_p99_ms) for p in points])],
-        start, end, "ms", levels=levels,
+        start, end, "ms", levels=levels, marks=marks,
         description=(f"Over the window: p50 {total.p50_ms} ms, p99 {total.p99_ms} ms to the last byte; time to "
                      f"first token p50 {total.ttft_p50_ms} ms, p99 {total.ttft_p99_ms} ms."
                      if total.requests else "No request in the window, so no latency."))
@@ -102,13 +107,17 @@ def backend_view(backend: str, spans: list[Interval], start: datetime, end: date
 
 async def traffic_section(db: asyncpg.Pool, settings: Settings, *, endpoint: str | None = None,
                           workload_id: str | None = None, predicted_ttft_ms: float | None = None,
-                          now: datetime | None = None) -> TrafficSection:
-    """The last hour of one endpoint's traffic per backend, or of one workload's over every endpoint."""
+                          now: datetime | None = None, marks: Sequence[TimeMark] = (),
+                          levels: Sequence[Level] = ()) -> TrafficSection:
+    """The last hour of one endpoint's traffic per backend, or of one workload's over every endpoint (with
+    `marks` and `levels` over its charts)."""
     end = now or datetime.now(UTC)
     start = end - timedelta(seconds=WINDOW_SECONDS)
     spans = await traffic_samples.traffic_by_backend(db, start=start, end=end,
                                                      endpoint=endpoint, workload_id=workload_id)
-    views = [backend_view(b, s, start, end, predicted_ttft_ms) for b, s in sorted(spans.items(), key=_order) if s]
+    marks = [m for m in marks if start <= m.at <= end]
+    views = [backend_view(b, s, start, end, predicted_ttft_ms, marks=marks, levels=levels)
+             for b, s in sorted(spans.items(), key=_order) if s]
     together = [i for s in spans.values() for i in s]
     return TrafficSection(backends=views, start=start, end=end, every_seconds=settings.traffic_sample_seconds,
                           last_reading=await traffic_samples.latest_sample_at(db),

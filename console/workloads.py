@@ -5,7 +5,7 @@ things."""
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any, cast, get_args
 from urllib.parse import quote, urlencode
 
@@ -15,14 +15,17 @@ from pydantic import BaseModel, ValidationError
 from api.deps import DbDep, SettingsDep, TemporalDep, temporal_or_none
 from api.errors import ApiError
 from api.responses import answer_fields
+from api.services import autoscaling as autoscaling_service
 from api.services import workloads as workloads_service
 from api.services.workloads import ControlBody, ScaleBody, UpgradeVerb
 from console.artifacts import draft_path
+from console.autoscaling import ApprovalForm, autoscale_view, decision_marks, target_levels
 from console.events import EventLine, event_groups, operation_of, operation_of_note
+from console.forms import refusal_words
 from console.predicted import predicted_for
 from console.rendering import ConsoleRoute, first, read_form, redirect, render
-from console.session import ConsoleOperator, ConsoleViewer, check_csrf
-from console.traffic_charts import traffic_section
+from console.session import ConsoleApprover, ConsoleOperator, ConsoleViewer, check_csrf
+from console.traffic_charts import WINDOW_SECONDS, traffic_section
 from console.upgrade_timeline import upgrade_timelines
 from console.views import LAYOUT_WORDS
 from contracts import conditions as reason
@@ -288,8 +291,16 @@ async def _workload_page(request: Request, workload_id: str, principal, db, sett
     replicas = (live or {}).get("replicas", spec.get("replicas"))
     artifact = await artifact_store.get_artifact(db, w["artifact_id"]) if w.get("artifact_id") else None
     predicted = predicted_for((artifact or {}).get("draft"), spec)
-    traffic = await traffic_section(db, settings, workload_id=workload_id,
-                                    predicted_ttft_ms=predicted.row.ttft_ms if predicted and predicted.row else None)
+    now = datetime.now(UTC)
+    temporal = temporal_or_none(request.app.state)
+    shown = await autoscaling_service.show(workload_id, viewer=principal, db=db, temporal=temporal,
+                                           settings=settings, limit=2)
+    changes = await autoscaling_service.changes(workload_id, viewer=principal, db=db,
+                                                since=now - timedelta(seconds=WINDOW_SECONDS))
+    autoscale = autoscale_view(shown, changes)
+    traffic = await traffic_section(db, settings, workload_id=workload_id, now=now,
+                                    predicted_ttft_ms=predicted.row.ttft_ms if predicted and predicted.row else None,
+                                    marks=decision_marks(autoscale, changes), levels=target_levels(autoscale.policy))
     timelines = upgrade_timelines(w.get("events") or [], (live or {}).get("timeline") if live else None,
                                   w.get("upgrade"), traffic.end)
     return render(
@@ -306,7 +317,8 @@ async def _workload_page(request: Request, workload_id: str, principal, db, sett
         scaled=request.query_params.get("scaled"), created=request.query_params.get("created"),
         deleting=request.query_params.get("deleting"), upgrade=w.get("upgrade"), upgrade_words=UPGRADE_WORDS,
         upgrade_figures=upgrade_figures, controlled=request.query_params.get("upgrade"),
-        page_path=workload_path(workload_id), traffic=traffic, predicted=predicted, timelines=timelines)
+        page_path=workload_path(workload_id), traffic=traffic, predicted=predicted, timelines=timelines,
+        autoscale=autoscale, approved=request.query_params.get("autoscale"))
 
 
 @router.get("/workloads/{workload_id}")
@@ -367,3 +379,26 @@ async def upgrade_control(request: Request, workload_id: str, action: str, princ
         return await _workload_page(request, workload_id, principal, db, settings, status_code=err.status,
                                     error=err.message)
     return redirect(workload_path(workload_id) + "?" + urlencode({"upgrade": action}))
+
+
+@router.post("/workloads/{workload_id}/autoscaling/approve")
+async def approve_scale(request: Request, workload_id: str, principal: ConsoleApprover, db: DbDep,
+                        settings: SettingsDep, temporal: TemporalDep):
+    """Approve (or reject) the autoscaler's scale-out waiting past the team's budget, as
+    `POST /v1/workloads/{id}/autoscaling/approve` does."""
+    form = await read_form(request)
+    check_csrf(request, form)
+    try:
+        body = ApprovalForm.model_validate({"tick": first(form, "tick").strip(), "decision": first(form, "decision"),
+                                            "comment": first(form, "comment")})
+    except ValidationError as exc:
+        return await _workload_page(request, workload_id, principal, db, settings, status_code=422,
+                                    error=refusal_words(exc))
+    try:
+        await autoscaling_service.approve(workload_id, body.tick, approve=body.decision == "approve",
+                                          comment=body.comment,
+                                          principal=principal, db=db, temporal=temporal)
+    except ApiError as err:
+        return await _workload_page(request, workload_id, principal, db, settings, status_code=err.status,
+                                    error=err.message)
+    return redirect(workload_path(workload_id) + "?" + urlencode({"autoscale": body.decision}))

@@ -18,6 +18,10 @@ if [ "$fast" = false ]; then
   bash scripts/install-js.sh
 fi
 set +e
+# A temporary root of this run's own: pytest's default one is shared by every run on the machine, and a
+# second run (the fast tier before a commit, beside a whole-suite run) deletes the older runs' directories,
+# databases included. Removed when the run passes; kept, and named, when it fails.
+base=$(mktemp -d "${TMPDIR:-/tmp}/wingsmith-tests.XXXXXX")
 # Lint and types first: they take seconds, and a failure there fails the run like a failing test.
 ruff check . || { echo "ruff check failed" >&2; exit 1; }
 mypy || { echo "mypy failed" >&2; exit 1; }
@@ -25,15 +29,15 @@ if [ "$fast" = true ]; then
   # Only the places the unit tier lives in are collected (tests/conftest.py: UNIT_PLACES), so collection
   # imports no browser, server or AIConfigurator module; -m unit leaves out what there asks for a server.
   mapfile -t places < <(python -c 'from tests.conftest import UNIT_PLACES; print("\n".join("tests/" + p for p in UNIT_PLACES))')
-  python -m pytest -m unit -q -p no:cacheprovider -n auto "${places[@]}" "$@"
+  python -m pytest -m unit -q -p no:cacheprovider -n auto --basetemp="$base/unit" "${places[@]}" "$@"
   rc=$?
 else
   # Every tier in two parts: what may share the machine on several workers (a module whole on one
   # worker, each worker with its own Temporal and Postgres), then the `solo` tests one at a time, since
   # they judge time or memory against bounds set on a machine doing nothing else (tests/conftest.py).
-  python -m pytest -m "not solo" -n "${WINGSMITH_TEST_WORKERS:-3}" --dist loadgroup "$@"
+  python -m pytest -m "not solo" -n "${WINGSMITH_TEST_WORKERS:-3}" --dist loadgroup --basetemp="$base/parallel" "$@"
   parallel=$?
-  python -m pytest -m solo "$@"
+  python -m pytest -m solo --basetemp="$base/solo" "$@"
   solo=$?
   if [ "$parallel" -eq 5 ] && [ "$solo" -eq 5 ]; then
     rc=5
@@ -44,6 +48,11 @@ else
   else
     rc=0
   fi
+fi
+if [ "$rc" -eq 0 ]; then
+  rm -rf "$base"
+else
+  echo "the tests' servers' logs and files: $base" >&2
 fi
 if [ "$rc" -eq 5 ]; then
   echo "pytest collected no tests: that is a failure, not a pass" >&2

@@ -34,6 +34,13 @@ from workflows import policies
 KEEP_RECENT = 20  # decisions the status shows (the registry keeps them all)
 
 
+def _loop() -> str:
+    """Which loop this is: the same through its continue-as-new runs, another once the policy is removed and set
+    again (a new loop under the same id counts its ticks from 1 again). It keys the decisions' records and the
+    scale updates, so a new loop's tick 1 is neither taken for the old one's record nor for its update."""
+    return workflow.info().first_execution_run_id
+
+
 @workflow.defn(name=contract.WORKFLOW)
 class AutoscalerWorkflow:
     def __init__(self) -> None:
@@ -82,7 +89,7 @@ class AutoscalerWorkflow:
     async def _scale(self, tick: int, decision: Decision, *, past_budget: bool) -> ScaleOutcome:
         assert self.params is not None
         ask = ScaleAsk(workload_id=self.params.workload_id, replicas=decision.replicas_to, team=self.params.team,
-                       past_budget=past_budget, update_id=f"{workflow.info().workflow_id}/tick/{tick}")
+                       past_budget=past_budget, update_id=f"{workflow.info().workflow_id}/{_loop()}/tick/{tick}")
         return await workflow.execute_activity(contract.ACTIVITY_SCALE, ask, result_type=ScaleOutcome,
                                                **policies.AUTOSCALER_SCALE)
 
@@ -90,7 +97,7 @@ class AutoscalerWorkflow:
         assert self.params is not None
         self.waiting = RecordedDecision(tick=tick, decision=decision, outcome="waiting_approval", note=held.words)
         self.approval = None
-        await self._record(tick, decision, "waiting_approval", held.words, step=f"{tick}:waiting")
+        await self._record(tick, decision, "waiting_approval", held.words, step=f"{_loop()}:{tick}:waiting")
         try:
             await workflow.wait_condition(lambda: self.approval is not None,
                                           timeout=timedelta(seconds=self.params.approval_timeout_seconds))
@@ -112,7 +119,8 @@ class AutoscalerWorkflow:
         assert self.params is not None
         record = DecisionRecord(tick=tick, decision=decision, outcome=outcome, note=note,
                                 workload_id=self.params.workload_id,
-                                workflow_id=autoscaler_workflow_id(self.params.workload_id), step=step or str(tick))
+                                workflow_id=autoscaler_workflow_id(self.params.workload_id),
+                                step=step or f"{_loop()}:{tick}")
         self.state.recent = [*self.state.recent, RecordedDecision(tick=tick, decision=decision, outcome=outcome,
                                                                   note=note)][-KEEP_RECENT:]
         await workflow.execute_local_activity(contract.ACTIVITY_RECORD, record, **policies.REGISTRY)

@@ -7,7 +7,7 @@ from __future__ import annotations
 from fastapi import APIRouter, Query, Request, Response
 from pydantic import BaseModel, Field
 
-from api.auth import Operator, Viewer
+from api.auth import Approver, Operator, Viewer
 from api.deps import DbDep, LiveReadsDep, MaybeTemporalDep, SettingsDep, TemporalDep
 from api.responses import (
     Autoscaling,
@@ -121,8 +121,9 @@ async def autoscaling(workload_id: str, viewer: Viewer, db: DbDep, settings: Set
 
 
 @router.post("/{workload_id}/autoscaling/approve", response_model=AutoscalerStatus,
-             summary="Approve (or reject) the autoscaler's scale-out waiting past the team's budget (operator)")
-async def approve_autoscaling(workload_id: str, body: ApprovalBody, principal: Operator, temporal: TemporalDep,
+             summary="Approve (or reject) the autoscaler's scale-out waiting past the team's budget (approver: the "
+                     "budget is an admin's, so the operators whose workload scales do not lift it themselves)")
+async def approve_autoscaling(workload_id: str, body: ApprovalBody, principal: Approver, temporal: TemporalDep,
                               db: DbDep) -> AutoscalerStatus:
     return await autoscaling_service.approve(workload_id, body.tick, approve=body.approve, comment=body.comment,
                                              principal=principal, db=db, temporal=temporal)

@@ -7,6 +7,7 @@ workflow changes: the loop scales through the workload's own `scale` update."""
 from __future__ import annotations
 
 import uuid
+from datetime import datetime
 
 import asyncpg
 from temporalio.client import Client, WorkflowUpdateFailedError
@@ -78,8 +79,10 @@ async def show(workload_id: str, *, viewer: Principal, db: asyncpg.Pool, tempora
                settings: Settings, limit: int = 50) -> Autoscaling:
     await _own(workload_id, viewer, db)
     found = await store.policy_of(db, workload_id)
+    decisions = await store.decisions_of(db, workload_id, limit=limit)
     waiting = None
-    if temporal is not None:
+    # A workload that never had a policy has no loop to ask (a page that shows every workload asks for it).
+    if temporal is not None and (found or decisions):
         try:
             status = await autoscaler_handle(temporal, workload_id).query(contract.QUERY_STATUS,
                                                                           result_type=AutoscalerStatus)
@@ -90,8 +93,16 @@ async def show(workload_id: str, *, viewer: Principal, db: asyncpg.Pool, tempora
     return Autoscaling(workload_id=workload_id, policy=found[0] if found else None,
                        set_by=found[1] if found else None, workflow_id=wf_id,
                        workflow_url=workflow_ui_url(settings, wf_id), waiting=waiting,
-                       decisions=[AutoscaleDecisionRow.model_validate(r)
-                                  for r in await store.decisions_of(db, workload_id, limit=limit)])
+                       decisions=[AutoscaleDecisionRow.model_validate(r) for r in decisions])
+
+
+async def changes(workload_id: str, *, viewer: Principal, db: asyncpg.Pool, since: datetime,
+                  limit: int = 200) -> list[AutoscaleDecisionRow]:
+    """The autoscaler's scales (done, held or waiting; no holds) since `since`, newest first: what the workload
+    page draws over its traffic charts."""
+    await _own(workload_id, viewer, db)
+    return [AutoscaleDecisionRow.model_validate(r)
+            for r in await store.decisions_of(db, workload_id, limit=limit, since=since, changes_only=True)]
 
 
 async def approve(workload_id: str, tick: int, *, approve: bool, comment: str, principal: Principal,

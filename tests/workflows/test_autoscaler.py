@@ -180,3 +180,22 @@ async def test_a_tick_whose_reading_fails_is_skipped_and_the_loop_goes_on(time_s
         assert failures == [] and [r.decision.action for r in fleet.records.values()][:1] == ["hold"]
         fleet.policy = None
         await handle.result()
+
+
+async def test_a_loop_started_again_keeps_its_own_records_and_updates(time_skipping_env: WorkflowEnvironment):
+    """A policy removed and set again starts a new loop under the same id, counting ticks from 1: its decisions
+    and scale updates are its own, not taken for the first loop's."""
+    env, fleet = time_skipping_env, Fleet(ramp=[(0, 3.0)])
+    queue = f"as-{uuid.uuid4().hex[:8]}"
+    async with Worker(env.client, task_queue=queue, workflows=[AutoscalerWorkflow], activities=fleet.activities(),
+                      workflow_runner=WORKFLOW_RUNNER):
+        for run in (1, 2):
+            fleet.policy = POLICY
+            handle = await env.client.start_workflow(
+                contract.WORKFLOW, AutoscalerInput(workload_id="wl4", period_seconds=SLOT),
+                id=autoscaler_workflow_id("wl4"), task_queue=queue, result_type=AutoscalerStatus)
+            await env.sleep(2 * SLOT)
+            fleet.policy = None
+            await handle.result()
+            assert len({r.step.rsplit(":", 1)[0] for r in fleet.records.values()}) == run
+        assert all(r.step.endswith((":1", ":2", ":3")) for r in fleet.records.values())

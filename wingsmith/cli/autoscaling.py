@@ -32,7 +32,7 @@ def register(verbs) -> None:
     r.add_argument("id")
     add_common(r)
     r.set_defaults(func=_remove)
-    ap = averbs.add_parser("approve", help="let the scale-out waiting past the budget go ahead (operator)")
+    ap = averbs.add_parser("approve", help="let the scale-out waiting past the budget go ahead (approver)")
     ap.add_argument("id")
     ap.add_argument("tick", type=int, help="the decision waiting (`autoscaling show` names it)")
     ap.add_argument("--reject", action="store_true")
@@ -79,4 +79,4 @@ def _approve(args) -> int:
     return call(args, "POST", f"/v1/workloads/{args.id}/autoscaling/approve",
                 {"tick": args.tick, "approve": not args.reject, "comment": args.comment},
                 lambda s: f"{args.id}: decision {args.tick} {'rejected' if args.reject else 'approved'}",
-                prog="wingsmith workloads autoscaling approve")
+                prog="wingsmith workloads autoscaling approve", role="approver")

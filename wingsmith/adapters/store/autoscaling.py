@@ -44,11 +44,14 @@ async def record_decision(db: asyncpg.Pool, *, workload_id: str, source: str, st
         decision.words(), note, decision.reasons, decision.inputs.model_dump(mode="json"), decision.inputs.at)
 
 
-async def decisions_of(db: asyncpg.Pool, workload_id: str, *, limit: int = 50) -> list[dict[str, Any]]:
-    """The newest decisions first."""
+async def decisions_of(db: asyncpg.Pool, workload_id: str, *, limit: int = 50, since: datetime | None = None,
+                       changes_only: bool = False) -> list[dict[str, Any]]:
+    """The newest decisions first; `since`: taken at or after it; `changes_only`: scales (done or not), no holds."""
     rows = await db.fetch(
         "select action, replicas_from, replicas_to, outcome, words, note, reasons, inputs, at, source, step "
-        "from autoscale_decisions where workload_id = $1 order by at desc, step desc limit $2", workload_id, limit)
+        "from autoscale_decisions where workload_id = $1 and ($3::timestamptz is null or at >= $3) "
+        "and (not $4 or action <> 'hold') order by at desc, step desc limit $2",
+        workload_id, limit, since, changes_only)
     return [dict(r) for r in rows]
 
 
