@@ -316,6 +316,7 @@ def _load(url: str) -> dict[str, Any]:
 
 
 @integration
+@pytest.mark.solo  # client-measured latencies against each other: beside other workers the client's own wait rules
 def test_ttft_rises_past_the_slots_and_twice_the_replicas_bring_it_back_down(sim, custom, namespace):
     apply(custom, namespace, _deployment("loaded", 1, json.dumps(PROFILE)))
     wait_for(lambda: ready_for(get(custom, namespace, "loaded"), 1), what="one replica ready")

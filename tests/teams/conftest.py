@@ -27,6 +27,7 @@ TEAM_TOKENS = {
     "tok-vic": {"name": "vic", "roles": ["viewer"]},
     "tok-rita": {"name": "rita", "roles": ["operator"], "team": "red"},
     "tok-vera": {"name": "vera", "roles": ["viewer"], "team": "red"},
+    "tok-rex": {"name": "rex", "roles": ["approver"], "team": "red"},  # answers red's autoscalers past the budget
     "tok-root": {"name": "root", "roles": ["admin"], "team": "ops"},
 }
 

@@ -43,6 +43,8 @@ OWNED_ROUTES: list[tuple[str, str, dict | None]] = [
     ("POST", "/v1/workloads/{workload_id}/upgrade/resume", None),
     ("POST", "/v1/workloads/{workload_id}/upgrade/abort", None),
     ("PATCH", "/v1/workloads/{workload_id}/follow", {"follow": "auto"}),
+    ("GET", "/v1/workloads/{workload_id}/autoscaling", None),
+    ("POST", "/v1/workloads/{workload_id}/autoscaling/approve", {"tick": 1}),
     ("GET", "/v1/endpoints/{name}", None),
     ("PATCH", "/v1/endpoints/{name}", {"workloads": [RED]}),
     ("DELETE", "/v1/endpoints/{name}", None),
@@ -56,6 +58,7 @@ CONSOLE_OWNED: list[tuple[str, str, dict]] = [
     ("POST", "/console/workloads/{workload_id}/scale", {"replicas": "3"}),
     ("POST", "/console/workloads/{workload_id}/delete", {}),
     ("POST", "/console/workloads/{workload_id}/upgrade/{action}", {}),
+    ("POST", "/console/workloads/{workload_id}/autoscaling/approve", {"tick": "1", "decision": "approve"}),
     ("GET", "/console/endpoints/{name}", {}),
     ("POST", "/console/endpoints/{name}/workloads", {"workloads": RED}),
 ]
@@ -179,7 +182,8 @@ async def _refusals_are_logged(api) -> None:
 async def _each_route_answers_as_absent(api, artifact: str) -> None:
     for method, template, body in OWNED_ROUTES:
         body = json.loads(json.dumps(body).replace("{artifact}", artifact)) if body else None
-        for token in ("tok-rita", "tok-vera"):
+        # An approval past the budget is an approver's (rex, of red); the other changes an operator's (rita).
+        for token in ("tok-rex",) if template.endswith("/approve") else ("tok-rita", "tok-vera"):
             if method != "GET" and token == "tok-vera":
                 continue  # a viewer is refused the change by role already (403), as the auth matrix shows
             present = await api.request(method, _fill(template, BLUE, ENDPOINT, WATCH_PATH), json=body,
@@ -273,6 +277,7 @@ async def _console(api) -> None:
         page = await api.get("/console/endpoints/new")
         assert page.status_code == 200 and RED in page.text and BLUE not in page.text
         for method, template, form in CONSOLE_OWNED:
+            as_cookie("tok-rex" if template.endswith("/approve") else "tok-rita")
             for workload, endpoint in ((BLUE, ENDPOINT), (NONE, NO_ENDPOINT)):  # another team's, and absent
                 path = template.format(workload_id=workload, name=endpoint, action="abort")
                 r = await api.request(method, path, data={"csrf": CSRF, **form} if method == "POST" else None)
