@@ -6,16 +6,19 @@ Runs the real pieces as separate processes (bench/load.py's plane plus the gatew
 dev server, the simulated clusters, the API (which samples the gateway's counters), the worker and the
 gateway; the offline Hub in this process. Every simulated frontend of sim-east and sim-west runs a load
 profile set over the sim's admin route (sim/kube/README.md, "The load model"), so a replica has a few slots and
-a queue, and the time to first token grows once it saturates. An approved gpt-oss-20b is deployed on H200 with
-one replica, an autoscaling policy and an endpoint; then an open-loop (Poisson) stream of streamed chats goes
+a queue, and the time to first token grows once it saturates. An approved gpt-oss-20b is deployed on H200 at
+its policy's min_replicas, with an endpoint; then an open-loop (Poisson) stream of streamed chats goes
 through the gateway at `--base-rps` for the first tenth of the run, climbs to 10× by 45 %, stays there to 55 %,
 comes back down by 90 % and stays at 1× to the end.
 
 Printed, beside what an oracle that knows the ramp would do:
 - the share of requests whose first token came within the policy's TTFT target (a failed request is not);
 - the time from the ramp's start to the first added replica serving (ready, as the frontend counts them);
-- GPU-hours held (the replicas the workload asks for, times its GPUs) against the oracle's (at each second the
-  fewest replicas that serve that second's rate at the profile's saturated throughput, never below min_replicas);
+- GPU-hours held (the replicas the workload asks for, times its GPUs) against the oracle's: at each second the
+  fewest replicas that hold the TTFT target at p95 for that second's rate, on the sim's own load model (`Oracle`:
+  Poisson arrivals simulated in steady state), never below min_replicas; and, as a floor no policy holding a
+  target reaches, against replicas at the profile's saturated throughput (there a replica's line grows without
+  bound);
 - flaps: a scale out followed by a scale in within the cooldown, or in then out; and every direction change;
 - failed requests from the first scale-in to the end (and over the whole run);
 - each scale the autoscaler recorded, and the run in tenths (rate, replicas asked, ready and the oracle's,
@@ -47,6 +50,8 @@ sys.path[:0] = [str(BENCH), str(BENCH.parent)]
 
 from load import OPERATOR, Plane, approve, new_draft, start_plane, stop_plane  # noqa: E402
 from stats import pct  # noqa: E402
+
+from sim.kube.load_model import Arrival, LoadProfile, percentile, simulate  # noqa: E402
 
 MODEL, ENDPOINT, WORKLOAD = "openai/gpt-oss-20b", "bench-autoscale", "bench-autoscale"
 CLUSTERS = ("sim-east", "sim-west")
@@ -106,9 +111,9 @@ class Observed:
 
 
 def policy(capacity: float, args: argparse.Namespace) -> dict:
-    return {"min_replicas": 1, "max_replicas": args.max_replicas, "ttft_p95_ms": TTFT_TARGET_MS,
+    return {"min_replicas": args.min_replicas, "max_replicas": args.max_replicas, "ttft_p95_ms": TTFT_TARGET_MS,
             "requests_per_second_per_replica": round(capacity * args.capacity_share, 2),
-            "scale_up_window_s": 30, "scale_down_window_s": 90, "cooldown_s": 45}
+            "scale_up_window_s": 30, "scale_down_window_s": args.scale_down_window, "cooldown_s": 45}
 
 
 def admin_tokens(plane: Plane) -> dict[str, str]:
@@ -140,11 +145,12 @@ async def until(what: str, check, within: float = 300, every: float = 0.5):
 
 
 async def deploy(plane: Plane, http: httpx.AsyncClient, capacity: float, args: argparse.Namespace) -> int:
-    """The workload (one replica, the policy) and its endpoint, serving; returns the GPUs per replica."""
+    """The workload (at the policy's floor) and its endpoint, serving; returns the GPUs per replica."""
     artifact = await new_draft(plane, http, MODEL)
     await approve(plane, http, artifact)
     body = {"artifact_id": artifact, "name": WORKLOAD, "hardware": "h200", "layout": "single_node_tp",
-            "replicas": 1, "constraints": {"allowed_clusters": list(CLUSTERS)}, "autoscaling": policy(capacity, args)}
+            "replicas": args.min_replicas, "constraints": {"allowed_clusters": list(CLUSTERS)},
+            "autoscaling": policy(capacity, args)}
     for gpus in (1, 2, 4, 8):  # the fewest GPUs the model fits on
         r = await http.post("/v1/workloads", headers=plane.headers(OPERATOR), json={**body, "gpus": gpus})
         if r.status_code == 202:
@@ -254,8 +260,42 @@ def gpu_hours(points: list[tuple[float, float]], end: float, gpus: int) -> float
     return total * gpus / 3600
 
 
-def oracle_replicas(ramp: Ramp, t: float, capacity: float, floor: int) -> int:
+def saturated_replicas(ramp: Ramp, t: float, capacity: float, floor: int) -> int:
+    """The floor: replicas that serve the second's rate with every slot busy (no latency target holds there)."""
     return max(floor, math.ceil(round(ramp.rate(t) / capacity, 9)))
+
+
+class Oracle:
+    """The fewest replicas that hold a TTFT target at p95 for a steady rate: the load model the simulated frontends
+    run (sim/kube/load_model.py) fed `seconds` of Poisson arrivals of the bench's requests, for rates in steps of
+    `step` (rounded up), found once per step in ascending order (more traffic never needs fewer replicas)."""
+
+    def __init__(self, profile: dict, target_ms: float, floor: int, *, seconds: float = 600, step: float = 0.25,
+                 seed: int = 0) -> None:
+        self.profile, self.target_ms, self.floor = LoadProfile.model_validate(profile), target_ms, floor
+        self.seconds, self.step, self.seed = seconds, step, seed
+        self.found: list[int] = []  # replicas for rate steps 1, 2, ... (a rate of k × step)
+
+    def holds(self, rate: float, replicas: int) -> bool:
+        rng, t, arrivals = random.Random(f"{self.seed}/{float(rate)!r}/{replicas}"), 0.0, []
+        while True:
+            t += rng.expovariate(rate) * 1000
+            if t >= self.seconds * 1000:
+                break
+            arrivals.append(Arrival(t, PROMPT_TOKENS, OUTPUT_TOKENS))
+        if not arrivals:
+            return True
+        p95 = percentile([o.ttft_ms for o in simulate(self.profile, arrivals, replicas=replicas)], 95)
+        return p95 is not None and p95 <= self.target_ms
+
+    def replicas(self, rate: float) -> int:
+        k = math.ceil(round(rate / self.step, 9))
+        while len(self.found) < k:
+            n = self.found[-1] if self.found else self.floor
+            while not self.holds((len(self.found) + 1) * self.step, n):
+                n += 1
+            self.found.append(n)
+        return self.found[k - 1] if k > 0 else self.floor
 
 
 def scales_of(decisions: list[dict], t0_wall: float) -> list[tuple[float, dict]]:
@@ -278,7 +318,8 @@ def _ms(values: list[float], q: float) -> str:
 
 
 def report(args: argparse.Namespace, ramp: Ramp, capacity: float, pol: dict, gpus: int, requests: list[Request],
-           seen: Observed, decisions: list[dict], t0_wall: float) -> list[str]:
+           seen: Observed, decisions: list[dict], t0_wall: float) -> tuple[dict, list[str]]:
+    """The run's figures (as bench/report.py files them) and its printed lines."""
     ok = [r for r in requests if r.ok]
     within = [r for r in ok if r.ttft_ms is not None and r.ttft_ms <= TTFT_TARGET_MS]
     ttfts = [r.ttft_ms for r in ok if r.ttft_ms is not None]
@@ -289,10 +330,25 @@ def report(args: argparse.Namespace, ramp: Ramp, capacity: float, pol: dict, gpu
     initial = seen.points[0][2] if seen.points else 1
     added = next((t for t, _, ready in seen.points if t >= ramp.starts and ready > initial), None)
     held = gpu_hours([(t, asked) for t, asked, _ in seen.points], ramp.seconds, gpus)
-    oracle = gpu_hours([(float(s), oracle_replicas(ramp, s, capacity, pol["min_replicas"]))
-                        for s in range(int(ramp.seconds))], ramp.seconds, gpus)
+    oracle = Oracle(PROFILE, TTFT_TARGET_MS, pol["min_replicas"])
+    ideal = gpu_hours([(float(s), oracle.replicas(ramp.rate(s))) for s in range(int(ramp.seconds))], ramp.seconds,
+                      gpus)
+    floor = gpu_hours([(float(s), saturated_replicas(ramp, s, capacity, pol["min_replicas"]))
+                       for s in range(int(ramp.seconds))], ramp.seconds, gpus)
     quick, every = flaps(scales, pol["cooldown_s"])
     reasons = sorted({r.why for r in failed})
+    figures = {
+        "autoscale_within_ttft_share": round(len(within) / max(len(requests), 1), 4),
+        "autoscale_gpu_hours_vs_oracle": round(held / ideal, 3) if ideal else float("inf"),
+        "autoscale": {"minutes": args.minutes, "requests": len(requests), "failed": len(failed),
+                      "ttft_ms": {"p50": pct(ttfts, 50) if ttfts else None, "p95": pct(ttfts, 95) if ttfts else None},
+                      "first_added_replica_ready_s": None if added is None else round(added - ramp.starts, 1),
+                      "gpu_hours": {"held": round(held, 4), "oracle": round(ideal, 4),
+                                    "saturated_floor": round(floor, 4)},
+                      "flaps_within_cooldown": quick, "direction_changes": every,
+                      "failed_from_first_scale_in": len(failed_in) if first_in is not None else None,
+                      "scales": [f"{d['replicas_from']} → {d['replicas_to']} at {t:.0f} s" for t, d in scales],
+                      "policy": pol}}
     lines = [
         f"autoscale on {os.cpu_count()} cores: {args.minutes:g} min ramp 1× → {PEAK:g}× → 1× of {args.base_rps:g} "
         f"requests/s, streamed, {PROMPT_TOKENS} tokens in, {OUTPUT_TOKENS} out; operator delay "
@@ -305,8 +361,9 @@ def report(args: argparse.Namespace, ramp: Ramp, capacity: float, pol: dict, gpu
         f"{_ms(ttfts, 50)}, p95 {_ms(ttfts, 95)}, p99 {_ms(ttfts, 99)})",
         "first added replica ready " + (f"{added - ramp.starts:.1f} s after the ramp began" if added is not None
                                         else "never"),
-        f"GPU-hours                {held:.3f} held, oracle {oracle:.3f}: "
-        f"{held / oracle if oracle else float('nan'):.2f}×",
+        f"GPU-hours                {held:.3f} held, oracle {ideal:.3f}: {held / ideal if ideal else float('nan'):.2f}× "
+        f"(the oracle: the fewest replicas holding TTFT p95 ≤ {TTFT_TARGET_MS} ms at each second's rate, on the load "
+        f"model); the floor at saturated throughput {floor:.3f}: {held / floor if floor else float('nan'):.2f}×",
         f"flaps                    {quick} reversal(s) within the cooldown ({pol['cooldown_s']} s); {every} direction "
         "change(s) in all",
         "failed during scale-in   " + (f"{len(failed_in)} of {sum(r.start >= first_in for r in requests)} requests "
@@ -327,21 +384,21 @@ def report(args: argparse.Namespace, ramp: Ramp, capacity: float, pol: dict, gpu
         pts = [p for p in seen.points if lo <= p[0] < hi]
         asked = max((p[1] for p in pts), default=0)
         ready = max((p[2] for p in pts), default=0)
-        need = max(oracle_replicas(ramp, s, capacity, pol["min_replicas"])
-                   for s in range(int(lo), max(int(hi), int(lo) + 1)))
+        need = max(oracle.replicas(ramp.rate(s)) for s in range(int(lo), max(int(hi), int(lo) + 1)))
         lines.append(f"  {k * 10:3d}–{(k + 1) * 10:3d} %  {len(inside) / (hi - lo):6.1f}  {asked:5d}  {ready:5d}  "
                      f"{need:6d}  {_ms(tt, 95):>11}  {sum(not r.ok for r in inside):6d}")
-    return lines
+    return figures, lines
 
 
-async def run(args: argparse.Namespace, plane: Plane) -> None:
+async def run(args: argparse.Namespace, plane: Plane) -> tuple[dict, list[str]]:
     capacity = saturated_capacity(PROFILE, PROMPT_TOKENS, OUTPUT_TOKENS)
     ramp = Ramp(seconds=args.minutes * 60, base=args.base_rps)
     pol = policy(capacity, args)
     async with httpx.AsyncClient(base_url=plane.api_url, timeout=30, trust_env=False) as http:
         await set_profiles(plane)
         gpus = await deploy(plane, http, capacity, args)
-        print(f"serving: {WORKLOAD} behind {ENDPOINT} at {plane.gateway_url}; the ramp begins", flush=True)
+        print(f"serving: {WORKLOAD} behind {ENDPOINT} at {plane.gateway_url}; the ramp begins", file=sys.stderr,
+              flush=True)
         stop, seen = asyncio.Event(), Observed()
         t0, t0_wall = time.monotonic(), time.time()
         watcher = asyncio.create_task(watch(plane, http, t0, stop, seen))
@@ -354,24 +411,12 @@ async def run(args: argparse.Namespace, plane: Plane) -> None:
                              headers=plane.headers(OPERATOR))
         got.raise_for_status()
         decisions = got.json()["decisions"]
-    for text in report(args, ramp, capacity, pol, gpus, requests, seen, decisions, t0_wall):
-        print(text, flush=True)
+    return report(args, ramp, capacity, pol, gpus, requests, seen, decisions, t0_wall)
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--minutes", type=float, default=10.0, help="the whole run: 1×, the ramp, 1× again")
-    parser.add_argument("--base-rps", type=float, default=2.0, help="1×: requests per second before the ramp")
-    parser.add_argument("--max-replicas", type=int, default=10)
-    parser.add_argument("--capacity-share", type=float, default=0.8,
-                        help="the policy's requests per second per replica, as a share of the saturated figure")
-    parser.add_argument("--period", type=float, default=5.0, help="WINGSMITH_AUTOSCALER_PERIOD_SECONDS")
-    parser.add_argument("--operator-delay", type=float, default=3.0,
-                        help="seconds the simulated operator takes to make a new replica ready")
-    parser.add_argument("--seed", type=int, default=7)
-    args = parser.parse_args()
-    if args.minutes <= 0 or args.base_rps <= 0:
-        parser.error("--minutes and --base-rps must be positive")
+def measure(argv: list[str] | None = None) -> tuple[dict, list[str]]:
+    """One run on a plane of its own (stopped at the end, even on failure): its figures and printed lines."""
+    args = parse(argv)
     root = Path(tempfile.mkdtemp(prefix="wingsmith-autoscale-"))
     # The bench's one address stands in for many clients: the gateway's cap per client address (256) would
     # refuse it where the same traffic from many clients passes.
@@ -380,10 +425,40 @@ def main() -> int:
                             "WINGSMITH_TRAFFIC_SAMPLE_SECONDS": "2",
                             "WINGSMITH_AUTOSCALER_PERIOD_SECONDS": str(args.period)})
     try:
-        asyncio.run(run(args, plane))
+        figures, lines = asyncio.run(run(args, plane))
     finally:
         stop_plane(plane)
-    print(f"(logs under {root})", flush=True)
+    return figures, [*lines, f"(logs under {root})"]
+
+
+def parse(argv: list[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--minutes", type=float, default=10.0, help="the whole run: 1×, the ramp, 1× again")
+    parser.add_argument("--base-rps", type=float, default=2.0, help="1×: requests per second before the ramp")
+    parser.add_argument("--min-replicas", type=int, default=2,
+                        help="the policy's floor (the oracle's too): one capacity per replica holds only where "
+                             "replicas share the line; a lone replica of the profile holds TTFT p95 500 ms only "
+                             "to about 2.2 requests/s, two or more to 2.9-3.5 each (the policy says 3.08)")
+    parser.add_argument("--max-replicas", type=int, default=10)
+    parser.add_argument("--capacity-share", type=float, default=0.8,
+                        help="the policy's requests per second per replica, as a share of the saturated figure")
+    parser.add_argument("--scale-down-window", type=int, default=60,
+                        help="the policy's scale_down_window_s: the ramp comes down over 35 %% of the run (210 s "
+                             "of 10 minutes), so a window of minutes, right for a day's traffic, would not see it")
+    parser.add_argument("--period", type=float, default=5.0, help="WINGSMITH_AUTOSCALER_PERIOD_SECONDS")
+    parser.add_argument("--operator-delay", type=float, default=3.0,
+                        help="seconds the simulated operator takes to make a new replica ready")
+    parser.add_argument("--seed", type=int, default=7)
+    args = parser.parse_args(argv)
+    if args.minutes <= 0 or args.base_rps <= 0:
+        parser.error("--minutes and --base-rps must be positive")
+    return args
+
+
+def main() -> int:
+    _, lines = measure()
+    for text in lines:
+        print(text, flush=True)
     return 0
 
 

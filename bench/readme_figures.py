@@ -7,6 +7,9 @@ the report its marker names.
                                                                        # then the README's table from it
     .venv/bin/python bench/readme_figures.py [REPORT.json]             # the table from a recorded report
     .venv/bin/python bench/readme_figures.py --check                   # exit 1 unless the table is its report's
+    .venv/bin/python bench/readme_figures.py --merge OTHER.json        # the measures OTHER.json ran replace the
+                                                                       # release report's, named in its note; then
+                                                                       # the README's table from it
 
 The table sits in README.md between `<!-- figures: <report> ... -->` and `<!-- /figures -->`; the first
 marker names the report (a path from the repository's root) it was written from.
@@ -17,6 +20,7 @@ from __future__ import annotations
 import argparse
 import json
 import re
+import statistics
 import sys
 import tomllib
 from pathlib import Path
@@ -56,7 +60,7 @@ def _conditions(report: dict[str, Any], key: str) -> str:
              if f"load_average_at_{edge}" in run]
     load = f"1-min load {min(loads):.1f}–{max(loads):.1f}" if loads else "load not recorded"
     smoke = "; quick: a smoke run, not a figure" if report.get("quick") else ""
-    return f"{count} runs, {report['machine']['cpus']} CPUs, {load}{smoke}"
+    return f"{count} run{'' if count == 1 else 's'}, {report['machine']['cpus']} CPUs, {load}{smoke}"
 
 
 def _not_measured(report: dict[str, Any], key: str) -> str:
@@ -88,6 +92,53 @@ def render(report: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
+# What a report says about itself rather than about a measure: kept from the release report on a merge.
+_OF_THE_REPORT = frozenset({"command", "started_at", "machine", "quick", "runs_per_measure", "note"})
+_BY_FIGURE = ("median", "met", "targets", "runs")
+
+
+def merged(report: dict[str, Any], other: dict[str, Any]) -> dict[str, Any]:
+    """`report` with the measures `other` ran added: a measure only `other` ran is taken whole (figures, details,
+    medians, verdicts, runs); one both ran has the runs of both, judged again as bench/report.py judges its
+    runs (the worst of all, the median of all, the worst run's details). A sentence in the note names the
+    command, time and machine they came from. So a measure added after the release run, or run again beside
+    other work, joins the release's report without every other measure being run again."""
+    measures = sorted(other.get("runs", {}))
+    if not measures:
+        raise ValueError("the report to merge has no runs")
+    out = {**report, **{k: v for k, v in other.items() if k not in _OF_THE_REPORT and k not in _BY_FIGURE}}
+    for key in _BY_FIGURE:
+        out[key] = {**report.get(key, {}), **other.get(key, {})}
+    for measure in measures:
+        before = report.get("runs", {}).get(measure)
+        if before:
+            _add_runs(out, report, other, measure, before)
+    machine = other["machine"]
+    said = (f"The {', '.join(measures)} rows: from `{other['command']}`, started {other['started_at']} "
+            f"({machine['cpus']} CPUs, Python {machine['python']}){'; ' + other['note'] if other.get('note') else ''}.")
+    out["note"] = f"{report['note']} {said}" if report.get("note") else said
+    return out
+
+
+def _add_runs(out: dict[str, Any], report: dict[str, Any], other: dict[str, Any], measure: str,
+              before: list[dict[str, Any]]) -> None:
+    runs = [*before, *other["runs"][measure]]
+    keys = [k for k in bench_report.TARGETS if any(k in run for run in runs)]
+    out["runs"][measure] = runs
+    # The worst run's details stay with the report whose worst run is the worse (report.py's rule).
+    if max(bench_report._against_target(k, report[k]) for k in keys) >= max(
+            bench_report._against_target(k, other[k]) for k in keys):
+        out.update({k: v for k, v in report.items() if k not in _OF_THE_REPORT and k not in _BY_FIGURE
+                    and k not in bench_report.TARGETS and k in other})
+    for key in keys:
+        values = [run[key] for run in runs if key in run]
+        out[key] = (min if key in bench_report.AT_LEAST else max)(values)
+        out["median"][key] = round(statistics.median(values), 3)
+        out["targets"][key] = bench_report.TARGETS[key]
+        out["met"][key] = (out[key] >= out["targets"][key] if key in bench_report.AT_LEAST
+                           else out[key] <= out["targets"][key])
+
+
 def recorded(readme: str) -> tuple[str, str]:
     """The report the README's table names, and the table as it stands."""
     found = BLOCK.search(readme)
@@ -117,6 +168,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--runs", type=int, default=3, help="with --measure: runs of each measure (default 3)")
     parser.add_argument("--note", help="with --measure: what the load figures cannot say (e.g. 'quiet machine')")
     parser.add_argument("--check", action="store_true", help="change nothing; exit 1 unless the table is its report's")
+    parser.add_argument("--merge", type=Path, metavar="OTHER",
+                        help="take the measures OTHER (a bench/report.py --json file) ran into REPORT, then the table")
     parser.add_argument("--readme", type=Path, default=README, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     readme = args.readme.read_text()
@@ -128,6 +181,9 @@ def main(argv: list[str] | None = None) -> int:
             return 1
         return 0
     path = args.report or default_report_path()
+    if args.merge:
+        path.write_text(json.dumps(merged(json.loads(path.read_text()), json.loads(args.merge.read_text())),
+                                   indent=2) + "\n")
     if args.measure:
         bench_report.main(["--runs", str(args.runs), "--json", str(path)])
         if args.note:

@@ -68,6 +68,8 @@ TABLE = "\n".join([
     "2 runs, 2 CPUs, 1-min load 0.5–1.2 |",
     "| a draft's estimate, cached (median) | "
     "not measured: not installed (pip install -e '.[perf]' adds AIConfigurator) | ≤ 100 ms | – | |",
+    "| autoscaled ramp 1× → 10× → 1×: requests within TTFT 500 ms | not measured in this report | ≥ 0.95 | – | |",
+    "| autoscaled ramp: GPU-hours vs an oracle knowing the ramp | not measured in this report | ≤ 1.25× | – | |",
     "",
     "From `bench/report.py --only placement,gateway,perf --runs 2 --json r.json`, started 2026-01-02T03:04:05+00:00 "
     "(2 CPUs, Python 3.11.7).",
@@ -132,3 +134,57 @@ def test_measure_runs_the_report_then_writes_its_table(tmp_path, monkeypatch):
     noted = writer.render({**REPORT, "note": "Quiet."})
     assert writer.recorded(readme.read_text()) == (out.resolve().as_posix(), noted)
     assert writer.main(["--check", "--readme", str(readme)]) == 0
+
+
+def test_a_measure_run_later_is_merged_into_the_release_report_and_named(tmp_path):
+    later = {"command": "bench/report.py --only autoscale --runs 2 --json a.json",
+             "started_at": "2026-01-03T00:00:00+00:00", "quick": False, "runs_per_measure": 2,
+             "machine": {"cpus": 2, "python": "3.11.7"}, "note": "one run beside the suite",
+             "autoscale_within_ttft_share": 0.97, "autoscale_gpu_hours_vs_oracle": 1.2, "autoscale": {"flaps": 0},
+             "median": {"autoscale_within_ttft_share": 0.98, "autoscale_gpu_hours_vs_oracle": 1.1},
+             "met": {"autoscale_within_ttft_share": True, "autoscale_gpu_hours_vs_oracle": True},
+             "runs": {"autoscale": [{"load_average_at_start": [0.2, 0, 0], "load_average_at_end": [4.0, 0, 0],
+                                     "autoscale_within_ttft_share": 0.97, "autoscale_gpu_hours_vs_oracle": 1.2}]}}
+    both = writer.merged({**REPORT, "note": "Quiet."}, later)
+    assert both["command"] == REPORT["command"] and both["placement_10k_p99_cpu_ms"] == 61.0
+    assert both["median"]["placement_1k_p99_cpu_ms"] == 2.25
+    assert both["median"]["autoscale_gpu_hours_vs_oracle"] == 1.1
+    assert set(both["runs"]) == {"placement", "gateway", "autoscale"}
+    assert both["note"] == ("Quiet. The autoscale rows: from `bench/report.py --only autoscale --runs 2 --json "
+                            "a.json`, started 2026-01-03T00:00:00+00:00 (2 CPUs, Python 3.11.7); one run beside "
+                            "the suite.")
+    table = writer.render(both)
+    assert ("| autoscaled ramp: GPU-hours vs an oracle knowing the ramp | 1.20× (1.10×) | ≤ 1.25× | yes | 1 run, "
+            "2 CPUs, 1-min load 0.2–4.0 |") in table
+    assert "| placement, 10,000 clusters, CPU p99 | 61.00 ms (50.50 ms) | ≤ 60 ms | **no** |" in table
+    with pytest.raises(ValueError, match="no runs"):
+        writer.merged(REPORT, {**later, "runs": {}})
+    release, other, readme = tmp_path / "figures.json", tmp_path / "later.json", tmp_path / "README.md"
+    release.write_text(json.dumps(REPORT))
+    other.write_text(json.dumps(later))
+    readme.write_text("# T\n\n<!-- figures: none.json -->\n<!-- /figures -->\n")
+    assert writer.main(["--merge", str(other), "--readme", str(readme), str(release)]) == 0
+    assert json.loads(release.read_text())["autoscale_gpu_hours_vs_oracle"] == 1.2
+    assert "1.20× (1.10×)" in readme.read_text()
+
+
+def test_runs_of_a_measure_both_reports_ran_are_judged_together():
+    def one(share: float, ratio: float, load: float, seen: str) -> dict:
+        return {"command": f"bench/report.py --only autoscale --runs 1 ({seen})",
+                "started_at": "2026-01-03T00:00:00+00:00",
+                "machine": {"cpus": 2, "python": "3.11.7"}, "autoscale_within_ttft_share": share,
+                "autoscale_gpu_hours_vs_oracle": ratio, "autoscale": {"seen": seen},
+                "median": {"autoscale_within_ttft_share": share, "autoscale_gpu_hours_vs_oracle": ratio},
+                "met": {"autoscale_within_ttft_share": share >= 0.95, "autoscale_gpu_hours_vs_oracle": ratio <= 1.25},
+                "targets": {"autoscale_within_ttft_share": 0.95, "autoscale_gpu_hours_vs_oracle": 1.25},
+                "runs": {"autoscale": [{"load_average_at_start": [load, 0, 0], "load_average_at_end": [load, 0, 0],
+                                        "autoscale_within_ttft_share": share, "autoscale_gpu_hours_vs_oracle": ratio}]}}
+    quiet, beside, third = one(0.97, 1.2, 0.1, "quiet"), one(0.96, 1.3, 4.0, "beside"), one(0.99, 1.1, 0.2, "again")
+    both = writer.merged(writer.merged(REPORT, quiet), beside)
+    assert len(both["runs"]["autoscale"]) == 2 and both["autoscale"] == {"seen": "beside"}
+    assert (both["autoscale_within_ttft_share"], both["autoscale_gpu_hours_vs_oracle"]) == (0.96, 1.3)
+    assert both["median"]["autoscale_gpu_hours_vs_oracle"] == 1.25 and both["met"] == {
+        **REPORT["met"], "autoscale_within_ttft_share": True, "autoscale_gpu_hours_vs_oracle": False}
+    three = writer.merged(both, third)  # a better run does not take the worst run's details away
+    assert three["autoscale"] == {"seen": "beside"} and three["autoscale_gpu_hours_vs_oracle"] == 1.3
+    assert three["median"]["autoscale_gpu_hours_vs_oracle"] == 1.2

@@ -51,14 +51,37 @@ def test_the_rate_decides_how_many_and_the_max_bounds_it():
 
 def test_scale_in_needs_room_with_margin_over_the_whole_scale_down_window():
     rated = POLICY.model_copy(update={"requests_per_second_per_replica": 2.0})
-    # 3 replicas, 3.1/s: 2 replicas at 80 % serve 3.2/s → one fewer.
-    d = decide(series([(3.1, 400)] * 6), now=T0, replicas=3, policy=rated)
+    # 3 replicas, 3.5/s: 2 replicas at 90 % serve 3.6/s → one fewer.
+    d = decide(series([(3.5, 400)] * 6), now=T0, replicas=3, policy=rated)
     assert (d.action, d.replicas_to) == ("scale_in", 2)
-    # 3.3/s once in the window: no room.
-    assert decide(series([(3.1, 400)] * 5 + [(3.3, 400)]), now=T0, replicas=3, policy=rated).action == "hold"
+    assert "2 replica(s) serve the scale-down window's highest rate 3.50/s within 90% of their capacity" in d.words()
+    # 3.7/s once in the window: no room.
+    assert decide(series([(3.5, 400)] * 5 + [(3.7, 400)]), now=T0, replicas=3, policy=rated).action == "hold"
+    # A latency over its target once in the window: no room either, whatever the rate.
+    assert decide(series([(0.5, 400)] * 5 + [(0.5, 1200)]), now=T0, replicas=3, policy=rated).action == "hold"
     # Not yet covered: the scale-down window is 120 s, three samples are 60 s.
     d = decide(series([(0.1, 400)] * 3), now=T0, replicas=3, policy=rated)
     assert d.action == "hold" and "do not cover" in d.words()
+
+
+def test_scale_in_goes_to_the_fewest_replicas_that_serve_the_window_never_below_min():
+    rated = POLICY.model_copy(update={"requests_per_second_per_replica": 2.0})
+    d = decide(series([(3.0, 400)] * 6), now=T0, replicas=6, policy=rated)
+    assert (d.action, d.replicas_to) == ("scale_in", 2)  # 3/s: 2 replicas at 90 % of 2/s hold 3.6/s
+    floor = rated.model_copy(update={"min_replicas": 3})
+    assert decide(series([(0.2, 400)] * 6), now=T0, replicas=6, policy=floor).replicas_to == 3
+
+
+def test_in_after_in_needs_no_cooldown_on_a_known_capacity_but_a_reversal_does():
+    rated = POLICY.model_copy(update={"requests_per_second_per_replica": 2.0})
+    scaled_in = LastChange(action="scale_in", at=T0 - timedelta(seconds=20), replicas_from=5, replicas_to=4)
+    d = decide(series([(3.0, 400)] * 6), now=T0, replicas=4, policy=rated, last_change=scaled_in)
+    assert (d.action, d.replicas_to) == ("scale_in", 2)
+    d = decide(series([(9.0, 1500)] * 6), now=T0, replicas=4, policy=rated, last_change=scaled_in)
+    assert d.action == "hold" and "cooling down after the scale in 5 → 4 (100 s left)" in d.words()
+    # Without a capacity the latencies decide, and those the window measured came from more replicas: wait.
+    d = decide(series([(1, 400)] * 6), now=T0, replicas=4, policy=POLICY, last_change=scaled_in)
+    assert d.action == "hold" and "cooling down" in d.words()
 
 
 def test_without_a_capacity_scale_in_needs_latencies_well_under_target():
@@ -73,6 +96,18 @@ def test_cooldown_holds_and_bounds_always_apply():
     assert d.action == "hold" and "cooling down after the scale out 2 → 3 (60 s left)" in d.words()
     assert decide([], now=T0, replicas=9, policy=POLICY, last_change=last).replicas_to == 6
     assert decide([], now=T0, replicas=0, policy=POLICY).replicas_to == 1
+
+
+def test_out_after_out_within_the_cooldown_only_for_the_rate():
+    rated = POLICY.model_copy(update={"requests_per_second_per_replica": 2.0})
+    scaled_out = LastChange(action="scale_out", at=T0 - timedelta(seconds=20), replicas_from=2, replicas_to=4)
+    d = decide(series([(11.0, 1500)] * 6), now=T0, replicas=4, policy=rated, last_change=scaled_out)
+    assert (d.action, d.replicas_to) == ("scale_out", 6) and "while cooling down after the scale out 2 → 4" in d.words()
+    # Latencies alone (what the replicas added 20 s ago have not been measured yet): wait.
+    d = decide(series([(5.0, 1500)] * 6), now=T0, replicas=4, policy=rated, last_change=scaled_out)
+    assert d.action == "hold" and "cooling down after the scale out 2 → 4" in d.words()
+    # Nor in after that out.
+    assert decide(series([(0.5, 100)] * 6), now=T0, replicas=4, policy=rated, last_change=scaled_out).action == "hold"
 
 
 def test_no_measurements_hold():

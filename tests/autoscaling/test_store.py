@@ -14,7 +14,7 @@ from wingsmith.adapters import quota_claims
 from wingsmith.adapters.store import autoscaling as store
 from wingsmith.adapters.store import quotas as quota_store
 from wingsmith.adapters.store.traffic_samples import SLOT_SECONDS, record_samples, slot_of
-from wingsmith.domain.autoscaling import AutoscalingPolicy, decide
+from wingsmith.domain.autoscaling import AutoscalingPolicy, Sample, decide
 from wingsmith.domain.gateway.traffic import BackendCounters
 from wingsmith.domain.quotas import BUDGET, Line, Quota, Verdict
 
@@ -49,6 +49,38 @@ async def test_samples_per_slot_feed_the_decision(pg_pool):
                                     outcome="scaled", note="asked the workload for 2 replica(s)")
     rows = await store.decisions_of(pg_pool, workload)
     assert len(rows) == 1 and rows[0]["outcome"] == "scaled" and rows[0]["inputs"]["replicas"] == 1
+
+
+async def _readings(pg_pool, per_slot: int, into_the_last: int, last_count: int) -> tuple[str, str, list[Sample]]:
+    """A workload's backend read one second into each of six slots, `per_slot` requests apart, then
+    `into_the_last` seconds into the seventh, `last_count` more; its samples as of that last reading."""
+    workload = f"wl-{uuid.uuid4().hex[:6]}"
+    backend, gateway = f"sim-a/{workload}", f"gw-{uuid.uuid4().hex[:6]}"
+    base = slot_of(await pg_pool.fetchval("select now()")) + timedelta(seconds=SLOT_SECONDS * 10)
+    at = [base + timedelta(seconds=SLOT_SECONDS * i + 1) for i in range(6)]
+    at.append(base + timedelta(seconds=SLOT_SECONDS * 6 + into_the_last))
+    for i, when in enumerate(at):
+        total = per_slot * min(i, 5) + (last_count if i == 6 else 0)
+        await record_samples(pg_pool, at=when, gateway=gateway, counters={("ep", backend): counters(total, 0)},
+                             keep_seconds=3600)
+    return workload, backend, await store.samples_of(pg_pool, workload, now=at[-1], seconds=60)
+
+
+async def test_a_slot_counted_for_a_few_seconds_only_is_taken_with_the_one_before(pg_pool):
+    """The newest slot has counted 3 s: on its own, the 60 requests the gateway counted since its last sample
+    (22 s of them) would read as 20 a second."""
+    _, _, samples = await _readings(pg_pool, per_slot=100, into_the_last=3, last_count=60)
+    newest = samples[-1]
+    assert (newest.end - newest.start).total_seconds() >= SLOT_SECONDS
+    assert newest.requests_per_second < 10, samples
+
+
+async def test_a_rate_is_over_the_readings_its_counts_span(pg_pool):
+    """12 s into a slot, its counts run from the reading 31 s ago: 310 requests are 10 a second, not 25.8."""
+    _, backend, samples = await _readings(pg_pool, per_slot=200, into_the_last=12, last_count=310)
+    assert samples[-1].requests_per_second == pytest.approx(10.0)
+    assert samples[-1].backends[backend]["requests_per_second"] == pytest.approx(10.0)
+    assert samples[-2].requests_per_second == pytest.approx(10.0)  # 200 over the 20 s between two readings
 
 
 async def test_policy_set_read_removed(pg_pool):

@@ -275,7 +275,8 @@ def test_draining_backend_gets_no_new_requests_and_finishes_in_flight(gateway, b
 
     reader = threading.Thread(target=slow_stream)
     reader.start()
-    wait_until(lambda: gateway.client.status(MODEL).backends[0].in_flight == 1)
+    # In flight at the gateway, and arrived at alpha (the gateway counts it before alpha has read it).
+    wait_until(lambda: gateway.client.status(MODEL).backends[0].in_flight == 1 and alpha.completions == 1)
     gateway.client.set_routes(routes((alpha, 0), (beta, 1)))  # drain alpha
     assert gateway.client.status(MODEL).in_flight == 1
     before = alpha.completions

@@ -6,10 +6,16 @@ The rules, as Kubernetes' HPA and Dynamo's planner keep them, with hysteresis so
 - **out** when a target is missed in every sample of the whole scale-up window: TTFT or TPOT p95 over its
   target, or the rate over what the replicas serve (the capacity per replica: the policy's rate target, else
   the plan's); by as many replicas as the window's highest rate needs, at least one;
-- **in**, one replica at a time, only when every sample of the whole scale-down window is within the latency
-  targets and its rate would still be served by one replica fewer with a margin (`SCALE_IN_MARGIN` of the
-  capacity; without a known capacity, the latencies must be within `SCALE_IN_LATENCY_SHARE` of their targets);
-- **cooldown** after any change: nothing but the bounds moves it until `cooldown_s` has passed;
+- **in** only when every sample of the whole scale-down window is within the latency targets and its highest
+  rate would still be served by fewer replicas with a margin (`SCALE_IN_MARGIN` of the capacity, HPA's 10 %
+  tolerance): to the fewest that do, as HPA's recommendation after its stabilization window; without a known
+  capacity, one replica at a time, and only when the latencies stayed within `SCALE_IN_LATENCY_SHARE` of their
+  targets;
+- **cooldown** after any change: nothing but the bounds moves it until `cooldown_s` has passed, except, on a known
+  capacity, the same direction again: a scale-in after a scale-in (the rate a window measured does not depend on
+  how many replicas served it, and its latencies are judged again: the scale-down window is the hysteresis, as
+  in HPA), and a scale-out after a scale-out when the rate alone asks for more (latencies measured before the
+  last replicas were ready would add one per period); a reversal (in then out, out then in) always waits it;
 - never below `min_replicas`, never above `max_replicas`, never below what serves the current rate.
 """
 
@@ -22,7 +28,7 @@ from typing import Literal
 from pydantic import BaseModel, Field, model_validator
 
 MAX_REPLICAS = 256  # as a workload's replicas (wingsmith.domain.workloads.WorkloadRequest)
-SCALE_IN_MARGIN = 0.8  # one replica fewer must serve the rate at no more than this share of its capacity
+SCALE_IN_MARGIN = 0.9  # the fewer replicas must serve the rate at no more than this share of their capacity
 SCALE_IN_LATENCY_SHARE = 0.5  # without a capacity: latencies this far under their targets allow one fewer
 MIN_WINDOW_SECONDS = 20  # one sample slot (wingsmith.adapters.store.traffic_samples.SLOT_SECONDS)
 
@@ -43,7 +49,7 @@ class AutoscalingPolicy(BaseModel, frozen=True):
     scale_up_window_s: int = Field(default=60, ge=MIN_WINDOW_SECONDS, le=3600,
                                    description="a target missed over this whole window adds replicas")
     scale_down_window_s: int = Field(default=300, ge=MIN_WINDOW_SECONDS, le=86_400,
-                                     description="room for one replica fewer over this whole window removes one")
+                                     description="room for fewer replicas over this whole window removes them")
     cooldown_s: int = Field(default=120, ge=0, le=86_400, description="after any change, nothing moves this long")
     approval_past_budget: bool = Field(default=False, description="a scale-out past the team's budget waits for an "
                                        "approval (otherwise it is held)")
@@ -152,10 +158,18 @@ def decide(samples: list[Sample], *, now: datetime, replicas: int, policy: Autos
         return decided("scale_out", policy.min_replicas, f"below min_replicas {policy.min_replicas}")
     if replicas > policy.max_replicas:
         return decided("scale_in", policy.max_replicas, f"above max_replicas {policy.max_replicas}")
-    if last_change is not None and now < last_change.at + timedelta(seconds=policy.cooldown_s):
+    cooling = last_change is not None and now < last_change.at + timedelta(seconds=policy.cooldown_s)
+
+    def cooling_down() -> Decision:
+        assert last_change is not None
         left = (last_change.at + timedelta(seconds=policy.cooldown_s) - now).total_seconds()
         return decided("hold", replicas, f"cooling down after the {last_change.action.replace('_', ' ')} "
                        f"{last_change.replicas_from} → {last_change.replicas_to} ({left:.0f} s left)")
+
+    # Within the cooldown, on a known capacity, only the same direction may go on (the rate a window measured
+    # does not depend on how many replicas served it); without one, nothing moves.
+    if cooling and capacity is None:
+        return cooling_down()
 
     up = _covering(samples, now, policy.scale_up_window_s)
     if up is not None:
@@ -166,7 +180,19 @@ def decide(samples: list[Sample], *, now: datetime, replicas: int, policy: Autos
             why = f"{missed[-1]} over the whole scale-up window ({policy.scale_up_window_s} s)"
             if to <= replicas:
                 return decided("hold", replicas, why, f"already at max_replicas {policy.max_replicas}")
+            if cooling:
+                assert last_change is not None and capacity is not None
+                # Out after an in is a reversal. Out after an out, only for the rate: the latencies measured
+                # since came from before the last replicas were ready, and would add one per period.
+                if last_change.action == "scale_in" or rate_need <= replicas:
+                    return cooling_down()
+                return decided("scale_out", min(policy.max_replicas, rate_need),
+                               f"rate {max(s.requests_per_second for s in up):.2f}/s > {replicas} × {capacity:g}/s "
+                               f"over the whole scale-up window ({policy.scale_up_window_s} s), while cooling "
+                               f"down after the scale out {last_change.replicas_from} → {last_change.replicas_to}")
             return decided("scale_out", to, why)
+    if cooling and last_change is not None and last_change.action == "scale_out":
+        return cooling_down()  # in after an out: a reversal
 
     down = _covering(samples, now, policy.scale_down_window_s)
     if down is None:
@@ -174,19 +200,28 @@ def decide(samples: list[Sample], *, now: datetime, replicas: int, policy: Autos
                        f"({policy.scale_down_window_s} s) yet" if samples else "no measurements yet")
     if replicas <= policy.min_replicas:
         return decided("hold", replicas, f"within targets; at min_replicas {policy.min_replicas}")
-    fewer = replicas - 1
+    fewer = _room_to_scale_in(down, replicas, policy, capacity)
+    if fewer is not None:
+        to, why = fewer
+        return decided("scale_in", to, f"{why} over the whole scale-down window ({policy.scale_down_window_s} s)")
+    return decided("hold", replicas, "within targets; not enough room for fewer replicas")
+
+
+def _room_to_scale_in(down: list[Sample], replicas: int, policy: AutoscalingPolicy,
+                      capacity: float | None) -> tuple[int, str] | None:
+    """The replicas to scale in to over the scale-down window's samples, and why; None without room."""
     peak = max(s.requests_per_second for s in down)
     if capacity is not None:
-        room = (all(_misses(s, policy, None, replicas) is None for s in down)
-                and peak <= fewer * capacity * SCALE_IN_MARGIN)
+        # The fewest replicas whose capacity, with the margin, holds the window's highest rate.
+        fewer = max(policy.min_replicas, replicas_for_rate(peak, capacity * SCALE_IN_MARGIN))
+        room = fewer < replicas and all(_misses(s, policy, None, replicas) is None for s in down)
         why = (f"{fewer} replica(s) serve the scale-down window's highest rate {peak:.2f}/s within "
                f"{SCALE_IN_MARGIN:.0%} of their capacity ({capacity:g}/s each)")
     else:
+        fewer = replicas - 1
         room = peak > 0 and all(_within_share(s, policy) for s in down)
         why = f"latencies stayed under {SCALE_IN_LATENCY_SHARE:.0%} of their targets"
-    if room and fewer >= replicas_for_rate(peak, capacity):
-        return decided("scale_in", fewer, f"{why} over the whole scale-down window ({policy.scale_down_window_s} s)")
-    return decided("hold", replicas, "within targets; not enough room for one replica fewer")
+    return (fewer, why) if room and fewer >= replicas_for_rate(peak, capacity) else None
 
 
 def _covering(samples: list[Sample], now: datetime, seconds: int) -> list[Sample] | None:

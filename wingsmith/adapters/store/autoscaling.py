@@ -80,22 +80,32 @@ async def samples_of(db: asyncpg.Pool, workload_id: str, *, now: datetime, secon
     for backend, intervals in by_backend.items():
         for interval in intervals:
             slots.setdefault(traffic_samples.slot_of(interval.end), {})[backend] = interval
-    out = []
+    spans: list[tuple[datetime, datetime, dict[str, Interval]]] = []
     at, last = traffic_samples.slot_of(start), traffic_samples.slot_of(min(now, latest))
     while at <= last:
         end = min(at + slot, latest)
         if end > at:
-            out.append(_sample(at, end, slots.get(at, {})))
+            spans.append((at, end, slots.get(at, {})))
         at += slot
-    return out
+    if len(spans) > 1 and spans[-1][1] - spans[-1][0] < slot / 2:
+        # The slot under way has counted a few seconds only: a rate or a p95 over so few requests is noise
+        # (Poisson's), and the loop sizes on a window's highest rate, so it is counted with the slot before.
+        (at, _, before), (_, end, newest) = spans[-2], spans[-1]
+        merged = {b: whole([i for i in (before.get(b), newest.get(b)) if i is not None])
+                  for b in before.keys() | newest.keys()}
+        spans[-2:] = [(at, end, merged)]
+    return [_sample(at, end, found) for at, end, found in spans]
 
 
 def _sample(start: datetime, end: datetime, found: dict[str, Interval]) -> Sample:
-    seconds = (end - start).total_seconds()
-    backends = {b: {"requests_per_second": i.counts.requests / seconds, "ttft_p95_ms": _p95_ms(i)}
+    """One slot's sample. Each backend's rate is over the readings its counts span (`Interval.start`/`end`,
+    kept with the slot), not over the slot's nominal seconds: the counts of a slot run from the reading
+    before it began, so over the slot under way (a few seconds) the nominal span would overstate the rate."""
+    backends = {b: {"requests_per_second": i.requests_per_second, "ttft_p95_ms": _p95_ms(i)}
                 for b, i in sorted(found.items())}
     total = whole(list(found.values())) if found else None
-    return Sample(start=start, end=end, requests_per_second=total.counts.requests / seconds if total else 0.0,
+    return Sample(start=start, end=end,
+                  requests_per_second=sum(i.requests_per_second for i in found.values()),
                   ttft_p95_ms=_p95_ms(total) if total else None, backends=backends)
 
 
