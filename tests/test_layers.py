@@ -30,6 +30,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.python_source import parse
+
 ROOT = Path(__file__).resolve().parent.parent
 PRODUCT = ("wingsmith", "contracts", "workflows", "activities", "api", "console", "gateway", "worker")
 DOMAIN = ("wingsmith.domain",)  # the pure domain, by folder
@@ -56,7 +58,7 @@ FORBIDDEN: dict[str, tuple[str, ...]] = {
 
 def imported_modules(path: Path, root: Path = ROOT) -> list[tuple[int, str]]:
     """Every module a file imports, at any depth (functions, `if TYPE_CHECKING`, passed-through blocks)."""
-    tree = ast.parse(path.read_text(), filename=str(path))
+    tree = parse(path)
     found = []
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
@@ -166,7 +168,7 @@ def io_calls(paths: list[Path], root: Path = ROOT) -> list[str]:
     through the module's own imports), or of a method in IO_METHODS (`Path(p).read_text()`, `p.mkdir()`)."""
     bad: list[tuple[str, int, str]] = []
     for path in paths:
-        tree = ast.parse(path.read_text(), filename=str(path))
+        tree = parse(path)
         alias: dict[str, str] = {}
         for node in ast.walk(tree):
             if isinstance(node, ast.Import):
@@ -285,7 +287,7 @@ def own_policies(root: Path = ROOT) -> list[str]:
         where = str(path.relative_to(root))
         if where == "workflows/policies.py":
             continue
-        for node in ast.walk(ast.parse(path.read_text(), filename=where)):
+        for node in ast.walk(parse(path, where)):
             if isinstance(node, ast.Call) and getattr(node.func, "id", getattr(node.func, "attr", None)) == \
                     "RetryPolicy":
                 bad.append((where, node.lineno, "RetryPolicy("))

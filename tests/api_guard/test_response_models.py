@@ -36,6 +36,7 @@ from api.responses import (
     WorkloadSummary,
     answer_fields,
 )
+from tests.python_source import parse
 from wingsmith.domain.config import Settings
 
 
@@ -173,7 +174,7 @@ def test_a_column_no_model_names_is_dropped(model: type[Stored]):
 def _extra_allowed(path: Path) -> list[int]:
     """Lines where a module lets a model take fields it does not name: `extra="allow"` as a keyword
     (ConfigDict(...), a class keyword) or a config dict's key."""
-    tree = ast.parse(path.read_text(), filename=str(path))
+    tree = parse(path)
     lines = []
     for node in ast.walk(tree):
         if isinstance(node, ast.keyword) and node.arg == "extra" and getattr(node.value, "value", None) == "allow":

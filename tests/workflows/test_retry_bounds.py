@@ -17,6 +17,7 @@ import pytest
 from temporalio.common import RetryPolicy
 
 from contracts.data_errors import DATA_ERRORS
+from tests.python_source import parse
 from tests.test_layers import PRODUCT
 from workflows import policies
 
@@ -43,7 +44,7 @@ def activity_calls() -> list[tuple[Path, ast.Call]]:
     for path in sorted(WORKFLOWS.rglob("*.py")):
         if path.name == "policies.py":
             continue
-        for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+        for node in ast.walk(parse(path)):
             if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in ACTIVITY_CALLS:
                 calls.append((path, node))
     return calls
@@ -111,7 +112,7 @@ def test_only_policies_builds_retry_policies():
     found = []
     for package in PRODUCT:
         for path in sorted((ROOT / package).rglob("*.py")):
-            tree = ast.parse(path.read_text(), filename=str(path))
+            tree = parse(path)
             temporal_names = {alias.asname or alias.name for node in ast.walk(tree)
                               if isinstance(node, ast.ImportFrom) and node.module == "temporalio.common"
                               for alias in node.names if alias.name == "RetryPolicy"}
