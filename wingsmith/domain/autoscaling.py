@@ -5,7 +5,7 @@ with its reasons and the inputs it was taken on, so a person can read why it sca
 The rules, as Kubernetes' HPA and Dynamo's planner keep them, with hysteresis so the loop does not flap:
 - **out** when a target is missed in every sample of the whole scale-up window: TTFT or TPOT p95 over its
   target, or the rate over what the replicas serve (the capacity per replica: the policy's rate target, else
-  the plan's); to as many replicas as the newest rate needs, at least one more;
+  the plan's); by as many replicas as the window's highest rate needs, at least one;
 - **in** only when every sample of the whole scale-down window is within the latency targets and its highest
   rate would still be served by fewer replicas with a margin (`SCALE_IN_MARGIN` of the capacity, HPA's 10 %
   tolerance): to the fewest that do, as HPA's recommendation after its stabilization window; without a known
@@ -175,26 +175,21 @@ def decide(samples: list[Sample], *, now: datetime, replicas: int, policy: Autos
     if up is not None:
         missed = [_misses(s, policy, capacity, replicas) for s in up]
         if all(missed):
-            # Sized on the newest rate, as HPA sizes on the current metric: the highest of a few noisy samples
-            # reads a plateau high (a 20-per-second peak read 22.1 over 30 s in the bench).
-            latest = up[-1].requests_per_second
-            rate_need = replicas_for_rate(latest, capacity)
+            rate_need = replicas_for_rate(max(s.requests_per_second for s in up), capacity)
             to = min(policy.max_replicas, max(replicas + 1, rate_need))
             why = f"{missed[-1]} over the whole scale-up window ({policy.scale_up_window_s} s)"
             if to <= replicas:
                 return decided("hold", replicas, why, f"already at max_replicas {policy.max_replicas}")
             if cooling:
                 assert last_change is not None and capacity is not None
-                # Out after an in is a reversal. Out after an out, only for the rate over the whole window: the
-                # latencies measured since came from before the last replicas were ready, and would add one per
-                # period.
-                rate_missed = all(s.requests_per_second > replicas * capacity for s in up)
-                if last_change.action == "scale_in" or not rate_missed or rate_need <= replicas:
+                # Out after an in is a reversal. Out after an out, only for the rate: the latencies measured
+                # since came from before the last replicas were ready, and would add one per period.
+                if last_change.action == "scale_in" or rate_need <= replicas:
                     return cooling_down()
                 return decided("scale_out", min(policy.max_replicas, rate_need),
-                               f"rate {latest:.2f}/s > {replicas} × {capacity:g}/s over the whole scale-up window "
-                               f"({policy.scale_up_window_s} s), while cooling down after the scale out "
-                               f"{last_change.replicas_from} → {last_change.replicas_to}")
+                               f"rate {max(s.requests_per_second for s in up):.2f}/s > {replicas} × {capacity:g}/s "
+                               f"over the whole scale-up window ({policy.scale_up_window_s} s), while cooling "
+                               f"down after the scale out {last_change.replicas_from} → {last_change.replicas_to}")
             return decided("scale_out", to, why)
     if cooling and last_change is not None and last_change.action == "scale_out":
         return cooling_down()  # in after an out: a reversal
