@@ -106,8 +106,10 @@ class Request:
 
 @dataclass
 class Observed:
-    """What the poller saw each second: (t, replicas asked, replicas ready)."""
+    """What the poller saw each second: (t, replicas asked, replicas ready); and the most replicas each cluster
+    was asked for at once."""
     points: list[tuple[float, int, int]] = field(default_factory=list)
+    most_by_cluster: dict[str, int] = field(default_factory=dict)
 
 
 def policy(capacity: float, args: argparse.Namespace) -> dict:
@@ -244,6 +246,9 @@ async def watch(plane: Plane, http: httpx.AsyncClient, t0: float, stop: asyncio.
                         load = await frontends.get(c["frontend_url"].rstrip("/") + "/sim/load")
                         ready += int(load.json().get("replicas") or 0) if load.status_code == 200 else 0
                 seen.points.append((t, asked, ready))
+                for c in clusters:
+                    name, count = str(c.get("cluster") or c.get("name")), int(c.get("replicas") or 0)
+                    seen.most_by_cluster[name] = max(count, seen.most_by_cluster.get(name, 0))
             except (httpx.HTTPError, ValueError):
                 pass  # a second missed; the integral takes the neighbours
             try:
@@ -348,6 +353,7 @@ def report(args: argparse.Namespace, ramp: Ramp, capacity: float, pol: dict, gpu
                       "flaps_within_cooldown": quick, "direction_changes": every,
                       "failed_from_first_scale_in": len(failed_in) if first_in is not None else None,
                       "scales": [f"{d['replicas_from']} → {d['replicas_to']} at {t:.0f} s" for t, d in scales],
+                      "most_replicas_by_cluster": dict(sorted(seen.most_by_cluster.items())),
                       "policy": pol}}
     lines = [
         f"autoscale on {os.cpu_count()} cores: {args.minutes:g} min ramp 1× → {PEAK:g}× → 1× of {args.base_rps:g} "
@@ -369,6 +375,8 @@ def report(args: argparse.Namespace, ramp: Ramp, capacity: float, pol: dict, gpu
         "failed during scale-in   " + (f"{len(failed_in)} of {sum(r.start >= first_in for r in requests)} requests "
                                        f"from the first scale-in (at {first_in:.0f} s) to the end"
                                        if first_in is not None else "no scale-in happened"),
+        "most replicas at once   " + (", ".join(f"{c} {n}" for c, n in sorted(seen.most_by_cluster.items()))
+                                       or "—"),
         "scales (s from the start, the autoscaler's words):"]
     lines += [f"  {t:7.1f}  {d['action'].replace('_', ' ')} {d['replicas_from']} → {d['replicas_to']}: "
               f"{'; '.join(d.get('reasons') or [])[:110]}" for t, d in scales]
