@@ -32,6 +32,7 @@ from pathlib import Path
 import pytest
 import pytest_asyncio
 from google.protobuf.duration_pb2 import Duration
+from hypothesis import HealthCheck, settings
 from temporalio.api.enums.v1 import IndexedValueType
 from temporalio.api.operatorservice.v1 import AddSearchAttributesRequest
 from temporalio.api.workflowservice.v1 import RegisterNamespaceRequest
@@ -62,6 +63,12 @@ def _isolate_from_the_shell() -> None:
 
 _isolate_from_the_shell()
 
+# A property is judged on what its examples prove, not on how fast a shared machine ran them: the parallel
+# part runs at the idle CPU priority beside the solo tests (scripts/test.sh), where an example can wait
+# seconds for a core, so no per-example deadline and no "too slow" health check.
+settings.register_profile("wingsmith", deadline=None, suppress_health_check=[HealthCheck.too_slow])
+settings.load_profile("wingsmith")
+
 
 # Places whose tests need no server unless they ask for one (then they are integration).
 UNIT_PLACES = ("sizing/", "dynamo/", "placement/", "recipes/", "reconcile/test_judge.py", "upgrade/test_judge.py",
@@ -86,6 +93,19 @@ LONGEST_MODULES = {"perf/test_draft_performance_proof.py": 528, "perf/test_workl
 # chaos deadlines, HA failover times, held-memory caps): `solo`, run after the parallel part, one at a time.
 SOLO_PLACES = ("bench/", "chaos/", "production/test_ha.py", "gateway/test_abuse.py",
                "kube_input/test_kubeconfig_off_the_loop.py", "foundation/test_up")
+# Modules elsewhere with a test marked `solo` itself.
+SOLO_MARKED = ("sim_kube/test_load_model.py",)
+
+
+def solo_paths() -> list[str]:
+    """What the solo part collects (scripts/test.sh): every place above, as paths, so it does not import the
+    whole suite to pick sixty tests out of two thousand."""
+    root = Path(__file__).parent
+    found = set()
+    for place in SOLO_PLACES + SOLO_MARKED:
+        found.update(p.relative_to(root.parent).as_posix() for p in root.glob(place + ("" if place.endswith(
+            (".py", "/")) else "*.py")))
+    return sorted(found)
 
 
 def pytest_collection_modifyitems(config, items) -> None:
@@ -94,9 +114,6 @@ def pytest_collection_modifyitems(config, items) -> None:
         where = Path(str(item.fspath)).relative_to(root).as_posix()
         if where.startswith(SOLO_PLACES):
             item.add_marker(pytest.mark.solo)
-        # Under pytest-xdist's loadgroup (scripts/test.sh), a module runs whole on one worker, so its
-        # module-scoped fixtures (a database, a namespace, a plane) are made once.
-        item.add_marker(pytest.mark.xdist_group(where.split("::")[0]))
         if any(item.get_closest_marker(tier) for tier in TIERS):
             continue
         if where.startswith(JOURNEY_PLACES):
@@ -106,7 +123,9 @@ def pytest_collection_modifyitems(config, items) -> None:
         else:
             tier = "integration"
         item.add_marker(getattr(pytest.mark, tier))
-    if config.getoption("dist", "no") != "no":
+    # Collection happens on pytest-xdist's workers (where `dist` reads "no"); its loadscope scheduler deals
+    # whole modules in this order under --no-loadscope-reorder (scripts/test.sh).
+    if hasattr(config, "workerinput"):
         # The longest modules first (longest-processing-time first: the measured ones by their seconds, then
         # the journey tier's browsers and planes), so no worker is left with one of them at the end while the
         # others are idle. A stable sort: a module's tests stay in their order.

@@ -94,9 +94,14 @@ def stopped_at_the_end(cli: subprocess.Popen) -> Iterator[subprocess.Popen]:
 
 @pytest.fixture(scope="session")
 def perf_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """One perf worker home for the session: its estimate cache answers a second test's same question in
-    milliseconds (the key holds everything the figures depend on, so sharing it cannot mix answers)."""
-    return tmp_path_factory.mktemp("perf-home")
+    """One perf worker home for the whole run, shared by pytest-xdist's workers (the parent of a worker's
+    temporary root is the run's): its estimate cache answers another test's same question in milliseconds,
+    whichever worker searched it. The key holds everything the figures depend on, so sharing it cannot mix
+    answers, and files are written whole (wingsmith/adapters/perf/cache.py), so workers can share it."""
+    root = tmp_path_factory.getbasetemp()
+    home = (root.parent if os.environ.get("PYTEST_XDIST_WORKER") else root) / "perf-home"
+    home.mkdir(exist_ok=True)
+    return home
 
 
 # What the CLI and the console send: answered at once with where to follow a plan (without it, the API
