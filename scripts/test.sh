@@ -1,8 +1,7 @@
 #!/usr/bin/env bash
 # Install what is missing, then run the gates (ruff, mypy) and the tests. Extra arguments go to pytest.
 #   scripts/test.sh           every tier (CI runs this): unit, integration, journey, on
-#                             WINGSMITH_TEST_WORKERS pytest-xdist workers (3) at the idle CPU priority,
-#                             beside the `solo` tests one at a time at the normal priority
+#                             WINGSMITH_TEST_WORKERS pytest-xdist workers (3), then the `solo` tests alone
 #   scripts/test.sh --fast    the gates and the unit tier (no server), before each commit
 # perf: AIConfigurator, so the planning-by-load tests run (and, in CI, fail rather than skip if it is missing).
 fast=false
@@ -33,39 +32,23 @@ if [ "$fast" = true ]; then
   python -m pytest -m unit -q -p no:cacheprovider -n auto --basetemp="$base/unit" "${places[@]}" "$@"
   rc=$?
 else
-  # Every tier in two parts, side by side. The `solo` tests judge time or memory against bounds set on a
-  # machine doing nothing else (tests/conftest.py): they run one at a time at the normal CPU priority. The
-  # rest runs on several workers at the idle priority (SCHED_IDLE, `chrt --idle`): the kernel gives it only
-  # CPU no normal task wants and takes a core back the moment a solo test asks, so the solo tests still
-  # have the machine to themselves while the cores they leave idle (about half, as they wait on servers
-  # and clocks) do the parallel part's work. Without `chrt` (not Linux) the two parts run one after the other.
-  # The solo part collects only the places solo tests live in, unless the arguments name what to run.
+  # Every tier in two parts: what may share the machine on several workers, each with its own Temporal and
+  # Postgres, then the `solo` tests one at a time, since they judge time or memory against bounds set on a
+  # machine doing nothing else (tests/conftest.py).
+  # loadscope deals a whole module to one worker, in the order collection left them (the longest first);
+  # tests/test_suite_dealing.py checks that these flags still do.
+  dealing=(--dist loadscope --no-loadscope-reorder)
+  python -m pytest -m "not solo" -n "${WINGSMITH_TEST_WORKERS:-3}" "${dealing[@]}" --basetemp="$base/parallel" "$@"
+  parallel=$?
+  # The solo part collects only the places solo tests live in (not the whole suite, to pick sixty tests),
+  # unless the arguments name what to run.
   solo_places=()
   named=false
   for arg in "$@"; do [[ "$arg" == -* ]] || named=true; done
   [ "$named" = true ] || mapfile -t solo_places < <(python -c 'from tests.conftest import solo_paths
 print("\n".join(solo_paths()))')
-  # loadscope deals a whole module to one worker, in the order collection left them (the longest first);
-  # tests/test_suite_dealing.py checks that these flags still do.
-  dealing=(--dist loadscope --no-loadscope-reorder)
-  run_solo() { python -m pytest -m solo --basetemp="$base/solo" "$@" "${solo_places[@]}"; }
-  if command -v chrt > /dev/null && chrt --idle 0 true 2> /dev/null; then
-    # The solo part's report follows the parallel part's, so the two do not interleave.
-    run_solo "$@" > "$base/solo.log" 2>&1 &
-    solo_pid=$!
-    chrt --idle 0 python -m pytest -m "not solo" -n "${WINGSMITH_TEST_WORKERS:-3}" "${dealing[@]}" \
-      --basetemp="$base/parallel" "$@"
-    parallel=$?
-    wait "$solo_pid"
-    solo=$?
-    echo "---- the solo tests (run beside the above, at the normal CPU priority) ----"
-    cat "$base/solo.log"
-  else
-    python -m pytest -m "not solo" -n "${WINGSMITH_TEST_WORKERS:-3}" "${dealing[@]}" --basetemp="$base/parallel" "$@"
-    parallel=$?
-    run_solo "$@"
-    solo=$?
-  fi
+  python -m pytest -m solo --basetemp="$base/solo" "$@" "${solo_places[@]}"
+  solo=$?
   if [ "$parallel" -eq 5 ] && [ "$solo" -eq 5 ]; then
     rc=5
   elif [ "$parallel" -ne 0 ] && [ "$parallel" -ne 5 ]; then

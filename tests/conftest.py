@@ -63,9 +63,9 @@ def _isolate_from_the_shell() -> None:
 
 _isolate_from_the_shell()
 
-# A property is judged on what its examples prove, not on how fast a shared machine ran them: the parallel
-# part runs at the idle CPU priority beside the solo tests (scripts/test.sh), where an example can wait
-# seconds for a core, so no per-example deadline and no "too slow" health check.
+# A property is judged on what its examples prove, not on how fast a shared machine ran them: CI runs the
+# unit tier on the lowest versions at the idle CPU priority beside the whole suite (.ci/run), where an
+# example can wait seconds for a core, so no per-example deadline and no "too slow" health check.
 settings.register_profile("wingsmith", deadline=None, suppress_health_check=[HealthCheck.too_slow])
 settings.load_profile("wingsmith")
 
@@ -73,7 +73,8 @@ settings.load_profile("wingsmith")
 # Places whose tests need no server unless they ask for one (then they are integration).
 UNIT_PLACES = ("sizing/", "dynamo/", "placement/", "recipes/", "reconcile/test_judge.py", "upgrade/test_judge.py",
                "watch/test_diff.py", "hub/test_config_schema.py", "hub/test_source.py", "hub/test_weights.py",
-               "workflows/test_retry_bounds.py", "test_layers.py", "test_replay.py", "test_doc_links.py",
+               "workflows/test_retry_bounds.py", "workflows/test_children.py",
+               "test_layers.py", "test_replay.py", "test_doc_links.py",
                "test_architecture_doc.py", "sim_kube/test_conversion.py", "sim_kube/test_graph.py",
                "sim_kube/test_load_model.py", "quotas/test_judge.py", "autoscaling/test_decide.py")
 JOURNEY_PLACES = ("console/", "chaos/", "bench/", "production/", "examples/", "foundation/test_up",

@@ -227,8 +227,9 @@ def test_workflows_import_only_contracts_domain_and_temporalio() -> None:
 
 def test_a_workflow_imports_no_other_workflow() -> None:
     """Workflows start, signal and query each other by the names in contracts/, so none loads another's
-    code: a workflow module imports only its own package's modules and the shared policies and history."""
-    shared = ("workflows.policies", "workflows.history")
+    code: a workflow module imports only its own package's modules and the shared policies, history and
+    children helpers."""
+    shared = ("workflows.policies", "workflows.history", "workflows.children")
     bad = []
     for path in sorted((ROOT / "workflows").rglob("*.py")):
         own = _module_of(path, ROOT) if path.name == "__init__.py" else _module_of(path.parent / "__init__.py", ROOT)

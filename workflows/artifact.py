@@ -60,6 +60,7 @@ from wingsmith.domain.review import (
 )
 from wingsmith.domain.watch import watchable
 from workflows import policies
+from workflows.children import leave_running
 
 
 @workflow.defn(name=contract.WORKFLOW)
@@ -135,14 +136,15 @@ class ArtifactWorkflow:
         them; abandoned rather than ended with the review, so a quick decision still gets its figures."""
         requests = estimate_requests(proposal, content.evidence, content.target, cards)
         try:
-            await workflow.start_child_workflow(
+            estimates = await workflow.start_child_workflow(
                 perf_contract.WORKFLOW, DraftPerformanceInput(
                     artifact_id=self.id, version=version, requests=requests,
                     perf_task_queue=perf_task_queue(workflow.info().task_queue)),
                 id=performance_workflow_id(wf_id, version), parent_close_policy=ParentClosePolicy.ABANDON,
                 static_summary=f"Expected performance of {self.id}, draft {version}")
         except WorkflowAlreadyStartedError:
-            pass  # a retried start: the estimates are already on their way
+            return  # a retried start: the estimates are already on their way
+        leave_running(estimates)  # a draft ended or an operator's terminate is the estimates' own to tell
 
     async def _wait_for_review(self) -> None:
         """Sleep until a decision, sending reminders before the deadline; expire at the deadline."""

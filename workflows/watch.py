@@ -15,6 +15,7 @@ from contracts.artifact import ArtifactWorkflowInput, artifact_id, artifact_work
 from contracts.ids import MODEL, STAGE
 from contracts.watch import ACTIVITY_CHECK, ACTIVITY_NOTIFY, UpstreamCheck, WatchInput, WatchNotice, WatchOutcome
 from workflows import policies
+from workflows.children import leave_running
 
 
 @workflow.defn(name=contract.WORKFLOW)
@@ -49,7 +50,7 @@ class WatchWorkflow:
         opened = artifact_id(params.repo_id, sha, catalog_version)
         why = f"recipe catalog {catalog_version}" if catalog_version else f"{params.branch} moved to {sha[:12]}"
         try:
-            await workflow.start_child_workflow(
+            draft = await workflow.start_child_workflow(
                 artifact_contract.WORKFLOW, ArtifactWorkflowInput(
                     repo_id=params.repo_id, revision=params.branch, sha=sha,
                     requested_by=f"watch {params.repo_id}@{params.branch}", policy=params.policy,
@@ -60,6 +61,7 @@ class WatchWorkflow:
         except WorkflowAlreadyStartedError:
             outcome.note = f"a draft for {opened} is open already"
             return
+        leave_running(draft)
         outcome.opened = opened
         outcome.note = f"{why}: draft {opened} opened"
         await workflow.execute_activity(ACTIVITY_NOTIFY, WatchNotice(
