@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The floors in pyproject.toml, proven: a second venv (.venv-lowest) from requirements/lowest.lock, the lowest
-# versions the direct dependencies allow, runs the unit tier. CI runs it before the whole suite.
+# versions the direct dependencies allow, runs the unit tier. CI runs it beside the whole suite (.ci/run).
 export WINGSMITH_VENV=.venv-lowest WINGSMITH_LOCK=requirements/lowest.lock WINGSMITH_EXTRAS=test,dev
 # Without the perf extra (pinned to one version, it has no floor to prove): its tests skip here, in CI too.
 export WINGSMITH_TEST_WITHOUT_PERF=1
