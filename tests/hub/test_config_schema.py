@@ -106,12 +106,14 @@ def test_a_hostile_config_on_the_hub_is_refused_at_once_by_the_resolver(tmp_path
     hub = start_hub_server()
     try:
         sha = hub.state.commit(REPO, {"num_hidden_layers": 100_000_000})
-        began = time.monotonic()
+        # CPU, not wall time: what would stall the plane is work (100M layers laid out), and CI runs this tier
+        # at the idle CPU priority beside the suite (.ci/run), where the wall clock measures the neighbours.
+        began = time.process_time()
         with pytest.raises(ConfigOutOfBounds) as refused:
             Resolver(hub.url, None, tmp_path / "hf-cache", retry=FAST_RETRY, timeout=5.0).resolve(f"hf:{REPO}@{sha}")
     finally:
         hub.stop()
-    assert time.monotonic() - began < 2
+    assert time.process_time() - began < 2
     assert refused.value.field == "num_hidden_layers"
     assert refused.value.message == (f"{REPO}@{sha}: config.json field num_hidden_layers: input should be less than "
                                      f"or equal to {MAX_LAYERS} (got 100000000)")
@@ -164,7 +166,7 @@ def test_what_the_schema_lets_through_sizing_answers_quickly_or_says_why_not(bas
         config["text_config"] = dict(config["text_config"]) | changes
     else:
         config |= changes
-    began = time.perf_counter()
+    began = time.thread_time()  # the work sizing does (see above: CPU, not the wall clock)
     try:
         check_config(config)
     except ConfigRefused as exc:
@@ -174,7 +176,7 @@ def test_what_the_schema_lets_through_sizing_answers_quickly_or_says_why_not(bas
         _everything_sizing_does(config)
     except SizingError:
         pass
-    assert time.perf_counter() - began < 1.0
+    assert time.thread_time() - began < 1.0
 
 
 def test_the_schema_and_the_top_level_agree_on_the_wrapped_fields():
