@@ -83,3 +83,40 @@ def test_a_caller_given_up_while_waiting_leaves_the_line():
     t.join(5)
     with turns.turn():  # the line is not stuck behind the one that left
         pass
+
+
+def test_a_plan_someone_waits_for_goes_ahead_of_the_drafts_estimates_and_plans_keep_their_order():
+    """While a search runs, a draft's two estimates ask, then two plans: the plans run next, in the order
+    asked, then the estimates in theirs; a plan asking again for its next card goes behind the other plan
+    but still ahead of the estimates."""
+    turns = Turns()
+    order: list[str] = []
+    asked: list[threading.Thread] = []
+
+    def ask(name: str, someone_waits: bool, then: str | None = None) -> None:
+        with turns.turn(someone_waits=someone_waits):
+            order.append(name)
+        if then is not None:
+            with turns.turn(someone_waits=someone_waits):
+                order.append(then)
+
+    def asks(name: str, someone_waits: bool, then: str | None = None) -> None:
+        waiting = turns.waiting()
+        thread = threading.Thread(target=ask, args=(name, someone_waits, then))
+        asked.append(thread)
+        thread.start()
+        deadline = time.monotonic() + 5
+        while turns.waiting() == waiting and time.monotonic() < deadline:
+            time.sleep(0.001)
+        assert turns.waiting() == waiting + 1, f"{name} never waited for its turn"
+
+    with turns.turn():
+        order.append("running")
+        asks("estimate1", False)
+        asks("estimate2", False)
+        asks("plan_a1", True, then="plan_a2")
+        asks("plan_b1", True)
+    for thread in asked:
+        thread.join(5)
+    assert order == ["running", "plan_a1", "plan_b1", "plan_a2", "estimate1", "estimate2"]
+    assert turns.waiting() == 0

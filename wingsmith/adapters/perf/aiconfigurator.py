@@ -12,6 +12,7 @@ supported.
 
 from __future__ import annotations
 
+import functools
 import importlib.util
 import json
 import logging
@@ -25,6 +26,7 @@ from typing import Any
 
 from wingsmith.adapters.logs import get_logger
 from wingsmith.adapters.perf.cache import CacheKey, EstimateCache
+from wingsmith.adapters.perf.tool_yaml import parse_the_tools_yaml_in_c
 from wingsmith.adapters.perf.turns import Turns
 from wingsmith.domain.perf.cards import gpus_for_layout, no_system_reason, system_for
 from wingsmith.domain.perf.estimates import (
@@ -46,8 +48,8 @@ from wingsmith.domain.perf.traffic import CardPlan, TrafficTarget, plan_card
 
 TOOL = "AIConfigurator"
 DISTRIBUTION = "aiconfigurator"
-# The tool keeps process-wide caches and is CPU-bound under the GIL: one search at a time per process, in
-# the order asked (wingsmith/adapters/perf/turns.py), so plans in flight are answered in turn.
+# The tool keeps process-wide caches and is CPU-bound under the GIL: one search at a time per process, traffic
+# plans before drafts' estimates, each in the order asked (wingsmith/adapters/perf/turns.py).
 _SEARCHES = Turns()
 log = get_logger("wingsmith.perf")
 _REASON_LIMIT = 300
@@ -109,16 +111,19 @@ def tool_version() -> str:
     return metadata.version(DISTRIBUTION)
 
 
-def _quiet() -> None:
+@functools.cache
+def _prepare() -> None:
+    """Once per process, before the tool is first asked anything."""
     # Its INFO/WARNING lines (per-table fallbacks, a deprecation banner) would flood the worker's log.
     logging.getLogger("aiconfigurator").setLevel(logging.ERROR)
     logging.getLogger("aiconfigurator_core").setLevel(logging.ERROR)
     warnings.filterwarnings("ignore", category=DeprecationWarning, module="aiconfigurator.*")
+    parse_the_tools_yaml_in_c()
 
 
 def database_version(system: str, backend: str) -> str | None:
     """The version of the tool's database it queries by default for this card and backend."""
-    _quiet()
+    _prepare()
     from aiconfigurator.sdk.perf_database import get_latest_database_version, get_version_slots
     slots = get_version_slots(system, backend) or {}
     return slots.get("current") or get_latest_database_version(system, backend)
@@ -207,7 +212,7 @@ class Estimator:
         system = system_for(card)
         if system is None:
             return None, None, no_system_reason(card, TOOL)
-        _quiet()
+        _prepare()
         version = tool_version()
         db_version = database_version(system, backend)
         if db_version is None:
@@ -343,7 +348,7 @@ class Estimator:
         cached = self.cache.get(key, CardPlan)
         if cached is not None:
             return cached
-        with _SEARCHES.turn():
+        with _SEARCHES.turn(someone_waits=True):  # a person's dry run or create waits on it
             # An identical plan searched while this one waited its turn (two plans sharing a card, or the same
             # plan asked twice at once) answers from the cache: one search, not two.
             cached = self.cache.get(key, CardPlan)

@@ -1,17 +1,20 @@
-"""Searches take turns in the order they asked (one at a time per process: the tool is CPU-bound under the
-GIL and keeps process-wide caches).
+"""Searches take turns (one at a time per process: the tool is CPU-bound under the GIL and keeps
+process-wide caches): a search someone waits for first, then the background ones, each kind in the order asked.
 
 A plain lock is not enough: a thread that releases it and asks again at once (the next card of the same
 plan, the next layout of the same draft) nearly always gets it back before a thread that was already
 waiting, so one plan of sixteen cards would hold every other plan, another team's included, for all
-sixteen searches. Here whoever asks goes to the back of the line: plans in flight are answered search by
-search, in turn.
+sixteen searches. Here whoever asks goes to the back of its kind's line: plans in flight are answered
+search by search, in turn.
+
+Two kinds, because nobody waits for a draft's estimates (the draft is shown at once and its figures fill in
+as they come), while a traffic plan is a person's dry run or create waiting on its status URL: a plan asked
+while a draft's dozen estimates queue goes ahead of them, not behind. The search running is never stopped.
 """
 
 from __future__ import annotations
 
 import threading
-from collections import deque
 from collections.abc import Iterator
 from contextlib import contextmanager
 
@@ -19,23 +22,30 @@ from contextlib import contextmanager
 class Turns:
     def __init__(self) -> None:
         self._changed = threading.Condition()
-        self._line: deque[object] = deque()
+        # Whoever waits: those someone waits for first, then the background ones, each in the order asked.
+        self._line: list[object] = []
+        self._waited_on = 0  # how many at the front of the line someone waits for
         self._held = False
 
     @contextmanager
-    def turn(self) -> Iterator[None]:
-        """Wait for this caller's turn (behind every caller already waiting), hold it for the block."""
+    def turn(self, *, someone_waits: bool = False) -> Iterator[None]:
+        """Wait for this caller's turn (behind every caller of its kind already waiting, and ahead of every
+        background one when `someone_waits`), hold it for the block."""
         me = object()
         with self._changed:
-            self._line.append(me)
+            if someone_waits:
+                self._line.insert(self._waited_on, me)
+                self._waited_on += 1
+            else:
+                self._line.append(me)
             try:
                 while self._held or self._line[0] is not me:
                     self._changed.wait()
             except BaseException:
-                self._line.remove(me)
+                self._leave(me)
                 self._changed.notify_all()
                 raise
-            self._line.popleft()
+            self._leave(me)
             self._held = True
         try:
             yield
@@ -43,6 +53,12 @@ class Turns:
             with self._changed:
                 self._held = False
                 self._changed.notify_all()
+
+    def _leave(self, me: object) -> None:
+        at = self._line.index(me)
+        del self._line[at]
+        if at < self._waited_on:
+            self._waited_on -= 1
 
     def waiting(self) -> int:
         """How many callers wait for their turn (not counting the one that holds it)."""
