@@ -6,10 +6,10 @@
 #   dev.lock          every extra: test, dev, perf (scripts/test.sh, CI)
 #   lowest.lock       the lowest versions pyproject.toml allows for its direct dependencies, with test and
 #                     dev: scripts/test-lowest.sh runs the unit tier on it, so the floors are proven
+#   tools.lock        uv itself (requirements/tools.in), which installs the others (scripts/_env.sh)
 set -euo pipefail
 cd "$(dirname "$0")/.."
-tools=.cache/lock-tools
-[ -x "$tools/bin/uv" ] || { python3 -m venv "$tools" && "$tools/bin/pip" install --quiet "uv==0.13.9"; }
+source scripts/_tools.sh
 compile() {
   out=$1; shift
   "$tools/bin/uv" pip compile pyproject.toml "$@" --generate-hashes --python-version 3.11 --universal --quiet \
@@ -19,4 +19,6 @@ compile plane.lock
 compile plane-perf.lock --extra perf
 compile dev.lock --extra test --extra dev --extra perf
 compile lowest.lock --extra test --extra dev --resolution lowest-direct
+"$tools/bin/uv" pip compile requirements/tools.in --generate-hashes --python-version 3.11 --universal --quiet \
+  --custom-compile-command "scripts/lock.sh" -o requirements/tools.lock
 echo "requirements/: locks written" >&2

@@ -83,3 +83,15 @@ def test_every_install_path_installs_from_a_lock_with_hashes():
     run = next(line for line in docker if line.startswith("RUN pip install"))
     assert '--require-hashes --no-deps -r "requirements/plane${EXTRAS:+-$EXTRAS}.lock"' in run
     assert "pip install --no-cache-dir --no-deps ." in " ".join(docker)
+
+
+def test_the_installer_is_pinned_with_its_hashes():
+    """uv installs the locks (scripts/_env.sh); uv itself comes from a lock with hashes, never `pip install uv`."""
+    tools = (ROOT / "scripts" / "_tools.sh").read_text()
+    assert "--require-hashes --no-deps -r requirements/tools.lock" in tools
+    lock = (ROOT / "requirements" / "tools.lock").read_text()
+    pinned = re.findall(r"^([a-z0-9-]+)==(\S+)", lock, flags=re.M)
+    assert pinned == [("uv", pinned[0][1])] and "--hash=sha256:" in lock
+    assert f"uv=={pinned[0][1]}" in (ROOT / "requirements" / "tools.in").read_text()
+    for script in ("_env.sh", "lock.sh"):
+        assert "source scripts/_tools.sh" in (ROOT / "scripts" / script).read_text(), script
