@@ -29,7 +29,10 @@ if [ ! -f "$stamp" ] || ! grep -qxF "$want" "$stamp"; then
   else
     # shellcheck source=scripts/_tools.sh
     source scripts/_tools.sh
-    install=("$tools/bin/uv" pip install --quiet --python "$VENV/bin/python")
+    # Compiled at install, as pip does: where PYTHONDONTWRITEBYTECODE is set (this machine sets it) nothing
+    # is cached on import, and every process would compile AIConfigurator, pandas and the Kubernetes client
+    # again (the suite took minutes longer without it).
+    install=("$tools/bin/uv" pip install --quiet --python "$VENV/bin/python" --compile-bytecode)
   fi
   # The lock holds every package with its hashes; the project itself goes in on top, without dependencies.
   "${install[@]}" --require-hashes --no-deps -r "$lock"

@@ -95,3 +95,6 @@ def test_the_installer_is_pinned_with_its_hashes():
     assert f"uv=={pinned[0][1]}" in (ROOT / "requirements" / "tools.in").read_text()
     for script in ("_env.sh", "lock.sh"):
         assert "source scripts/_tools.sh" in (ROOT / "scripts" / script).read_text(), script
+    # Compiled at install: with PYTHONDONTWRITEBYTECODE set, nothing else caches it (docs/testing.md).
+    assert "pip install --quiet --python \"$VENV/bin/python\" --compile-bytecode)" in \
+        (ROOT / "scripts" / "_env.sh").read_text()
