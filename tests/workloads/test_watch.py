@@ -53,15 +53,18 @@ async def _serving_on(api, workload_id: str) -> tuple[str, dict]:
 
 async def test_a_dgd_deleted_out_of_band_comes_back_and_not_serving_shows_meanwhile(
         api, deps, temporal_client, clusters, approved_kimi, pg_pool):
+    # A heal that takes a moment, so "meanwhile" is seen. Set before the deployment exists: the simulated
+    # operator judges readiness by a pod's age against the delay of the moment, and raised on a deployment
+    # younger than the new delay it would show that live one starting again ("initializing") before the delete.
+    for name in clusters.names:
+        clusters.cluster(name).operator.delay = 2.0
     async with running_worker(temporal_client, deps):
-        r = await api.post("/v1/workloads", json=_body(approved_kimi, "watch-delete"), headers=as_("tok-olga"))
-        assert r.status_code == 202, r.text
-        cluster, before = await _serving_on(api, "watch-delete")
-        [dgd] = dgds(clusters, "watch-delete")[cluster]
-        uid = dgd["metadata"]["uid"]
-
-        clusters.cluster(cluster).operator.delay = 2.0  # a heal that takes a moment, so "meanwhile" is seen
         try:
+            r = await api.post("/v1/workloads", json=_body(approved_kimi, "watch-delete"), headers=as_("tok-olga"))
+            assert r.status_code == 202, r.text
+            cluster, before = await _serving_on(api, "watch-delete")
+            [dgd] = dgds(clusters, "watch-delete")[cluster]
+            uid = dgd["metadata"]["uid"]
             delete_called = datetime.now(UTC)
             _custom(clusters, cluster).delete_namespaced_custom_object(GROUP, VERSION, "default", PLURAL,
                                                                        dgd["metadata"]["name"])
@@ -73,7 +76,8 @@ async def test_a_dgd_deleted_out_of_band_comes_back_and_not_serving_shows_meanwh
                        for c in live["clusters"]), live
             live = await _until_stage(api, "watch-delete", {"serving"}, timeout=60)
         finally:
-            clusters.cluster(cluster).operator.delay = 0.2
+            for name in clusters.names:
+                clusters.cluster(name).operator.delay = 0.2
         healed_in = time.monotonic() - deleted_at
         assert healed_in < 60
         [again] = dgds(clusters, "watch-delete")[cluster]
