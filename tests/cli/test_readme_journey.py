@@ -161,12 +161,7 @@ def _demo(up: Up, *args: str) -> subprocess.CompletedProcess:
 @pytest.mark.slow
 def test_every_command_of_the_journey_runs_as_written_then_the_demo_leaves_it_alone(tmp_path, perf_home):  # noqa: F811
     require_perf_extra()  # the traffic examples plan with AIConfigurator (scripts/test.sh installs it)
-    home = tmp_path / "home"
-    home.mkdir()
-    # The session's perf cache (tests/perf/conftest.py): a search another test made is not made again.
-    (perf_home / "perf-cache").mkdir(exist_ok=True)
-    (home / "perf-cache").symlink_to(perf_home / "perf-cache")
-    up = Up(home)
+    up = Up(tmp_path / "home", perf_home)  # the session's perf cache: a search another test made is not made again
     for told in ("WINGSMITH_API_URL", "WINGSMITH_GATEWAY_URL"):  # as a person's shell: the plane is in plane.json
         up.env.pop(told)
     up.start("--offline-hub")

@@ -12,12 +12,13 @@ import pytest
 
 from tests.foundation.test_up import Up
 from tests.observability.scrape import check_plane_after_demo
+from tests.perf.conftest import perf_home  # noqa: F401  (the session's perf cache)
 
 pytestmark = pytest.mark.slow
 
 
-def test_demo_runs_the_journey_on_a_fresh_plane(tmp_path):
-    up = Up(tmp_path / "home").start("--offline-hub")
+def test_demo_runs_the_journey_on_a_fresh_plane(tmp_path, perf_home):  # noqa: F811
+    up = Up(tmp_path / "home", perf_home).start("--offline-hub")
     try:
         up.wait_ready(timeout=90)
         demo = subprocess.run([sys.executable, "-m", "wingsmith.cli.main", "demo"], env=up.env, capture_output=True,
@@ -39,13 +40,13 @@ def test_demo_runs_the_journey_on_a_fresh_plane(tmp_path):
         assert up.stop() == 0
 
 
-def test_demo_under_a_team_token_table_finds_its_plane_from_plane_json(tmp_path):
+def test_demo_under_a_team_token_table_finds_its_plane_from_plane_json(tmp_path, perf_home):  # noqa: F811
     """A team's WINGSMITH_AUTH_TOKENS: `up` registers its clusters as the table's admin, /readyz waits
     for them, and the CLI, told no URL at all, finds API, gateway and offline Hub in plane.json and
     approves as a different principal than the one who registered."""
     tokens = {"tok-ana": {"name": "ana", "roles": ["admin"]}, "tok-vic": {"name": "vic", "roles": ["viewer"]},
               "tok-bo": {"name": "bo", "roles": ["approver"]}}
-    up = Up(tmp_path / "home")
+    up = Up(tmp_path / "home", perf_home)
     up.env["WINGSMITH_AUTH_TOKENS"] = json.dumps(tokens)
     for name in ("WINGSMITH_API_URL", "WINGSMITH_GATEWAY_URL"):
         up.env.pop(name)

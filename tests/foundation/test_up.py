@@ -24,8 +24,15 @@ pytestmark = pytest.mark.slow
 
 
 class Up:
-    def __init__(self, home: Path):
+    def __init__(self, home: Path, perf_home: Path | None = None):
+        """`perf_home`: the session's perf worker home (tests/perf/conftest.py). Its estimate cache becomes this
+        plane's, so a search another plane of the run already made (the demo's Kimi-K3 draft on the fleet's
+        cards, asked by every plane that runs the demo) is answered from it instead of being made again."""
         self.home = home
+        if perf_home is not None:
+            home.mkdir(parents=True, exist_ok=True)
+            (perf_home / "perf-cache").mkdir(exist_ok=True)
+            (home / "perf-cache").symlink_to(perf_home / "perf-cache")
         self.ports = {k: free_port() for k in ("api", "temporal", "ui", "pg", "hub", "sim", "gateway", "metrics")}
         self.env = {k: v for k, v in os.environ.items()
                     if k not in ("DATABASE_URL", "TEMPORAL_ADDRESS", "WINGSMITH_AUTH_TOKENS",

@@ -20,6 +20,7 @@ import time
 import pytest
 
 from tests.foundation.test_up import Up
+from tests.perf.conftest import perf_home  # noqa: F401  (the session's perf cache)
 from tests.production.tls import SERVER_NAME, Pki, make_pki, tls_terminator
 from wingsmith.adapters.startup import EXIT_MISCONFIGURED
 from wingsmith.adapters.store.db import open_pool
@@ -45,8 +46,8 @@ def front(pki, temporal_server, tmp_path_factory):
 
 
 async def test_the_journey_runs_through_a_temporal_that_requires_a_client_certificate(
-        tmp_path, pki, front, temporal_client):
-    up = Up(tmp_path / "home")
+        tmp_path, pki, front, temporal_client, perf_home):  # noqa: F811
+    up = Up(tmp_path / "home", perf_home)
     up.env.update(pki.client_env(front.address), TEMPORAL_NAMESPACE=temporal_client.namespace)
     before = front.forwarded_sessions()
     up.start("--offline-hub")
