@@ -56,10 +56,12 @@ def _uvicorn_forwarder(port: int, backend: str, client: str) -> None:
 
     async def app(scope, receive, send) -> None:  # noqa: ANN001  (plain ASGI)
         nonlocal send_to_backend
-        if scope["type"] == "lifespan":
-            while (await receive())["type"] != "lifespan.shutdown":
-                send_to_backend = _client(client, backend)
-                await send({"type": "lifespan.startup.complete"})
+        if scope["type"] == "lifespan":  # the client is made in the server's loop, and closed with it
+            await receive()  # startup
+            send_to_backend = _Backend(client, backend)
+            await send({"type": "lifespan.startup.complete"})
+            await receive()  # shutdown
+            await send_to_backend.close()
             await send({"type": "lifespan.shutdown.complete"})
             return
         parts, more = [], True
@@ -83,37 +85,45 @@ def _aiohttp_forwarder(port: int, backend: str) -> None:
     from aiohttp import web
 
     async def serve() -> None:
-        send_to_backend = _client("aiohttp", backend)
+        send_to_backend = _Backend("aiohttp", backend)
 
         async def handler(request: web.BaseRequest) -> web.Response:
             status, answer = await send_to_backend(request.path, await request.read())
             return web.Response(body=answer, status=status, content_type=JSON)
 
         await asyncio.get_running_loop().create_server(web.Server(handler), sock=_bound_socket(port))
-        await asyncio.Event().wait()
+        try:
+            await asyncio.Event().wait()  # until the process is stopped
+        finally:
+            await send_to_backend.close()
 
     uvloop.run(serve())
 
 
-def _client(kind: str, backend: str):  # noqa: ANN202  (path, body) -> awaitable (status, answer)
-    """A kept-alive client to the frontend, as bare as the library allows."""
-    if kind == "pyreqwest":
-        from pyreqwest.client import ClientBuilder
-        reqwest = ClientBuilder().http1_only().build()
+class _Backend:
+    """A kept-alive client to the frontend, as bare as the library allows: `await it(path, body)` sends
+    one POST and gives (status, answer); `close()` ends its pool."""
 
-        async def by_reqwest(path: str, body: bytes) -> tuple[int, bytes]:
-            answer = await reqwest.post(backend + path).header("content-type", JSON).body_bytes(body).build().send()
+    def __init__(self, kind: str, backend: str):
+        self.kind, self.backend = kind, backend
+        if kind == "pyreqwest":
+            from pyreqwest.client import ClientBuilder
+            self.reqwest = ClientBuilder().http1_only().build()
+        else:
+            import aiohttp
+            self.session = aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=0), auto_decompress=False,
+                                                 cookie_jar=aiohttp.DummyCookieJar())
+
+    async def __call__(self, path: str, body: bytes) -> tuple[int, bytes]:
+        url = self.backend + path
+        if self.kind == "pyreqwest":
+            answer = await self.reqwest.post(url).header("content-type", JSON).body_bytes(body).build().send()
             return answer.status, bytes(await answer.bytes())
-        return by_reqwest
+        async with self.session.post(url, data=body, headers={"content-type": JSON}) as got:
+            return got.status, await got.read()
 
-    import aiohttp
-    session = aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=0), auto_decompress=False,
-                                    cookie_jar=aiohttp.DummyCookieJar())
-
-    async def by_aiohttp(path: str, body: bytes) -> tuple[int, bytes]:
-        async with session.post(backend + path, data=body, headers={"content-type": JSON}) as answer:
-            return answer.status, await answer.read()
-    return by_aiohttp
+    async def close(self) -> None:
+        await (self.reqwest if self.kind == "pyreqwest" else self.session).close()
 
 
 def serve_forwarder(kind: str, port: int, backend: str) -> None:

@@ -56,7 +56,8 @@ async def test_a_dgd_deleted_out_of_band_comes_back_and_not_serving_shows_meanwh
     # A heal that takes a moment, so "meanwhile" is seen. Set before the deployment exists: the simulated
     # operator judges readiness by a pod's age against the delay of the moment, and raised on a deployment
     # younger than the new delay it would show that live one starting again ("initializing") before the delete.
-    for name in clusters.names:
+    delays = {name: clusters.cluster(name).operator.delay for name in clusters.names}
+    for name in delays:
         clusters.cluster(name).operator.delay = 2.0
     async with running_worker(temporal_client, deps):
         try:
@@ -75,9 +76,9 @@ async def test_a_dgd_deleted_out_of_band_comes_back_and_not_serving_shows_meanwh
             assert any(c["cluster"] == cluster and c["state"] in ("degraded", "rolling_out")
                        for c in live["clusters"]), live
             live = await _until_stage(api, "watch-delete", {"serving"}, timeout=60)
-        finally:
-            for name in clusters.names:
-                clusters.cluster(name).operator.delay = 0.2
+        finally:  # before the worker stops (restored after it, the test hung in the worker's stop)
+            for name, delay in delays.items():
+                clusters.cluster(name).operator.delay = delay
         healed_in = time.monotonic() - deleted_at
         assert healed_in < 60
         [again] = dgds(clusters, "watch-delete")[cluster]
