@@ -24,8 +24,6 @@ from temporalio.client import WorkflowExecutionStatus
 from temporalio.service import RPCError, RPCStatusCode
 
 import tests.needs_perf_extra  # noqa: F401  (missing: skipped outside CI with why, fails in CI)
-from contracts.draft_performance import performance_workflow_id
-from contracts.ids import artifact_workflow_id_of
 from contracts.traffic_plan import slot_workflow_id
 from tests.artifacts.conftest import HF_TOKEN, HF_TOKEN_ENV, TOKENS
 from tests.conftest import unique_queue
@@ -66,11 +64,7 @@ async def _approved_qwen(api, deps, temporal_client) -> str:  # noqa: F811
                             headers=as_("tok-vic"))).json()["artifacts"]
     if listed:
         return listed[0]["id"]
-    artifact = await _approved(api, deps, temporal_client, QWEN)
-    # Its draft's estimates wait on this test's perf queue: ended, so the perf worker searches only the plans.
-    await temporal_client.get_workflow_handle(
-        performance_workflow_id(artifact_workflow_id_of(artifact), 1)).terminate("the test plans by load only")
-    return artifact
+    return await _approved(api, deps, temporal_client, QWEN)
 
 
 def _dry_run(artifact: str, rate: float) -> dict:

@@ -12,6 +12,8 @@ from pathlib import Path
 import pytest
 
 import tests.needs_perf_extra  # noqa: F401  (missing: skipped outside CI with why, fails in CI)
+from contracts.draft_performance import performance_workflow_id
+from contracts.ids import artifact_workflow_id_of
 from contracts.traffic_plan import slot_workflow_id
 from tests.perf.conftest import best_rows, perf_worker_running, planned, recommending
 from tests.support import record_history_if_asked, running_worker, wait_until
@@ -61,6 +63,9 @@ async def test_without_a_perf_worker_a_target_is_answered_with_the_reason(api, d
 
 
 async def _approved(api, deps, temporal_client, repo: str) -> str:  # noqa: F811
+    """An approved artifact of `repo` for a test that plans by traffic. Its draft's estimates workflow is ended:
+    its asks would wait on the test's perf queue and be searched first (a draft's estimates, minutes of CPU that
+    no test of traffic plans reads); ended, the perf worker skips them and searches only the plans."""
     async with running_worker(temporal_client, deps):
         r = await api.post("/v1/artifacts", json={"source": f"hf:{repo}"}, headers=as_("tok-olga"))
         artifact = r.json()["id"]
@@ -72,6 +77,8 @@ async def _approved(api, deps, temporal_client, repo: str) -> str:  # noqa: F811
         r = await api.post(f"/v1/artifacts/{artifact}/review", headers=as_("tok-ana"),
                            json={"decision": "approve", "draft_version": 1})
         assert r.status_code == 200, r.text
+    await temporal_client.get_workflow_handle(performance_workflow_id(artifact_workflow_id_of(artifact), 1)).terminate(
+        "the test plans by traffic only")
     return artifact
 
 

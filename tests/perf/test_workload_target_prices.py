@@ -36,7 +36,7 @@ TARGET = {"requests_per_second": 2, "isl": 4000, "osl": 1000, "ttft_ms": 2000, "
 async def test_a_priced_fleet_takes_the_cheapest_feasible_card_and_says_why_the_dearer_lost(
         api, deps, temporal_client, temporal_server, pg_pool, sims, perf_home: Path,  # noqa: F811
         tmp_path: Path):
-    artifact = await _approved(api, deps, temporal_client, QWEN)  # before the perf worker: no draft estimates
+    artifact = await _approved(api, deps, temporal_client, QWEN)
     for name, card in CARDS.items():  # declared by hand: the cards a target is planned on, with their prices
         await create_cluster(pg_pool, ClusterSpec(
             name=name, kubeconfig=str(sims.kubeconfig_path), kube_context=sims.context("sim-east"),
