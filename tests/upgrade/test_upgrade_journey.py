@@ -12,7 +12,7 @@ import asyncio
 import os
 import time
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from contextlib import asynccontextmanager, suppress
 from dataclasses import dataclass, field
 from html import unescape
 
@@ -41,12 +41,22 @@ class Clients:
     by_backend: dict[str, int] = field(default_factory=dict)
 
 
+# Each client's requests per second. Steady, like real clients, and well under what one core serves: at full
+# speed three loops kept a core busy for the whole upgrade (the in-process gateway and simulated engines answer
+# in milliseconds) and starved the plane they were judging. Three loops at this rate still put about 4 requests
+# into a 2 s window at a canary's 10 % of one of two clusters.
+CLIENT_RATE = 15.0
+
+
 @asynccontextmanager
-async def client_loops(gateway_url: str, loops: int = 3) -> AsyncIterator[Clients]:
-    """Clients sending chat completions through the gateway until the block ends."""
+async def client_loops(gateway_url: str, loops: int = 3, per_second: float = CLIENT_RATE) -> AsyncIterator[Clients]:
+    """Clients sending chat completions through the gateway, each at `per_second` at most, until the block
+    ends (one that falls behind sends at once, never in a burst to catch up)."""
     seen, stop = Clients(), asyncio.Event()
 
     async def one(http: httpx.AsyncClient) -> None:
+        clock = asyncio.get_running_loop()
+        due = clock.time()
         while not stop.is_set():
             try:
                 r = await http.post("/v1/chat/completions", json={
@@ -59,6 +69,9 @@ async def client_loops(gateway_url: str, loops: int = 3) -> AsyncIterator[Client
                     seen.by_backend[backend] = seen.by_backend.get(backend, 0) + 1
             except httpx.HTTPError as err:
                 seen.errors.append(repr(err))
+            due = max(due + 1 / per_second, clock.time())
+            with suppress(TimeoutError):
+                await asyncio.wait_for(stop.wait(), due - clock.time())
     async with httpx.AsyncClient(base_url=gateway_url, timeout=10, trust_env=False) as http:
         tasks = [asyncio.create_task(one(http)) for _ in range(loops)]
         try:
