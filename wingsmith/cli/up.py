@@ -1,4 +1,5 @@
-"""`wingsmith up`: the whole plane on this machine. (Being built in the foundation issue.)"""
+"""`wingsmith up`: the whole plane on this machine; wingsmith/local/supervisor.py starts its parts and tends them
+until it is asked to stop."""
 
 from __future__ import annotations
 
