@@ -34,7 +34,7 @@ import httpx
 from gateway_speed import GatewayRig, PipeProcess, interleaved_latency, throughput, wait_http
 from stats import pct
 
-from wingsmith.local.postgres import free_port
+from wingsmith.local.ports import free_port
 from wingsmith.local.temporal_server import stop_process
 
 THROUGHPUT_CONNECTIONS = 8

@@ -33,7 +33,7 @@ from urllib.parse import urlsplit
 import httpx
 from stats import pct  # bench/stats.py (scripts run with bench/ on the path)
 
-from wingsmith.local.postgres import free_port
+from wingsmith.local.ports import free_port
 from wingsmith.local.temporal_server import stop_process
 
 MODEL = "kimi-k3"

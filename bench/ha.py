@@ -42,7 +42,8 @@ sys.path.insert(0, str(ROOT))
 
 from tests.deploy.render import KUSTOMIZE, by_kind, processes, render  # noqa: E402
 from tests.gateway.conftest import MODEL, ScriptedBackend  # noqa: E402
-from wingsmith.local.postgres import LocalPostgres, free_port  # noqa: E402
+from wingsmith.local.ports import free_port  # noqa: E402
+from wingsmith.local.postgres import LocalPostgres  # noqa: E402
 from wingsmith.local.temporal_server import TemporalDevServer, stop_process, wait_for_port  # noqa: E402
 
 KILLED = ("wingsmith-api", "wingsmith-gateway", "wingsmith-worker-orchestration", "wingsmith-worker-kube",

@@ -43,7 +43,8 @@ from gateway_speed import read_answer  # bench/gateway_speed.py's raw-socket ans
 from stats import pct  # bench/stats.py (scripts run with bench/ on the path)
 
 from sim.hub import shipped_models, start_hub_server
-from wingsmith.local.postgres import LocalPostgres, free_port
+from wingsmith.local.ports import free_port
+from wingsmith.local.postgres import LocalPostgres
 from wingsmith.local.temporal_server import TemporalDevServer, stop_process, wait_for_port
 
 OPERATOR, REVIEWER = "bench-operator", "bench-reviewer"

@@ -39,7 +39,8 @@ from wingsmith.adapters.store import traffic_samples  # noqa: E402
 from wingsmith.adapters.store.db import migrate, open_pool  # noqa: E402
 from wingsmith.domain.config import Settings  # noqa: E402
 from wingsmith.domain.gateway.traffic import BackendCounters  # noqa: E402
-from wingsmith.local.postgres import LocalPostgres, free_port  # noqa: E402
+from wingsmith.local.ports import free_port
+from wingsmith.local.postgres import LocalPostgres  # noqa: E402
 
 ENDPOINT = "bench-model"
 BOUNDS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0, 600.0, float("inf"))

@@ -60,7 +60,8 @@ from wingsmith.domain.dynamo.render import SPEC_HASH_ANNOTATION  # noqa: E402
 from wingsmith.domain.placement.models import PlacementPlan  # noqa: E402
 from wingsmith.domain.workloads import WorkloadPlan  # noqa: E402
 from wingsmith.local import temporal_server  # noqa: E402
-from wingsmith.local.postgres import LocalPostgres, free_port  # noqa: E402
+from wingsmith.local.ports import free_port
+from wingsmith.local.postgres import LocalPostgres  # noqa: E402
 from wingsmith.local.temporal_server import TemporalDevServer, stop_process  # noqa: E402
 
 T = TypeVar("T")

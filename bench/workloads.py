@@ -28,7 +28,8 @@ from wingsmith.adapters.store.clusters import ClusterSpec, create_cluster
 from wingsmith.adapters.store.db import migrate, open_pool
 from wingsmith.adapters.temporal import connect
 from wingsmith.domain.config import Settings
-from wingsmith.local.postgres import LocalPostgres, free_port
+from wingsmith.local.ports import free_port
+from wingsmith.local.postgres import LocalPostgres
 from wingsmith.local.temporal_server import TemporalDevServer
 
 MODEL, SHA_OF = "openai/gpt-oss-120b", None

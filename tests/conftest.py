@@ -44,7 +44,8 @@ from tests.upstream import require_upstream
 from wingsmith.adapters.store.db import migrate, migration_files, open_pool
 from wingsmith.adapters.temporal import connect
 from wingsmith.domain.config import SEARCH_ATTRIBUTES, Settings
-from wingsmith.local.postgres import LocalPostgres, free_port
+from wingsmith.local.ports import free_port
+from wingsmith.local.postgres import LocalPostgres
 from wingsmith.local.temporal_server import TemporalDevServer, find_executable
 
 # Switches of the test harness itself, read by tests (never by the code under test).

@@ -23,7 +23,7 @@ from api.auth import TokenTable
 from sim.hub import start_hub_server
 from tests.conftest import unique_queue
 from wingsmith.domain.config import Settings
-from wingsmith.local.postgres import free_port
+from wingsmith.local.ports import free_port
 from worker.registry import WorkerDeps
 
 # One person per role, plus one who holds two (to show that a body cannot lend them a third name).

@@ -23,7 +23,7 @@ from api.app import create_app
 from api.auth import TokenTable
 from tests.api_guard.conftest import TOKENS, as_
 from wingsmith.domain.config import Settings
-from wingsmith.local.postgres import free_port
+from wingsmith.local.ports import free_port
 
 MB = 1024 * 1024
 HUGE = 300 * MB

@@ -10,7 +10,7 @@ import pytest
 from api.app import create_app
 from api.auth import TokenTable
 from tests.api_guard.conftest import as_
-from wingsmith.local.postgres import free_port
+from wingsmith.local.ports import free_port
 
 
 @pytest.fixture

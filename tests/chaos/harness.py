@@ -228,7 +228,8 @@ def _say(config: ChaosConfig, text: str) -> None:
 def _start_bed(config: ChaosConfig) -> _Bed:
     from sim.hub import start_hub_server
     from sim.kube import SimulatedClusters, default_cluster_specs
-    from wingsmith.local.postgres import LocalPostgres, free_port
+    from wingsmith.local.ports import free_port
+    from wingsmith.local.postgres import LocalPostgres
     from wingsmith.local.temporal_server import TemporalDevServer
 
     root = Path(config.root or tempfile.mkdtemp(prefix="wingsmith-chaos-"))

@@ -12,7 +12,7 @@ import pytest
 import uvicorn
 
 from tests.support import wait_until
-from wingsmith.local.postgres import free_port
+from wingsmith.local.ports import free_port
 
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",

@@ -5,17 +5,17 @@ from __future__ import annotations
 
 import socket
 
-from wingsmith.local import postgres
-from wingsmith.local.postgres import free_port
+from wingsmith.local import ports
+from wingsmith.local.ports import free_port
 
 
 def test_ports_are_free_below_the_ephemeral_range_and_never_given_twice():
-    first_ephemeral = postgres._first_ephemeral_port()
-    ports = [free_port() for _ in range(500)]
-    assert len(set(ports)) == len(ports)
-    assert all(postgres._LOWEST_PORT <= p < first_ephemeral for p in ports)
+    first_ephemeral = ports._first_ephemeral_port()
+    given = [free_port() for _ in range(500)]
+    assert len(set(given)) == len(given)
+    assert all(ports._LOWEST_PORT <= p < first_ephemeral for p in given)
     with socket.socket() as s:  # free when handed out: a server can bind it
-        s.bind(("127.0.0.1", ports[-1]))
+        s.bind(("127.0.0.1", given[-1]))
 
 
 def test_a_port_in_use_is_not_handed_out(monkeypatch):
@@ -28,6 +28,6 @@ def test_a_port_in_use_is_not_handed_out(monkeypatch):
         class Picks:  # the held port drawn first, then a free one
             def choice(self, _candidates):
                 return next(asked)
-        monkeypatch.setattr(postgres.random, "SystemRandom", Picks)
-        postgres._GIVEN.discard(other)
+        monkeypatch.setattr(ports.random, "SystemRandom", Picks)
+        ports._GIVEN.discard(other)
         assert free_port() == other

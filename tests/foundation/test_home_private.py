@@ -17,7 +17,7 @@ SCRIPT = textwrap.dedent("""
     from pathlib import Path
     from wingsmith.domain.config import Settings
     from wingsmith.local.supervisor import Child, _acquire_lock, write_plane_file
-    from wingsmith.local.postgres import free_port
+    from wingsmith.local.ports import free_port
     from wingsmith.local.temporal_server import TemporalDevServer
 
     home = Path(sys.argv[1])

@@ -18,7 +18,7 @@ import httpx
 import psutil
 import pytest
 
-from wingsmith.local.postgres import free_port
+from wingsmith.local.ports import free_port
 
 pytestmark = pytest.mark.slow
 

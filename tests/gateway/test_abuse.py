@@ -24,7 +24,7 @@ import pytest
 
 from wingsmith.adapters.gateway import LocalGatewayClient
 from wingsmith.domain.gateway import Backend, EndpointRoutes
-from wingsmith.local.postgres import free_port
+from wingsmith.local.ports import free_port
 from wingsmith.local.temporal_server import stop_process, wait_for_port
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -34,7 +34,7 @@ from wingsmith.adapters.gateway.routes_sync import RoutesSync, attach
 from wingsmith.adapters.store.gateway_routes import publish, published
 from wingsmith.domain.config import Settings
 from wingsmith.domain.gateway.routes import Backend, EndpointRoutes
-from wingsmith.local.postgres import free_port
+from wingsmith.local.ports import free_port
 from wingsmith.local.temporal_server import stop_process, wait_for_port
 
 ROOT = Path(__file__).resolve().parents[2]

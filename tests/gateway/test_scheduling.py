@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from gateway.scheduling import DEFAULT_SLICE_US, SLICE_ENV, current_slice_us, slice_us
-from wingsmith.local.postgres import free_port
+from wingsmith.local.ports import free_port
 from wingsmith.local.temporal_server import stop_process, wait_for_port
 
 ROOT = Path(__file__).resolve().parents[2]

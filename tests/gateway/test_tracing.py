@@ -28,7 +28,7 @@ from opentelemetry.trace import SpanKind, StatusCode
 from tests.gateway.conftest import MODEL, RunningGateway
 from tests.gateway.test_local_gateway import MESSAGES, routes
 from wingsmith.adapters.gateway import LocalGatewayClient
-from wingsmith.local.postgres import free_port
+from wingsmith.local.ports import free_port
 
 CLIENT_TRACE = "0af7651916cd43dd8448eb211c80319c"
 CLIENT_SPAN = "b7ad6b7169203331"

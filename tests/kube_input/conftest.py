@@ -15,7 +15,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from wingsmith.local.postgres import free_port
+from wingsmith.local.ports import free_port
 
 TOKENS = {"tok-ada": {"name": "ada", "roles": ["admin"]}}
 ADMIN = {"Authorization": "Bearer tok-ada"}

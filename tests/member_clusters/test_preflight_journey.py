@@ -34,7 +34,7 @@ from wingsmith.cli.main import build_parser
 from wingsmith.domain.config import Settings, get_settings
 from wingsmith.domain.kube_ref import KubeconfigRef
 from wingsmith.domain.member_clusters import Preflight, rbac_manifests
-from wingsmith.local.postgres import free_port
+from wingsmith.local.ports import free_port
 from worker.registry import WorkerDeps
 
 TOKENS = {"tok-admin": {"name": "ada", "roles": ["admin"]}, "tok-view": {"name": "vic", "roles": ["viewer"]}}

@@ -13,7 +13,7 @@ from tests.support import running_worker
 from wingsmith.adapters import metrics
 from wingsmith.adapters.temporal import connect
 from wingsmith.domain.config import Settings
-from wingsmith.local.postgres import free_port
+from wingsmith.local.ports import free_port
 from worker.metrics import count, metrics_runtime, serve_metrics
 from worker.registry import WorkerDeps
 from workflows.ping import PingWorkflow

@@ -14,7 +14,7 @@ import uvicorn
 from api.app import create_app
 from wingsmith.cli.main import build_parser
 from wingsmith.domain.config import Settings
-from wingsmith.local.postgres import free_port
+from wingsmith.local.ports import free_port
 
 TOKENS = {"tok-admin": {"name": "ada", "roles": ["admin"]}, "tok-view": {"name": "vic", "roles": ["viewer"]}}
 

@@ -26,7 +26,7 @@ from wingsmith.adapters.startup import EXIT_MISCONFIGURED
 from wingsmith.adapters.store.db import open_pool
 from wingsmith.adapters.temporal import TemporalConnectError, connect, workflow_ui_url
 from wingsmith.domain.config import Settings
-from wingsmith.local.postgres import free_port
+from wingsmith.local.ports import free_port
 
 pytestmark = pytest.mark.slow
 

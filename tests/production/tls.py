@@ -23,7 +23,7 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
-from wingsmith.local.postgres import free_port
+from wingsmith.local.ports import free_port
 from wingsmith.local.temporal_server import stop_process, wait_for_port
 
 SERVER_NAME = "temporal.test"  # the only name in the server's certificate: clients must set TEMPORAL_TLS_SERVER_NAME

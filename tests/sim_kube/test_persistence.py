@@ -12,7 +12,7 @@ from kubernetes.client.exceptions import ApiException
 
 from sim.kube import FRONTEND_URL_ANNOTATION, ClusterSpec, NodePool, SimulatedClusters
 from tests.sim_kube.kit import GROUP, PLURAL, VERSION, apply, dgd, get, ready_for, wait_for
-from wingsmith.local.postgres import free_port
+from wingsmith.local.ports import free_port
 
 SPEC = ClusterSpec(name="keep", region="lab", node_pools=[NodePool.of("h200", 1)])
 

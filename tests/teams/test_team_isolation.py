@@ -25,7 +25,7 @@ from tests.api_guard.test_auth_matrix import TEAM_OWNED
 from tests.support import running_worker, wait_until
 from tests.teams.conftest import as_
 from wingsmith.cli.main import build_parser
-from wingsmith.local.postgres import free_port
+from wingsmith.local.ports import free_port
 
 BLUE, RED, NONE = "kimi-blue", "kimi-red", "kimi-none"  # olga's, rita's, and one nobody has
 ENDPOINT, NO_ENDPOINT = "kimi-k3", "kimi-absent"

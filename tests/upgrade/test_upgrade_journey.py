@@ -49,8 +49,8 @@ CLIENT_RATE = 15.0
 
 
 @asynccontextmanager
-async def client_loops(gateway_url: str, loops: int = 3, per_second: float = CLIENT_RATE) -> AsyncIterator[Clients]:
-    """Clients sending chat completions through the gateway, each at `per_second` at most, until the block
+async def client_loops(gateway_url: str, loops: int = 3) -> AsyncIterator[Clients]:
+    """Clients sending chat completions through the gateway, each at CLIENT_RATE at most, until the block
     ends (one that falls behind sends at once, never in a burst to catch up)."""
     seen, stop = Clients(), asyncio.Event()
 
@@ -69,7 +69,7 @@ async def client_loops(gateway_url: str, loops: int = 3, per_second: float = CLI
                     seen.by_backend[backend] = seen.by_backend.get(backend, 0) + 1
             except httpx.HTTPError as err:
                 seen.errors.append(repr(err))
-            due = max(due + 1 / per_second, clock.time())
+            due = max(due + 1 / CLIENT_RATE, clock.time())
             with suppress(TimeoutError):
                 await asyncio.wait_for(stop.wait(), due - clock.time())
     async with httpx.AsyncClient(base_url=gateway_url, timeout=10, trust_env=False) as http:

@@ -9,7 +9,6 @@ unprivileged `embedded_postgres` user that owns the data directory.
 from __future__ import annotations
 
 import os
-import random
 import signal
 import socket
 import subprocess
@@ -25,46 +24,6 @@ with warnings.catch_warnings():
 _RUN_AS = "embedded_postgres"
 
 
-# Where a port for a server to bind later is drawn from: below the kernel's ephemeral range. A port from
-# bind(0) lies inside that range, and between its release here and the server's own bind the kernel may hand
-# it to any outgoing connection or another bind(0) (a CI run saw a Temporal dev server take the port chosen
-# for an offline Hub). Below the range only another explicit choice can take it.
-_LOWEST_PORT = 20000
-_EPHEMERAL_RANGE = Path("/proc/sys/net/ipv4/ip_local_port_range")
-
-
-def _first_ephemeral_port() -> int:
-    try:
-        return int(_EPHEMERAL_RANGE.read_text().split()[0])
-    except (OSError, ValueError, IndexError):
-        return 32768  # Linux's default; elsewhere the range is read nowhere, and this bound is as good
-
-
-def _binds(port: int) -> bool:
-    with socket.socket() as s:
-        try:
-            s.bind(("127.0.0.1", port))
-        except OSError:
-            return False
-        return True
-
-
-# Ports this process handed out: never given twice, since the server meant for one may not have bound it yet.
-_GIVEN: set[int] = set()
-
-
-def free_port() -> int:
-    """A port free on 127.0.0.1 now, below the ephemeral range where it can (bind(0)'s choice otherwise)."""
-    candidates = range(_LOWEST_PORT, _first_ephemeral_port())
-    pick = random.SystemRandom()
-    for _ in range(64 if len(candidates) > 1000 else 0):
-        port = pick.choice(candidates)
-        if port not in _GIVEN and _binds(port):
-            _GIVEN.add(port)
-            return port
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 class LocalPostgres:
