@@ -89,9 +89,10 @@ class PerfActivities:
     def plan_for_traffic_target(self, params: TargetInput) -> TargetOutput:
         from wingsmith.adapters.perf.aiconfigurator import PerfNotInstalled
         try:
-            return TargetOutput(plans=_each_card(params.cards, lambda card: self.estimator.plan_for_target(
-                model=params.model, card=card, target=params.target, model_commit=params.model_commit,
-                config=params.config, backend=params.backend)))
+            with self.estimator.plan_in_flight():
+                return TargetOutput(plans=_each_card(params.cards, lambda card: self.estimator.plan_for_target(
+                    model=params.model, card=card, target=params.target, model_commit=params.model_commit,
+                    config=params.config, backend=params.backend)))
         except PerfNotInstalled as err:
             raise ApplicationError(str(err), type=contract.ERROR_NOT_INSTALLED, non_retryable=True) from None
 

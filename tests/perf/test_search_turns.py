@@ -120,3 +120,46 @@ def test_a_plan_someone_waits_for_goes_ahead_of_the_drafts_estimates_and_plans_k
         thread.join(5)
     assert order == ["running", "plan_a1", "plan_b1", "plan_a2", "estimate1", "estimate2"]
     assert turns.waiting() == 0
+
+
+def test_no_draft_estimate_starts_between_two_cards_of_a_plan_in_flight():
+    """A draft's estimate asks while a two-card plan searches its first card; the plan's second card is asked
+    only after its first turn ended (the moment a plain line gave to the estimate): the plan's two cards run
+    first, then the estimate."""
+    turns = Turns()
+    order: list[str] = []
+    first_card_done = threading.Event()
+    second_card_may_ask = threading.Event()
+
+    def plan() -> None:
+        with turns.plan_in_flight():
+            with turns.turn(someone_waits=True):
+                order.append("plan h200")
+            first_card_done.set()
+            second_card_may_ask.wait(5)  # the estimate is first in line and nobody holds the turn
+            with turns.turn(someone_waits=True):
+                order.append("plan gb200")
+
+    def estimate() -> None:
+        with turns.turn():
+            order.append("estimate b200")
+
+    with turns.turn():  # the running search, until both have asked
+        planner = threading.Thread(target=plan)
+        planner.start()
+        deadline = time.monotonic() + 5
+        while turns.waiting() < 1 and time.monotonic() < deadline:
+            time.sleep(0.001)
+        drafter = threading.Thread(target=estimate)
+        drafter.start()
+        while turns.waiting() < 2 and time.monotonic() < deadline:
+            time.sleep(0.001)
+        assert turns.waiting() == 2
+    first_card_done.wait(5)
+    time.sleep(0.05)  # the estimate's chance to take the free turn
+    second_card_may_ask.set()
+    planner.join(5)
+    drafter.join(5)
+    assert order == ["plan h200", "plan gb200", "estimate b200"]
+    with turns.turn():  # nothing in flight: a background search starts at once
+        pass

@@ -20,6 +20,7 @@ import math
 import time
 import warnings
 from collections.abc import Callable
+from contextlib import AbstractContextManager
 from importlib import metadata
 from pathlib import Path
 from typing import Any
@@ -335,6 +336,11 @@ class Estimator:
         return entries
 
     # -- a traffic target ------------------------------------------------------------------------
+    @staticmethod
+    def plan_in_flight() -> AbstractContextManager[None]:
+        """Around all of one plan's cards: no draft's estimate starts in between (wingsmith/adapters/perf/turns.py)."""
+        return _SEARCHES.plan_in_flight()
+
     def plan_for_target(self, *, model: str, card: str, target: TrafficTarget, model_commit: str | None = None,
                         config: dict | None = None, backend: str = "vllm") -> CardPlan:
         """The smallest configuration on `card` meeting the target's TTFT and TPOT, and its replicas for

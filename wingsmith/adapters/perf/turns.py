@@ -10,6 +10,12 @@ search by search, in turn.
 Two kinds, because nobody waits for a draft's estimates (the draft is shown at once and its figures fill in
 as they come), while a traffic plan is a person's dry run or create waiting on its status URL: a plan asked
 while a draft's dozen estimates queue goes ahead of them, not behind. The search running is never stopped.
+
+A plan searches card after card, and between two of its cards it holds no turn and has not asked again yet:
+without more, the draft's estimate first in line took that moment, and a two-card plan waited behind one
+estimate per card (the README's journey: four plan searches, each after one of its draft's estimates). So a
+plan is in flight (`plan_in_flight`) from its first card to its last, and no background search starts while
+one is.
 """
 
 from __future__ import annotations
@@ -26,6 +32,20 @@ class Turns:
         self._line: list[object] = []
         self._waited_on = 0  # how many at the front of the line someone waits for
         self._held = False
+        self._plans_in_flight = 0
+
+    @contextmanager
+    def plan_in_flight(self) -> Iterator[None]:
+        """Around all of a plan's searches: no background search starts until it is done, also in the moments
+        between two of its searches."""
+        with self._changed:
+            self._plans_in_flight += 1
+        try:
+            yield
+        finally:
+            with self._changed:
+                self._plans_in_flight -= 1
+                self._changed.notify_all()
 
     @contextmanager
     def turn(self, *, someone_waits: bool = False) -> Iterator[None]:
@@ -39,7 +59,7 @@ class Turns:
             else:
                 self._line.append(me)
             try:
-                while self._held or self._line[0] is not me:
+                while self._held or self._line[0] is not me or (self._plans_in_flight and not someone_waits):
                     self._changed.wait()
             except BaseException:
                 self._leave(me)
