@@ -29,6 +29,7 @@ from contracts.artifact import (
     SizeDraftInput,
 )
 from contracts.draft_performance import PerfPollingInput, SavePerformanceInput
+from wingsmith.adapters.http_tls import default_tls
 from wingsmith.adapters.logs import get_logger
 from wingsmith.adapters.recipes.files import catalog_in_force, load_catalog_version
 from wingsmith.adapters.secrets import SecretUnavailable, read_secret_ref
@@ -169,7 +170,7 @@ class ArtifactActivities:
             # The log line above is the reminder; a misconfigured webhook must not fail the review.
             log.warning("review webhook not sent", reason=str(exc))
             return
-        async with httpx.AsyncClient(timeout=10) as client:
+        async with httpx.AsyncClient(timeout=10, verify=default_tls()) as client:
             response = await client.post(url, json={
                 "event": "review_reminder", "artifact_id": params.artifact_id,
                 "deadline": params.deadline.isoformat(), "reminder": params.reminder,

@@ -17,6 +17,7 @@ from temporalio.exceptions import ApplicationError
 from activities.registry import registry_pool
 from contracts import endpoint as contract
 from wingsmith.adapters.gateway import GatewayClient, GatewayError, gateway_client
+from wingsmith.adapters.http_tls import default_tls
 from wingsmith.adapters.logs import get_logger
 from wingsmith.adapters.store import endpoints as store
 from wingsmith.adapters.store.gateway_routes import publish as publish_routes
@@ -50,7 +51,7 @@ class EndpointActivities:
         """The backends that may take traffic: deployments recorded as serving whose frontend lists the
         served model name right now. Weights follow replicas; draining workloads get weight 0."""
         deployments = await store.serving_deployments(self._pool(), params.workloads)
-        async with httpx.AsyncClient(timeout=3) as http:
+        async with httpx.AsyncClient(timeout=3, verify=default_tls()) as http:
             # Probed together: one slow frontend must not hold the whole pass past its timeout.
             listing = await asyncio.gather(*(_lists(http, d.frontend_url, d.served_model_name) for d in deployments))
         return routes_from_deployments(params.name, deployments, list(listing), draining_workloads=params.draining,

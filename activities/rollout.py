@@ -21,6 +21,7 @@ from temporalio import activity
 from temporalio.exceptions import ApplicationError, CancelledError
 
 from contracts import rollout as contract
+from wingsmith.adapters.http_tls import default_tls
 from wingsmith.adapters.kube import DgdClient, KubeconfigRef, KubeError, shared_api_client
 from wingsmith.domain.dynamo.ranks import ranks_problem
 from wingsmith.domain.dynamo.readiness import (
@@ -90,7 +91,7 @@ class RolloutActivities:
         # One client for every probe: a new one per probe built a TLS context each time (about a tenth
         # of the worker's CPU during journeys). httpx.Client is safe to share between threads.
         if http is None:
-            shared = httpx.Client(timeout=10.0)
+            shared = httpx.Client(timeout=10.0, verify=default_tls())
             http = lambda: contextlib.nullcontext(shared)  # noqa: E731
         self._http = http
 

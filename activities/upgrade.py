@@ -15,6 +15,7 @@ from temporalio.exceptions import ApplicationError
 from activities.registry import registry_pool
 from contracts import upgrade as contract
 from wingsmith.adapters.gateway.traffic_reader import metrics_headers
+from wingsmith.adapters.http_tls import default_tls
 from wingsmith.adapters.recipes.files import catalog_of_draft
 from wingsmith.adapters.store import workloads as store
 from wingsmith.domain.config import Settings
@@ -89,7 +90,7 @@ class UpgradeActivities:
         """Each backend's cumulative counters at the gateway, summed over the endpoints routing it."""
         url = self.settings.gateway_url.rstrip("/") + "/metrics"
         try:
-            async with httpx.AsyncClient(timeout=5, trust_env=False) as http:
+            async with httpx.AsyncClient(timeout=5, trust_env=False, verify=default_tls(trust_env=False)) as http:
                 r = await http.get(url, headers=metrics_headers(self.settings.gateway_admin_token_ref))
         except httpx.HTTPError as err:
             raise ApplicationError(f"the gateway's metrics ({url}) did not answer: {type(err).__name__}",

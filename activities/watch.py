@@ -31,6 +31,7 @@ from activities.artifact import ArtifactActivities, hub_failure
 from contracts import watch as watch_contract
 from contracts.artifact import artifact_id
 from contracts.watch import EnsureWatchInput, UpstreamCheck, WatchInput, WatchNotice, watch_memo, watch_schedule_id
+from wingsmith.adapters.http_tls import default_tls
 from wingsmith.adapters.recipes.files import catalog_in_force, load_catalog_version
 from wingsmith.adapters.secrets import SecretUnavailable, read_secret_ref
 from wingsmith.adapters.store import artifacts as store
@@ -126,7 +127,7 @@ class WatchActivities:
         except SecretUnavailable as exc:
             raise ApplicationError(f"the watch webhook reference cannot be read: {exc}", type="WebhookUnavailable",
                                    non_retryable=True) from None
-        async with httpx.AsyncClient(timeout=10) as http:
+        async with httpx.AsyncClient(timeout=10, verify=default_tls()) as http:
             try:
                 event = "recipe_evidence_moved" if notice.reason == "recipe catalog" else "upstream_moved"
                 r = await http.post(url, json={"event": event, **notice.model_dump()})

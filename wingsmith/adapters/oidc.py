@@ -33,6 +33,7 @@ import httpx
 import jwt
 from pydantic import BaseModel
 
+from wingsmith.adapters.http_tls import default_tls
 from wingsmith.adapters.logs import get_logger
 from wingsmith.domain.config import Settings
 from wingsmith.domain.json_bounds import JsonRefused, loads_bounded
@@ -287,7 +288,7 @@ class KeySet:
             # A deadline over the whole fetch: httpx's timeout is per read, so an issuer that sends a
             # byte every few seconds would otherwise hold every request waiting on it for minutes.
             async with asyncio.timeout(self._timeout), \
-                    httpx.AsyncClient(timeout=self._timeout, follow_redirects=False) as client:
+                    httpx.AsyncClient(timeout=self._timeout, follow_redirects=False, verify=default_tls()) as client:
                 if self._jwks_url is None:
                     self._jwks_url = await self._discover(client)
                 self.fetches += 1

@@ -10,6 +10,8 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
+from wingsmith.adapters.http_tls import default_tls
+
 EXIT = {400: 2, 401: 4, 403: 4, 404: 3, 409: 5, 422: 2}
 API_HELP = "API base URL (default: $WINGSMITH_API_URL, else the plane in $WINGSMITH_HOME/plane.json)"
 
@@ -57,7 +59,8 @@ def request(args, method: str, path: str, body: Any = None, *, prog: str, params
     base = base_url(args)
     sent = {**(headers or {}), **({"Authorization": f"Bearer {tok}"} if (tok := token(role)) else {})}
     try:
-        response = httpx.request(method, base + path, json=body, params=params, headers=sent, timeout=timeout)
+        response = httpx.request(method, base + path, json=body, params=params, headers=sent, timeout=timeout,
+                                 verify=default_tls())
     except httpx.HTTPError as exc:
         print(f"{prog}: the API at {base} is not reachable ({type(exc).__name__})", file=sys.stderr)
         return 1, None

@@ -13,6 +13,7 @@ import sys
 import time
 from typing import Any
 
+from wingsmith.adapters.http_tls import default_tls
 from wingsmith.cli.api_client import API_HELP, request
 
 MODEL = "hf:moonshotai/Kimi-K3"
@@ -174,7 +175,7 @@ def _chat(args, workload: str) -> int:
     from wingsmith.cli.plane import gateway_url
 
     _step(6, "one chat completion through the gateway")
-    r = httpx.post(f"{gateway_url(args.gateway)}/v1/chat/completions", timeout=30, json={
+    r = httpx.post(f"{gateway_url(args.gateway)}/v1/chat/completions", timeout=30, verify=default_tls(), json={
         "model": args.name, "messages": [{"role": "user", "content": "Say hello from Wingsmith."}]})
     if r.status_code != 200:
         return _fail(f"the gateway answered {r.status_code}: {r.text[:200]}")

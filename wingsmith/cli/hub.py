@@ -11,6 +11,7 @@ import json
 import sys
 from typing import Any
 
+from wingsmith.adapters.http_tls import default_tls
 from wingsmith.cli.plane import hub_endpoint
 
 
@@ -73,7 +74,7 @@ def _ask(prog: str, method: str, path: str, body: dict[str, Any] | None = None) 
 
     base = hub_endpoint().rstrip("/")
     try:
-        r = httpx.request(method, f"{base}{path}", json=body, timeout=10)
+        r = httpx.request(method, f"{base}{path}", json=body, timeout=10, verify=default_tls())
     except httpx.HTTPError as exc:
         print(f"{prog}: the Hub at {base} is not reachable ({type(exc).__name__})", file=sys.stderr)
         return 1

@@ -25,6 +25,7 @@ from pathlib import Path
 
 import httpx
 
+from wingsmith.adapters.http_tls import default_tls
 from wingsmith.domain.config import Settings, get_settings, observe_task_queue, perf_task_queue
 from wingsmith.local.child import Child, ChildKeepsFailing, ServerChild, Spare, WarmChild, stop_all
 from wingsmith.local.ports import plane_ports
@@ -303,7 +304,7 @@ def _register_simulated_clusters(plane: Plane, api_url: str) -> None:
                 "labels": {"simulated": "true"}}
         try:
             # The API runs the cluster's preflight in the worker and waits up to 40 s for its answer.
-            r = httpx.post(f"{api_url}/v1/clusters", json=body, headers=headers, timeout=60)
+            r = httpx.post(f"{api_url}/v1/clusters", json=body, headers=headers, timeout=60, verify=default_tls())
         except httpx.HTTPError as exc:
             raise RuntimeError(f"the API did not answer the registration of cluster {name} ({type(exc).__name__})") \
                 from None
@@ -360,7 +361,7 @@ def _wait_ready(api_url: str, plane: Plane, timeout: float, *, only: tuple[str, 
     while time.monotonic() < deadline:
         _tend(plane)
         try:
-            r = httpx.get(f"{api_url}/readyz", timeout=2)
+            r = httpx.get(f"{api_url}/readyz", timeout=2, verify=default_tls())
             checks = r.json().get("checks") or {}
             if r.status_code == 200 or (only and all(checks.get(name) == "ok" for name in only)):
                 return

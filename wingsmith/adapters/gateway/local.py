@@ -9,6 +9,7 @@ from urllib.parse import quote
 import httpx
 
 from wingsmith.adapters.gateway.client import GatewayError
+from wingsmith.adapters.http_tls import default_tls
 from wingsmith.adapters.secrets import SecretUnavailable, read_secret_ref
 from wingsmith.domain.gateway.routes import EndpointRoutes, RouteStatus
 
@@ -24,7 +25,8 @@ class LocalGatewayClient:
         self.base_url = base_url.rstrip("/")
         self.token_ref = token_ref
         self.attempts = attempts
-        self._http = httpx.Client(base_url=self.base_url, timeout=timeout, trust_env=False, transport=transport)
+        self._http = httpx.Client(base_url=self.base_url, timeout=timeout, trust_env=False, transport=transport,
+                                  verify=default_tls(trust_env=False))
 
     def close(self) -> None:
         self._http.close()

@@ -22,6 +22,7 @@ from typing import Any, Protocol
 import httpx
 from pydantic import BaseModel, ValidationError
 
+from wingsmith.adapters.http_tls import default_tls
 from wingsmith.adapters.logs import get_logger
 from wingsmith.adapters.secrets import SecretUnavailable, read_secret_ref
 from wingsmith.domain.gateway.routes import EndpointRoutes
@@ -65,7 +66,8 @@ class RoutesSync:
         self.unreachable_since: float | None = None
         self._etag: str | None = None
         self._applied: list[EndpointRoutes] | None = None
-        self._http = httpx.AsyncClient(timeout=timeout, trust_env=False, transport=transport)
+        self._http = httpx.AsyncClient(timeout=timeout, trust_env=False, transport=transport,
+                                       verify=default_tls(trust_env=False))
 
     async def aclose(self) -> None:
         await self._http.aclose()

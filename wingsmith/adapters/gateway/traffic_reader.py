@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import httpx
 
+from wingsmith.adapters.http_tls import default_tls
 from wingsmith.adapters.secrets import SecretUnavailable, read_secret_ref
 from wingsmith.domain.gateway.traffic import BackendCounters, BackendTraffic, parse_all_counters, parse_traffic
 
@@ -26,7 +27,8 @@ async def read_traffic(gateway_url: str, endpoint: str,
                        admin_token_ref: str | None = None) -> dict[str, BackendTraffic] | None:
     """None when the gateway does not answer (the page then says "not reported")."""
     try:
-        async with httpx.AsyncClient(timeout=READ_TIMEOUT_SECONDS, trust_env=False) as http:
+        async with httpx.AsyncClient(timeout=READ_TIMEOUT_SECONDS, trust_env=False,
+                                     verify=default_tls(trust_env=False)) as http:
             r = await http.get(gateway_url.rstrip("/") + "/metrics", headers=metrics_headers(admin_token_ref))
         if r.status_code != 200:
             return None

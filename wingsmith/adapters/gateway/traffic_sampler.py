@@ -33,6 +33,7 @@ import asyncpg
 import httpx
 
 from wingsmith.adapters.gateway.traffic_reader import READ_TIMEOUT_SECONDS, GatewayUnreadable, read_all_counters
+from wingsmith.adapters.http_tls import default_tls
 from wingsmith.adapters.logs import get_logger
 from wingsmith.adapters.store.traffic_samples import Connection, record_samples
 from wingsmith.domain.config import Settings
@@ -91,7 +92,7 @@ class TrafficSampler:
 
     async def run(self) -> None:
         """Forever: wait for the lock, then sample while holding it; a lost connection starts over."""
-        async with httpx.AsyncClient(trust_env=False) as http:
+        async with httpx.AsyncClient(trust_env=False, verify=default_tls(trust_env=False)) as http:
             while True:
                 try:
                     await self._lead(http)

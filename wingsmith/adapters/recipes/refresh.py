@@ -13,6 +13,7 @@ from pathlib import Path
 import httpx
 from pydantic import BaseModel
 
+from wingsmith.adapters.http_tls import default_tls
 from wingsmith.adapters.recipes.files import CatalogVersionExists, build_catalog, read_catalog, store_catalog_version
 from wingsmith.domain.recipes import dynamo_import, vllm_import
 from wingsmith.domain.recipes.catalog import ImportReport
@@ -82,7 +83,7 @@ def refresh_catalog(catalog_dir: Path, *, vllm_ref: str = "main", dynamo_ref: st
                     raw_url: str = GITHUB_RAW, timeout: float = 30.0,
                     transport: httpx.BaseTransport | None = None) -> RefreshResult:
     api_url, raw_url = api_url.rstrip("/"), raw_url.rstrip("/")
-    with httpx.Client(timeout=timeout, follow_redirects=True, transport=transport,
+    with httpx.Client(timeout=timeout, follow_redirects=True, transport=transport, verify=default_tls(),
                       headers={"Accept": "application/vnd.github+json", "User-Agent": "wingsmith"}) as client, \
             tempfile.TemporaryDirectory(prefix="wingsmith-recipes-") as tmp:
         vllm_sha = resolve_commit(client, api_url, vllm_repo, vllm_ref)
