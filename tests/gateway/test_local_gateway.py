@@ -14,6 +14,7 @@ import pytest
 from gateway import BACKEND_HEADER
 from tests.gateway.conftest import MODEL, RunningGateway, ScriptedBackend
 from wingsmith.adapters.gateway import GatewayError, LocalGatewayClient
+from wingsmith.adapters.http_tls import default_tls
 from wingsmith.domain.gateway import Backend, EndpointRoutes
 
 MESSAGES = [{"role": "user", "content": "Say hello"}]
@@ -32,7 +33,7 @@ def routes(*pairs: tuple[ScriptedBackend | str, int], model: str = MODEL,
 
 def chat(gateway: RunningGateway, **extra) -> httpx.Response:
     return httpx.post(f"{gateway.url}/v1/chat/completions", json={"model": MODEL, "messages": MESSAGES, **extra},
-                      timeout=10)
+                      timeout=10, verify=default_tls())
 
 
 def wait_until(check, timeout: float = 5.0) -> None:

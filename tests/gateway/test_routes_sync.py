@@ -31,6 +31,7 @@ from gateway.app import create_gateway_app
 from gateway.table import RouteTable
 from tests.gateway.conftest import MODEL, ScriptedBackend, Served
 from wingsmith.adapters.gateway.routes_sync import RoutesSync, attach
+from wingsmith.adapters.http_tls import default_tls
 from wingsmith.adapters.store.gateway_routes import publish, published
 from wingsmith.domain.config import Settings
 from wingsmith.domain.gateway.routes import Backend, EndpointRoutes
@@ -98,7 +99,7 @@ def _gateway(tmp_path: Path, name: str, token_file: Path, source: str) -> Proces
 def _answered_by(gateway: Process) -> str | None:
     """The backend that answered a chat through this gateway, None when it could not route one."""
     try:
-        r = httpx.post(f"{gateway.url}/v1/chat/completions", timeout=5,
+        r = httpx.post(f"{gateway.url}/v1/chat/completions", timeout=5, verify=default_tls(),
                        json={"model": MODEL, "messages": [{"role": "user", "content": "hi"}]})
     except httpx.HTTPError:
         return None

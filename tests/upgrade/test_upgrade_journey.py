@@ -25,6 +25,7 @@ from tests.support import history_json, running_worker, save_history, wait_until
 from tests.watch.test_watch import REPO, WATCH, _approve, _next_run, _register_and_approve
 from tests.workloads.conftest import as_
 from tests.workloads.test_workload_journey import _until_stage
+from wingsmith.adapters.http_tls import default_tls
 from wingsmith.cli.main import build_parser
 from wingsmith.domain.config import get_settings
 from wingsmith.domain.dynamo import GROUP, PLURAL, VERSION, dgd_name
@@ -72,7 +73,8 @@ async def client_loops(gateway_url: str, loops: int = 3) -> AsyncIterator[Client
             due = max(due + 1 / CLIENT_RATE, clock.time())
             with suppress(TimeoutError):
                 await asyncio.wait_for(stop.wait(), due - clock.time())
-    async with httpx.AsyncClient(base_url=gateway_url, timeout=10, trust_env=False) as http:
+    async with httpx.AsyncClient(base_url=gateway_url, timeout=10, trust_env=False,
+                                 verify=default_tls(trust_env=False)) as http:
         tasks = [asyncio.create_task(one(http)) for _ in range(loops)]
         try:
             yield seen
