@@ -26,7 +26,7 @@ def _chat(gateway_url: str, model: str) -> httpx.Response:
 
 def _bridge(api, loop: asyncio.AbstractEventLoop, seen: list[tuple[str, str, dict | None]]):
     """`httpx.request` for the CLI's thread: the call is made by the test's in-process API client."""
-    def request(method, url, json=None, params=None, headers=None, timeout=None, verify=True):  # noqa: A002, ARG001 - httpx's names; no TLS in process
+    def request(method, url, json=None, params=None, headers=None, timeout=None, verify=True):  # noqa: A002 - httpx's names; no TLS in process
         path = httpx.URL(url).raw_path.decode()
         answer = asyncio.run_coroutine_threadsafe(
             api.request(method, path, json=json, params=params, headers=headers), loop).result(timeout)
